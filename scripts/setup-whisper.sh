@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# setup-whisper.sh: build whisper.cpp 1.9.1 (static libraries and whisper-cli)
+# once into a cache folder that later runs reuse.
+#
+# Source, in order of preference:
+#   1. $WHISPER_CPP_DIR, an existing whisper.cpp source tree (e.g. a checkout of
+#      the upstream v1.9.1 tag), used as it is;
+#   2. the copy of whisper.cpp 1.9.1 inside the npm package nodejs-whisper@0.3.1,
+#      fetched with `npm pack` and checked against a pinned SHA-256 before use.
+#
+# Result: $WHISPER_CACHE/build/{src/libwhisper.a,ggml/src/libggml*.a,bin/whisper-cli}
+# and $WHISPER_CACHE/src (headers). Prints nothing on stdout but the cache path.
+set -euo pipefail
+
+WHISPER_VERSION=1.9.1
+NPM_PKG=nodejs-whisper@0.3.1
+NPM_TGZ=nodejs-whisper-0.3.1.tgz
+NPM_SHA256=92041caf2b26c74b7f489fedf37bd093f216eebd61df512045ec2d19d0531d37
+
+cache=${WHISPER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yazses/whisper.cpp-$WHISPER_VERSION}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+log() { printf 'setup-whisper: %s\n' "$*" >&2; }
+
+if [ -f "$cache/build/src/libwhisper.a" ] && [ -x "$cache/build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ]; then
+  echo "$cache"
+  exit 0
+fi
+
+command -v cmake >/dev/null || { log "cmake is missing: run 'make setup' or 'apt-get install cmake'"; exit 1; }
+mkdir -p "$cache"
+
+if [ -n "${WHISPER_CPP_DIR:-}" ]; then
+  [ -f "$WHISPER_CPP_DIR/include/whisper.h" ] || { log "WHISPER_CPP_DIR=$WHISPER_CPP_DIR has no include/whisper.h"; exit 1; }
+  src=$(cd "$WHISPER_CPP_DIR" && pwd)
+  log "using whisper.cpp source at $src"
+else
+  if [ ! -f "$cache/src/include/whisper.h" ]; then
+    command -v npm >/dev/null || { log "npm is missing: set WHISPER_CPP_DIR to a whisper.cpp $WHISPER_VERSION checkout, or install npm"; exit 1; }
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    log "fetching $NPM_PKG (whisper.cpp $WHISPER_VERSION source)"
+    (cd "$tmp" && npm pack --silent "$NPM_PKG" >/dev/null) || { log "npm pack $NPM_PKG failed (offline?); set WHISPER_CPP_DIR instead"; exit 1; }
+    got=$(sha256sum "$tmp/$NPM_TGZ" | cut -d' ' -f1)
+    if [ "$got" != "$NPM_SHA256" ]; then
+      log "checksum mismatch for $NPM_TGZ: got $got, want $NPM_SHA256"
+      exit 1
+    fi
+    tar -xzf "$tmp/$NPM_TGZ" -C "$tmp" package/cpp/whisper.cpp
+    rm -rf "$cache/src.tmp"
+    mv "$tmp/package/cpp/whisper.cpp" "$cache/src.tmp"
+    grep -q "VERSION $WHISPER_VERSION" "$cache/src.tmp/CMakeLists.txt" || { log "unexpected whisper.cpp version in $NPM_PKG"; exit 1; }
+    rm -rf "$cache/src"
+    mv "$cache/src.tmp" "$cache/src"
+  fi
+  src=$cache/src
+fi
+
+if [ "$src" != "$cache/src" ]; then
+  # Keep headers where the Makefile looks for them.
+  rm -rf "$cache/src"
+  ln -s "$src" "$cache/src"
+fi
+
+log "building whisper.cpp $WHISPER_VERSION in $cache/build with $jobs jobs (about two minutes the first time)"
+cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+  -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF >&2
+cmake --build "$cache/build" -j"$jobs" --target whisper whisper-cli >&2
+echo "$cache"
