@@ -1,0 +1,73 @@
+# YazSes: make setup | build | test | bench | demo | install
+SHELL := bash
+.DEFAULT_GOAL := build
+
+PREFIX ?= $(HOME)/.local
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# whisper.cpp is built once into this cache and reused (scripts/setup-whisper.sh).
+WHISPER_VERSION := 1.9.1
+WHISPER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/whisper.cpp-$(WHISPER_VERSION)
+WHISPER_LIB := $(WHISPER_CACHE)/build/src/libwhisper.a
+WHISPER_CLI := $(WHISPER_CACHE)/build/bin/whisper-cli
+export WHISPER_CACHE
+export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/include
+export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/src
+export YAZ_WHISPER_CLI := $(WHISPER_CLI)
+
+BINS := $(notdir $(wildcard cmd/*))
+LDFLAGS := -s -w $(foreach p,cmd/yaz-decode/internal/decode,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
+
+# Generated random-weight models for tests, benchmarks and the demo.
+GEN := .cache
+JFK := $(shell $(GO) env GOMODCACHE)/github.com/ggerganov/whisper.cpp/bindings/go@v0.0.0-20260227185758-9453b4b9be9b/samples/jfk.wav
+
+.PHONY: setup deps whisper build test test-short bench demo install uninstall lint fmt clean env
+
+setup: deps whisper ## install missing Debian packages, build whisper.cpp once
+	$(GO) mod download
+
+deps:
+	@scripts/install-deps.sh
+
+whisper: $(WHISPER_LIB)
+
+$(WHISPER_LIB):
+	@scripts/setup-whisper.sh >/dev/null
+
+build: whisper ## all binaries into bin/
+	@mkdir -p bin
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+
+test: setup ## every test, with real whisper.cpp, PulseAudio, espeak-ng
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) test -race -timeout 15m ./...
+
+test-short: whisper ## quick unit tests only
+	$(GO) test -short ./...
+
+bench: build ## yaz-decode next to whisper-cli on the same model and audio
+	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -jfk $(JFK) -work $(GEN)/bench
+
+demo: setup build ## set up, speak a sentence and transcribe it, transcribe jfk.wav
+	@scripts/demo.sh
+
+install: build ## binaries, the model fetcher into $(PREFIX)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(addprefix bin/,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 scripts/fetch-model.sh $(DESTDIR)$(PREFIX)/bin/yaz-fetch-model
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(BINS) yaz-fetch-model)
+
+lint:
+	$(GO) vet ./...
+	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
+	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI)"
+
+clean:
+	rm -rf bin $(GEN)

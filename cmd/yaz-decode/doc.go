@@ -1,0 +1,52 @@
+// Command yaz-decode turns speech into text with whisper.cpp, on this machine.
+//
+// Synopsis:
+//
+//	yaz-decode [flags] FILE...           transcribe WAV files
+//	yaz-decode [flags] < audio           transcribe a live PCM or WAV stream
+//	yaz-decode --serve [flags]           framed mode for yazsesd
+//
+// With files as arguments, each WAV file (8/16/24/32-bit integer or 32/64-bit
+// float PCM, any rate, any channel count) is converted to 16 kHz mono and
+// transcribed; --output picks txt (default), json, srt or vtt, written to
+// stdout or, with --output-dir, to DIR/NAME.EXT. Other formats are refused
+// with the sox or ffmpeg command that converts them.
+//
+// Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
+// (detected from its header). A voice-activity detector cuts it into
+// utterances; each is printed as soon as it is decoded: one line of text, or
+// with --json one object {"start_ms","end_ms","text"}. EOF flushes the last
+// utterance. SIGINT or SIGTERM ends the stream the same way.
+//
+// With --serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
+// 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon; stdout answers one
+// JSON line per ended utterance:
+//
+//	{"utt":N,"text":…,"segments":[{"start_ms","end_ms","text"}…],"audio_ms":…,"decode_ms":…}
+//
+// The model stays loaded. If YAZ_READY_FD names a file descriptor, a newline
+// is written to it once the model is loaded.
+//
+// Silence and steady low noise print nothing: a voice-activity gate runs
+// before whisper, and segments whisper itself marks as no-speech are dropped.
+//
+// Flags:
+//
+//	-m, --model PATH            ggml model (env YAZ_MODEL; default
+//	                            $XDG_DATA_HOME/yazses/models/ggml-base.en.bin)
+//	-l, --language CODE         spoken language, or auto (multilingual models)
+//	-t, --threads N             CPU threads (0: up to 4)
+//	    --prompt TEXT           vocabulary hint passed to whisper
+//	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default
+//	    --audio-ctx N           0 trims to the utterance, -1 full, N fixed
+//	-o, --output FMT            txt, json, srt, vtt (files)
+//	    --output-dir DIR        write one file per input into DIR
+//	    --json                  JSON lines in stream mode
+//	    --serve                 framed supervised mode
+//	    --[no-]vad-gate         skip decoding audio with no speech (default on)
+//	    --progress auto|always|never
+//	    --log-level, --log-format, --version
+//
+// Exit status: 0 success; 1 a file or the model failed (other files are still
+// transcribed); 2 usage error.
+package main

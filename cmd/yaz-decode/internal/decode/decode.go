@@ -1,0 +1,137 @@
+// Package decode is the yaz-decode command: files, stream and serve modes
+// around an asr.Model.
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/vad"
+)
+
+const name = "yaz-decode"
+
+// Version is set by the build.
+var Version = "dev"
+
+// CLI is yaz-decode's command line.
+type CLI struct {
+	Files []string `arg:"" optional:"" name:"file" help:"WAV files to transcribe; none: read a PCM or WAV stream on stdin."`
+
+	Model             string   `short:"m" help:"Whisper ggml model file." default:"${model}" env:"YAZ_MODEL"`
+	Language          string   `short:"l" help:"Spoken language code, or auto (multilingual models only)." default:"en" env:"YAZ_LANGUAGE"`
+	Threads           int      `short:"t" help:"CPU threads for whisper (0: up to 4)." default:"0" env:"YAZ_THREADS"`
+	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect." env:"YAZ_PROMPT"`
+	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default." default:"1" env:"YAZ_BEAM_SIZE"`
+	AudioCtx          int      `help:"Encoder audio context: 0 trims it to short utterances, -1 always full (1500), N fixed." default:"0"`
+	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output)."`
+	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
+	VADGate           bool     `help:"Skip decoding audio that holds no speech." default:"true" negatable:""`
+	Output            string   `short:"o" help:"File output format: txt, json, srt or vtt." default:"txt" enum:"txt,json,srt,vtt"`
+	OutputDir         string   `help:"Write one transcript per input file into this folder instead of stdout." type:"path"`
+	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
+	Serve             bool     `help:"Supervised mode for yazsesd: framed audio on stdin, JSON results on stdout."`
+	Progress          string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`
+	MaxDuration       duration `help:"Refuse files longer than this." default:"4h"`
+	MinSpeech         duration `help:"Stream mode: shortest speech that opens an utterance." default:"120ms"`
+	MinSilence        duration `help:"Stream mode: silence that ends an utterance." default:"600ms"`
+
+	cli.Logging
+	Version kong.VersionFlag `help:"Print the version and exit."`
+}
+
+type duration = time.Duration
+
+// Recognizer is what the modes need of a model; a fake stands in for it in
+// unit tests.
+type Recognizer interface {
+	Transcribe(ctx context.Context, samples []float32, opt asr.Options) (asr.Result, error)
+}
+
+// Main runs yaz-decode and returns its exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var c CLI
+	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp, offline.", &c, args, stdout, stderr,
+		kong.Vars{"model": models.DefaultPath(), "version": Version})
+	if done {
+		return code
+	}
+	log := c.Logger(stderr)
+	return cli.Report(name, stderr, c.run(ctx, log, stdin, stdout, stderr))
+}
+
+func (c *CLI) options() asr.Options {
+	return asr.Options{
+		Language:          c.Language,
+		Threads:           c.Threads,
+		Prompt:            c.Prompt,
+		BeamSize:          c.BeamSize,
+		AudioCtx:          c.AudioCtx,
+		NoFallback:        c.NoFallback,
+		NoSpeechThreshold: c.NoSpeechThreshold,
+	}
+}
+
+func (c *CLI) vadConfig() vad.Config {
+	v := vad.DefaultConfig()
+	v.MinSpeech = c.MinSpeech
+	v.MinSilence = c.MinSilence
+	return v
+}
+
+func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout, stderr io.Writer) error {
+	if c.Serve && len(c.Files) > 0 {
+		return cli.Usagef("--serve reads frames on stdin and takes no files")
+	}
+	if c.BeamSize < 0 || c.BeamSize > 16 {
+		return cli.Usagef("--beam-size must be between 1 and 16")
+	}
+	if c.Threads < 0 {
+		return cli.Usagef("--threads must not be negative")
+	}
+	if len(c.Files) == 0 && !c.Serve && cli.IsTerminal(stdin) {
+		return cli.Usagef("no input: give WAV files as arguments, or pipe audio in (yaz-capture | yaz-decode)")
+	}
+	if len(c.Files) > 0 && c.OutputDir == "" && c.Output != "txt" && c.Output != "json" && len(c.Files) > 1 {
+		return cli.Usagef("--output %s of several files needs --output-dir", c.Output)
+	}
+	if c.OutputDir != "" {
+		if st, err := os.Stat(c.OutputDir); err != nil || !st.IsDir() {
+			return cli.Usagef("--output-dir %s is not a folder", c.OutputDir)
+		}
+	}
+	if c.Language != "en" && c.Language != "" {
+		log.Debug("language requested", "language", c.Language)
+	}
+	start := time.Now()
+	m, err := asr.Load(c.Model, c.Debug())
+	if errors.Is(err, asr.ErrModelMissing) {
+		return fmt.Errorf("model %s not found; %s", c.Model, models.FetchHint(c.Model))
+	}
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if c.Language == "auto" && !m.Multilingual() {
+		log.Warn("--language auto needs a multilingual model; this one is English-only")
+	}
+	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "multilingual", m.Multilingual())
+	switch {
+	case c.Serve:
+		return c.serve(ctx, log, m, stdin, stdout)
+	case len(c.Files) > 0:
+		return c.files(ctx, log, m, stdout, stderr)
+	default:
+		return c.stream(ctx, log, m, stdin, stdout)
+	}
+}

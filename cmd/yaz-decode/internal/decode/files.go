@@ -1,0 +1,155 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// files transcribes each file; a failed file is reported and the others
+// still run. The error at the end says how many failed.
+func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
+	failed := 0
+	for _, path := range c.Files {
+		if err := c.file(ctx, log, m, path, stdout, stderr); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: not an error
+			}
+			failed++
+			fmt.Fprintf(stderr, "%s: %s: %v\n", name, path, err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files failed", failed, len(c.Files))
+	}
+	return nil
+}
+
+func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer) error {
+	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
+	samples, info, err := wav.ReadFile16k(path, maxSamples)
+	if err != nil {
+		return explainRead(path, err, c.MaxDuration)
+	}
+	audio := pcm.Duration(len(samples))
+	log.Debug("file read", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample, "audio_ms", audio.Milliseconds())
+
+	var res asr.Result
+	if !c.VADGate || vad.HasSpeech(pcm.FromFloat32(nil, samples), c.vadConfig()) {
+		opt := c.options()
+		bar := newProgress(stderr, c.Progress, filepath.Base(path), audio)
+		opt.Progress = bar.set
+		start := time.Now()
+		res, err = m.Transcribe(ctx, samples, opt)
+		bar.done()
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "decode_ms", time.Since(start).Milliseconds(),
+			"segments", len(res.Segments), "audio_ctx", res.AudioCtx, "retried", res.Retried)
+	} else {
+		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
+	}
+	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: c.Language}
+	if c.OutputDir == "" {
+		return transcript.Write(stdout, c.Output, res.Segments, doc)
+	}
+	var buf bytes.Buffer
+	if err := transcript.Write(&buf, c.Output, res.Segments, doc); err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return writeAtomic(filepath.Join(c.OutputDir, base+"."+c.Output), buf.Bytes())
+}
+
+// explainRead turns a read error into one line that says what to do.
+func explainRead(path string, err error, maxDur time.Duration) error {
+	switch {
+	case errors.Is(err, wav.ErrNotWAV), errors.Is(err, wav.ErrUnsupported):
+		q := shellQuote(path)
+		return fmt.Errorf("%v; convert it to 16 kHz mono first, e.g.: ffmpeg -i %s -ar 16000 -ac 1 -f wav - | yaz-decode   or: sox %s -t raw -r 16000 -c 1 -b 16 -e signed - | yaz-decode", err, q, q)
+	case errors.Is(err, wav.ErrTooLarge):
+		return fmt.Errorf("longer than --max-duration %s: %w", maxDur, err)
+	}
+	return err
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeAtomic writes data to path through a temporary file and a rename, so
+// a reader never sees half a transcript.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// progress draws a one-line bar on stderr while a file decodes.
+type progress struct {
+	w     io.Writer
+	label string
+	on    bool
+	last  int
+	start time.Time
+	audio time.Duration
+}
+
+func newProgress(stderr io.Writer, mode, label string, audio time.Duration) *progress {
+	on := mode == "always" || (mode == "auto" && cli.IsTerminal(stderr) && audio > 30*time.Second)
+	return &progress{w: stderr, label: label, on: on, last: -1, start: time.Now(), audio: audio}
+}
+
+func (p *progress) set(pct int) {
+	if !p.on || pct == p.last {
+		return
+	}
+	p.last = pct
+	const width = 30
+	n := pct * width / 100
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %s", p.label, strings.Repeat("=", n), strings.Repeat(" ", width-n), pct,
+		time.Since(p.start).Round(time.Second))
+}
+
+func (p *progress) done() {
+	if p.on && p.last >= 0 {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,123 @@
+package decode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/lib/vad"
+)
+
+// maxUtterance caps the audio one utterance may buffer in serve mode.
+const maxUtterance = 5 * time.Minute
+
+type job struct {
+	utt     int
+	samples []int16
+	tooLong bool
+}
+
+// serve runs the framed supervised mode: frames on stdin, one JSON result per
+// ended utterance on stdout. Reading goes on while an utterance decodes, so a
+// writer is never blocked for long.
+func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+	if err := cli.Ready(); err != nil {
+		return err
+	}
+	log.Info("serving", "mode", "frames")
+	jobs := make(chan job, 8)
+	done := make(chan error, 1)
+	go func() { done <- c.serveDecode(ctx, log, m, jobs, stdout) }()
+
+	rerr := readFrames(ctx, stdin, jobs)
+	close(jobs)
+	derr := <-done
+	if rerr != nil {
+		return rerr
+	}
+	return derr
+}
+
+func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
+	fr := frame.NewReader(stdin)
+	var cur []int16
+	tooLong := false
+	utt := 0
+	limit := pcm.Samples(maxUtterance)
+	for ctx.Err() == nil {
+		f, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read frame: %w", err)
+		}
+		switch f.Type {
+		case frame.Audio:
+			if len(cur)+len(f.Payload)/2 > limit {
+				tooLong = true
+				continue
+			}
+			cur = pcm.Decode(cur, f.Payload)
+		case frame.End:
+			utt++
+			select {
+			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong}:
+			case <-ctx.Done():
+				return nil
+			}
+			cur, tooLong = nil, false
+		case frame.Abandon:
+			cur, tooLong = nil, false
+		}
+	}
+	return nil
+}
+
+func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
+	enc := json.NewEncoder(stdout)
+	for j := range jobs {
+		res := frame.Result{Utt: j.utt, Segments: []frame.Segment{}, AudioMs: pcm.Millis(len(j.samples))}
+		start := time.Now()
+		switch {
+		case j.tooLong:
+			res.Error = "too_long"
+		case len(j.samples) == 0 || (c.VADGate && !vad.HasSpeech(j.samples, c.vadConfig())):
+			// No speech: nothing to decode, and nothing to hallucinate.
+		default:
+			r, err := m.Transcribe(ctx, pcm.ToFloat32(nil, j.samples), c.options())
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				log.Error("decode failed", "utt", j.utt, "err", err)
+				res.Error = "decode_failed"
+				break
+			}
+			res.Text = r.Text()
+			for _, s := range transcript.ToJSON(r.Segments) {
+				res.Segments = append(res.Segments, frame.Segment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+			}
+		}
+		res.DecodeMs = time.Since(start).Milliseconds()
+		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error)
+		if err := enc.Encode(res); err != nil {
+			if isBrokenPipe(err) {
+				return nil
+			}
+			return fmt.Errorf("write result: %w", err)
+		}
+	}
+	return nil
+}
+
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

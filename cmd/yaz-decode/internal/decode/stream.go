@@ -1,0 +1,191 @@
+package decode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// StreamLine is one utterance printed by stream mode with --json.
+type StreamLine struct {
+	StartMs  int64                    `json:"start_ms"`
+	EndMs    int64                    `json:"end_ms"`
+	Text     string                   `json:"text"`
+	Segments []transcript.JSONSegment `json:"segments"`
+}
+
+// chunkSamples is how much audio stream mode reads at a time (100 ms).
+const chunkSamples = pcm.SampleRate / 10
+
+// stream cuts stdin into utterances and prints each as soon as it is decoded.
+// EOF, SIGINT and SIGTERM flush the open utterance.
+func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+	src, err := newSource(stdin)
+	if err != nil {
+		return err
+	}
+	chunks := make(chan []int16, 64)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		for {
+			s, err := src.read()
+			if len(s) > 0 {
+				select {
+				case chunks <- s:
+				case <-ctx.Done():
+					readErr <- nil
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				readErr <- err
+				return
+			}
+		}
+	}()
+
+	utts := make(chan vad.Utterance, 16)
+	decoded := make(chan error, 1)
+	go func() { decoded <- c.decodeUtterances(ctx, log, m, utts, stdout) }()
+
+	seg := vad.NewSegmenter(c.vadConfig())
+	var rerr error
+loop:
+	for {
+		select {
+		case s, ok := <-chunks:
+			if !ok {
+				rerr = <-readErr
+				break loop
+			}
+			for _, u := range seg.Write(s) {
+				utts <- u
+			}
+		case <-ctx.Done():
+			// The reader may be blocked in Read on a live pipe: it ends when
+			// the process exits. What was heard so far is still decoded.
+			break loop
+		}
+	}
+	for _, u := range seg.Flush() {
+		utts <- u
+	}
+	close(utts)
+	derr := <-decoded
+	if rerr != nil {
+		return fmt.Errorf("read stdin: %w", rerr)
+	}
+	return derr
+}
+
+func (c *CLI) decodeUtterances(ctx context.Context, log *slog.Logger, m Recognizer, utts <-chan vad.Utterance, stdout io.Writer) error {
+	// After SIGINT, the utterances already cut are still decoded, within a
+	// bounded time: a person who pressed Ctrl-C wants what they said.
+	dctx := context.WithoutCancel(ctx)
+	enc := json.NewEncoder(stdout)
+	var firstErr error
+	n := 0
+	for u := range utts {
+		n++
+		if firstErr != nil {
+			continue
+		}
+		uctx, cancel := context.WithTimeout(dctx, 2*time.Minute)
+		start := time.Now()
+		res, err := m.Transcribe(uctx, pcm.ToFloat32(nil, u.Samples), c.options())
+		cancel()
+		log.Debug("utterance decoded", "utt", n, "start_ms", pcm.Millis(int(u.Start)), "end_ms", pcm.Millis(int(u.End)),
+			"decode_ms", time.Since(start).Milliseconds(), "audio_ctx", res.AudioCtx, "segments", len(res.Segments))
+		if err != nil {
+			firstErr = fmt.Errorf("decode utterance %d: %w", n, err)
+			continue
+		}
+		text := strings.TrimSpace(res.Text())
+		if text == "" {
+			continue
+		}
+		if c.JSON {
+			off := pcm.Duration(int(u.Start))
+			segs := make([]transcript.Segment, len(res.Segments))
+			for i, s := range res.Segments {
+				segs[i] = transcript.Segment{Start: s.Start + off, End: s.End + off, Text: s.Text}
+			}
+			err = enc.Encode(StreamLine{StartMs: pcm.Millis(int(u.Start)), EndMs: pcm.Millis(int(u.End)), Text: text, Segments: transcript.ToJSON(segs)})
+		} else {
+			_, err = fmt.Fprintln(stdout, text)
+		}
+		if err != nil {
+			if isBrokenPipe(err) {
+				return nil
+			}
+			firstErr = fmt.Errorf("write: %w", err)
+		}
+	}
+	return firstErr
+}
+
+// source reads 16 kHz mono s16 samples from raw PCM or a WAV stream.
+type source struct {
+	raw  *bufio.Reader
+	wav  *wav.Reader
+	rate int
+	buf  []byte
+	fbuf []float32
+	odd  []byte
+}
+
+func newSource(r io.Reader) (*source, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, err := br.Peek(12)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(head) >= 12 && wav.IsWAV(head) {
+		wr, err := wav.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("read WAV header on stdin: %w", err)
+		}
+		info := wr.Info()
+		return &source{wav: wr, rate: info.SampleRate, fbuf: make([]float32, info.SampleRate/10)}, nil
+	}
+	return &source{raw: br, rate: pcm.SampleRate, buf: make([]byte, chunkSamples*pcm.FrameBytes)}, nil
+}
+
+func (s *source) read() ([]int16, error) {
+	if s.wav != nil {
+		n, err := s.wav.ReadMono(s.fbuf)
+		f := s.fbuf[:n]
+		if s.rate != pcm.SampleRate {
+			// Blocks of 100 ms resampled on their own: the seams cost a
+			// little accuracy at the block edges, never samples.
+			f = pcm.Resample(f, s.rate, pcm.SampleRate)
+		}
+		return pcm.FromFloat32(nil, f), err
+	}
+	n, err := s.raw.Read(s.buf)
+	b := s.buf[:n]
+	if len(s.odd) > 0 {
+		b = append(s.odd, b...)
+		s.odd = nil
+	}
+	if len(b)%2 == 1 {
+		s.odd = []byte{b[len(b)-1]}
+		b = b[:len(b)-1]
+	}
+	return pcm.Decode(nil, b), err
+}

@@ -1,0 +1,145 @@
+// Package cli holds what every YazSes command line shares: kong parsing with
+// the Unix exit codes DESIGN.md fixes (2 for usage errors, 1 for runtime
+// failures), the --log-level/--log-format flags and the slog logger they
+// make, readiness signalling to a supervisor, and a terminal check.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/kong"
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes shared by every binary.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1
+	ExitUsage    = 2
+	ExitNoRestart = 125 // "do not restart me", honoured by yazsesd
+)
+
+// Logging is embedded in every command's kong struct.
+type Logging struct {
+	LogLevel  string `help:"Log level: debug, info, warn or error." default:"info" enum:"debug,info,warn,error" env:"YAZ_LOG_LEVEL"`
+	LogFormat string `help:"Log format on stderr: text or json." default:"text" enum:"text,json" env:"YAZ_LOG_FORMAT"`
+}
+
+// Logger makes the one slog.Logger of a run, writing to w (stderr).
+func (l Logging) Logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(l.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if l.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Debug reports whether the debug level is on.
+func (l Logging) Debug() bool { return l.LogLevel == "debug" }
+
+// errExit carries kong's exit request (after --help or --version).
+type errExit struct{ code int }
+
+func (e errExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Parse parses args into grammar. It returns done=true with the exit code
+// when the run is over already: --help or --version was printed (0), or the
+// arguments were wrong (2, after one line "NAME: error: …" on stderr).
+func Parse(name, description string, grammar any, args []string, stdout, stderr io.Writer, vars kong.Vars) (k *kong.Context, code int, done bool) {
+	parser, err := kong.New(grammar,
+		kong.Name(name),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(errExit{code}) }),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		vars,
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		return nil, ExitFailure, true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(errExit)
+			if !ok {
+				panic(r)
+			}
+			k, code, done = nil, e.code, true
+		}
+	}()
+	k, err = parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		return nil, ExitUsage, true
+	}
+	return k, ExitOK, false
+}
+
+// UsageError is a runtime check of the arguments that failed: exit 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef makes a UsageError.
+func Usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// Report prints err once as "NAME: error: …" and returns the exit code: 0
+// for nil, 2 for a UsageError, 1 otherwise.
+func Report(name string, stderr io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "%s: error: %s\n", name, strings.TrimSpace(err.Error()))
+	var u *UsageError
+	if errors.As(err, &u) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// ReadyEnv names the variable through which a supervisor passes the number of
+// the file descriptor on which a child says it is ready.
+const ReadyEnv = "YAZ_READY_FD"
+
+// Ready writes a newline to the readiness descriptor named by YAZ_READY_FD,
+// if any, and closes it (the s6 convention). It is safe to call when no
+// supervisor asked for it.
+func Ready() error {
+	v := os.Getenv(ReadyEnv)
+	if v == "" {
+		return nil
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return fmt.Errorf("readiness: bad %s=%q", ReadyEnv, v)
+	}
+	os.Unsetenv(ReadyEnv)
+	f := os.NewFile(uintptr(fd), "ready")
+	if f == nil {
+		return fmt.Errorf("readiness: fd %d is not open", fd)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("\n")); err != nil {
+		return fmt.Errorf("readiness: %w", err)
+	}
+	return nil
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f any) bool {
+	fd, ok := f.(interface{ Fd() uintptr })
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(fd.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,43 @@
+// Package models knows where YazSes keeps whisper models:
+// $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models), one
+// ggml file per model, named as upstream names them (ggml-base.en.bin).
+// scripts/fetch-model.sh downloads them there with a pinned checksum.
+package models
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// DefaultName is the model used when none is configured: base.en is the
+// smallest English model that dictates well; tiny.en is faster, small.en
+// better.
+const DefaultName = "base.en"
+
+// Dir is the model folder.
+func Dir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "yazses", "models")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
+	}
+	return filepath.Join(home, ".local", "share", "yazses", "models")
+}
+
+// Path is the file of the named model (e.g. "base.en") in Dir.
+func Path(name string) string { return filepath.Join(Dir(), "ggml-"+name+".bin") }
+
+// DefaultPath is the file of DefaultName.
+func DefaultPath() string { return Path(DefaultName) }
+
+// FetchHint tells a person how to get the model at path.
+func FetchHint(path string) string {
+	base := filepath.Base(path)
+	name := base
+	if len(base) > len("ggml-.bin") && base[:5] == "ggml-" && filepath.Ext(base) == ".bin" {
+		name = base[5 : len(base)-4]
+	}
+	return "fetch it with: scripts/fetch-model.sh " + name + " (installed as yaz-fetch-model), or choose another with --model or YAZ_MODEL"
+}

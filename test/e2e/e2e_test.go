@@ -1,0 +1,121 @@
+// Package e2e tests the real YazSes binaries together: built once, chained
+// in shell pipelines, with real whisper.cpp inference on generated models,
+// real espeak-ng, and a private PulseAudio server with a null sink.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/yazses/yazses/internal/testmodel"
+)
+
+// world is what every test shares: the binaries and the models.
+var world struct {
+	root       string // repository root
+	bin        string // built binaries
+	models     string
+	mini       string // path of the mini model
+	tinyEn     string // path of the tiny.en-sized model
+	jfk        string // samples/jfk.wav from the whisper.cpp Go bindings
+	whisperCLI string
+}
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	tmp, err := os.MkdirTemp("", "yazses-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	_, file, _, _ := runtime.Caller(0)
+	world.root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	world.bin = filepath.Join(tmp, "bin")
+	world.models = filepath.Join(tmp, "models")
+	if err := os.MkdirAll(world.models, 0o755); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	build := exec.Command("go", "build", "-o", world.bin+"/", "./cmd/...")
+	build.Dir = world.root
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+	}
+	world.mini = filepath.Join(world.models, "ggml-mini.bin")
+	world.tinyEn = filepath.Join(world.models, "ggml-tiny.en.bin")
+	for path, size := range map[string]testmodel.Size{world.mini: testmodel.Mini, world.tinyEn: testmodel.TinyEn} {
+		if err := testmodel.WriteFile(path, size, 1); err != nil {
+			return 0, err
+		}
+	}
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return 0, fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	world.jfk = filepath.Join(strings.TrimSpace(string(modcache)),
+		"github.com/ggerganov/whisper.cpp/bindings/go@v0.0.0-20260227185758-9453b4b9be9b/samples/jfk.wav")
+	if _, err := os.Stat(world.jfk); err != nil {
+		return 0, fmt.Errorf("jfk.wav sample: %w (run go mod download)", err)
+	}
+	world.whisperCLI = os.Getenv("YAZ_WHISPER_CLI")
+	if world.whisperCLI == "" {
+		return 0, fmt.Errorf("YAZ_WHISPER_CLI is not set: run the tests through make test, or . scripts/env.sh")
+	}
+	fmt.Fprintf(os.Stderr, "e2e: binaries and models ready in %s\n", time.Since(start).Round(time.Millisecond))
+	return m.Run(), nil
+}
+
+// TestScripts runs the testscript files in testdata/script: the binaries
+// chained as a person would in a shell.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("PATH", world.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			e.Setenv("MODEL", world.mini)
+			e.Setenv("TINYEN", world.tinyEn)
+			e.Setenv("JFK", world.jfk)
+			e.Setenv("HOME", e.WorkDir)
+			e.Setenv("XDG_DATA_HOME", filepath.Join(e.WorkDir, "data"))
+			e.Setenv("XDG_RUNTIME_DIR", os.Getenv("XDG_RUNTIME_DIR"))
+			e.Setenv("PULSE_SERVER", os.Getenv("PULSE_SERVER"))
+			return nil
+		},
+		Cmds: scriptCmds,
+	})
+}
+
+// command runs a built binary and returns stdout, stderr and the exit code.
+func command(t *testing.T, ctx context.Context, stdin []byte, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(world.bin, name), args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	return o.String(), e.String(), code
+}
