@@ -38,7 +38,7 @@
 //	-t, --threads N             CPU threads (0: up to 4)
 //	    --prompt TEXT           vocabulary hint passed to whisper
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default
-//	    --audio-ctx N           0 trims to the utterance, -1 full, N fixed
+//	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N
 //	-o, --output FMT            txt, json, srt, vtt (files)
 //	    --output-dir DIR        write one file per input into DIR
 //	    --json                  JSON lines in stream mode

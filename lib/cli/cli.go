@@ -19,9 +19,9 @@ import (
 
 // Exit codes shared by every binary.
 const (
-	ExitOK       = 0
-	ExitFailure  = 1
-	ExitUsage    = 2
+	ExitOK        = 0
+	ExitFailure   = 1
+	ExitUsage     = 2
 	ExitNoRestart = 125 // "do not restart me", honoured by yazsesd
 )
 

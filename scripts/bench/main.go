@@ -93,7 +93,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		yf, err := timeRuns(*runs, yaz, yazArgs(f.path, "--audio-ctx", "-1")...)
+		yf, err := timeRuns(*runs, yaz, yazArgs(f.path, "--audio-ctx", "full")...)
 		if err != nil {
 			return err
 		}

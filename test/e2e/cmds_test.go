@@ -20,6 +20,19 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"jsonl":    cmdJSONL,
 	"pcmstats": cmdPCMStats,
 	"mkwav":    cmdMkWAV,
+	"lines":    cmdLines,
+}
+
+// lines FILE N: FILE (stdout, stderr or a file) has exactly N lines.
+func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lines FILE N")
+	}
+	want, _ := strconv.Atoi(args[1])
+	got := strings.Count(ts.ReadFile(args[0]), "\n")
+	if (got == want) == neg {
+		ts.Fatalf("%s has %d lines, want %d", args[0], got, want)
+	}
 }
 
 var cueRe = regexp.MustCompile(`^(\d\d):(\d\d):(\d\d)[,.](\d\d\d) --> (\d\d):(\d\d):(\d\d)[,.](\d\d\d)$`)

@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -79,7 +80,12 @@ func setup(m *testing.M) (int, error) {
 	if world.whisperCLI == "" {
 		return 0, fmt.Errorf("YAZ_WHISPER_CLI is not set: run the tests through make test, or . scripts/env.sh")
 	}
-	fmt.Fprintf(os.Stderr, "e2e: binaries and models ready in %s\n", time.Since(start).Round(time.Millisecond))
+	stopPulse, err := startPulse(filepath.Join(tmp, "pulse"))
+	if err != nil {
+		return 0, err
+	}
+	defer stopPulse()
+	fmt.Fprintf(os.Stderr, "e2e: binaries, models and PulseAudio ready in %s\n", time.Since(start).Round(time.Millisecond))
 	return m.Run(), nil
 }
 
@@ -95,12 +101,36 @@ func TestScripts(t *testing.T) {
 			e.Setenv("JFK", world.jfk)
 			e.Setenv("HOME", e.WorkDir)
 			e.Setenv("XDG_DATA_HOME", filepath.Join(e.WorkDir, "data"))
-			e.Setenv("XDG_RUNTIME_DIR", os.Getenv("XDG_RUNTIME_DIR"))
-			e.Setenv("PULSE_SERVER", os.Getenv("PULSE_SERVER"))
+			for _, k := range []string{"XDG_RUNTIME_DIR", "PULSE_SERVER", "PULSE_COOKIE"} {
+				e.Setenv(k, os.Getenv(k))
+			}
 			return nil
 		},
 		Cmds: scriptCmds,
 	})
+}
+
+// startPulse starts the private PulseAudio server of the suite (a null sink
+// "yaz" whose monitor is the default source) and exports its environment to
+// every child.
+func startPulse(dir string) (stop func(), err error) {
+	script := filepath.Join(world.root, "scripts", "pulse-test-server.sh")
+	out, err := exec.Command("sh", script, "start", dir).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return nil, fmt.Errorf("start PulseAudio: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("start PulseAudio: unexpected output %q", line)
+		}
+		os.Setenv(k, v)
+	}
+	return func() { exec.Command("sh", script, "stop", dir).Run() }, nil
 }
 
 // command runs a built binary and returns stdout, stderr and the exit code.

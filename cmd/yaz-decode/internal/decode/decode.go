@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -33,7 +34,7 @@ type CLI struct {
 	Threads           int      `short:"t" help:"CPU threads for whisper (0: up to 4)." default:"0" env:"YAZ_THREADS"`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect." env:"YAZ_PROMPT"`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default." default:"1" env:"YAZ_BEAM_SIZE"`
-	AudioCtx          int      `help:"Encoder audio context: 0 trims it to short utterances, -1 always full (1500), N fixed." default:"0"`
+	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second)." default:"auto"`
 	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output)."`
 	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
 	VADGate           bool     `help:"Skip decoding audio that holds no speech." default:"true" negatable:""`
@@ -48,6 +49,8 @@ type CLI struct {
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	audioCtx int
 }
 
 type duration = time.Duration
@@ -76,7 +79,7 @@ func (c *CLI) options() asr.Options {
 		Threads:           c.Threads,
 		Prompt:            c.Prompt,
 		BeamSize:          c.BeamSize,
-		AudioCtx:          c.AudioCtx,
+		AudioCtx:          c.audioCtx,
 		NoFallback:        c.NoFallback,
 		NoSpeechThreshold: c.NoSpeechThreshold,
 	}
@@ -95,6 +98,18 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	}
 	if c.BeamSize < 0 || c.BeamSize > 16 {
 		return cli.Usagef("--beam-size must be between 1 and 16")
+	}
+	switch c.AudioCtx {
+	case "auto", "":
+		c.audioCtx = 0
+	case "full":
+		c.audioCtx = -1
+	default:
+		n, err := strconv.Atoi(c.AudioCtx)
+		if err != nil || n < 1 || n > asr.FullAudioCtx {
+			return cli.Usagef("--audio-ctx must be auto, full or a number from 1 to %d", asr.FullAudioCtx)
+		}
+		c.audioCtx = n
 	}
 	if c.Threads < 0 {
 		return cli.Usagef("--threads must not be negative")

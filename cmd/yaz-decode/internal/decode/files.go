@@ -23,6 +23,16 @@ import (
 // files transcribes each file; a failed file is reported and the others
 // still run. The error at the end says how many failed.
 func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
+	if len(c.Files) == 1 {
+		err := c.file(ctx, log, m, c.Files[0], stdout, stderr)
+		if err != nil && ctx.Err() != nil {
+			return nil // interrupted: not an error
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Files[0], err)
+		}
+		return nil
+	}
 	failed := 0
 	for _, path := range c.Files {
 		if err := c.file(ctx, log, m, path, stdout, stderr); err != nil {

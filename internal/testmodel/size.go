@@ -1,0 +1,114 @@
+package testmodel
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Size names one set of model dimensions.
+type Size int
+
+// The sizes Write knows. Mini is the default for tests; the others carry the
+// dimensions of the real whisper checkpoints of the same name.
+const (
+	// Mini is the smallest model that exercises every part of whisper.cpp:
+	// 64-wide state, 2 heads, 2 encoder layers and 1 decoder layer, the full
+	// 1500-position audio context and the real English vocabulary size.
+	// (Not 2 decoder layers: whisper.cpp takes such a model for a distilled
+	// one and forces timestamps off.)
+	Mini Size = iota
+	// Tiny has the dimensions of the multilingual tiny checkpoint.
+	Tiny
+	// TinyEn has the dimensions of tiny.en.
+	TinyEn
+	// BaseEn has the dimensions of base.en.
+	BaseEn
+)
+
+var sizeNames = [...]string{
+	Mini:   "mini",
+	Tiny:   "tiny",
+	TinyEn: "tiny.en",
+	BaseEn: "base.en",
+}
+
+// Sizes returns every known size, smallest first.
+func Sizes() []Size { return []Size{Mini, Tiny, TinyEn, BaseEn} }
+
+// String returns the size's name as ParseSize accepts it.
+func (s Size) String() string {
+	if s < 0 || int(s) >= len(sizeNames) {
+		return fmt.Sprintf("Size(%d)", int(s))
+	}
+	return sizeNames[s]
+}
+
+// ParseSize returns the size called name ("mini", "tiny", "tiny.en",
+// "base.en"); case does not matter.
+func ParseSize(name string) (Size, error) {
+	for i, n := range sizeNames {
+		if strings.EqualFold(name, n) {
+			return Size(i), nil
+		}
+	}
+	return 0, fmt.Errorf("parse size %q: want one of %s", name, strings.Join(sizeNames[:], ", "))
+}
+
+// Hparams are the eleven header integers of a legacy ggml whisper file, in
+// file order.
+type Hparams struct {
+	NVocab      int32
+	NAudioCtx   int32
+	NAudioState int32
+	NAudioHead  int32
+	NAudioLayer int32
+	NTextCtx    int32
+	NTextState  int32
+	NTextHead   int32
+	NTextLayer  int32
+	NMels       int32
+	Ftype       int32
+}
+
+// English-only models have 51864 tokens, multilingual ones 51865 (one more
+// language token). whisper.cpp derives the special-token ids from this count.
+const (
+	nVocabEnglish      = 51864
+	nVocabMultilingual = 51865
+	ftypeF16           = 1
+)
+
+// Hparams returns the header of a model of size s.
+func (s Size) Hparams() (Hparams, error) {
+	h := Hparams{
+		NVocab:    nVocabEnglish,
+		NAudioCtx: 1500,
+		NTextCtx:  448,
+		NMels:     80,
+		Ftype:     ftypeF16,
+	}
+	var state, head, layer int32
+	textLayer := int32(0) // 0: the same as layer
+	switch s {
+	case Mini:
+		state, head, layer, textLayer = 64, 2, 2, 1
+	case Tiny:
+		state, head, layer = 384, 6, 4
+		h.NVocab = nVocabMultilingual
+	case TinyEn:
+		state, head, layer = 384, 6, 4
+	case BaseEn:
+		state, head, layer = 512, 8, 6
+	default:
+		return Hparams{}, fmt.Errorf("hparams: unknown size %d", int(s))
+	}
+	h.NAudioState, h.NAudioHead, h.NAudioLayer = state, head, layer
+	if textLayer == 0 {
+		textLayer = layer
+	}
+	h.NTextState, h.NTextHead, h.NTextLayer = state, head, textLayer
+	return h, nil
+}
+
+// Multilingual reports whether the vocabulary has the multilingual layout.
+func (h Hparams) Multilingual() bool { return h.NVocab >= nVocabMultilingual }

@@ -1,0 +1,395 @@
+package audio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/pcm"
+)
+
+// startPulse starts a private PulseAudio (scripts/pulse-test-server.sh) in
+// a temporary folder, points this process at it and stops it when the test
+// ends. Its default sink is the null sink "yaz" (16 kHz mono), its default
+// source the sink's monitor: what Play plays, Capture records, bit-exact.
+func startPulse(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("pulseaudio"); err != nil {
+		t.Fatalf("pulseaudio is not installed (CI installs it: apt-get install pulseaudio pulseaudio-utils): %v", err)
+	}
+	script, err := filepath.Abs("../../scripts/pulse-test-server.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir() // the socket path must fit in sun_path (108 bytes)
+	var stderr bytes.Buffer
+	cmd := exec.Command(script, "start", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s start: %v\n%s", script, err, stderr.Bytes())
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
+			t.Errorf("%s stop: %v\n%s", script, err, out)
+		}
+	})
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	n := 0
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			t.Fatalf("%s start printed %q, want only KEY=value lines", script, sc.Text())
+		}
+		t.Setenv(k, v)
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("%s start printed %d env lines, want XDG_RUNTIME_DIR and PULSE_SERVER", script, n)
+	}
+}
+
+// tone is a sine of freq Hz, amplitude amp (of full scale), d long.
+func tone(freq, amp float64, d time.Duration) []int16 {
+	n := pcm.Samples(d)
+	s := make([]int16, n)
+	for i := range s {
+		s[i] = int16(math.Round(amp * 32767 * math.Sin(2*math.Pi*freq*float64(i)/pcm.SampleRate)))
+	}
+	return s
+}
+
+// recorder runs Capture in the background and keeps what it records.
+type recorder struct {
+	mu      sync.Mutex
+	samples []int16
+	ready   chan struct{}
+	err     chan error
+	cancel  context.CancelFunc
+}
+
+func record(t *testing.T, cfg Config) *recorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recorder{ready: make(chan struct{}), err: make(chan error, 1), cancel: cancel}
+	go func() {
+		r.err <- Capture(ctx, cfg, func() { close(r.ready) }, func(s []int16) {
+			r.mu.Lock()
+			r.samples = append(r.samples, s...)
+			r.mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() { r.stop(t) })
+	select {
+	case <-r.ready:
+	case err := <-r.err:
+		t.Fatalf("Capture ended before its first callback: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Capture: no first callback within 10 s")
+	}
+	return r
+}
+
+// stop cancels the capture and returns everything recorded.
+func (r *recorder) stop(t *testing.T) []int16 {
+	t.Helper()
+	if r.cancel == nil {
+		return r.samples
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.err:
+		if err != nil {
+			t.Errorf("Capture after cancel = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Capture did not return within 5 s of cancel")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.samples
+}
+
+// loudPart returns the span of 10 ms windows whose RMS is above thresh (of
+// full scale): the samples from the first to the last loud window.
+func loudPart(s []int16, thresh float64) []int16 {
+	const w = pcm.SampleRate / 100
+	first, last := -1, -1
+	for i := 0; i+w <= len(s); i += w {
+		if rms(s[i:i+w]) > thresh {
+			if first < 0 {
+				first = i
+			}
+			last = i + w
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return s[first:last]
+}
+
+func rms(s []int16) float64 {
+	var sum float64
+	for _, v := range s {
+		f := float64(v) / 32768
+		sum += f * f
+	}
+	return math.Sqrt(sum / float64(len(s)))
+}
+
+// dominantHz estimates the frequency from sign changes (two per period).
+func dominantHz(s []int16) float64 {
+	n := 0
+	for i := 1; i < len(s); i++ {
+		if (s[i-1] >= 0) != (s[i] >= 0) {
+			n++
+		}
+	}
+	return float64(n) / 2 / pcm.Duration(len(s)).Seconds()
+}
+
+// TestToneLoop plays a 1 kHz tone into the null sink and records it from
+// the monitor: the real capture and playback paths through PulseAudio.
+func TestToneLoop(t *testing.T) {
+	t0 := time.Now()
+	startPulse(t)
+	devs, err := ListDevices(Config{Backend: "pulseaudio"})
+	if err != nil {
+		t.Fatalf("ListDevices: %v", err)
+	}
+	var haveMon, haveSink bool
+	for _, d := range devs {
+		haveMon = haveMon || (d.ID == "yaz.monitor" && d.Capture)
+		haveSink = haveSink || (d.ID == "yaz" && !d.Capture)
+	}
+	if !haveMon || !haveSink {
+		t.Fatalf("ListDevices = %+v, want capture yaz.monitor and playback yaz", devs)
+	}
+
+	// The source by name substring, the sink by ID.
+	rec := record(t, Config{Backend: "pulseaudio", Device: "monitor of YAZ"})
+	want := tone(1000, 0.3, time.Second)
+	var startedAt time.Time
+	playStart := time.Now()
+	n, err := Play(context.Background(), Config{Backend: "pulseaudio", Device: "yaz"}, want, func() { startedAt = time.Now() })
+	playTook := time.Since(playStart)
+	if err != nil {
+		t.Fatalf("Play: %v", err)
+	}
+	if n != len(want) {
+		t.Errorf("Play = %d samples, want %d", n, len(want))
+	}
+	if startedAt.IsZero() {
+		t.Error("Play returned without calling started")
+	}
+	if playTook < 900*time.Millisecond || playTook > 3*time.Second {
+		t.Errorf("Play of 1 s took %v, want about 1 s (it must wait for the device)", playTook)
+	}
+	time.Sleep(200 * time.Millisecond) // the monitor lags the sink a little
+	got := rec.stop(t)
+
+	loud := loudPart(got, 0.1)
+	d := pcm.Duration(len(loud))
+	t.Logf("recorded %v, loud %v, rms %.3f, %.0f Hz; Play took %v; test %v",
+		pcm.Duration(len(got)), d, rms(loud), dominantHz(loud), playTook, time.Since(t0))
+	if d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		t.Fatalf("loud part = %v, want 1 s ± 0.2 s", d)
+	}
+	if r := rms(loud); r < 0.19 || r > 0.235 { // 0.3/√2 = 0.212
+		t.Errorf("RMS of the tone = %.3f, want about 0.212", r)
+	}
+	if f := dominantHz(loud); f < 950 || f > 1050 {
+		t.Errorf("dominant frequency = %.0f Hz, want about 1000", f)
+	}
+}
+
+// TestPlayCancel: cancelling stops playback at once (barge-in), after
+// started, with the count of what reached the device.
+func TestPlayCancel(t *testing.T) {
+	startPulse(t)
+	rec := record(t, Config{Backend: "pulseaudio"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	samples := tone(1000, 0.3, 3*time.Second)
+	started := false
+	begin := time.Now()
+	n, err := Play(ctx, Config{Backend: "pulseaudio"}, samples, func() {
+		started = true
+		time.AfterFunc(300*time.Millisecond, cancel)
+	})
+	took := time.Since(begin)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Play after cancel = %d, %v; want context.Canceled", n, err)
+	}
+	if !started {
+		t.Error("started was not called")
+	}
+	if n <= 0 || n >= len(samples) {
+		t.Errorf("Play handed %d of %d samples, want some but not all", n, len(samples))
+	}
+	if took > 2*time.Second {
+		t.Errorf("Play took %v after a cancel at 0.3 s of 3 s", took)
+	}
+	time.Sleep(200 * time.Millisecond)
+	loud := pcm.Duration(len(loudPart(rec.stop(t), 0.1)))
+	t.Logf("cancelled Play returned after %v with %d samples; %v audible", took, n, loud)
+	if loud > time.Second || loud == 0 {
+		t.Errorf("audible part after a cancel at 0.3 s = %v, want about 0.3 s", loud)
+	}
+}
+
+func TestDeviceErrors(t *testing.T) {
+	startPulse(t)
+	ctx := context.Background()
+	err := Capture(ctx, Config{Backend: "pulseaudio", Device: "nonexistent"}, nil, func([]int16) {})
+	if !errors.Is(err, ErrNoSuchDevice) {
+		t.Errorf("Capture(nonexistent) = %v, want ErrNoSuchDevice", err)
+	}
+	wantMsg := `open capture device "nonexistent" (backend pulseaudio): no such device; list devices with yaz-capture --list-devices`
+	if err != nil && err.Error() != wantMsg {
+		t.Errorf("Capture(nonexistent) error:\n got %s\nwant %s", err, wantMsg)
+	}
+	if _, err := Play(ctx, Config{Backend: "pulseaudio", Device: "nonexistent"}, []int16{1}, nil); !errors.Is(err, ErrNoSuchDevice) {
+		t.Errorf("Play(nonexistent) = %v, want ErrNoSuchDevice", err)
+	}
+
+	// A sound server that is not there.
+	t.Setenv("PULSE_SERVER", "unix:"+filepath.Join(t.TempDir(), "none"))
+	err = Capture(ctx, Config{Backend: "pulseaudio"}, nil, func([]int16) {})
+	if !errors.Is(err, ErrBackendUnavailable) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Capture without a server = %v, want one line wrapping ErrBackendUnavailable", err)
+	}
+	if _, err := ListDevices(Config{Backend: "sndfile"}); err == nil || !strings.Contains(err.Error(), "auto, pulseaudio, alsa, null") {
+		t.Errorf("ListDevices(bad backend) = %v, want the list of backends", err)
+	}
+}
+
+// TestCaptureServerGone: a device that goes away ends Capture with an
+// error, not a hang.
+func TestCaptureServerGone(t *testing.T) {
+	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
+	stallTimeout = time.Second
+	startPulse(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() { errc <- Capture(ctx, Config{Backend: "pulseaudio"}, func() { close(ready) }, func([]int16) {}) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("Capture: %v", err)
+	}
+	script, _ := filepath.Abs("../../scripts/pulse-test-server.sh")
+	dir := filepath.Dir(os.Getenv("XDG_RUNTIME_DIR"))
+	if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
+		t.Fatalf("stop server: %v\n%s", err, out)
+	}
+	err := <-errc
+	if ctx.Err() != nil {
+		t.Fatal("Capture still ran 10 s after its server went away")
+	}
+	if !errors.Is(err, ErrDeviceStopped) {
+		t.Errorf("Capture after the server went away = %v, want ErrDeviceStopped", err)
+	}
+}
+
+// TestNullBackend: the null backend runs in real time, silent, with no
+// sound server at all.
+func TestNullBackend(t *testing.T) {
+	cfg := Config{Backend: "null"}
+	devs, err := ListDevices(cfg)
+	if err != nil || len(devs) != 2 || !devs[0].Capture || devs[1].Capture {
+		t.Fatalf("ListDevices(null) = %+v, %v; want one capture and one playback device", devs, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got int
+	var nonzero bool
+	begin := time.Now()
+	err = Capture(ctx, cfg, func() {
+		time.AfterFunc(500*time.Millisecond, cancel)
+	}, func(s []int16) {
+		got += len(s)
+		for _, v := range s {
+			nonzero = nonzero || v != 0
+		}
+	})
+	if err != nil {
+		t.Fatalf("Capture(null) = %v", err)
+	}
+	if d := pcm.Duration(got); d < 300*time.Millisecond || d > time.Since(begin)+100*time.Millisecond {
+		t.Errorf("Capture(null) gave %v of audio in %v", d, time.Since(begin))
+	}
+	if nonzero {
+		t.Error("null capture is not silent")
+	}
+
+	samples := tone(440, 0.5, 300*time.Millisecond)
+	begin = time.Now()
+	n, err := Play(context.Background(), cfg, samples, nil)
+	if err != nil || n != len(samples) {
+		t.Fatalf("Play(null) = %d, %v; want %d, nil", n, err, len(samples))
+	}
+	if took := time.Since(begin); took < 300*time.Millisecond {
+		t.Errorf("Play(null) of 300 ms returned after %v", took)
+	}
+	if n, err := Play(context.Background(), cfg, nil, func() { t.Error("started called for no samples") }); n != 0 || err != nil {
+		t.Errorf("Play(nothing) = %d, %v", n, err)
+	}
+}
+
+// TestCaptureOverrunIsLogged: a consumer that stalls longer than the ring
+// holds loses samples, and the loss is counted in a warning.
+func TestCaptureOverrunIsLogged(t *testing.T) {
+	defer func(n int) { ringSamples = n }(ringSamples)
+	ringSamples = 1024 // 64 ms
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	got := 0
+	stalled := false
+	err := Capture(ctx, Config{Backend: "null", Log: log}, nil, func(s []int16) {
+		got += len(s)
+		if !stalled {
+			stalled = true
+			time.Sleep(300 * time.Millisecond)
+			time.AfterFunc(100*time.Millisecond, cancel)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "level=WARN msg=\"capture overrun") || !strings.Contains(logs.String(), "dropped=") {
+		t.Errorf("no overrun warning after a 300 ms stall with a 64 ms ring; log:\n%s", logs.String())
+	}
+	if d := pcm.Duration(got); d > 350*time.Millisecond {
+		t.Errorf("delivered %v of audio in about 0.4 s with a 64 ms ring: samples were not dropped", d)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

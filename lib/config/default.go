@@ -1,0 +1,116 @@
+package config
+
+// DefaultTOML is a configuration file that sets every key to its default,
+// each with a one-line explanation: what `yazsesd config default` prints.
+// It parses to exactly Default().
+func DefaultTOML() string { return defaultTOML }
+
+const defaultTOML = `# YazSes daemon (yazsesd) configuration.
+#
+# File: $XDG_CONFIG_HOME/yazses/config.toml (default ~/.config/yazses/config.toml).
+# Every key is optional; the values below are the defaults. Unknown keys and
+# bad values are refused with their line. Reference: docs/config.md.
+# Paths may use ~/, $HOME and $XDG_DATA_HOME, $XDG_CONFIG_HOME, $XDG_STATE_HOME,
+# $XDG_CACHE_HOME, $XDG_RUNTIME_DIR.
+#
+# Reload with SIGHUP (systemctl --user reload yazsesd): [mcp], [budget], [ask],
+# [dictation] (except prompt), [notify] and [audit] apply at once; [decode],
+# [speak], [capture], [hotkey], [children] and dictation.prompt need a restart.
+
+[mcp]
+# Offer the ask_human tool to MCP clients; false: the tool is not even listed.
+ask_human = false
+
+[budget]
+# Questions that may be spoken in any sliding hour, 0-60; 0 refuses every call.
+ask_human_per_hour = 3
+
+[ask]
+# Longest wait a caller may ask for, seconds (1-3600). MCP hosts often time a
+# call out at 60 s: raise the host's timeout too before raising this.
+max_timeout_s = 45
+# Wait for a call that names no timeout, seconds (1 to max_timeout_s).
+default_timeout_s = 45
+# Silence after speech that ends the answer, milliseconds (200-10000).
+answer_silence_ms = 1200
+# Longest answer recorded, seconds (1-300).
+max_answer_s = 30
+# Pause after the question is spoken before listening starts, ms (0-5000).
+guard_ms = 300
+
+[decode]
+# Whisper ggml model file (fetch with yaz-fetch-model base.en).
+model = "$XDG_DATA_HOME/yazses/models/ggml-base.en.bin"
+# Spoken language code, or "auto" (multilingual models only).
+language = "en"
+# CPU threads for whisper, 0-64; 0: as many as there are CPUs, up to 4.
+threads = 0
+# Vocabulary hint for every utterance: names and words whisper should expect.
+prompt = ""
+# 1: greedy decoding (fastest); 2-8: beam search of that width.
+beam_size = 1
+
+[speak]
+# espeak-ng voice (espeak-ng --voices lists them), e.g. "en-us" or "en-us+f3".
+voice = "en-us"
+# Speaking rate in words per minute, 80-450.
+rate = 170
+
+[capture]
+# Microphone device ID as yaz-capture lists devices; "": the default device.
+device = ""
+# Audio backend: "auto", "pulseaudio", "alsa" or "null".
+backend = "auto"
+# "on-demand": microphone open only while listening; "always": kept open for pre-roll.
+mode = "on-demand"
+# Audio from before hold.start kept when mode = "always", milliseconds (0-2000).
+pre_roll_ms = 300
+
+[dictation]
+# Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
+prompt = ""
+# How text is typed: "auto", "wtype", "xdotool", "ydotool", "clipboard" or "stdout".
+inject = "auto"
+# Holds shorter than this produce nothing, milliseconds (0-5000).
+min_utterance_ms = 300
+# Audio still recorded after hold.stop, milliseconds (0-2000).
+tail_ms = 200
+# Exact word or phrase replacements in dictated text, applied in order
+# (never to ask_human answers). None by default; add tables like these:
+# [[dictation.replace]]
+# from = "yaz says"
+# to = "YazSes"
+
+[hotkey]
+# Listen for a push-to-talk key with evdev (needs read access to /dev/input).
+enabled = false
+# Linux input key name (see /usr/include/linux/input-event-codes.h).
+key = "KEY_RIGHTCTRL"
+# "hold": talk while the key is held; "toggle": press to start, press to stop.
+mode = "hold"
+# Input device such as /dev/input/event3; "": every keyboard.
+device = ""
+
+[notify]
+# Desktop notifications (listening, no text target, question waiting).
+enabled = true
+# Most notifications shown in any minute, 1-60.
+per_minute = 6
+
+[audit]
+# Size at which $XDG_STATE_HOME/yazses/audit.jsonl is rotated, bytes (4096-1073741824).
+max_bytes = 1048576
+# Rotated files kept (audit.jsonl.1 ...), 0-100.
+keep = 3
+
+[children]
+# Commands the daemon runs; a bare name is looked up next to yazsesd, then in PATH.
+# Microphone capture.
+capture = ["yaz-capture"]
+# Resident speech-to-text decoder.
+decode = ["yaz-decode", "--serve"]
+# Text-to-speech.
+speak = ["yaz-speak", "--serve"]
+# The interruption budget.
+gate = ["yaz-gate"]
+`

@@ -1,0 +1,246 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// clientMaxLineBytes caps one response line read by a Client.
+const clientMaxLineBytes = 16 << 20
+
+// ErrClosed is returned by calls on a Client that was closed.
+var ErrClosed = errors.New("jsonrpc client closed")
+
+// Client calls methods over one connection. Calls from many goroutines are
+// multiplexed by id. How the connection was dialled is the caller's affair.
+type Client struct {
+	conn  net.Conn
+	wsem  chan struct{} // one writer at a time, waitable with a context
+	done  chan struct{} // closed when the reader has stopped
+	close sync.Once
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *Response
+	closing bool
+	err     error // why the client stopped; set before done is closed
+	srvErr  *Error
+}
+
+// NewClient starts a Client on conn. The Client owns conn: Close closes it.
+func NewClient(conn net.Conn) *Client {
+	c := &Client{
+		conn:    conn,
+		wsem:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		pending: make(map[uint64]chan *Response),
+	}
+	go c.readLoop()
+	return c
+}
+
+// Call sends a request and waits for its response, decoding the result
+// into result (which may be nil to drop it). params is marshalled with
+// encoding/json and must give an object or an array, or be nil. A JSON-RPC
+// error from the server comes back as an *Error. When ctx ends first, Call
+// returns at once with ctx's error; a late response is dropped.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("jsonrpc call %s: %w", method, err)
+	}
+	p, err := marshalParams(params)
+	if err != nil {
+		return fmt.Errorf("jsonrpc call %s: %w", method, err)
+	}
+	ch := make(chan *Response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return fmt.Errorf("jsonrpc call %s: %w", method, err)
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+
+	req := &Request{JSONRPC: Version, ID: json.RawMessage(strconv.FormatUint(id, 10)), Method: method, Params: p}
+	if err := c.write(ctx, req); err != nil {
+		return fmt.Errorf("jsonrpc call %s: %w", method, err)
+	}
+	var resp *Response
+	select {
+	case resp = <-ch:
+	case <-ctx.Done():
+		return fmt.Errorf("jsonrpc call %s: %w", method, ctx.Err())
+	case <-c.done:
+		select {
+		case resp = <-ch: // answered just before the connection ended
+		default:
+			return fmt.Errorf("jsonrpc call %s: %w", method, c.stopErr())
+		}
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Result, result); err != nil {
+		return fmt.Errorf("jsonrpc call %s: decode result: %w", method, err)
+	}
+	return nil
+}
+
+// Notify sends a notification: the server runs it and sends nothing back.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	p, err := marshalParams(params)
+	if err != nil {
+		return fmt.Errorf("jsonrpc notify %s: %w", method, err)
+	}
+	if err := c.write(ctx, &Request{JSONRPC: Version, Method: method, Params: p}); err != nil {
+		return fmt.Errorf("jsonrpc notify %s: %w", method, err)
+	}
+	return nil
+}
+
+// Close closes the connection and waits for the reader to stop. Pending
+// and later calls fail with ErrClosed.
+func (c *Client) Close() error {
+	c.close.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		c.conn.Close()
+	})
+	<-c.done
+	return nil
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("marshal params: %w", err)
+	}
+	if string(p) == "null" {
+		return nil, nil
+	}
+	return p, nil
+}
+
+func (c *Client) stopErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// write sends one whole line. A write that ctx interrupts halfway breaks
+// the framing, so it ends the client.
+func (c *Client) write(ctx context.Context, req *Request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("marshal request: %w", err)
+	}
+	b = append(b, '\n')
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.stopErr()
+	}
+	defer func() { <-c.wsem }()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.conn.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	n, err := c.conn.Write(b)
+	if !stop() {
+		<-fired
+		c.conn.SetWriteDeadline(time.Time{})
+	}
+	if err == nil {
+		return nil
+	}
+	if n > 0 || ctx.Err() == nil {
+		c.fail(fmt.Errorf("write request: %w", err))
+		c.conn.Close()
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("write request: %w", err)
+}
+
+// fail records why the client stops; the first reason wins.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	switch {
+	case c.closing:
+		c.err = ErrClosed
+	case c.srvErr != nil:
+		c.err = fmt.Errorf("connection closed by server: %w", c.srvErr)
+	default:
+		c.err = err
+	}
+}
+
+func (c *Client) readLoop() {
+	defer close(c.done)
+	r := bufio.NewReaderSize(c.conn, 64<<10)
+	for {
+		line, err := readLine(r, clientMaxLineBytes)
+		if err != nil {
+			c.fail(fmt.Errorf("read response: %w", err))
+			c.conn.Close()
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var resp Response
+		if err := json.Unmarshal(line, &resp); err != nil {
+			c.fail(fmt.Errorf("read response: %w", err))
+			c.conn.Close()
+			return
+		}
+		id, err := strconv.ParseUint(string(bytes.TrimSpace(resp.ID)), 10, 64)
+		c.mu.Lock()
+		if err != nil {
+			// Not an answer to a call of ours: a null id carries a
+			// connection-level error (such as ServerBusy) that explains a
+			// close that follows.
+			if resp.Error != nil {
+				c.srvErr = resp.Error
+			}
+		} else if ch, ok := c.pending[id]; ok {
+			delete(c.pending, id)
+			ch <- &resp
+		}
+		c.mu.Unlock()
+	}
+}

@@ -1,0 +1,58 @@
+package tts
+
+// The supervised speak protocol of `yaz-speak --serve` (DESIGN.md,
+// "Supervised speak"). Both sides exchange NDJSON: one compact JSON object per
+// line. The daemon writes Requests to the speaker's stdin; the speaker answers
+// each with Events on its stdout, in request order:
+//
+//	{"id":"q1","text":"An MCP client asks: ready?"}
+//	{"id":"q1","event":"started","audible":true}
+//	{"id":"q1","event":"done","audible":true}
+//
+// or, when it fails, one "failed" event (after "started" when the failure
+// came after audio reached the device):
+//
+//	{"id":"q2","event":"failed","audible":false}
+//
+// A failed event with Audible false is the proof of a pre-output failure that
+// lets the gate release a reserved slot; every other outcome may have been
+// heard.
+
+// Request asks the speaker to say Text. ID is the caller's and comes back on
+// every event of this request.
+type Request struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// Event reports the progress of one request.
+type Event struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+	// Audible is true once any sample of the request has been handed to the
+	// output device. On a "failed" event, false proves that nothing was
+	// played.
+	Audible bool `json:"audible"`
+}
+
+// The values of Event.Event.
+const (
+	// EventStarted is sent once the first audio buffer has been handed to the
+	// output device. It always has Audible true.
+	EventStarted = "started"
+	// EventDone is sent when all audio of the request has been played.
+	EventDone = "done"
+	// EventFailed is sent instead of EventDone when the request could not be
+	// spoken in full: a malformed request, no text, a synthesis failure, a
+	// device failure, or a cancel.
+	EventFailed = "failed"
+)
+
+// MaxLineBytes is the longest request line a speaker reads; longer lines are
+// answered with EventFailed.
+const MaxLineBytes = 1 << 20
+
+// ReadyFDEnv names the environment variable that carries the readiness file
+// descriptor of a supervised speaker: once it is ready to take requests it
+// writes "\n" to that descriptor and closes it.
+const ReadyFDEnv = "YAZ_READY_FD"
