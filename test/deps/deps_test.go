@@ -1,0 +1,68 @@
+package deps
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/yazses/yazses/"
+
+// cgoAllowed are the only packages of ours with cgo files.
+var cgoAllowed = map[string]bool{module + "lib/asr": true, module + "lib/audio": true}
+
+func goList(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestCgoOnlyWhereNeeded(t *testing.T) {
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./...")), "\n") {
+		pkg, n, _ := strings.Cut(line, " ")
+		if n != "0" && !cgoAllowed[pkg] {
+			t.Errorf("%s has cgo files; only lib/asr and lib/audio may", pkg)
+		}
+	}
+}
+
+// TestPureGoBuild: everything the daemon side will use builds with
+// CGO_ENABLED=0, so yazsesd, yaz-gate and yaz-mcp never link C.
+func TestPureGoBuild(t *testing.T) {
+	pkgs := []string{"./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
+		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models"}
+	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+}
+
+// TestBudgetOnlyInGate: the interruption budget lives in yaz-gate alone; no
+// other binary can hold a budget of its own.
+func TestBudgetOnlyInGate(t *testing.T) {
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if strings.Contains(","+deps+",", ","+module+"lib/budget,") && !strings.HasPrefix(pkg, module+"cmd/yaz-gate") {
+			t.Errorf("%s imports lib/budget; only yaz-gate may", pkg)
+		}
+	}
+}
+
+// TestPackageDocs: every package says what it is for.
+func TestPackageDocs(t *testing.T) {
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}}\t{{.Doc}}", "./...")), "\n") {
+		pkg, doc, _ := strings.Cut(line, "\t")
+		if strings.TrimSpace(doc) == "" {
+			t.Errorf("%s has no package doc comment", pkg)
+		}
+	}
+}
