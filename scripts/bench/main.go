@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
@@ -116,10 +117,11 @@ func timeRuns(n int, name string, args ...string) (time.Duration, error) {
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(name, args...)
-		cmd.Stdout = io.Discard
+		var errb strings.Builder
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
 		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("%s: %v\n%s", name, err, out)
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("%s: %v\n%s", name, err, errb.String())
 		}
 		ds = append(ds, time.Since(start))
 	}

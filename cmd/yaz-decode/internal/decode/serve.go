@@ -35,14 +35,21 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 	}
 	log.Info("serving", "mode", "frames")
 	jobs := make(chan job, 8)
-	done := make(chan error, 1)
-	go func() { done <- c.serveDecode(ctx, log, m, jobs, stdout) }()
-
-	rerr := readFrames(ctx, stdin, jobs)
-	close(jobs)
-	derr := <-done
-	if rerr != nil {
-		return rerr
+	readDone := make(chan error, 1)
+	// The reader may sit in Read for as long as the supervisor is quiet; a
+	// signal ends serving without waiting for it.
+	go func() {
+		err := readFrames(ctx, stdin, jobs)
+		close(jobs)
+		readDone <- err
+	}()
+	derr := c.serveDecode(ctx, log, m, jobs, stdout)
+	select {
+	case rerr := <-readDone:
+		if rerr != nil {
+			return rerr
+		}
+	default:
 	}
 	return derr
 }
@@ -85,7 +92,17 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 
 func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
-	for j := range jobs {
+	for {
+		var j job
+		var ok bool
+		select {
+		case j, ok = <-jobs:
+			if !ok {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
 		res := frame.Result{Utt: j.utt, Segments: []frame.Segment{}, AudioMs: pcm.Millis(len(j.samples))}
 		start := time.Now()
 		switch {
@@ -117,7 +134,6 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			return fmt.Errorf("write result: %w", err)
 		}
 	}
-	return nil
 }
 
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

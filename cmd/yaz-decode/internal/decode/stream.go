@@ -31,14 +31,17 @@ const chunkSamples = pcm.SampleRate / 10
 // stream cuts stdin into utterances and prints each as soon as it is decoded.
 // EOF, SIGINT and SIGTERM flush the open utterance.
 func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
-	src, err := newSource(stdin)
-	if err != nil {
-		return err
-	}
 	chunks := make(chan []int16, 64)
 	readErr := make(chan error, 1)
+	// Reading, the header sniff included, happens here: a signal must end
+	// the stream even while stdin has nothing to say.
 	go func() {
 		defer close(chunks)
+		src, err := newSource(stdin)
+		if err != nil {
+			readErr <- err
+			return
+		}
 		for {
 			s, err := src.read()
 			if len(s) > 0 {
@@ -52,6 +55,8 @@ func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin 
 			if err != nil {
 				if errors.Is(err, io.EOF) {
 					err = nil
+				} else {
+					err = fmt.Errorf("read stdin: %w", err)
 				}
 				readErr <- err
 				return
@@ -88,7 +93,7 @@ loop:
 	close(utts)
 	derr := <-decoded
 	if rerr != nil {
-		return fmt.Errorf("read stdin: %w", rerr)
+		return rerr
 	}
 	return derr
 }
