@@ -175,6 +175,8 @@ func (r run) degenerate(n int) bool {
 	return r.maxRun >= 8 || float64(len(r.tokens)) > 15*secs+24
 }
 
+func clamp(d, audio time.Duration) time.Duration { return min(max(d, 0), audio) }
+
 func (m *Model) run(ctx context.Context, samples []float32, opt Options, audioCtx int) (run, error) {
 	strategy := whisper.SAMPLING_GREEDY
 	if opt.BeamSize > 1 {
@@ -241,6 +243,7 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, audioCt
 	}
 	var r run
 	r.Encode = encode
+	audio := pcm.Duration(len(samples))
 	eot := m.ctx.Whisper_token_eot()
 	n := m.ctx.Whisper_full_n_segments()
 	last, cur := whisper.Token(-1), 0
@@ -262,9 +265,12 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, audioCt
 		if noSpeech < 1 && noSpeechProb(m.ctx, i) > noSpeech {
 			continue
 		}
+		// whisper's timestamps can overshoot the audio (a segment "ending" at
+		// the 30 s window edge) or, with no opening timestamp, go negative:
+		// keep them inside the audio.
 		r.Segments = append(r.Segments, transcript.Segment{
-			Start: time.Duration(m.ctx.Whisper_full_get_segment_t0(i)) * 10 * time.Millisecond,
-			End:   time.Duration(m.ctx.Whisper_full_get_segment_t1(i)) * 10 * time.Millisecond,
+			Start: clamp(time.Duration(m.ctx.Whisper_full_get_segment_t0(i))*10*time.Millisecond, audio),
+			End:   clamp(time.Duration(m.ctx.Whisper_full_get_segment_t1(i))*10*time.Millisecond, audio),
 			Text:  m.ctx.Whisper_full_get_segment_text(i),
 		})
 	}
