@@ -26,17 +26,17 @@
 //
 //	-d, --device ID|NAME    capture device: an ID from --list-devices, or a
 //	                        case-insensitive part of its name; empty for the
-//	                        default (env YAZ_DEVICE)
+//	                        default (env YAZ_CAPTURE_DEVICE)
 //	    --list-devices      print capture and playback devices as a table
 //	                        (KIND, DEFAULT, ID, NAME) on stdout and exit
 //	    --backend NAME      auto (PulseAudio, then ALSA, then JACK), pulseaudio,
 //	                        alsa, or null: a silent device that runs in real
-//	                        time, for tests (env YAZ_BACKEND)
+//	                        time, for tests (env YAZ_AUDIO_BACKEND)
 //	-s, --seconds N         stop after N seconds of audio: exactly N*16000
 //	                        samples are written; 0 (default) records until a
-//	                        signal (env YAZ_SECONDS)
-//	-f, --format raw|wav    output format (env YAZ_FORMAT)
-//	    --file PATH         replay PATH instead of recording (env YAZ_CAPTURE_FILE)
+//	                        signal
+//	-f, --format raw|wav    output format
+//	    --file PATH         replay PATH instead of recording
 //	    --log-level LEVEL   debug, info, warn, error (env YAZ_LOG_LEVEL)
 //	    --log-format FMT    text or json (env YAZ_LOG_FORMAT)
 //	    --version           print the version and exit

@@ -184,3 +184,45 @@ func TestStreamRealTime(t *testing.T) {
 		prevEnd = l.EndMs
 	}
 }
+
+// TestLivePipeline is the headline use, `yaz-capture | yaz-decode`, on a
+// real sound server: yaz-speak talks into the null sink, the capture of its
+// monitor is cut into an utterance and decoded as it arrives.
+func TestLivePipeline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c",
+		`"$BIN/yaz-capture" --seconds 8 | "$BIN/yaz-decode" -m "$MODEL" -t 2 --json`)
+	cmd.Env = append(os.Environ(), "BIN="+world.bin, "MODEL="+world.mini)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The idle null sink delivers its first capture callback up to 2 s late.
+	time.Sleep(2500 * time.Millisecond)
+	if _, serr, code := command(t, ctx, nil, "yaz-speak", "Ask not what your country can do for you."); code != 0 {
+		t.Fatalf("yaz-speak: exit %d: %s", code, serr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pipeline: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatalf("no utterance decoded from the live capture; stderr:\n%s", stderr.String())
+	}
+	for _, l := range lines {
+		var u struct {
+			StartMs int64  `json:"start_ms"`
+			EndMs   int64  `json:"end_ms"`
+			Text    string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(l), &u); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		// Speech was played from about 2.5 s on; the capture began before.
+		if u.StartMs > 6000 || u.EndMs > 8000 || u.EndMs-u.StartMs < 500 || u.Text == "" {
+			t.Errorf("utterance [%d, %d] ms %q: not the spoken sentence", u.StartMs, u.EndMs, u.Text)
+		}
+	}
+}

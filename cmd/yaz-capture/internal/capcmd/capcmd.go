@@ -26,12 +26,12 @@ var Version = "dev"
 
 // CLI is yaz-capture's command line.
 type CLI struct {
-	Device      string  `short:"d" help:"Capture device: an ID or a case-insensitive part of its name (see --list-devices); empty for the default." env:"YAZ_DEVICE"`
+	Device      string  `short:"d" help:"Capture device: an ID or a case-insensitive part of its name (see --list-devices); empty for the default." env:"YAZ_CAPTURE_DEVICE"`
 	ListDevices bool    `help:"Print the capture and playback devices as a table and exit."`
-	Backend     string  `help:"Audio backend: auto, pulseaudio, alsa or null (silence in real time, for tests)." default:"auto" enum:"auto,pulseaudio,alsa,null" env:"YAZ_BACKEND"`
-	Seconds     float64 `short:"s" help:"Stop after this many seconds of audio (exactly seconds*16000 samples); 0 records until SIGINT/SIGTERM." default:"0" env:"YAZ_SECONDS"`
-	Format      string  `short:"f" help:"Output format: raw (s16le 16 kHz mono PCM) or wav." default:"raw" enum:"raw,wav" env:"YAZ_FORMAT"`
-	File        string  `help:"Play this WAV or raw .pcm file out in real time instead of recording, then end (for tests and replays)." type:"path" env:"YAZ_CAPTURE_FILE"`
+	Backend     string  `help:"Audio backend: auto, pulseaudio, alsa or null (silence in real time, for tests)." default:"auto" enum:"auto,pulseaudio,alsa,null" env:"YAZ_AUDIO_BACKEND"`
+	Seconds     float64 `short:"s" help:"Stop after this many seconds of audio (exactly seconds*16000 samples); 0 records until SIGINT/SIGTERM." default:"0"`
+	Format      string  `short:"f" help:"Output format: raw (s16le 16 kHz mono PCM) or wav." default:"raw" enum:"raw,wav"`
+	File        string  `help:"Play this WAV or raw .pcm file out in real time instead of recording, then end (for tests and replays)." type:"path"`
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`
