@@ -43,8 +43,8 @@ build: whisper ## all binaries into bin/
 test: setup ## every test, with real whisper.cpp, PulseAudio, espeak-ng
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -timeout 15m $$($(GO) list ./... | grep -v /internal/testmodel)
-	$(GO) test -timeout 10m ./internal/testmodel  # pure number crunching: -race only slows it
+	$(GO) test -count=1 -race -timeout 15m $$($(GO) list ./... | grep -v /internal/testmodel)
+	$(GO) test -count=1 -timeout 10m ./internal/testmodel  # pure number crunching: -race only slows it
 
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...

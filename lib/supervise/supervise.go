@@ -1,0 +1,629 @@
+// Package supervise runs one child process and keeps it running: the
+// supervisor yazsesd uses for each of its children.
+//
+// The rules follow gokrazy's supervisor and s6:
+//
+//   - A child runs in its own process group (Setpgid) with Pdeathsig SIGKILL,
+//     and whenever it exits the whole group is SIGKILLed, so neither the child
+//     nor anything it started outlives it or the supervisor.
+//   - Stop is SIGTERM to the group, a grace period, then SIGKILL.
+//   - Exit 0 means "stopped": not restarted. Exit 125 means "do not restart
+//     me": never restarted. Any other end is restarted after a backoff that
+//     starts at one second, doubles up to 30 s and is reset after a minute of
+//     uptime. Five starts within ten seconds (systemd's StartLimitBurst) trip
+//     the crash guard: the child is left down and Run returns ErrCrashLoop.
+//   - Files in Spec.ExtraFiles become fd 3, 4, ... in the child, named in
+//     YAZ_FDNAMES the way systemd names LISTEN_FDNAMES; the supervisor never
+//     closes them, so a restarted child finds the other side still there.
+//   - Readiness is explicit: with Spec.Ready the child gets a pipe's write end
+//     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it.
+//   - The child's stderr is re-logged line by line with child=<name>.
+package supervise
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names of the variables a child receives.
+const (
+	// ReadyEnv names the readiness fd (same name as lib/cli.ReadyEnv).
+	ReadyEnv = "YAZ_READY_FD"
+	// FDNamesEnv lists the names of fd 3, 4, ... separated by ':'.
+	FDNamesEnv = "YAZ_FDNAMES"
+)
+
+// Exit codes with a meaning to the supervisor.
+const (
+	// ExitStopped (0) ends supervision without a restart.
+	ExitStopped = 0
+	// ExitNoRestart (125) asks never to be restarted.
+	ExitNoRestart = 125
+)
+
+// Defaults for the zero values of Spec's durations and counts.
+const (
+	DefaultReadyTimeout = 10 * time.Second
+	DefaultStopGrace    = 3 * time.Second
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffMax   = 30 * time.Second
+	DefaultBackoffReset = 60 * time.Second
+	DefaultCrashWindow  = 10 * time.Second
+	DefaultCrashBurst   = 5
+)
+
+// MaxLogLine caps one re-logged stderr line; the rest of a longer line is
+// dropped and the record carries truncated=true.
+const MaxLogLine = 64 << 10
+
+var (
+	// ErrCrashLoop is wrapped by Run's error when the crash guard tripped.
+	ErrCrashLoop = errors.New("crash loop")
+	// ErrNotReady is wrapped when a child did not signal readiness in time
+	// (as the last failure of a crash loop, see Run).
+	ErrNotReady = errors.New("child not ready")
+)
+
+// Spec describes one supervised child.
+type Spec struct {
+	Name string   // "decode"; logs say child=<name>
+	Argv []string // program and arguments
+	// ArgvFor, when non-nil, replaces Argv and is asked on every start;
+	// restart is 0 for the first start and counts up after that.
+	ArgvFor    func(restart int) []string
+	Env        []string   // added to os.Environ()
+	ExtraFiles []*os.File // fd 3, 4, ... in the child; never closed here
+	FDNames    []string   // passed as YAZ_FDNAMES=a:b
+
+	// Ready makes the supervisor wait for the child's readiness line on
+	// the fd named by YAZ_READY_FD (the fd after the ExtraFiles).
+	Ready        bool
+	ReadyTimeout time.Duration // default 10 s
+
+	StopGrace time.Duration // SIGTERM, then SIGKILL after this; default 3 s
+
+	// Stdin and Stdout, when non-nil, are called on every (re)start; the
+	// file they return is handed to the child and closed here once the
+	// child has started (the child keeps its copy). Nil means /dev/null.
+	Stdin  func() (*os.File, error)
+	Stdout func() (*os.File, error)
+
+	BackoffBase  time.Duration // first restart delay; default 1 s
+	BackoffMax   time.Duration // cap of the doubling delay; default 30 s
+	BackoffReset time.Duration // uptime that resets the delay; default 60 s
+	CrashWindow  time.Duration // default 10 s
+	CrashBurst   int           // starts within CrashWindow that trip the guard; default 5
+}
+
+// State is where a child is in its life.
+type State string
+
+// The states of a child.
+const (
+	StateStarting  State = "starting"  // started, waiting for readiness
+	StateRunning   State = "running"   // up (and ready, if asked)
+	StateBackoff   State = "backoff"   // ended abnormally, restart pending
+	StateStopped   State = "stopped"   // exited 0, or stopped by the context
+	StateCrashLoop State = "crashloop" // crash guard tripped; left down
+	StateExited    State = "exited"    // exited 125; never restarted
+)
+
+// Status is a snapshot of a child for `yazsesd status`.
+type Status struct {
+	Name     string
+	State    State
+	PID      int    // 0 when no process runs
+	Restarts int    // starts after the first one
+	LastExit string // "exit 1", "signal killed", "not ready", "start failed"
+	Since    time.Time
+}
+
+// Child supervises one Spec. Make it with New and call Run once at a time.
+type Child struct {
+	spec Spec
+	log  *slog.Logger
+
+	restart chan struct{}
+
+	mu      sync.Mutex
+	st      Status
+	running bool
+	hooks   []func(pid, restart int)
+}
+
+// New returns a Child for spec, logging through log (nil means
+// slog.Default()). Zero durations and counts in spec take the defaults.
+func New(spec Spec, log *slog.Logger) *Child {
+	if log == nil {
+		log = slog.Default()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&spec.ReadyTimeout, DefaultReadyTimeout)
+	def(&spec.StopGrace, DefaultStopGrace)
+	def(&spec.BackoffBase, DefaultBackoffBase)
+	def(&spec.BackoffMax, DefaultBackoffMax)
+	def(&spec.BackoffReset, DefaultBackoffReset)
+	def(&spec.CrashWindow, DefaultCrashWindow)
+	if spec.CrashBurst <= 0 {
+		spec.CrashBurst = DefaultCrashBurst
+	}
+	c := &Child{
+		spec:    spec,
+		log:     log.With("child", spec.Name),
+		restart: make(chan struct{}, 1),
+	}
+	c.st = Status{Name: spec.Name, State: StateStopped, Since: time.Now()}
+	return c
+}
+
+// OnStart adds a hook called after each successful start (and readiness,
+// if asked), with the child's pid and its restart number (0 first). Hooks
+// run on Run's goroutine and must not block for long.
+func (c *Child) OnStart(f func(pid int, restart int)) {
+	c.mu.Lock()
+	c.hooks = append(c.hooks, f)
+	c.mu.Unlock()
+}
+
+// Status returns a snapshot of the child.
+func (c *Child) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// Restart SIGKILLs the running child's process group so that Run starts it
+// again at once, without backoff. During a backoff it cuts the wait short.
+// It does nothing when Run is not running. A restart counts as a start for
+// the crash guard.
+func (c *Child) Restart() {
+	select {
+	case c.restart <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Child) set(f func(*Status)) {
+	c.mu.Lock()
+	f(&c.st)
+	c.mu.Unlock()
+}
+
+func (c *Child) setState(s State, pid int) {
+	c.set(func(st *Status) {
+		st.State, st.PID, st.Since = s, pid, time.Now()
+	})
+}
+
+// Backoff returns the delay before restart n (n ≥ 1 counts the failures
+// since the last reset): base, 2·base, 4·base, … capped at max.
+func Backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// Run supervises the child until ctx is done, then stops it (SIGTERM to the
+// group, StopGrace, SIGKILL), waits for it and returns nil. It also returns
+// nil when the child exits 0 (state stopped) or 125 (state exited). When
+// CrashBurst starts fall within CrashWindow and the last one ended
+// abnormally, Run leaves the child down in state crashloop and returns an
+// error wrapping ErrCrashLoop (and ErrNotReady, if readiness was what
+// failed last).
+func (c *Child) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return fmt.Errorf("supervise %s: already running", c.spec.Name)
+	}
+	c.running = true
+	c.st.Restarts = 0
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+	}()
+	select { // a Restart from before this Run means nothing now
+	case <-c.restart:
+	default:
+	}
+
+	var starts []time.Time
+	failures := 0
+	for n := 0; ; n++ {
+		if ctx.Err() != nil {
+			c.setState(StateStopped, 0)
+			return nil
+		}
+		if n > 0 {
+			c.set(func(st *Status) { st.Restarts = n })
+		}
+		now := time.Now()
+		starts = append(starts, now)
+		i := 0
+		for i < len(starts) && now.Sub(starts[i]) >= c.spec.CrashWindow {
+			i++
+		}
+		starts = starts[i:]
+
+		res := c.runOnce(ctx, n)
+		if res.uptime >= c.spec.BackoffReset {
+			failures = 0
+		}
+		c.set(func(st *Status) { st.LastExit = res.exit })
+		switch {
+		case res.ctxDone:
+			c.setState(StateStopped, 0)
+			return nil
+		case res.restarted:
+			c.log.Info("restarting on request", "last_exit", res.exit)
+			continue
+		case res.code == ExitStopped:
+			c.log.Info("child stopped", "last_exit", res.exit)
+			c.setState(StateStopped, 0)
+			return nil
+		case res.code == ExitNoRestart:
+			c.log.Info("child asked not to be restarted", "last_exit", res.exit)
+			c.setState(StateExited, 0)
+			return nil
+		}
+		if len(starts) >= c.spec.CrashBurst {
+			c.setState(StateCrashLoop, 0)
+			c.log.Error("crash loop: not restarting", "starts", len(starts),
+				"window", c.spec.CrashWindow, "last_exit", res.exit)
+			err := fmt.Errorf("supervise %s: %w: %d starts within %v, last %s",
+				c.spec.Name, ErrCrashLoop, len(starts), c.spec.CrashWindow, res.exit)
+			if res.err != nil {
+				err = fmt.Errorf("%w: %w", err, res.err)
+			}
+			return err
+		}
+		failures++
+		delay := Backoff(failures, c.spec.BackoffBase, c.spec.BackoffMax)
+		c.setState(StateBackoff, 0)
+		c.log.Warn("child failed, restarting", "last_exit", res.exit, "backoff", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.setState(StateStopped, 0)
+			return nil
+		case <-c.restart:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// result is how one start ended.
+type result struct {
+	code      int    // exit code; -1 for signals and failures to start
+	exit      string // for Status.LastExit
+	err       error  // ErrNotReady or a start error
+	uptime    time.Duration
+	ctxDone   bool // stopped because ctx is done
+	restarted bool // killed by Restart
+}
+
+// proc is one started child.
+type proc struct {
+	cmd     *exec.Cmd
+	pid     int
+	done    chan struct{} // closed once Wait returned
+	logDone chan struct{} // closed once the stderr reader ended
+	stderr  *os.File      // our read end
+}
+
+// runOnce starts the child, waits for readiness, and waits for it to end.
+func (c *Child) runOnce(ctx context.Context, n int) result {
+	c.setState(StateStarting, 0)
+	p, ready, err := c.start(n)
+	if err != nil {
+		c.log.Error("start failed", "err", err)
+		return result{code: -1, exit: "start failed", err: err}
+	}
+	started := time.Now()
+	c.setState(StateStarting, p.pid)
+	c.log.Info("child started", "pid", p.pid, "restart", n)
+
+	if ready != nil {
+		ok, why := c.awaitReady(ctx, p, ready)
+		if !ok {
+			if ctx.Err() != nil {
+				c.stop(p)
+				return result{code: -1, exit: why, uptime: time.Since(started), ctxDone: true}
+			}
+			c.log.Error("child not ready, killing it", "pid", p.pid, "why", why)
+			c.kill(p)
+			return result{code: -1, exit: "not ready", err: fmt.Errorf("%w: %s", ErrNotReady, why),
+				uptime: time.Since(started)}
+		}
+	}
+	c.setState(StateRunning, p.pid)
+	c.mu.Lock()
+	hooks := slices.Clone(c.hooks)
+	c.mu.Unlock()
+	for _, h := range hooks {
+		h(p.pid, n)
+	}
+
+	r := result{}
+	select {
+	case <-p.done:
+		c.reap(p)
+	case <-ctx.Done():
+		c.stop(p)
+		r.ctxDone = true
+	case <-c.restart:
+		c.kill(p)
+		r.restarted = true
+	}
+	r.uptime = time.Since(started)
+	r.code, r.exit = describe(p.cmd.ProcessState)
+	return r
+}
+
+// start starts one child process. ready is the read end of the readiness
+// pipe when the Spec asks for readiness.
+func (c *Child) start(n int) (p *proc, ready *os.File, err error) {
+	argv := c.spec.Argv
+	if c.spec.ArgvFor != nil {
+		argv = c.spec.ArgvFor(n)
+	}
+	if len(argv) == 0 {
+		return nil, nil, errors.New("start: empty argv")
+	}
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+		if err != nil && ready != nil {
+			ready.Close()
+			ready = nil
+		}
+	}()
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), c.spec.Env...)
+	cmd.ExtraFiles = append([]*os.File(nil), c.spec.ExtraFiles...)
+	if len(c.spec.FDNames) > 0 {
+		cmd.Env = append(cmd.Env, FDNamesEnv+"="+strings.Join(c.spec.FDNames, ":"))
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if c.spec.Stdin != nil {
+		f, err := c.spec.Stdin()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start: stdin: %w", err)
+		}
+		closers = append(closers, f)
+		cmd.Stdin = f
+	}
+	if c.spec.Stdout != nil {
+		f, err := c.spec.Stdout()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start: stdout: %w", err)
+		}
+		closers = append(closers, f)
+		cmd.Stdout = f
+	}
+	if c.spec.Ready {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start: readiness pipe: %w", err)
+		}
+		ready = r
+		closers = append(closers, w)
+		cmd.Env = append(cmd.Env, ReadyEnv+"="+strconv.Itoa(3+len(cmd.ExtraFiles)))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start: stderr pipe: %w", err)
+	}
+	closers = append(closers, ew)
+	cmd.Stderr = ew
+
+	// Pdeathsig fires when the thread that forked the child exits: keep
+	// the fork on one thread.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		er.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	p = &proc{
+		cmd:     cmd,
+		pid:     cmd.Process.Pid,
+		done:    make(chan struct{}),
+		logDone: make(chan struct{}),
+		stderr:  er,
+	}
+	go func() {
+		defer close(p.done)
+		_ = cmd.Wait() // the exit is read from cmd.ProcessState
+	}()
+	go func() {
+		defer close(p.logDone)
+		c.relog(er)
+	}()
+	return p, ready, nil
+}
+
+// awaitReady waits for the readiness line, the timeout, the child's end or
+// ctx. It always closes ready.
+func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (ok bool, why string) {
+	got := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		n, err := ready.Read(b[:])
+		switch {
+		case n == 1 && b[0] == '\n':
+			got <- nil
+		case err == nil:
+			got <- fmt.Errorf("wrote %q instead of a newline", b[0])
+		default:
+			got <- err
+		}
+	}()
+	t := time.NewTimer(c.spec.ReadyTimeout)
+	defer t.Stop()
+	select {
+	case err := <-got:
+		ready.Close()
+		if err != nil {
+			return false, "closed readiness fd without a newline"
+		}
+		return true, ""
+	case <-t.C:
+		why = "timeout after " + c.spec.ReadyTimeout.String()
+	case <-p.done:
+		why = "exited before ready"
+	case <-ctx.Done():
+		why = "stopped before ready"
+	}
+	ready.Close() // unblocks the reader
+	<-got
+	return false, why
+}
+
+// killGroup signals the child's process group; a group already gone is fine.
+func killGroup(pid int, sig syscall.Signal) {
+	_ = unix.Kill(-pid, sig)
+}
+
+// stop is SIGTERM to the group, StopGrace, then SIGKILL.
+func (c *Child) stop(p *proc) {
+	killGroup(p.pid, syscall.SIGTERM)
+	t := time.NewTimer(c.spec.StopGrace)
+	select {
+	case <-p.done:
+	case <-t.C:
+		c.log.Warn("child ignored SIGTERM, killing it", "pid", p.pid, "grace", c.spec.StopGrace)
+		killGroup(p.pid, syscall.SIGKILL)
+		<-p.done
+	}
+	t.Stop()
+	c.reap(p)
+}
+
+// kill SIGKILLs the group and waits.
+func (c *Child) kill(p *proc) {
+	killGroup(p.pid, syscall.SIGKILL)
+	<-p.done
+	c.reap(p)
+}
+
+// reap runs after the child itself was waited for: it kills whatever is left
+// of its group and ends the stderr reader (cutting it off if something
+// outside the group still holds the pipe).
+func (c *Child) reap(p *proc) {
+	killGroup(p.pid, syscall.SIGKILL)
+	t := time.NewTimer(time.Second)
+	select {
+	case <-p.logDone:
+	case <-t.C:
+	}
+	t.Stop()
+	p.stderr.Close()
+	<-p.logDone
+}
+
+// describe turns a process state into an exit code and a LastExit text.
+func describe(ps *os.ProcessState) (int, string) {
+	if ps == nil {
+		return -1, "unknown"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, "signal " + ws.Signal().String()
+	}
+	return ps.ExitCode(), "exit " + strconv.Itoa(ps.ExitCode())
+}
+
+// relog copies the child's stderr into the log, one record per line.
+func (c *Child) relog(r *os.File) {
+	br := bufio.NewReaderSize(r, MaxLogLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			c.logLine(line, true)
+			for errors.Is(err, bufio.ErrBufferFull) { // drop the rest
+				_, err = br.ReadSlice('\n')
+			}
+		} else if len(line) > 0 {
+			c.logLine(line, false)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fieldsPassed caps how many extra fields of a JSON log line are kept.
+const fieldsPassed = 8
+
+// logLine logs one stderr line. JSON object lines keep their level, msg and
+// up to fieldsPassed other fields; anything else becomes the message.
+func (c *Child) logLine(line []byte, truncated bool) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) == 0 {
+		return
+	}
+	ctx := context.Background()
+	var attrs []slog.Attr
+	if truncated {
+		attrs = append(attrs, slog.Bool("truncated", true))
+	}
+	if !truncated && line[0] == '{' {
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil {
+			lvl := slog.LevelInfo
+			if s, ok := m["level"].(string); ok {
+				_ = lvl.UnmarshalText([]byte(s))
+			}
+			msg, _ := m["msg"].(string)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				switch k {
+				case "time", "level", "msg", "child":
+					continue
+				}
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if len(keys) > fieldsPassed {
+				keys = keys[:fieldsPassed]
+			}
+			for _, k := range keys {
+				attrs = append(attrs, slog.Any(k, m[k]))
+			}
+			c.log.LogAttrs(ctx, lvl, msg, attrs...)
+			return
+		}
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, string(line), attrs...)
+}

@@ -1,0 +1,628 @@
+package supervise
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// TestMain doubles as the child program: with CHILD_MODE set, the test
+// binary behaves as the mode says instead of running tests.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("CHILD_MODE"); mode != "" {
+		os.Exit(child(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// report writes one line to fd 3 when CHILD_REPORT=1.
+func report(format string, a ...any) {
+	if os.Getenv("CHILD_REPORT") != "1" {
+		return
+	}
+	f := os.NewFile(3, "report")
+	fmt.Fprintf(f, format+"\n", a...)
+}
+
+func ready() {
+	fd, err := strconv.Atoi(os.Getenv(ReadyEnv))
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "ready")
+	f.Write([]byte("\n"))
+	f.Close()
+}
+
+func child(mode string) int {
+	args := strings.Join(os.Args[1:], " ")
+	switch mode {
+	case "exit0":
+		report("pid %d %s", os.Getpid(), args)
+		return 0
+	case "exit1":
+		report("pid %d %s", os.Getpid(), args)
+		return 1
+	case "exit125":
+		report("pid %d %s", os.Getpid(), args)
+		return 125
+	case "ready":
+		report("pid %d fdnames=%s readyfd=%s", os.Getpid(), os.Getenv(FDNamesEnv), os.Getenv(ReadyEnv))
+		ready()
+	case "notready":
+		report("pid %d", os.Getpid())
+	case "term":
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		report("pid %d", os.Getpid())
+		ready()
+		<-ch
+		report("term")
+		return 0
+	case "ignoreterm":
+		signal.Ignore(syscall.SIGTERM)
+		report("pid %d", os.Getpid())
+		ready()
+	case "grandchild":
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), "CHILD_MODE=sleep", "CHILD_REPORT=0")
+		if err := gc.Start(); err != nil {
+			return 3
+		}
+		report("pid %d %d", os.Getpid(), gc.Process.Pid)
+		ready()
+		if os.Getenv("CHILD_EXIT") == "1" {
+			return 1
+		}
+	case "stderr":
+		w := bufio.NewWriter(os.Stderr)
+		fmt.Fprintln(w, "plain line")
+		fmt.Fprintln(w, `{"time":"x","level":"WARN","msg":"json msg","k":"v","child":"spoof"}`)
+		fmt.Fprintln(w, `{"broken json`)
+		w.Write([]byte("\xff\xfe garbage\n"))
+		fmt.Fprintln(w, strings.Repeat("L", 100<<10))
+		fmt.Fprintln(w, "after long")
+		fmt.Fprint(w, "no newline at end")
+		w.Flush()
+		return 0
+	case "sleep":
+	default:
+		return 2
+	}
+	time.Sleep(time.Hour)
+	return 0
+}
+
+// reporter is the parent's end of the children's fd 3.
+type reporter struct {
+	w     *os.File
+	lines chan string
+}
+
+func newReporter(t *testing.T) *reporter {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &reporter{w: w, lines: make(chan string, 100)}
+	go func() {
+		defer close(rep.lines)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			rep.lines <- sc.Text()
+		}
+	}()
+	return rep
+}
+
+func (r *reporter) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-r.lines:
+		if !ok {
+			t.Fatal("report pipe closed")
+		}
+		return l
+	case <-time.After(5 * time.Second):
+		t.Fatal("no report from the child within 5 s")
+	}
+	return ""
+}
+
+// close closes our write end and returns the lines not yet read; call it
+// once every child is gone.
+func (r *reporter) close() []string {
+	r.w.Close()
+	var rest []string
+	for l := range r.lines {
+		rest = append(rest, l)
+	}
+	return rest
+}
+
+// childSpec is a Spec re-executing the test binary in mode, reporting on rep.
+func childSpec(mode string, rep *reporter, env ...string) Spec {
+	return Spec{
+		Name:        "dec",
+		Argv:        []string{os.Args[0]},
+		Env:         append([]string{"CHILD_MODE=" + mode, "CHILD_REPORT=1"}, env...),
+		ExtraFiles:  []*os.File{rep.w},
+		FDNames:     []string{"report"},
+		BackoffBase: 10 * time.Millisecond,
+		BackoffMax:  20 * time.Millisecond,
+		StopGrace:   2 * time.Second,
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) records(t *testing.T) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(s.b.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func testLogger() (*slog.Logger, *syncBuf) {
+	b := &syncBuf{}
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// start runs c in the background; wait returns Run's error.
+func start(c *Child) (cancel func(), wait func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	var once sync.Once
+	var err error
+	return cancel, func() error {
+		once.Do(func() {
+			select {
+			case err = <-errc:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Run did not return within 10 s")
+			}
+		})
+		return err
+	}
+}
+
+func pidOf(t *testing.T, line string, field int) int {
+	t.Helper()
+	f := strings.Fields(line)
+	if len(f) <= field || f[0] != "pid" {
+		t.Fatalf("report %q: no pid field %d", line, field)
+	}
+	n, err := strconv.Atoi(f[field])
+	if err != nil {
+		t.Fatalf("report %q: %v", line, err)
+	}
+	return n
+}
+
+// gone reports whether pid has ended (absent or a zombie) within 2 s.
+func gone(pid int) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			return true
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return true
+		}
+	}
+	return false
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		mode     string
+		burst    int
+		window   time.Duration
+		wantErr  error
+		state    State
+		lastExit string
+		starts   int
+	}{
+		{"exit0", 5, 0, nil, StateStopped, "exit 0", 1},
+		{"exit125", 5, 0, nil, StateExited, "exit 125", 1},
+		{"exit1", 5, 10 * time.Second, ErrCrashLoop, StateCrashLoop, "exit 1", 5},
+		{"exit1", 3, 10 * time.Second, ErrCrashLoop, StateCrashLoop, "exit 1", 3},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/burst%d", tt.mode, tt.burst), func(t *testing.T) {
+			rep := newReporter(t)
+			spec := childSpec(tt.mode, rep)
+			spec.CrashBurst, spec.CrashWindow = tt.burst, tt.window
+			c := New(spec, slog.New(slog.DiscardHandler))
+			err := c.Run(context.Background())
+			lines := rep.close()
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("Run() = %v, want %v", err, tt.wantErr)
+			}
+			st := c.Status()
+			if st.State != tt.state || st.LastExit != tt.lastExit || st.PID != 0 {
+				t.Errorf("Status() = %+v, want state %s, last exit %q, pid 0", st, tt.state, tt.lastExit)
+			}
+			if len(lines) != tt.starts || st.Restarts != tt.starts-1 {
+				t.Errorf("starts = %d (Restarts %d), want %d", len(lines), st.Restarts, tt.starts)
+			}
+		})
+	}
+}
+
+// A crash window shorter than the backoff never trips the guard.
+func TestCrashWindowExpires(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("exit1", rep)
+	spec.CrashBurst, spec.CrashWindow = 2, time.Millisecond
+	c := New(spec, slog.New(slog.DiscardHandler))
+	cancel, wait := start(c)
+	for range 4 {
+		rep.next(t)
+	}
+	cancel()
+	if err := wait(); err != nil {
+		t.Errorf("Run() = %v, want nil", err)
+	}
+	rep.close()
+	if st := c.Status(); st.State != StateStopped || st.Restarts < 3 {
+		t.Errorf("Status() = %+v, want stopped after at least 3 restarts", st)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		n    int
+		want time.Duration
+	}{{1, s}, {2, 2 * s}, {3, 4 * s}, {4, 8 * s}, {5, 16 * s}, {6, 30 * s}, {7, 30 * s}, {100, 30 * s}}
+	for _, tt := range tests {
+		if got := Backoff(tt.n, DefaultBackoffBase, DefaultBackoffMax); got != tt.want {
+			t.Errorf("Backoff(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}
+
+// Real restarts are spaced by at least the backoff steps, and ArgvFor is
+// asked on every start.
+func TestBackoffSteps(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("exit1", rep)
+	spec.BackoffBase, spec.BackoffMax = 100*time.Millisecond, 200*time.Millisecond
+	spec.CrashBurst = 5
+	spec.ArgvFor = func(n int) []string { return []string{os.Args[0], "r=" + strconv.Itoa(n)} }
+	c := New(spec, slog.New(slog.DiscardHandler))
+	cancel, wait := start(c)
+	defer cancel()
+	var at []time.Time
+	for i := range 5 {
+		l := rep.next(t)
+		at = append(at, time.Now())
+		if want := "r=" + strconv.Itoa(i); !strings.HasSuffix(l, want) {
+			t.Errorf("start %d: args %q, want %s", i, l, want)
+		}
+	}
+	if err := wait(); !errors.Is(err, ErrCrashLoop) {
+		t.Errorf("Run() = %v, want ErrCrashLoop", err)
+	}
+	rep.close()
+	for i, want := range []time.Duration{100, 200, 200, 200} {
+		want *= time.Millisecond
+		if gap := at[i+1].Sub(at[i]); gap < want {
+			t.Errorf("gap before restart %d = %v, want ≥ %v", i+1, gap, want)
+		}
+	}
+}
+
+func TestNotReady(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("notready", rep)
+	spec.Ready, spec.ReadyTimeout, spec.CrashBurst = true, 300*time.Millisecond, 2
+	c := New(spec, slog.New(slog.DiscardHandler))
+	c.OnStart(func(pid, n int) { t.Errorf("OnStart(%d, %d) called for a child never ready", pid, n) })
+	t0 := time.Now()
+	err := c.Run(context.Background())
+	if !errors.Is(err, ErrNotReady) || !errors.Is(err, ErrCrashLoop) {
+		t.Errorf("Run() = %v, want ErrNotReady and ErrCrashLoop", err)
+	}
+	if d := time.Since(t0); d < 600*time.Millisecond {
+		t.Errorf("Run took %v, want ≥ 2 readiness timeouts", d)
+	}
+	lines := rep.close()
+	if len(lines) != 2 {
+		t.Fatalf("starts = %d, want 2", len(lines))
+	}
+	for _, l := range lines {
+		if pid := pidOf(t, l, 1); !gone(pid) {
+			t.Errorf("child %d still alive after not being ready", pid)
+		}
+	}
+	if st := c.Status(); st.LastExit != "not ready" || st.State != StateCrashLoop {
+		t.Errorf("Status() = %+v, want crashloop, not ready", st)
+	}
+}
+
+func TestReadyAndExtraFiles(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("ready", rep)
+	spec.Ready = true
+	c := New(spec, slog.New(slog.DiscardHandler))
+	started := make(chan int, 1)
+	c.OnStart(func(pid, n int) { started <- pid })
+	cancel, wait := start(c)
+	defer cancel()
+	line := rep.next(t)
+	pid := <-started
+	if want := fmt.Sprintf("pid %d fdnames=report readyfd=4", pid); line != want {
+		t.Errorf("child reported %q, want %q", line, want)
+	}
+	if st := c.Status(); st.State != StateRunning || st.PID != pid {
+		t.Errorf("Status() = %+v, want running pid %d", st, pid)
+	}
+	cancel()
+	if err := wait(); err != nil {
+		t.Errorf("Run() = %v", err)
+	}
+	rep.close()
+	if !gone(pid) {
+		t.Errorf("child %d alive after Run returned", pid)
+	}
+	if st := c.Status(); st.State != StateStopped || st.PID != 0 {
+		t.Errorf("Status() = %+v, want stopped", st)
+	}
+}
+
+func TestStop(t *testing.T) {
+	t.Run("sigterm", func(t *testing.T) {
+		rep := newReporter(t)
+		spec := childSpec("term", rep)
+		spec.Ready, spec.StopGrace = true, 5*time.Second
+		c := New(spec, slog.New(slog.DiscardHandler))
+		cancel, wait := start(c)
+		defer cancel()
+		rep.next(t)
+		waitState(t, c, StateRunning)
+		t0 := time.Now()
+		cancel()
+		if l := rep.next(t); l != "term" {
+			t.Errorf("child reported %q, want term", l)
+		}
+		if err := wait(); err != nil {
+			t.Errorf("Run() = %v", err)
+		}
+		if d := time.Since(t0); d > 4*time.Second {
+			t.Errorf("stop took %v; the child had exited on SIGTERM", d)
+		}
+		rep.close()
+		if st := c.Status(); st.LastExit != "exit 0" {
+			t.Errorf("LastExit = %q, want exit 0", st.LastExit)
+		}
+	})
+	t.Run("sigkill-after-grace", func(t *testing.T) {
+		rep := newReporter(t)
+		spec := childSpec("ignoreterm", rep)
+		spec.Ready, spec.StopGrace = true, 300*time.Millisecond
+		c := New(spec, slog.New(slog.DiscardHandler))
+		cancel, wait := start(c)
+		defer cancel()
+		pid := pidOf(t, rep.next(t), 1)
+		waitState(t, c, StateRunning)
+		t0 := time.Now()
+		cancel()
+		if err := wait(); err != nil {
+			t.Errorf("Run() = %v", err)
+		}
+		if d := time.Since(t0); d < 300*time.Millisecond {
+			t.Errorf("stop took %v, want ≥ grace", d)
+		}
+		rep.close()
+		if st := c.Status(); st.LastExit != "signal killed" {
+			t.Errorf("LastExit = %q, want signal killed", st.LastExit)
+		}
+		if !gone(pid) {
+			t.Errorf("child %d alive", pid)
+		}
+	})
+}
+
+func waitState(t *testing.T, c *Child, s State) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c.Status().State == s {
+			return
+		}
+	}
+	t.Fatalf("state %s not reached; Status() = %+v", s, c.Status())
+}
+
+func TestGrandchildKilled(t *testing.T) {
+	for _, exit := range []string{"0", "1"} {
+		name := map[string]string{"0": "on-stop", "1": "on-crash"}[exit]
+		t.Run(name, func(t *testing.T) {
+			rep := newReporter(t)
+			spec := childSpec("grandchild", rep, "CHILD_EXIT="+exit)
+			spec.Ready, spec.CrashBurst = true, 1
+			c := New(spec, slog.New(slog.DiscardHandler))
+			cancel, wait := start(c)
+			defer cancel()
+			gpid := pidOf(t, rep.next(t), 2)
+			if exit == "0" {
+				waitState(t, c, StateRunning)
+				cancel()
+			}
+			err := wait()
+			if exit == "1" && !errors.Is(err, ErrCrashLoop) || exit == "0" && err != nil {
+				t.Errorf("Run() = %v", err)
+			}
+			if !gone(gpid) { // before rep.close: a live grandchild holds fd 3
+				unix.Kill(gpid, unix.SIGKILL)
+				t.Errorf("grandchild %d outlived its child", gpid)
+			}
+			rep.close()
+		})
+	}
+}
+
+func TestStderrRelabelled(t *testing.T) {
+	rep := newReporter(t)
+	log, buf := testLogger()
+	c := New(childSpec("stderr", rep), log)
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	rep.close()
+	type rec struct {
+		Level, Msg, K string
+		Truncated     bool
+	}
+	var got []rec
+	for _, m := range buf.records(t) {
+		if m["child"] != "dec" {
+			t.Errorf("record %v: child = %v, want dec", m, m["child"])
+		}
+		msg, _ := m["msg"].(string)
+		if strings.HasPrefix(msg, "child ") {
+			continue // the supervisor's own records
+		}
+		if len(msg) > MaxLogLine {
+			t.Errorf("record of %d bytes, want ≤ %d", len(msg), MaxLogLine)
+		}
+		if strings.HasPrefix(msg, "LLLL") {
+			msg = "LONG"
+		}
+		k, _ := m["k"].(string)
+		tr, _ := m["truncated"].(bool)
+		got = append(got, rec{m["level"].(string), msg, k, tr})
+	}
+	want := []rec{
+		{"INFO", "plain line", "", false},
+		{"WARN", "json msg", "v", false},
+		{"INFO", `{"broken json`, "", false},
+		{"INFO", "\ufffd\ufffd garbage", "", false},
+		{"INFO", "LONG", "", true},
+		{"INFO", "after long", "", false},
+		{"INFO", "no newline at end", "", false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("child records (-want +got):\n%s", diff)
+	}
+}
+
+func TestRestart(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("ready", rep)
+	spec.Ready, spec.BackoffBase = true, 5*time.Second
+	c := New(spec, slog.New(slog.DiscardHandler))
+	started := make(chan [2]int, 2)
+	c.OnStart(func(pid, n int) { started <- [2]int{pid, n} })
+	cancel, wait := start(c)
+	defer cancel()
+	first := <-started
+	rep.next(t)
+	t0 := time.Now()
+	c.Restart()
+	var second [2]int
+	select {
+	case second = <-started:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no restart within 3 s")
+	}
+	rep.next(t)
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("restart took %v, want at once (backoff is 5 s)", d)
+	}
+	if second[0] == first[0] || first[1] != 0 || second[1] != 1 {
+		t.Errorf("starts %v then %v, want a new pid and restart 1", first, second)
+	}
+	if !gone(first[0]) {
+		t.Errorf("old child %d alive", first[0])
+	}
+	if st := c.Status(); st.Restarts != 1 || st.PID != second[0] || st.LastExit != "signal killed" {
+		t.Errorf("Status() = %+v, want 1 restart, pid %d, signal killed", st, second[0])
+	}
+	cancel()
+	if err := wait(); err != nil {
+		t.Errorf("Run() = %v", err)
+	}
+	rep.close()
+}
+
+func fdCount(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+func TestNoFDLeak(t *testing.T) {
+	rep := newReporter(t)
+	before := fdCount(t)
+	for _, mode := range []string{"exit1", "notready", "ready"} {
+		spec := childSpec(mode, rep)
+		spec.Ready, spec.ReadyTimeout, spec.CrashBurst = true, 200*time.Millisecond, 3
+		spec.Stdin = func() (*os.File, error) { return os.Open(os.DevNull) }
+		spec.Stdout = func() (*os.File, error) { return os.OpenFile(os.DevNull, os.O_WRONLY, 0) }
+		c := New(spec, slog.New(slog.DiscardHandler))
+		if mode == "ready" {
+			started := make(chan int, 2)
+			c.OnStart(func(pid, n int) { started <- n })
+			cancel, wait := start(c)
+			<-started
+			c.Restart()
+			<-started
+			cancel()
+			if err := wait(); err != nil {
+				t.Errorf("Run(%s) = %v", mode, err)
+			}
+			continue
+		}
+		if err := c.Run(context.Background()); !errors.Is(err, ErrCrashLoop) {
+			t.Errorf("Run(%s) = %v, want ErrCrashLoop", mode, err)
+		}
+	}
+	if after := fdCount(t); after != before {
+		t.Errorf("open fds: %d before, %d after", before, after)
+	}
+	rep.close()
+}
