@@ -90,7 +90,7 @@ start() {
 	# and its parent returns once the server is up (or failed).
 	if ! env XDG_RUNTIME_DIR="$run" HOME="$dir/home" XDG_CONFIG_HOME="$dir/home/.config" \
 		PULSE_STATE_PATH="$dir/state" PULSE_RUNTIME_PATH="$run/pulse" \
-		pulseaudio -D -n --system=false --exit-idle-time=-1 --realtime=no --high-priority=no \
+		pulseaudio -D -n --system=false --exit-idle-time=-1 --realtime=no --high-priority=no --no-cpu-limit \
 		--use-pid-file=yes --log-target="file:$log" \
 		--load="module-native-protocol-unix auth-cookie=$cookie" \
 		--load="module-null-sink sink_name=yaz rate=16000 channels=1 format=s16le sink_properties=device.description=yaz" \

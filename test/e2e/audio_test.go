@@ -69,7 +69,7 @@ func TestSpeakPlaysIntoCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	capture := exec.CommandContext(ctx, filepath.Join(world.bin, "yaz-capture"), "--seconds", "8")
+	capture := exec.CommandContext(ctx, filepath.Join(world.bin, "yaz-capture"), "--backend", "pulseaudio", "--seconds", "8")
 	capture.Stdout = f
 	var capErr strings.Builder
 	capture.Stderr = &capErr
@@ -89,7 +89,7 @@ func TestSpeakPlaysIntoCapture(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_, stderr, code = command(t, ctx, nil, "yaz-speak", sentence)
+	_, stderr, code = command(t, ctx, nil, "yaz-speak", "--backend", "pulseaudio", sentence)
 	if code != 0 {
 		t.Fatalf("yaz-speak: exit %d: %s", code, stderr)
 	}
@@ -192,7 +192,7 @@ func TestLivePipeline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c",
-		`"$BIN/yaz-capture" --seconds 8 | "$BIN/yaz-decode" -m "$MODEL" -t 2 --json`)
+		`"$BIN/yaz-capture" --backend pulseaudio --seconds 8 | "$BIN/yaz-decode" -m "$MODEL" -t 2 --json`)
 	cmd.Env = append(os.Environ(), "BIN="+world.bin, "MODEL="+world.mini)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -201,7 +201,7 @@ func TestLivePipeline(t *testing.T) {
 	}
 	// The idle null sink delivers its first capture callback up to 2 s late.
 	time.Sleep(2500 * time.Millisecond)
-	if _, serr, code := command(t, ctx, nil, "yaz-speak", "Ask not what your country can do for you."); code != 0 {
+	if _, serr, code := command(t, ctx, nil, "yaz-speak", "--backend", "pulseaudio", "Ask not what your country can do for you."); code != 0 {
 		t.Fatalf("yaz-speak: exit %d: %s", code, serr)
 	}
 	if err := cmd.Wait(); err != nil {

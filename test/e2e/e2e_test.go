@@ -77,13 +77,26 @@ func setup(m *testing.M) (int, error) {
 	if world.whisperCLI == "" {
 		return 0, fmt.Errorf("YAZ_WHISPER_CLI is not set: run the tests through make test, or . scripts/env.sh")
 	}
-	stopPulse, err := startPulse(filepath.Join(tmp, "pulse"))
+	pulseDir := filepath.Join(tmp, "pulse")
+	stopPulse, err := startPulse(pulseDir)
 	if err != nil {
 		return 0, err
 	}
 	defer stopPulse()
 	fmt.Fprintf(os.Stderr, "e2e: binaries, models and PulseAudio ready in %s\n", time.Since(start).Round(time.Millisecond))
-	return m.Run(), nil
+	code := m.Run()
+	if code != 0 {
+		// The sound server's own account helps with audio failures.
+		if b, err := os.ReadFile(filepath.Join(pulseDir, "pulse.log")); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			fmt.Fprintf(os.Stderr, "e2e: last lines of the PulseAudio log:\n%s\n", strings.Join(lines[max(0, len(lines)-15):], "\n"))
+		}
+		if err := exec.Command("sh", filepath.Join(world.root, "scripts", "pulse-test-server.sh"), "env", pulseDir).Run(); err == nil {
+			out, _ := exec.Command("pactl", "info").CombinedOutput()
+			fmt.Fprintf(os.Stderr, "e2e: pactl info at the end:\n%s\n", out)
+		}
+	}
+	return code, nil
 }
 
 // TestScripts runs the testscript files in testdata/script: the binaries
