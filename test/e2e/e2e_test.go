@@ -109,6 +109,7 @@ func TestScripts(t *testing.T) {
 			e.Setenv("MODEL", world.mini)
 			e.Setenv("TINYEN", world.tinyEn)
 			e.Setenv("JFK", world.jfk)
+			e.Setenv("ROOT", world.root)
 			e.Setenv("HOME", e.WorkDir)
 			e.Setenv("XDG_DATA_HOME", filepath.Join(e.WorkDir, "data"))
 			for _, k := range []string{"XDG_RUNTIME_DIR", "PULSE_SERVER", "PULSE_COOKIE"} {
