@@ -56,6 +56,45 @@ func stopDevice(dev *malgo.Device) {
 	dev.Uninit()
 }
 
+// device is an open miniaudio device. A stop that we did not ask for (the
+// device unplugged, the sound server gone) is reported on stopped.
+type device struct {
+	*malgo.Device
+	stopping atomic.Bool
+	stopped  chan struct{}
+	closed   bool
+}
+
+// openDevice initialises a device of config dc around the data callback.
+func openDevice(c *audioContext, dc malgo.DeviceConfig, data malgo.DataProc) (*device, error) {
+	d := &device{stopped: make(chan struct{}, 1)}
+	dev, err := malgo.InitDevice(c.Context, dc, malgo.DeviceCallbacks{
+		Data: data,
+		Stop: func() {
+			if !d.stopping.Load() {
+				select {
+				case d.stopped <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Device = dev
+	return d, nil
+}
+
+// close stops and frees the device, once; no callback runs after it returns.
+func (d *device) close() {
+	if !d.closed {
+		d.closed = true
+		d.stopping.Store(true)
+		stopDevice(d.Device)
+	}
+}
+
 // Capture records 16 kHz mono s16 from the capture device and calls
 // onSamples (from the calling goroutine, in order, never concurrently; the
 // slice is reused after it returns) until ctx is done; it then stops the
@@ -82,8 +121,6 @@ func Capture(ctx context.Context, cfg Config, onReady func(), onSamples func([]i
 	}
 
 	q := newRing(ringSamples)
-	var stopping atomic.Bool
-	stopped := make(chan struct{}, 1)
 
 	dc := malgo.DefaultDeviceConfig(malgo.Capture)
 	dc.Capture.Format = malgo.FormatS16
@@ -98,28 +135,11 @@ func Capture(ctx context.Context, cfg Config, onReady func(), onSamples func([]i
 		pin.Pin(id) // miniaudio reads it through the C config
 		dc.Capture.DeviceID = unsafe.Pointer(id)
 	}
-	dev, err := malgo.InitDevice(c.Context, dc, malgo.DeviceCallbacks{
-		Data: func(_, in []byte, _ uint32) { q.put(in) },
-		Stop: func() {
-			if !stopping.Load() {
-				select {
-				case stopped <- struct{}{}:
-				default:
-				}
-			}
-		},
-	})
+	dev, err := openDevice(c, dc, func(_, in []byte, _ uint32) { q.put(in) })
 	if err != nil {
 		return deviceError("open", malgo.Capture, name, c.backend, err)
 	}
-	var uninit bool
-	stop := func() {
-		if !uninit {
-			uninit = true
-			stopping.Store(true)
-			stopDevice(dev) // waits for the device thread: no callback after this
-		}
-	}
+	stop := dev.close // waits for the device thread: no callback after this
 	defer stop()
 	if err := dev.Start(); err != nil {
 		return deviceError("start", malgo.Capture, name, c.backend, err)
@@ -170,7 +190,7 @@ func Capture(ctx context.Context, cfg Config, onReady func(), onSamples func([]i
 		case <-ctx.Done():
 			finish()
 			return nil
-		case <-stopped:
+		case <-dev.stopped:
 			finish()
 			if ctx.Err() != nil {
 				return nil

@@ -89,8 +89,6 @@ func Play(ctx context.Context, cfg Config, samples []int16, started func()) (int
 	}
 
 	p := newPlayer(samples, drainFrames)
-	var stopping atomic.Bool
-	stopped := make(chan struct{}, 1)
 
 	dc := malgo.DefaultDeviceConfig(malgo.Playback)
 	dc.Playback.Format = malgo.FormatS16
@@ -105,27 +103,12 @@ func Play(ctx context.Context, cfg Config, samples []int16, started func()) (int
 		pin.Pin(id)
 		dc.Playback.DeviceID = unsafe.Pointer(id)
 	}
-	dev, err := malgo.InitDevice(c.Context, dc, malgo.DeviceCallbacks{
-		Data: func(out, _ []byte, _ uint32) { p.fill(out) },
-		Stop: func() {
-			if !stopping.Load() {
-				select {
-				case stopped <- struct{}{}:
-				default:
-				}
-			}
-		},
-	})
+	dev, err := openDevice(c, dc, func(out, _ []byte, _ uint32) { p.fill(out) })
 	if err != nil {
 		return 0, deviceError("open", malgo.Playback, name, c.backend, err)
 	}
-	var uninit bool
 	stop := func() int {
-		if !uninit {
-			uninit = true
-			stopping.Store(true)
-			stopDevice(dev) // no callback after this
-		}
+		dev.close() // no callback after this
 		return int(p.pos.Load())
 	}
 	defer stop()
@@ -180,7 +163,7 @@ func Play(ctx context.Context, cfg Config, samples []int16, started func()) (int
 			startedCh = nil
 			begin = time.Now()
 			callStarted()
-		case <-stopped:
+		case <-dev.stopped:
 			n := stop()
 			finishStarted(n)
 			return n, fmt.Errorf("play on %s device (backend %s) after %d of %d samples: %w", name, c.backend, n, len(samples), ErrDeviceStopped)
