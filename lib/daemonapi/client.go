@@ -1,0 +1,92 @@
+package daemonapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/safesocket"
+)
+
+// ErrNotRunning matches the error of Dial when no daemon answers.
+var ErrNotRunning = safesocket.ErrNotRunning
+
+// Client calls the daemon. Its methods are safe for concurrent use.
+type Client struct {
+	rpc *jsonrpc.Client
+}
+
+// Dial connects to the daemon of this user ($XDG_RUNTIME_DIR/yazses). An
+// error matching ErrNotRunning means no daemon is running. Dial does not
+// create the runtime folder.
+func Dial(ctx context.Context) (*Client, error) {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		return nil, fmt.Errorf("dial yazsesd: %w: %w", ErrNotRunning, safesocket.ErrNoRuntimeDir)
+	}
+	dir := filepath.Join(base, safesocket.DirName)
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("dial yazsesd: %w", ErrNotRunning)
+	}
+	conn, err := safesocket.Dial(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("dial yazsesd: %w", err)
+	}
+	return &Client{rpc: jsonrpc.NewClient(conn)}, nil
+}
+
+// Close closes the connection. A call in progress is cancelled in the
+// daemon (an ask_human not yet audible releases its reservation).
+func (c *Client) Close() error { return c.rpc.Close() }
+
+// Call calls any method with raw parameters (for `yazsesd ctl`).
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	return c.rpc.Call(ctx, method, params, result)
+}
+
+// Status calls status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.rpc.Call(ctx, MethodStatus, nil, &s)
+	return s, err
+}
+
+// AskHuman calls ask_human. Cancelling ctx cancels the ask in the daemon
+// only when the connection is closed too (Close); a Client used for one
+// ask should be closed when ctx ends.
+func (c *Client) AskHuman(ctx context.Context, p AskParams) (AskResult, error) {
+	var r AskResult
+	err := c.rpc.Call(ctx, MethodAskHuman, p, &r)
+	return r, err
+}
+
+// BudgetStatus calls budget.status.
+func (c *Client) BudgetStatus(ctx context.Context) (BudgetStatus, error) {
+	var b BudgetStatus
+	err := c.rpc.Call(ctx, MethodBudgetStatus, nil, &b)
+	return b, err
+}
+
+// Hold calls one of the hold methods.
+func (c *Client) Hold(ctx context.Context, method string) (HoldResult, error) {
+	var h HoldResult
+	err := c.rpc.Call(ctx, method, nil, &h)
+	return h, err
+}
+
+// Last calls last.
+func (c *Client) Last(ctx context.Context) (Last, error) {
+	var l Last
+	err := c.rpc.Call(ctx, MethodLast, nil, &l)
+	return l, err
+}
+
+// Transcribe calls transcribe.
+func (c *Client) Transcribe(ctx context.Context, path string) (TranscribeResult, error) {
+	var r TranscribeResult
+	err := c.rpc.Call(ctx, MethodTranscribe, TranscribeParams{Path: path}, &r)
+	return r, err
+}

@@ -1,0 +1,201 @@
+// Package daemonapi is the yazsesd socket API: the method names and the
+// types of their parameters and results, shared by the daemon, by
+// `yazsesd ctl` and by yaz-mcp, plus a typed client.
+//
+// The transport is package jsonrpc (JSON-RPC 2.0, one object per line) over
+// the unix socket of package safesocket. No method changes the budget or the
+// ask_human opt-in: those come from the configuration file only.
+//
+// The ask_human result is a closed vocabulary (DESIGN.md, invariant 8):
+//
+//	{"result":"answered","answer":"…"}
+//	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}
+//	{"result":"deferred","reason":"holding"|"busy"}
+//	{"result":"refused","reason":"disabled"|"budget_exhausted","retry_after_s":N}
+//	{"result":"unavailable","reason":"daemon_not_running"|"tts_unavailable"|…}
+//
+// Reasons are short lowercase words, never free text.
+package daemonapi
+
+import "github.com/yazses/yazses/lib/audit"
+
+// Methods of the daemon socket.
+const (
+	MethodStatus       = "status"
+	MethodHoldStart    = "hold.start"
+	MethodHoldStop     = "hold.stop"
+	MethodHoldToggle   = "hold.toggle"
+	MethodHoldCancel   = "hold.cancel"
+	MethodAskHuman     = "ask_human"
+	MethodBudgetStatus = "budget.status"
+	MethodLast         = "last"
+	MethodAudit        = "audit"
+	// MethodTranscribe decodes an audio file on the daemon's resident
+	// decoder (used by yaz-mcp when the daemon runs). Dictation holds are
+	// served first.
+	MethodTranscribe = "transcribe"
+)
+
+// Methods lists every method, in documentation order.
+var Methods = []string{
+	MethodStatus, MethodHoldStart, MethodHoldStop, MethodHoldToggle, MethodHoldCancel,
+	MethodAskHuman, MethodBudgetStatus, MethodLast, MethodAudit, MethodTranscribe,
+}
+
+// Outcome is the kind of an ask_human result.
+type Outcome string
+
+// The ask_human outcomes.
+const (
+	Answered    Outcome = "answered"
+	NoAnswer    Outcome = "no_answer"
+	Deferred    Outcome = "deferred"
+	Refused     Outcome = "refused"
+	Unavailable Outcome = "unavailable"
+)
+
+// Reasons of ask_human results.
+const (
+	// refused
+	ReasonDisabled        = "disabled"         // opt-in off, or ask_human_per_hour = 0
+	ReasonBudgetExhausted = "budget_exhausted" // retry_after_s says when a slot frees
+
+	// deferred: nothing was spoken and nothing was charged
+	ReasonHolding = "holding" // the person was dictating until the timeout
+	ReasonBusy    = "busy"    // other questions were ahead until the timeout
+
+	// no_answer: the question was spoken (its slot is spent)
+	ReasonSilence     = "silence"      // nothing was said
+	ReasonTimeout     = "timeout"      // the caller's timeout passed
+	ReasonInterrupted = "interrupted"  // the person started a hold (barge-in)
+	ReasonCancelled   = "cancelled"    // the caller cancelled after audio started
+	ReasonSpeakFailed = "speak_failed" // playback broke off after it started
+	ReasonDecodeFail  = "decode_failed"
+
+	// unavailable: nothing audible happened
+	ReasonDaemonNotRunning = "daemon_not_running"
+	ReasonTTSUnavailable   = "tts_unavailable" // no speaker, or it failed before any audio
+	ReasonGateUnavailable  = "gate_unavailable"
+	ReasonShuttingDown     = "shutting_down"
+)
+
+// AskParams are the parameters of ask_human.
+type AskParams struct {
+	// Question is untrusted text: the daemon strips control characters
+	// and refuses one that is empty or longer than MaxQuestionRunes.
+	Question string `json:"question"`
+	// TimeoutS is the longest wait in seconds; 0 takes the configured
+	// default, more than the configured maximum is cut to it.
+	TimeoutS int `json:"timeout_s,omitempty"`
+}
+
+// MaxQuestionRunes caps a question after control characters are stripped.
+const MaxQuestionRunes = 500
+
+// AskResult is the result of ask_human.
+type AskResult struct {
+	Result      Outcome `json:"result"`
+	Answer      string  `json:"answer,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	RetryAfterS int     `json:"retry_after_s,omitempty"`
+}
+
+// BudgetStatus is the result of budget.status and part of status.
+type BudgetStatus struct {
+	PerHour   int `json:"per_hour"`
+	Used      int `json:"used"`
+	NextFreeS int `json:"next_free_s"`
+	// FailClosed is true when the gate was restarted after a crash and
+	// counts the whole hour as spent.
+	FailClosed bool `json:"fail_closed"`
+	// Available is false when the gate is down (restarting).
+	Available bool `json:"available"`
+}
+
+// ChildStatus is one supervised child in status.
+type ChildStatus struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // starting, running, backoff, stopped, crashloop, exited, idle
+	PID      int    `json:"pid,omitempty"`
+	Restarts int    `json:"restarts"`
+	LastExit string `json:"last_exit,omitempty"`
+}
+
+// Status is the result of status.
+type Status struct {
+	Version     string        `json:"version"`
+	PID         int           `json:"pid"`
+	UptimeS     int64         `json:"uptime_s"`
+	Config      string        `json:"config"`
+	AskHuman    bool          `json:"ask_human"`    // the opt-in
+	CaptureMode string        `json:"capture_mode"` // on-demand or always
+	Hold        string        `json:"hold"`         // idle or holding
+	Asking      bool          `json:"asking"`       // a question is being spoken or answered
+	Waiting     int           `json:"waiting"`      // questions waiting for their turn
+	Children    []ChildStatus `json:"children"`
+	Budget      BudgetStatus  `json:"budget"`
+}
+
+// HoldResult is the result of the hold methods.
+type HoldResult struct {
+	// Hold is the state after the call: "holding" or "idle".
+	Hold string `json:"hold"`
+	// Outcome of a hold that ended (stop, or toggle to idle): "typed",
+	// "kept" (no text target or no backend: see last), "empty" (nothing
+	// was said), "too_short", "cancelled", "failed". Empty while holding.
+	Outcome string `json:"outcome,omitempty"`
+	Chars   int    `json:"chars,omitempty"`   // characters typed or kept
+	Backend string `json:"backend,omitempty"` // injection backend used
+}
+
+// Hold states.
+const (
+	HoldIdle    = "idle"
+	HoldHolding = "holding"
+)
+
+// Last is the result of last: the most recent dictation transcript.
+type Last struct {
+	Text    string `json:"text"`
+	AtMs    int64  `json:"at_ms,omitempty"` // Unix milliseconds; 0 if none yet
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// AuditParams are the parameters of audit.
+type AuditParams struct {
+	Max int `json:"max,omitempty"` // newest events to return; 0 means 100
+}
+
+// AuditResult is the result of audit.
+type AuditResult struct {
+	Events []audit.Event `json:"events"`
+}
+
+// TranscribeParams are the parameters of transcribe.
+type TranscribeParams struct {
+	Path string `json:"path"` // an absolute path to a regular file
+}
+
+// Segment is one timed piece of a transcript.
+type Segment struct {
+	StartMs int64  `json:"start_ms"`
+	EndMs   int64  `json:"end_ms"`
+	Text    string `json:"text"`
+}
+
+// TranscribeResult is the result of transcribe.
+type TranscribeResult struct {
+	Text     string    `json:"text"`
+	Segments []Segment `json:"segments"`
+	AudioMs  int64     `json:"audio_ms"`
+	DecodeMs int64     `json:"decode_ms"`
+}
+
+// Error codes the daemon returns besides the JSON-RPC standard ones. The
+// message of each is a fixed sentence.
+const (
+	// CodeBadFile: transcribe could not read the file as audio.
+	CodeBadFile = -32010
+	// CodeUnavailable: the part needed (decoder, microphone) is down.
+	CodeUnavailable = -32011
+)
