@@ -1,0 +1,205 @@
+package localdecode
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake writes a shell script standing in for yaz-decode.
+func fake(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake-decode")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// fixture makes a model file and an input file and opens the input.
+func fixture(t *testing.T) (model string, f *os.File) {
+	t.Helper()
+	dir := t.TempDir()
+	model = filepath.Join(dir, "ggml-test.bin")
+	if err := os.WriteFile(model, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.wav")
+	if err := os.WriteFile(in, []byte("RIFF....WAVE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return model, f
+}
+
+func TestRunParsesTranscriptAndProgress(t *testing.T) {
+	// The fake reports its argv and the first bytes of fd 3 in the text.
+	cmd := fake(t, `
+printf '\r3 [===      ]   5%% 0s' >&2
+printf '\r3 [=====    ]  50%% 1s' >&2
+printf '\r3 [=====    ]  50%% 2s' >&2
+printf '{"level":"ERROR","msg":"] 99%% is not a bar"}\n' >&2
+printf '\r3 [=========] 100%% 2s\n' >&2
+head=$(head -c 4 /dev/fd/3)
+printf '{"file":"/dev/fd/3","audio_ms":1500,"text":"%s %s","segments":[{"start_ms":0,"end_ms":1500,"text":"hello"}]}\n' "$head" "$*"
+`)
+	model, f := fixture(t)
+	var got []int
+	res, err := Run(context.Background(), Options{Command: cmd, Model: model, Language: "en", Threads: 2, Prompt: "-x"}, f,
+		func(p int) { got = append(got, p) }, nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if want := []int{5, 50, 100}; !equal(got, want) {
+		t.Errorf("progress = %v, want %v", got, want)
+	}
+	if !strings.HasPrefix(res.Text, "RIFF ") {
+		t.Errorf("the child did not read the file on fd 3: text %q", res.Text)
+	}
+	for _, arg := range []string{"--model=" + model, "--output=json", "--progress=always", "--language=en", "--threads=2", "--prompt=-x", "-- /dev/fd/3"} {
+		if !strings.Contains(res.Text, arg) {
+			t.Errorf("argv %q lacks %q", res.Text, arg)
+		}
+	}
+	if res.AudioMs != 1500 || len(res.Segments) != 1 || res.Segments[0] != (Segment{0, 1500, "hello"}) {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	const marker = "SYNTHETIC-MARKER-7731"
+	model, f := fixture(t)
+	cases := []struct {
+		name  string
+		body  string
+		model string
+		want  error
+	}{
+		{"exit 1", "echo '" + marker + "'; echo 'error: " + marker + "' >&2; exit 1\n", model, ErrDecodeFailed},
+		{"killed", "kill -SEGV $$\n", model, ErrDecodeFailed},
+		{"not json", "echo '" + marker + "'\n", model, ErrDecodeFailed},
+		{"no text", "echo '{\"segments\":[]}'\n", model, ErrDecodeFailed},
+		{"model missing", "echo '{\"text\":\"\"}'\n", filepath.Join(t.TempDir(), marker+".bin"), ErrModelMissing},
+		{"model is a folder", "echo '{\"text\":\"\"}'\n", t.TempDir(), ErrModelMissing},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(context.Background(), Options{Command: fake(t, c.body), Model: c.model}, f, nil, nil)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Run = %v, want %v", err, c.want)
+			}
+		})
+	}
+	_, err := Run(context.Background(), Options{Command: []string{filepath.Join(t.TempDir(), "none")}, Model: model}, f, nil, nil)
+	if !errors.Is(err, ErrStart) {
+		t.Errorf("Run with a missing program = %v, want ErrStart", err)
+	}
+}
+
+// TestCancelKillsGroup: cancelling kills the decoder and anything it
+// started, within a second.
+func TestCancelKillsGroup(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	cmd := fake(t, `sleep 60 & echo "$$ $!" > `+pids+`
+wait
+`)
+	model, f := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Options{Command: cmd, Model: model}, f, nil, nil)
+		errc <- err
+	}()
+	var procs []int
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(pids)
+		if fs := strings.Fields(string(b)); len(fs) == 2 {
+			for _, s := range fs {
+				n, _ := strconv.Atoi(s)
+				procs = append(procs, n)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(procs) != 2 {
+		t.Fatal("the fake decoder did not start")
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run after cancel = %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return within 2 s of cancel")
+	}
+	for _, pid := range procs {
+		for alive(pid) {
+			if time.Since(start) > time.Second {
+				t.Fatalf("process %d still alive 1 s after cancel", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports a process that exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// TestNice: every thread of the decoder runs at the niceness asked for.
+func TestNice(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "nice")
+	cmd := fake(t, `sleep 0.3; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
+	model, f := fixture(t)
+	base, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Command: cmd, Model: model, Nice: 10}, f, nil, nil); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	b, _ := os.ReadFile(out)
+	got, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// getpriority(2) returns 20-nice on Linux.
+	want := min(20-base+10, 19)
+	if got != want {
+		t.Errorf("decoder niceness = %d, want %d", got, want)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
