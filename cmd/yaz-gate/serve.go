@@ -99,6 +99,10 @@ func (s *server) handle(line []byte) gate.Reply {
 		r = s.tokenOp(s.b.Commit(budget.Token(req.Token)), &s.counts.committed)
 	case gate.OpRelease:
 		r = s.tokenOp(s.b.Release(budget.Token(req.Token)), &s.counts.released)
+	case gate.OpLimit:
+		s.b.SetPerHour(*req.PerHour)
+		s.log.Info("cap changed", "per_hour", *req.PerHour)
+		r = gate.Reply{OK: true}
 	case gate.OpStatus:
 		perHour, used, next := s.b.Status()
 		r = gate.Reply{OK: true, Status: &gate.Status{PerHour: perHour, Used: used, NextFreeS: gate.Seconds(next)}}

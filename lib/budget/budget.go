@@ -108,6 +108,9 @@ type Budget struct {
 	tokens   map[Token]*slot
 	released map[Token]struct{}
 	relOrder []Token // FIFO of released, oldest first
+	// spentUntil is the budget time before which no slot is free at all
+	// (NewSpent): a raised cap adds no fresh slot before it.
+	spentUntil time.Duration
 }
 
 // Option configures a Budget.
@@ -154,14 +157,38 @@ func New(perHour int, opts ...Option) *Budget {
 // restarts in, so a crash never grants fresh slots.
 func NewSpent(perHour int, opts ...Option) *Budget {
 	b := New(perHour, opts...)
+	b.spentUntil = Window
 	for range b.perHour {
 		b.slots[&slot{state: committed, end: Window}] = struct{}{}
 	}
 	return b
 }
 
+// SetPerHour changes the cap (a configuration reload). What was spent stays
+// spent: slots already taken keep their end, so a lower cap refuses until
+// enough of them are free, and a higher cap on a budget made by NewSpent
+// adds no slot before that hour is over.
+func (b *Budget) SetPerHour(perHour int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if perHour < 0 {
+		perHour = 0
+	}
+	t := b.clock()
+	if t < b.spentUntil {
+		for i := len(b.slots); i < perHour; i++ {
+			b.slots[&slot{state: committed, end: b.spentUntil}] = struct{}{}
+		}
+	}
+	b.perHour = perHour
+}
+
 // PerHour returns the number of attempts per sliding hour.
-func (b *Budget) PerHour() int { return b.perHour }
+func (b *Budget) PerHour() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.perHour
+}
 
 // clock returns the budget time (time since New), never decreasing, and
 // frees every slot whose end has come. Call with b.mu held.

@@ -76,6 +76,12 @@ func (c *Client) Release(ctx context.Context, tok string) error {
 	return err
 }
 
+// SetLimit changes the cap to perHour; what was spent stays spent.
+func (c *Client) SetLimit(ctx context.Context, perHour int) error {
+	_, err := c.call(ctx, Request{Op: OpLimit, PerHour: &perHour})
+	return err
+}
+
 // Status reports the budget.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	r, err := c.call(ctx, Request{Op: OpStatus})

@@ -9,6 +9,7 @@
 //	{"op":"commit","token":"…"}
 //	{"op":"release","token":"…"}
 //	{"op":"status"}
+//	{"op":"limit","per_hour":N}      (a configuration reload changes the cap)
 //
 // Replies:
 //
@@ -49,6 +50,8 @@ const (
 	OpCommit  = "commit"
 	OpRelease = "release"
 	OpStatus  = "status"
+	// OpLimit changes the cap; what was spent stays spent.
+	OpLimit = "limit"
 )
 
 // Reason is why a request was refused: a closed vocabulary.
@@ -66,11 +69,17 @@ const (
 // newline included. Longer requests are answered bad_request.
 const MaxLine = 4096
 
+// MaxPerHour is the highest cap a limit request may set (as
+// budget.ask_human_per_hour in the configuration).
+const MaxPerHour = 60
+
 // Request is one request line.
 type Request struct {
 	Op    string `json:"op"`
 	Token string `json:"token,omitempty"`
-	ID    uint64 `json:"id,omitempty"`
+	// PerHour is the new cap of a limit request (0 to 60).
+	PerHour *int   `json:"per_hour,omitempty"`
+	ID      uint64 `json:"id,omitempty"`
 }
 
 // Status is the budget's state as the status op reports it.

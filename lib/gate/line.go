@@ -71,6 +71,9 @@ func ParseRequest(line []byte) (Request, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Request{}, errors.New("parse request: data after the object")
 	}
+	if r.PerHour != nil && r.Op != OpLimit {
+		return Request{}, fmt.Errorf("parse request: %s takes no per_hour", r.Op)
+	}
 	switch r.Op {
 	case OpReserve, OpStatus:
 		if r.Token != "" {
@@ -79,6 +82,10 @@ func ParseRequest(line []byte) (Request, error) {
 	case OpCommit, OpRelease:
 		if r.Token == "" {
 			return Request{}, fmt.Errorf("parse request: %s needs a token", r.Op)
+		}
+	case OpLimit:
+		if r.Token != "" || r.PerHour == nil || *r.PerHour < 0 || *r.PerHour > MaxPerHour {
+			return Request{}, errors.New("parse request: limit needs per_hour from 0 to 60 and no token")
 		}
 	default:
 		return Request{}, errors.New("parse request: unknown op")

@@ -49,6 +49,10 @@ type Server struct {
 	// WriteTimeout bounds the writing of one response. A client that does
 	// not read its replies within it is dropped.
 	WriteTimeout time.Duration
+	// ConnContext, when non-nil, derives the context of a connection's
+	// requests from the server's context and the connection (to carry
+	// the peer's credentials to handlers, for example).
+	ConnContext func(ctx context.Context, conn net.Conn) context.Context
 
 	logger   *slog.Logger
 	mu       sync.RWMutex
@@ -166,6 +170,9 @@ func temporary(err error) bool {
 // conn and waits for the connection's handlers before it returns. The
 // client ending the connection is not an error.
 func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
+	if s.ConnContext != nil {
+		ctx = s.ConnContext(ctx, conn)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &serverConn{s: s, conn: conn, cancel: cancel}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

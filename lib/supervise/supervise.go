@@ -89,7 +89,11 @@ type Spec struct {
 	ArgvFor    func(restart int) []string
 	Env        []string   // added to os.Environ()
 	ExtraFiles []*os.File // fd 3, 4, ... in the child; never closed here
-	FDNames    []string   // passed as YAZ_FDNAMES=a:b
+	// Files, when non-nil, is called on every (re)start; its files follow
+	// ExtraFiles in the child and are closed here once the child has
+	// started (a fresh socketpair end per start, for example).
+	Files   func(restart int) ([]*os.File, error)
+	FDNames []string // passed as YAZ_FDNAMES=a:b
 
 	// Ready makes the supervisor wait for the child's readiness line on
 	// the fd named by YAZ_READY_FD (the fd after the ExtraFiles).
@@ -412,6 +416,14 @@ func (c *Child) start(n int) (p *proc, ready *os.File, err error) {
 	cmd.ExtraFiles = append([]*os.File(nil), c.spec.ExtraFiles...)
 	if len(c.spec.FDNames) > 0 {
 		cmd.Env = append(cmd.Env, FDNamesEnv+"="+strings.Join(c.spec.FDNames, ":"))
+	}
+	if c.spec.Files != nil {
+		fs, err := c.spec.Files(n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start: files: %w", err)
+		}
+		closers = append(closers, fs...)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, fs...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if c.spec.Stdin != nil {

@@ -1,0 +1,277 @@
+// Package app is yazsesd's command line: run, status, ctl and config.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
+)
+
+const name = "yazsesd"
+
+// CLI is yazsesd's command line.
+type CLI struct {
+	Run    RunCmd    `cmd:"" help:"Run the daemon in the foreground (what the systemd user unit runs)."`
+	Status StatusCmd `cmd:"" help:"Show the running daemon's children, hold state and budget."`
+	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'."`
+	Config ConfigCmd `cmd:"" help:"Configuration: print the default file, or check one."`
+
+	cli.Logging
+	Version kong.VersionFlag `help:"Print the version and exit."`
+}
+
+// env is what every command gets.
+type env struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	version        string
+	log            cli.Logging
+}
+
+// Main runs yazsesd and returns its exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, version string) int {
+	var c CLI
+	k, code, done := cli.Parse(name, "YazSes daemon: push-to-talk dictation, ask_human and the one interruption budget.",
+		&c, args, stdout, stderr, kong.Vars{"version": version, "config_path": config.Path()})
+	if done {
+		return code
+	}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, version: version, log: c.Logging}
+	return cli.Report(name, stderr, k.Run(e))
+}
+
+// RunCmd is `yazsesd run`.
+type RunCmd struct {
+	Config string `help:"Configuration file." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
+}
+
+// Run runs the daemon until SIGINT or SIGTERM; SIGHUP reloads the file.
+func (r *RunCmd) Run(e *env) error {
+	cfg, err := config.Load(r.Config)
+	if err != nil {
+		return err
+	}
+	log := e.log.Logger(e.stderr)
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	d, err := daemon.New(daemon.Options{
+		Config:        cfg,
+		ConfigPath:    r.Config,
+		Log:           log,
+		Version:       e.version,
+		ChildLogLevel: e.log.LogLevel,
+	})
+	if err != nil {
+		return err
+	}
+	err = d.Run(ctx, hup)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// StatusCmd is `yazsesd status`.
+type StatusCmd struct {
+	JSON bool `help:"Print the status as JSON."`
+}
+
+// Run prints the status.
+func (s *StatusCmd) Run(e *env) error {
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	c, err := dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if s.JSON {
+		return printJSON(e.stdout, st)
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "yazsesd %s\tpid %d, up %s\n", st.Version, st.PID, time.Duration(st.UptimeS)*time.Second)
+	fmt.Fprintf(w, "config\t%s\n", st.Config)
+	fmt.Fprintf(w, "hold\t%s\n", st.Hold)
+	fmt.Fprintf(w, "capture\t%s\n", st.CaptureMode)
+	fmt.Fprintf(w, "ask_human\t%s\n", onOff(st.AskHuman))
+	b := st.Budget
+	switch {
+	case !b.Available:
+		fmt.Fprintf(w, "budget\tgate unavailable (restarting)\n")
+	default:
+		fmt.Fprintf(w, "budget\t%d of %d used this hour", b.Used, b.PerHour)
+		if b.NextFreeS > 0 {
+			fmt.Fprintf(w, ", next free in %s", time.Duration(b.NextFreeS)*time.Second)
+		}
+		if b.FailClosed {
+			fmt.Fprintf(w, " (fail closed: the gate was restarted after a crash)")
+		}
+		fmt.Fprintln(w)
+	}
+	if st.Asking || st.Waiting > 0 {
+		fmt.Fprintf(w, "questions\tone being asked: %v, waiting: %d\n", st.Asking, st.Waiting)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CHILD\tSTATE\tPID\tRESTARTS\tLAST EXIT")
+	for _, ch := range st.Children {
+		pid := "-"
+		if ch.PID > 0 {
+			pid = fmt.Sprint(ch.PID)
+		}
+		state := ch.State
+		if state == "crashloop" {
+			state = "crashloop (left down: see the log)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", ch.Name, state, pid, ch.Restarts, ch.LastExit)
+	}
+	return w.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// CtlCmd is `yazsesd ctl`.
+type CtlCmd struct {
+	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON."`
+}
+
+// Run calls one method and prints its result as JSON.
+func (c *CtlCmd) Run(e *env) error {
+	method, params, err := parseCtl(c.Method)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cl, err := dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var out json.RawMessage
+	if err := cl.Call(ctx, method, params, &out); err != nil {
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return fmt.Errorf("%s: %s (code %d)", method, rpcErr.Message, rpcErr.Code)
+		}
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return printJSON(e.stdout, out)
+}
+
+// parseCtl turns ctl's words into a method and parameters: "hold start" is
+// hold.start; a last word that is JSON is the parameters.
+func parseCtl(words []string) (method string, params json.RawMessage, err error) {
+	if len(words) == 0 {
+		return "", nil, cli.Usagef("ctl needs a method: one of %s", strings.Join(daemonapi.Methods, ", "))
+	}
+	method = words[0]
+	rest := words[1:]
+	if method == "hold" {
+		if len(rest) == 0 {
+			return "", nil, cli.Usagef("ctl hold needs start, stop, toggle or cancel")
+		}
+		method, rest = "hold."+rest[0], rest[1:]
+	}
+	known := false
+	for _, m := range daemonapi.Methods {
+		known = known || m == method
+	}
+	if !known {
+		return "", nil, cli.Usagef("unknown method %q: one of %s", method, strings.Join(daemonapi.Methods, ", "))
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		if !json.Valid([]byte(rest[0])) {
+			return "", nil, cli.Usagef("parameters of %s must be JSON, e.g. '{\"question\":\"…\"}'", method)
+		}
+		params = json.RawMessage(rest[0])
+	default:
+		return "", nil, cli.Usagef("too many arguments for %s: give the parameters as one JSON argument", method)
+	}
+	return method, params, nil
+}
+
+func dial(ctx context.Context) (*daemonapi.Client, error) {
+	c, err := daemonapi.Dial(ctx)
+	if errors.Is(err, daemonapi.ErrNotRunning) {
+		return nil, errors.New("yazsesd is not running (start it with `yazsesd run` or `systemctl --user start yazsesd`)")
+	}
+	return c, err
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// ConfigCmd is `yazsesd config`.
+type ConfigCmd struct {
+	Default ConfigDefaultCmd `cmd:"" help:"Print a commented configuration file with every default."`
+	Check   ConfigCheckCmd   `cmd:"" help:"Check a configuration file and name every problem with its line."`
+}
+
+// ConfigDefaultCmd is `yazsesd config default`.
+type ConfigDefaultCmd struct{}
+
+// Run prints the default file.
+func (ConfigDefaultCmd) Run(e *env) error {
+	_, err := io.WriteString(e.stdout, config.DefaultTOML())
+	return err
+}
+
+// ConfigCheckCmd is `yazsesd config check`.
+type ConfigCheckCmd struct {
+	File string `arg:"" optional:"" help:"The file (default: the configuration file)." default:"${config_path}" type:"path"`
+}
+
+// Run checks the file.
+func (c ConfigCheckCmd) Run(e *env) error {
+	ok, err := config.Exists(c.File)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(e.stdout, "%s: no file; every key has its default\n", c.File)
+		return nil
+	}
+	if _, err := config.Load(c.File); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
+	return nil
+}

@@ -1,0 +1,478 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/gate"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/tts"
+	"github.com/yazses/yazses/lib/vad"
+)
+
+// Label is what the person hears before every question (invariant 7): an
+// honest label, never a client-supplied name.
+const Label = "An MCP client asks: "
+
+// Timing of the ask flow.
+const (
+	gateWait      = 5 * time.Second  // longest wait for a (re)starting gate
+	settleWait    = 5 * time.Second  // for the speaker's final event after a skip
+	decodeTimeout = 2 * time.Minute  // for the answer's decoding
+	decoderWait   = 30 * time.Second // for a restarted decoder, once
+	maxAnswerAudio = 29 * time.Second // whisper's window is 30 s
+)
+
+// askQueue puts questions to the person one at a time, in arrival order.
+type askQueue struct {
+	mu      sync.Mutex
+	busy    bool
+	waiters []chan struct{}
+}
+
+func (q *askQueue) init() {}
+
+func (q *askQueue) acquire(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	q.waiters = append(q.waiters, ch)
+	q.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		for i, c := range q.waiters {
+			if c == ch {
+				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+				return ctx.Err()
+			}
+		}
+		q.releaseLocked() // the turn came just now: pass it on
+		return ctx.Err()
+	}
+}
+
+func (q *askQueue) release() {
+	q.mu.Lock()
+	q.releaseLocked()
+	q.mu.Unlock()
+}
+
+func (q *askQueue) releaseLocked() {
+	if len(q.waiters) > 0 {
+		ch := q.waiters[0]
+		q.waiters = q.waiters[1:]
+		close(ch)
+		return
+	}
+	q.busy = false
+}
+
+func (q *askQueue) state() (busy bool, waiting int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.busy, len(q.waiters)
+}
+
+// askRun is the question being put to the person; a hold interrupts it.
+type askRun struct {
+	once   sync.Once
+	stop   chan struct{}
+	reason string
+}
+
+func (a *askRun) interrupt(reason string) {
+	a.once.Do(func() {
+		a.reason = reason
+		close(a.stop)
+	})
+}
+
+// ask is one ask_human call in progress.
+type ask struct {
+	d     *Daemon
+	cfg   config.Config
+	peer  peer
+	start time.Time
+	tok   string
+	// settled is true once the reservation was committed or released.
+	settled bool
+}
+
+func (a *ask) audit(kind, reason string) {
+	a.d.auditf(audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
+		Duration: time.Since(a.start)})
+}
+
+// gateCtx bounds a gate call. It is not the caller's cancellation: an
+// abandoned reserve would leave a slot charged for its whole lease.
+func gateCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), gateWait)
+}
+
+// release refunds the slot: only for a proven pre-output failure.
+func (a *ask) release(ctx context.Context, reason string) {
+	if a.settled || a.tok == "" {
+		return
+	}
+	a.settled = true
+	gctx, cancel := gateCtx(ctx)
+	defer cancel()
+	err := a.d.gate.do(gctx, gateWait, false, func(c *gate.Client) error { return c.Release(gctx, a.tok) })
+	if err != nil {
+		a.d.log.Warn("release refused: the slot stays charged", "err", err)
+	}
+	a.audit("ask.released", reason)
+}
+
+// commit charges the slot: audio may have been heard.
+func (a *ask) commit(ctx context.Context) {
+	if a.settled || a.tok == "" {
+		return
+	}
+	a.settled = true
+	gctx, cancel := gateCtx(ctx)
+	defer cancel()
+	err := a.d.gate.do(gctx, gateWait, false, func(c *gate.Client) error { return c.Commit(gctx, a.tok) })
+	if err != nil {
+		// The gate died with our reservation: it restarts fully spent, so
+		// nothing is undercharged.
+		a.d.log.Warn("commit failed; the gate charges the slot anyway", "err", err)
+	}
+	a.audit("ask.spoken", "")
+}
+
+func result(o daemonapi.Outcome, reason string) daemonapi.AskResult {
+	return daemonapi.AskResult{Result: o, Reason: reason}
+}
+
+// askHuman is the ask_human method.
+func (d *Daemon) askHuman(ctx context.Context, p daemonapi.AskParams) (daemonapi.AskResult, error) {
+	q := tts.Sanitize(p.Question, 0)
+	if q == "" {
+		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "question is empty")
+	}
+	if utf8.RuneCountInString(q) > daemonapi.MaxQuestionRunes {
+		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "question is longer than %d characters", daemonapi.MaxQuestionRunes)
+	}
+	if p.TimeoutS < 0 {
+		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "timeout_s must not be negative")
+	}
+	a := &ask{d: d, cfg: d.config(), peer: peerOf(ctx), start: time.Now()}
+	res := a.run(ctx, q, p.TimeoutS)
+	if !a.settled && a.tok != "" {
+		// Every path settles; this is the safety net: charged.
+		a.commit(ctx)
+	}
+	switch res.Result {
+	case daemonapi.Answered:
+		a.d.auditf(audit.Event{Kind: "ask.answered", Count: utf8.RuneCountInString(res.Answer),
+			PeerPID: a.peer.pid, PeerUID: a.peer.uid, Duration: time.Since(a.start)})
+	default:
+		a.audit("ask."+string(res.Result), res.Reason)
+	}
+	d.log.Info("ask_human", "result", res.Result, "reason", res.Reason, "peer_pid", a.peer.pid,
+		"duration_ms", time.Since(a.start).Milliseconds())
+	return res, nil
+}
+
+func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResult {
+	d, cfg := a.d, a.cfg
+	if !cfg.MCP.AskHuman {
+		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
+	}
+	if timeoutS == 0 {
+		timeoutS = cfg.Ask.DefaultTimeoutS
+	}
+	timeoutS = min(timeoutS, cfg.Ask.MaxTimeoutS)
+	dctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutS)*time.Second)
+	defer cancel()
+
+	// Never during a hold: wait for it to end, free of charge.
+	if !d.waitNoHold(dctx) {
+		return a.notAsked(ctx, daemonapi.ReasonHolding)
+	}
+
+	// The one way to a slot: the gate's atomic check-and-reserve.
+	gctx, gcancel := gateCtx(ctx)
+	err := d.gate.do(gctx, gateWait, true, func(c *gate.Client) error {
+		tok, err := c.Reserve(gctx)
+		a.tok = tok
+		return err
+	})
+	gcancel()
+	var ref *gate.Refused
+	switch {
+	case errors.As(err, &ref):
+		r := result(daemonapi.Refused, string(ref.Reason))
+		if ref.Reason == gate.ReasonBudgetExhausted {
+			r.RetryAfterS = max(1, gate.Seconds(ref.RetryAfter))
+		}
+		return r
+	case err != nil:
+		d.log.Warn("ask_human: no gate", "err", err)
+		return result(daemonapi.Unavailable, daemonapi.ReasonGateUnavailable)
+	}
+	a.audit("ask.reserved", "")
+	if ctx.Err() != nil { // the caller left while we reserved
+		a.release(ctx, daemonapi.ReasonCancelled)
+		return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+	}
+
+	// One question at a time, in order.
+	if err := d.asks.acquire(dctx); err != nil {
+		a.release(ctx, daemonapi.ReasonBusy)
+		return a.notAsked(ctx, daemonapi.ReasonBusy)
+	}
+	defer d.asks.release()
+
+	run := &askRun{stop: make(chan struct{})}
+	for {
+		if !d.waitNoHold(dctx) {
+			a.release(ctx, daemonapi.ReasonHolding)
+			return a.notAsked(ctx, daemonapi.ReasonHolding)
+		}
+		d.state.mu.Lock()
+		if d.state.closing {
+			d.state.mu.Unlock()
+			a.release(ctx, daemonapi.ReasonShuttingDown)
+			return result(daemonapi.Unavailable, daemonapi.ReasonShuttingDown)
+		}
+		if d.state.hold == nil {
+			d.state.asking = run
+			d.state.mu.Unlock()
+			break
+		}
+		d.state.mu.Unlock() // a hold began just now: wait again
+	}
+	defer func() {
+		d.state.mu.Lock()
+		if d.state.asking == run {
+			d.state.asking = nil
+		}
+		d.state.mu.Unlock()
+	}()
+
+	if r, spoken := a.speak(ctx, dctx, run, q); !spoken {
+		return r
+	}
+	return a.listen(ctx, dctx, run)
+}
+
+// notAsked is the result of a question that was never spoken: deferred,
+// or, when the caller itself went away, cancelled.
+func (a *ask) notAsked(ctx context.Context, reason string) daemonapi.AskResult {
+	if ctx.Err() != nil {
+		return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+	}
+	return result(daemonapi.Deferred, reason)
+}
+
+// waitNoHold waits until no hold is open; false if ctx ended first.
+func (d *Daemon) waitNoHold(ctx context.Context) bool {
+	for {
+		on, changed := d.state.holding()
+		if !on {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// speak plays the question. spoken is false when the call ends here; the
+// reservation is settled either way: committed once audio may have been
+// heard, released only when the speaker proved that none was.
+func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemonapi.AskResult, spoken bool) {
+	d := a.d
+	_, events, err := d.speak.speak(Label + q)
+	if err != nil {
+		a.release(ctx, daemonapi.ReasonTTSUnavailable)
+		return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
+	}
+	// why is set once the question is being stopped: interrupted,
+	// timeout or cancelled.
+	why := ""
+	stopNow := func(reason string) {
+		if why == "" {
+			why = reason
+			d.speak.skip()
+		}
+	}
+	var settle <-chan time.Time
+	started := false
+	for {
+		select {
+		case ev, ok := <-events:
+			switch {
+			case !ok: // the speaker died without a final event: maybe heard
+				a.commit(ctx)
+				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
+			case ev.Event == tts.EventStarted:
+				started = true
+				a.commit(ctx)
+			case ev.Event == tts.EventFailed && !ev.Audible && !started:
+				a.release(ctx, daemonapi.ReasonTTSUnavailable)
+				if why != "" {
+					if why == daemonapi.ReasonInterrupted {
+						return a.notAsked(ctx, daemonapi.ReasonHolding), false
+					}
+					return a.notAsked(ctx, daemonapi.ReasonTimeout), false
+				}
+				return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
+			case ev.Event == tts.EventFailed:
+				a.commit(ctx)
+				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
+			case ev.Event == tts.EventDone:
+				a.commit(ctx)
+				if why != "" {
+					return a.stopped(ctx, why, why), false
+				}
+				return daemonapi.AskResult{}, true
+			}
+		case <-run.stop:
+			run.stop = nil // a nil channel blocks from now on
+			stopNow(daemonapi.ReasonInterrupted)
+			settle = time.After(settleWait)
+		case <-dctx.Done():
+			dctx = context.Background()
+			if ctx.Err() != nil {
+				stopNow(daemonapi.ReasonCancelled)
+			} else {
+				stopNow(daemonapi.ReasonTimeout)
+			}
+			settle = time.After(settleWait)
+		case <-settle:
+			// The speaker never said how it ended: charged.
+			a.commit(ctx)
+			return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
+		}
+	}
+}
+
+// stopped is the result of a spoken question that ended before listening.
+func (a *ask) stopped(ctx context.Context, why, fallback string) daemonapi.AskResult {
+	if why == "" {
+		why = fallback
+	}
+	if ctx.Err() != nil {
+		why = daemonapi.ReasonCancelled
+	}
+	return result(daemonapi.NoAnswer, why)
+}
+
+// listen records the answer after the guard pause and decodes it.
+func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult {
+	d, cfg := a.d, a.cfg
+	guard := time.NewTimer(time.Duration(cfg.Ask.GuardMs) * time.Millisecond)
+	select {
+	case <-guard.C:
+	case <-run.stop:
+		guard.Stop()
+		return a.stopped(ctx, run.reason, run.reason)
+	case <-dctx.Done():
+		guard.Stop()
+		return a.stopped(ctx, daemonapi.ReasonTimeout, daemonapi.ReasonTimeout)
+	}
+
+	maxAnswer := time.Duration(cfg.Ask.MaxAnswerS) * time.Second
+	vcfg := vad.DefaultConfig()
+	vcfg.MinSilence = time.Duration(cfg.Ask.AnswerSilenceMs) * time.Millisecond
+	vcfg.MaxUtterance = min(maxAnswer, maxAnswerAudio)
+	seg := vad.NewSegmenter(vcfg)
+
+	l := d.mic.listen(false) // only what is said from now on
+	defer d.mic.unlisten(l)
+	window := time.NewTimer(maxAnswer)
+	defer window.Stop()
+	var utt []int16
+	reason := daemonapi.ReasonSilence
+collect:
+	for {
+		select {
+		case s := <-l.ch:
+			if s == nil { // the microphone's stream ended: what was said is all
+				break collect
+			}
+			if us := seg.Write(s); len(us) > 0 {
+				utt = us[0].Samples
+				break collect
+			}
+		case <-run.stop:
+			return a.stopped(ctx, run.reason, run.reason)
+		case <-window.C:
+			break collect
+		case <-dctx.Done():
+			if ctx.Err() != nil {
+				return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+			}
+			reason = daemonapi.ReasonTimeout
+			break collect
+		}
+	}
+	if utt == nil {
+		if us := seg.Flush(); len(us) > 0 {
+			utt = us[0].Samples
+		}
+	}
+	if utt == nil {
+		return result(daemonapi.NoAnswer, reason)
+	}
+	d.mic.unlisten(l)
+
+	text, err := a.decode(ctx, utt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+		}
+		d.log.Error("answer lost: the decoder failed")
+		return result(daemonapi.NoAnswer, daemonapi.ReasonDecodeFail)
+	}
+	if text == "" {
+		return result(daemonapi.NoAnswer, daemonapi.ReasonSilence)
+	}
+	return daemonapi.AskResult{Result: daemonapi.Answered, Answer: text}
+}
+
+// decode decodes the answer; if the decoder dies meanwhile it is tried once
+// more on the restarted decoder (the audio is still here).
+func (a *ask) decode(ctx context.Context, utt []int16) (string, error) {
+	dctx, cancel := context.WithTimeout(ctx, decodeTimeout)
+	defer cancel()
+	r, err := a.d.decode.decode(dctx, prioAnswer, utt)
+	if errors.Is(err, errDecoderLost) {
+		a.d.log.Warn("decoder lost during an answer: retrying once on the restarted decoder")
+		wctx, wcancel := context.WithTimeout(dctx, decoderWait)
+		err = a.d.decode.waitUp(wctx)
+		wcancel()
+		if err == nil {
+			r, err = a.d.decode.decode(dctx, prioAnswer, utt)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return cleanAnswer(r.Text), nil
+}
+
+// cleanAnswer trims the answer. Answers are untrusted data for the host
+// and are never scrubbed beyond whitespace (invariant 9).
+func cleanAnswer(s string) string {
+	return cleanText(s)
+}

@@ -1,0 +1,383 @@
+// Package daemon is yazsesd: it supervises yaz-capture, yaz-decode --serve,
+// yaz-speak --serve and yaz-gate, wires them over inherited file
+// descriptors, and serves the JSON-RPC socket API of lib/daemonapi
+// (hold.*, ask_human, status, budget.status, last, audit, transcribe).
+//
+// Wiring. Each child gets fresh pipes on every start: the decoder's stdin
+// carries frames and its stdout results, the speaker's stdin requests and
+// its stdout events, the microphone's stdout PCM. The gate gets one end of
+// a fresh socketpair as fd 3. A gate restarted after a crash is started
+// with --spent: it refuses every question for the rest of the hour (fail
+// closed), which status reports as budget.fail_closed.
+//
+// Privacy. No log line, audit event or error carries question, answer or
+// transcript text; logs name kinds, reasons, counts and durations only.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/gate"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/safesocket"
+	"github.com/yazses/yazses/lib/supervise"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	Config     config.Config
+	ConfigPath string // for reloads; "" disables SIGHUP reloads
+	Log        *slog.Logger
+	Version    string
+	// RuntimeDir is the socket folder; "" is safesocket.Dir().
+	RuntimeDir string
+	// AuditPath is the audit log; "" is audit.Path().
+	AuditPath string
+	// SelfDir is where sibling binaries are looked for first; "" is the
+	// folder of the running executable.
+	SelfDir string
+	// ChildLogLevel is passed to the children as YAZ_LOG_LEVEL.
+	ChildLogLevel string
+	// Ready is called once the socket listens (sd_notify READY=1).
+	Ready func()
+	// Inject types dictated text; nil keeps every transcript for `last`.
+	Inject Injector
+	// Notify shows a desktop notification; nil shows none.
+	Notify func(kind string)
+}
+
+// Injector types text into the focused window.
+type Injector interface {
+	// Type types text and returns the backend used (a closed-vocabulary
+	// word). ErrNoTarget (matched with errors.Is by the caller through
+	// IsNoTarget) means no window had focus: nothing was typed.
+	Type(ctx context.Context, text string) (backend string, err error)
+	// IsNoTarget reports whether err means that no text target had focus.
+	IsNoTarget(err error) bool
+}
+
+// Daemon is one running yazsesd.
+type Daemon struct {
+	opt   Options
+	log   *slog.Logger
+	start time.Time
+
+	cfgMu sync.Mutex
+	cfg   config.Config
+
+	audit *audit.Log
+
+	gate    *gateLink
+	speak   *speaker
+	decode  *decoder
+	mic     *mic
+	gateC   *supervise.Child
+	speakC  *supervise.Child
+	decodeC *supervise.Child
+
+	state stateT // hold and ask state, see hold.go
+	asks  askQueue
+}
+
+// New prepares a daemon; Run starts it.
+func New(opt Options) (*Daemon, error) {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.SelfDir == "" {
+		opt.SelfDir = config.SelfDir()
+	}
+	if opt.ChildLogLevel == "" {
+		opt.ChildLogLevel = "info"
+	}
+	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now()}
+	d.state.init()
+	d.asks.init()
+	cfg := opt.Config
+
+	resolve := func(name string, argv []string) ([]string, error) {
+		r, err := config.ResolveCommand(argv, opt.SelfDir)
+		if err != nil {
+			return nil, fmt.Errorf("children.%s: %w", name, err)
+		}
+		return r, nil
+	}
+	gateArgv, err := resolve("gate", cfg.Children.Gate)
+	if err != nil {
+		return nil, err
+	}
+	speakArgv, err := resolve("speak", cfg.Children.Speak)
+	if err != nil {
+		return nil, err
+	}
+	decodeArgv, err := resolve("decode", cfg.Children.Decode)
+	if err != nil {
+		return nil, err
+	}
+	captureArgv, err := resolve("capture", cfg.Children.Capture)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"YAZ_LOG_FORMAT=json", "YAZ_LOG_LEVEL=" + opt.ChildLogLevel}
+
+	d.gate = newGateLink(cfg.Budget.AskHumanPerHour)
+	d.gateC = supervise.New(supervise.Spec{
+		Name:    "gate",
+		ArgvFor: func(n int) []string { return d.gate.argv(gateArgv, n) },
+		Env:     env,
+		Files:   d.gate.files,
+		FDNames: []string{"gate"},
+		Ready:   true,
+	}, d.log)
+	d.gateC.OnStart(d.gate.started)
+	d.gateC.OnStart(d.childStarted("gate"))
+
+	d.speak = newSpeaker(func() int { return d.speakC.Status().PID })
+	d.speakC = supervise.New(supervise.Spec{
+		Name:   "speak",
+		Argv:   append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate)),
+		Env:    env,
+		Ready:  true,
+		Stdin:  d.speak.stdin,
+		Stdout: d.speak.stdout,
+	}, d.log)
+	d.speakC.OnStart(d.childStarted("speak"))
+
+	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
+		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
+		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize))
+	if cfg.Decode.Prompt != "" {
+		decArgv = append(decArgv, "--prompt", cfg.Decode.Prompt)
+	}
+	d.decode = newDecoder()
+	d.decodeC = supervise.New(supervise.Spec{
+		Name:         "decode",
+		Argv:         decArgv,
+		Env:          env,
+		Ready:        true,
+		ReadyTimeout: 60 * time.Second, // a large model loads slowly
+		Stdin:        d.decode.stdin,
+		Stdout:       d.decode.stdout,
+	}, d.log)
+	d.decodeC.OnStart(d.decode.started)
+	d.decodeC.OnStart(d.childStarted("decode"))
+
+	capArgv := slices.Clone(captureArgv)
+	if cfg.Capture.Backend != "" && cfg.Capture.Backend != "auto" {
+		capArgv = append(capArgv, "--backend", cfg.Capture.Backend)
+	}
+	if cfg.Capture.Device != "" {
+		capArgv = append(capArgv, "--device", cfg.Capture.Device)
+	}
+	always := cfg.Capture.Mode == config.CaptureAlways
+	d.mic = newMic(d.log, always, cfg.Capture.PreRollMs*16)
+	d.mic.child = supervise.New(supervise.Spec{
+		Name:   "capture",
+		Argv:   capArgv,
+		Env:    env,
+		Ready:  true,
+		Stdout: d.mic.stdout,
+	}, d.log)
+	d.mic.child.OnStart(d.childStarted("capture"))
+	return d, nil
+}
+
+// childStarted audits restarts of a child.
+func (d *Daemon) childStarted(name string) func(pid, restart int) {
+	return func(pid, restart int) {
+		if restart > 0 {
+			d.auditf(audit.Event{Kind: "child.restarted", Child: name, Count: restart})
+			if name == "gate" {
+				d.log.Warn("gate restarted fully spent: no question until the hour has passed")
+				d.auditf(audit.Event{Kind: "gate.fail_closed", Child: name})
+			}
+		}
+	}
+}
+
+// config returns the current configuration.
+func (d *Daemon) config() config.Config {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	return d.cfg
+}
+
+// auditf writes an audit event; failures are logged, never fatal.
+func (d *Daemon) auditf(e audit.Event) {
+	if d.audit == nil {
+		return
+	}
+	if err := d.audit.Write(e); err != nil {
+		d.log.Warn("audit write failed", "kind", e.Kind, "err", err)
+	}
+}
+
+// Run runs the daemon until ctx is done, then stops every child and
+// returns. hup delivers reload requests (SIGHUP).
+func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
+	dir := d.opt.RuntimeDir
+	if dir == "" {
+		var err error
+		if dir, err = safesocket.Dir(); err != nil {
+			return fmt.Errorf("socket folder: %w", err)
+		}
+	}
+	ln, err := safesocket.Listen(dir)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+
+	cfg := d.config()
+	auditPath := d.opt.AuditPath
+	if auditPath == "" {
+		auditPath = audit.Path()
+	}
+	d.opt.AuditPath = auditPath
+	al, err := audit.Open(auditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	d.audit = al
+	defer al.Close()
+	ln.OnReject = func(uid, pid int) {
+		d.log.Warn("refused a connection from another user", "peer_uid", uid, "peer_pid", pid)
+		d.auditf(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid})
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	supervised := func(c *supervise.Child, name string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx); err != nil {
+				d.log.Error("child left down", "child", name, "err", err)
+				d.auditf(audit.Event{Kind: "child.crashloop", Child: name})
+			}
+		}()
+	}
+	supervised(d.gateC, "gate")
+	supervised(d.speakC, "speak")
+	supervised(d.decodeC, "decode")
+	d.mic.start(ctx)
+
+	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
+	srv.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
+		if c, ok := conn.(*safesocket.Conn); ok {
+			pid, uid, _ := c.PeerCred()
+			return context.WithValue(ctx, peerKey{}, peer{pid: pid, uid: uid})
+		}
+		return ctx
+	}
+	d.register(srv)
+
+	d.auditf(audit.Event{Kind: "daemon.started"})
+	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "ask_human", cfg.MCP.AskHuman,
+		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
+	if d.opt.Ready != nil {
+		d.opt.Ready()
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ctx, ln) }()
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-serveErr:
+			if err != nil {
+				runErr = fmt.Errorf("serve: %w", err)
+			}
+			break loop
+		case <-hup:
+			d.reload(ctx)
+		}
+	}
+	d.log.Info("stopping")
+	d.state.shutdown()
+	cancel()
+	if runErr == nil {
+		<-serveErr
+	}
+	d.gate.close()
+	d.speak.close()
+	d.decode.close()
+	wg.Wait()
+	d.mic.wait()
+	d.auditf(audit.Event{Kind: "daemon.stopped"})
+	return runErr
+}
+
+// reload reads the configuration file again (SIGHUP). A file with any
+// error is refused as a whole and the old settings stay.
+func (d *Daemon) reload(ctx context.Context) {
+	if d.opt.ConfigPath == "" {
+		return
+	}
+	nc, err := config.Load(d.opt.ConfigPath)
+	if err != nil {
+		d.log.Error("reload refused: the old settings stay", "err", err)
+		d.auditf(audit.Event{Kind: "config.rejected"})
+		return
+	}
+	d.cfgMu.Lock()
+	old := d.cfg
+	applied := nc
+	// Restart-only settings keep their running values.
+	applied.Decode, applied.Speak, applied.Capture = old.Decode, old.Speak, old.Capture
+	applied.Hotkey, applied.Children = old.Hotkey, old.Children
+	applied.Dictation.Prompt = old.Dictation.Prompt
+	d.cfg = applied
+	d.cfgMu.Unlock()
+	if keys := config.NeedsRestart(old, nc); len(keys) > 0 {
+		d.log.Warn("reload: these settings need a restart of yazsesd", "keys", keys)
+	}
+	if nc.Budget.AskHumanPerHour != old.Budget.AskHumanPerHour {
+		n := nc.Budget.AskHumanPerHour
+		d.gate.setPerHour(n) // for the next start of the gate
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := d.gate.do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
+		cancel()
+		if err != nil {
+			d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
+			d.gateC.Restart()
+		}
+	}
+	d.log.Info("configuration reloaded", "ask_human", nc.MCP.AskHuman, "per_hour", nc.Budget.AskHumanPerHour)
+	d.auditf(audit.Event{Kind: "config.reloaded"})
+}
+
+// peer is the client of one socket connection.
+type peer struct{ pid, uid int }
+
+type peerKey struct{}
+
+func peerOf(ctx context.Context) peer {
+	p, _ := ctx.Value(peerKey{}).(peer)
+	return p
+}
+
+// childStatus reports a supervised child for status.
+func childStatus(c *supervise.Child) daemonapi.ChildStatus {
+	s := c.Status()
+	return daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts, LastExit: s.LastExit}
+}
+
+// errShuttingDown is returned to calls that arrive while the daemon stops.
+var errShuttingDown = errors.New("shutting down")

@@ -1,0 +1,171 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/gate"
+)
+
+// errGateDown is returned when no gate answers within the wait.
+var errGateDown = errors.New("gate unavailable")
+
+// gateLink is the daemon's side of yaz-gate: a fresh socketpair for every
+// start of the child, and the gate.Client on it once the child is ready.
+// A gate that was restarted after a crash starts fully spent (--spent); the
+// link remembers that for status.
+type gateLink struct {
+	mu         sync.Mutex
+	pending    net.Conn     // our end for the child being started
+	client     *gate.Client // nil while the gate is down
+	up         chan struct{}
+	failClosed bool
+	perHour    int
+}
+
+func newGateLink(perHour int) *gateLink {
+	return &gateLink{up: make(chan struct{}), perHour: perHour}
+}
+
+// argv returns the gate's command line for start number restart: the
+// configured command, the cap, and --spent on every restart (fail closed).
+func (g *gateLink) argv(base []string, restart int) []string {
+	g.mu.Lock()
+	perHour := g.perHour
+	g.mu.Unlock()
+	argv := append(append([]string(nil), base...), "--per-hour", strconv.Itoa(perHour))
+	if restart > 0 {
+		argv = append(argv, "--spent")
+	}
+	return argv
+}
+
+// files makes the socketpair for one start: the child gets one end as fd
+// 3, we keep the other for the client made in started.
+func (g *gateLink) files(restart int) ([]*os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("gate socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "gate-daemon")
+	theirs := os.NewFile(uintptr(fds[1]), "gate")
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, fmt.Errorf("gate socketpair: %w", err)
+	}
+	g.mu.Lock()
+	g.dropLocked()
+	if g.pending != nil {
+		g.pending.Close()
+	}
+	g.pending = conn
+	if restart > 0 {
+		g.failClosed = true
+	}
+	g.mu.Unlock()
+	return []*os.File{theirs}, nil
+}
+
+// started is the supervisor's start hook: the child is ready.
+func (g *gateLink) started(pid, restart int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		return
+	}
+	g.client = gate.NewClient(g.pending)
+	g.pending = nil
+	close(g.up)
+}
+
+// dropLocked forgets the current client (its gate is gone).
+func (g *gateLink) dropLocked() {
+	if g.client == nil {
+		return
+	}
+	g.client.Close()
+	g.client = nil
+	g.up = make(chan struct{})
+}
+
+// get returns the gate client, waiting up to wait (and ctx) for a gate
+// that is starting or restarting.
+func (g *gateLink) get(ctx context.Context, wait time.Duration) (*gate.Client, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		g.mu.Lock()
+		c, up := g.client, g.up
+		g.mu.Unlock()
+		if c != nil {
+			return c, nil
+		}
+		select {
+		case <-up:
+		case <-t.C:
+			return nil, errGateDown
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// broken reports that c failed with a broken connection: forget it.
+func (g *gateLink) broken(c *gate.Client) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.client == c {
+		g.dropLocked()
+	}
+}
+
+// do runs f on the gate client. A broken connection (the gate died) is
+// retried once on the restarted gate when retry is true.
+func (g *gateLink) do(ctx context.Context, wait time.Duration, retry bool, f func(*gate.Client) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := g.get(ctx, wait)
+		if err != nil {
+			return err
+		}
+		err = f(c)
+		if errors.Is(err, gate.ErrBroken) {
+			g.broken(c)
+			if retry && attempt == 0 {
+				continue
+			}
+		}
+		return err
+	}
+}
+
+func (g *gateLink) setPerHour(n int) {
+	g.mu.Lock()
+	g.perHour = n
+	g.mu.Unlock()
+}
+
+func (g *gateLink) state() (failClosed, available bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failClosed, g.client != nil
+}
+
+func (g *gateLink) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dropLocked()
+	if g.pending != nil {
+		g.pending.Close()
+		g.pending = nil
+	}
+}

@@ -1,0 +1,277 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/vad"
+)
+
+// stateT is the person's side of the daemon: whether they hold the
+// push-to-talk key, which question is being put to them, and the last
+// dictation transcript.
+type stateT struct {
+	mu      sync.Mutex
+	hold    *holdRec      // nil when idle
+	changed chan struct{} // closed and replaced whenever hold changes
+	asking  *askRun       // the question being spoken or answered
+	closing bool
+	last    daemonapi.Last
+}
+
+func (s *stateT) init() { s.changed = make(chan struct{}) }
+
+// holding reports whether a hold is open, and a channel closed at the next
+// change.
+func (s *stateT) holding() (bool, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hold != nil, s.changed
+}
+
+func (s *stateT) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *stateT) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	if s.asking != nil {
+		s.asking.interrupt(daemonapi.ReasonInterrupted)
+	}
+	s.broadcastLocked()
+}
+
+// holdRec is one open hold: the audio it collects.
+type holdRec struct {
+	l       *listener
+	started time.Time
+	stop    chan struct{}
+	done    chan struct{}
+	samples []int16
+}
+
+func (h *holdRec) collect() {
+	defer close(h.done)
+	for {
+		select {
+		case s := <-h.l.ch:
+			h.samples = append(h.samples, s...)
+		case <-h.stop:
+			for { // what is already queued belongs to the hold too
+				select {
+				case s := <-h.l.ch:
+					h.samples = append(h.samples, s...)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// holdStart opens a hold. A question being spoken stops at once
+// (barge-in); one being answered stops listening.
+func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
+	d.state.mu.Lock()
+	defer d.state.mu.Unlock()
+	if d.state.closing {
+		return daemonapi.HoldResult{}, errShuttingDown
+	}
+	if d.state.hold != nil {
+		return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
+	}
+	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	h.l = d.mic.listen(d.mic.always)
+	go h.collect()
+	d.state.hold = h
+	d.state.broadcastLocked()
+	if d.state.asking != nil {
+		d.state.asking.interrupt(daemonapi.ReasonInterrupted)
+	}
+	d.auditf(audit.Event{Kind: "hold.started"})
+	d.notify("listening")
+	return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
+}
+
+// takeHold ends the open hold: after the tail it stops collecting and
+// returns the audio. nil when no hold was open.
+func (d *Daemon) takeHold(tail time.Duration) *holdRec {
+	d.state.mu.Lock()
+	h := d.state.hold
+	d.state.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	if tail > 0 {
+		time.Sleep(tail)
+	}
+	d.state.mu.Lock()
+	if d.state.hold != h { // another stop took it meanwhile
+		d.state.mu.Unlock()
+		return nil
+	}
+	d.state.hold = nil
+	d.state.broadcastLocked()
+	d.state.mu.Unlock()
+	close(h.stop)
+	<-h.done
+	d.mic.unlisten(h.l)
+	return h
+}
+
+// holdStop ends the hold, decodes it and types the text.
+func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
+	cfg := d.config()
+	h := d.takeHold(time.Duration(cfg.Dictation.TailMs) * time.Millisecond)
+	if h == nil {
+		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
+	}
+	return d.dictate(ctx, cfg, h), nil
+}
+
+// holdCancel ends the hold and drops its audio.
+func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
+	h := d.takeHold(0)
+	if h == nil {
+		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
+	}
+	d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
+	return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}, nil
+}
+
+// holdToggle starts a hold when idle and stops it when holding.
+func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
+	if on, _ := d.state.holding(); on {
+		return d.holdStop(ctx)
+	}
+	return d.holdStart(ctx)
+}
+
+// dictate turns a finished hold into typed text.
+func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) daemonapi.HoldResult {
+	res := daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
+	held := time.Since(h.started)
+	audioDur := time.Duration(len(h.samples)) * time.Second / 16000
+	ev := audit.Event{Duration: audioDur}
+	switch {
+	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
+		res.Outcome = "too_short"
+	case !vad.HasSpeech(h.samples, vad.DefaultConfig()):
+		res.Outcome = "empty"
+	}
+	if res.Outcome != "" {
+		ev.Kind = "dictation." + res.Outcome
+		d.auditf(ev)
+		return res
+	}
+	r, err := d.decode.decode(context.WithoutCancel(ctx), prioHold, h.samples)
+	if err != nil {
+		res.Outcome = "failed"
+		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
+		if !errors.Is(err, errDecoderLost) {
+			ev.Reason = "decode_error"
+		}
+		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "audio_ms", audioDur.Milliseconds())
+		d.auditf(ev)
+		d.notify("lost")
+		return res
+	}
+	text := cleanText(applyReplacements(strings.TrimSpace(r.Text), cfg.Dictation.Replace))
+	if text == "" {
+		res.Outcome = "empty"
+		ev.Kind = "dictation.empty"
+		d.auditf(ev)
+		return res
+	}
+	res.Chars = utf8.RuneCountInString(text)
+	ev.Count = res.Chars
+	res.Outcome = "kept"
+	if d.opt.Inject != nil {
+		backend, err := d.opt.Inject.Type(ctx, text)
+		switch {
+		case err == nil:
+			res.Outcome, res.Backend = "typed", backend
+		case d.opt.Inject.IsNoTarget(err):
+			ev.Reason = "no_target"
+			d.notify("no_target")
+		default:
+			ev.Reason = "inject_failed"
+			d.log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "backend", backend)
+			d.notify("no_target")
+		}
+		if audit.ValidWord(backend) {
+			ev.Backend = backend
+		}
+	} else {
+		ev.Reason = "no_backend"
+	}
+	ev.Kind = "dictation." + res.Outcome
+	d.auditf(ev)
+	d.state.mu.Lock()
+	d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: res.Outcome}
+	d.state.mu.Unlock()
+	return res
+}
+
+func (d *Daemon) notify(kind string) {
+	if d.opt.Notify != nil && d.config().Notify.Enabled {
+		d.opt.Notify(kind)
+	}
+}
+
+// cleanText turns line breaks, tabs and other control characters into
+// spaces: a transcript never presses Enter.
+func cleanText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// applyReplacements replaces each exact word or phrase From with To, in
+// order; a match must not be part of a longer word.
+func applyReplacements(s string, reps []config.Replacement) string {
+	for _, r := range reps {
+		if r.From == "" {
+			continue
+		}
+		var b strings.Builder
+		pos, last := 0, 0
+		for {
+			i := strings.Index(s[pos:], r.From)
+			if i < 0 {
+				break
+			}
+			i += pos
+			end := i + len(r.From)
+			before, _ := utf8.DecodeLastRuneInString(s[:i])
+			after, _ := utf8.DecodeRuneInString(s[end:])
+			if (i > 0 && isWordRune(before)) || (end < len(s) && isWordRune(after)) {
+				pos = i + 1
+				continue
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(r.To)
+			last, pos = end, end
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return s
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }

@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/supervise"
+)
+
+// mic is the daemon's side of yaz-capture. In on-demand mode the child runs
+// only while someone listens (a hold or an answer); in always mode it runs
+// for the daemon's life and the last pre-roll of audio is kept in a ring.
+// Audio is handed to every listener as it arrives.
+type mic struct {
+	log    *slog.Logger
+	child  *supervise.Child
+	always bool
+	ring   []int16 // last preRoll samples (always mode)
+	ringN  int
+
+	mu      sync.Mutex
+	users   int
+	cancel  context.CancelFunc
+	runDone chan struct{}
+	subs    map[*listener]struct{}
+	rootCtx context.Context
+}
+
+// listener receives audio from the microphone; a nil chunk means that the
+// capture child's stream ended.
+type listener struct {
+	ch      chan []int16
+	dropped int
+}
+
+func newMic(log *slog.Logger, always bool, preRollSamples int) *mic {
+	m := &mic{log: log, always: always, subs: make(map[*listener]struct{})}
+	if always && preRollSamples > 0 {
+		m.ring = make([]int16, 0, preRollSamples)
+		m.ringN = preRollSamples
+	}
+	return m
+}
+
+// stdout is the supervisor's Stdout hook: a pipe per start, read here.
+func (m *mic) stdout() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("capture stdout: %w", err)
+	}
+	go m.read(r)
+	return w, nil
+}
+
+func (m *mic) read(r *os.File) {
+	defer r.Close()
+	buf := make([]byte, 3200) // 100 ms
+	odd := false
+	var carry byte
+	for {
+		n, err := r.Read(buf[1:])
+		if n > 0 {
+			b := buf[1 : 1+n]
+			if odd {
+				buf[0] = carry
+				b = buf[:1+n]
+			}
+			odd = len(b)%2 == 1
+			if odd {
+				carry = b[len(b)-1]
+				b = b[:len(b)-1]
+			}
+			m.deliver(pcm.Decode(nil, b))
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				m.log.Debug("capture read ended", "err", err)
+			}
+			m.ended()
+			return
+		}
+	}
+}
+
+func (m *mic) deliver(s []int16) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ringN > 0 {
+		m.ring = append(m.ring, s...)
+		if over := len(m.ring) - m.ringN; over > 0 {
+			m.ring = append(m.ring[:0], m.ring[over:]...)
+		}
+	}
+	for l := range m.subs {
+		select {
+		case l.ch <- s:
+		default:
+			l.dropped += len(s)
+		}
+	}
+}
+
+// ended tells every listener that the capture stream ended (the child
+// exited: a replayed file ran out, or it crashed) with a nil chunk.
+func (m *mic) ended() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for l := range m.subs {
+		select {
+		case l.ch <- nil:
+		default:
+		}
+	}
+}
+
+// start runs the child for the daemon's life (always mode).
+func (m *mic) start(ctx context.Context) {
+	m.mu.Lock()
+	m.rootCtx = ctx
+	m.mu.Unlock()
+	if m.always {
+		m.mu.Lock()
+		m.runLocked()
+		m.mu.Unlock()
+	}
+}
+
+// runLocked starts supervising the child if it is not running.
+func (m *mic) runLocked() {
+	if m.cancel != nil || m.rootCtx == nil || m.rootCtx.Err() != nil {
+		return
+	}
+	prev := m.runDone
+	ctx, cancel := context.WithCancel(m.rootCtx)
+	done := make(chan struct{})
+	m.cancel, m.runDone = cancel, done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev // one Run at a time
+		}
+		if err := m.child.Run(ctx); err != nil {
+			m.log.Error("capture stopped", "err", err)
+		}
+		cancel()
+		m.mu.Lock()
+		if m.runDone == done {
+			m.cancel = nil // ended by itself: the next listen starts it again
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// listen adds a listener; with preRoll the ring's audio comes first. The
+// microphone opens if it is not open.
+func (m *mic) listen(preRoll bool) *listener {
+	l := &listener{ch: make(chan []int16, 1024)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if preRoll && len(m.ring) > 0 {
+		l.ch <- append([]int16(nil), m.ring...)
+	}
+	m.subs[l] = struct{}{}
+	m.users++
+	m.runLocked()
+	return l
+}
+
+// unlisten removes l; the last one closes the microphone in on-demand mode.
+func (m *mic) unlisten(l *listener) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.subs[l]; !ok {
+		return
+	}
+	delete(m.subs, l)
+	if l.dropped > 0 {
+		m.log.Warn("listener fell behind: audio dropped", "samples", l.dropped)
+	}
+	m.users--
+	if m.users == 0 && !m.always && m.cancel != nil {
+		m.cancel()
+		m.cancel = nil
+	}
+}
+
+// wait waits for the supervision to end (after the root context ended).
+func (m *mic) wait() {
+	m.mu.Lock()
+	done := m.runDone
+	m.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}

@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/gate"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// register installs every socket method.
+func (d *Daemon) register(s *jsonrpc.Server) {
+	noParams := func(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
+		return func(ctx context.Context, params json.RawMessage) (any, error) {
+			if !emptyParams(params) {
+				return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "this method takes no parameters")
+			}
+			return f(ctx)
+		}
+	}
+	hold := func(f func(context.Context) (daemonapi.HoldResult, error)) jsonrpc.Handler {
+		return noParams(func(ctx context.Context) (any, error) {
+			r, err := f(ctx)
+			if errors.Is(err, errShuttingDown) {
+				return nil, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "yazsesd is shutting down"}
+			}
+			return r, err
+		})
+	}
+	s.Handle(daemonapi.MethodStatus, noParams(func(ctx context.Context) (any, error) { return d.status(ctx), nil }))
+	s.Handle(daemonapi.MethodBudgetStatus, noParams(func(ctx context.Context) (any, error) { return d.budgetStatus(ctx), nil }))
+	s.Handle(daemonapi.MethodHoldStart, hold(d.holdStart))
+	s.Handle(daemonapi.MethodHoldStop, hold(d.holdStop))
+	s.Handle(daemonapi.MethodHoldToggle, hold(d.holdToggle))
+	s.Handle(daemonapi.MethodHoldCancel, hold(d.holdCancel))
+	s.Handle(daemonapi.MethodLast, noParams(func(ctx context.Context) (any, error) {
+		d.state.mu.Lock()
+		defer d.state.mu.Unlock()
+		return d.state.last, nil
+	}))
+	s.Handle(daemonapi.MethodAskHuman, func(ctx context.Context, params json.RawMessage) (any, error) {
+		var p daemonapi.AskParams
+		if err := strictDecode(params, &p); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "ask_human takes {\"question\": string, \"timeout_s\": integer}")
+		}
+		return d.askHuman(ctx, p)
+	})
+	s.Handle(daemonapi.MethodAudit, func(ctx context.Context, params json.RawMessage) (any, error) {
+		var p daemonapi.AuditParams
+		if !emptyParams(params) {
+			if err := strictDecode(params, &p); err != nil || p.Max < 0 {
+				return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "audit takes {\"max\": integer >= 0}")
+			}
+		}
+		if p.Max == 0 {
+			p.Max = 100
+		}
+		evs, err := audit.Read(d.opt.AuditPath, p.Max)
+		if err != nil {
+			return nil, err
+		}
+		if evs == nil {
+			evs = []audit.Event{}
+		}
+		return daemonapi.AuditResult{Events: evs}, nil
+	})
+	s.Handle(daemonapi.MethodTranscribe, func(ctx context.Context, params json.RawMessage) (any, error) {
+		var p daemonapi.TranscribeParams
+		if err := strictDecode(params, &p); err != nil || !filepath.IsAbs(p.Path) {
+			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
+		}
+		return d.transcribe(ctx, p.Path)
+	})
+}
+
+func emptyParams(p json.RawMessage) bool {
+	p = bytes.TrimSpace(p)
+	return len(p) == 0 || string(p) == "null" || string(p) == "{}" || string(p) == "[]"
+}
+
+// strictDecode decodes an object, refusing unknown fields.
+func strictDecode(params json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// status is the status method.
+func (d *Daemon) status(ctx context.Context) daemonapi.Status {
+	cfg := d.config()
+	on, _ := d.state.holding()
+	d.state.mu.Lock()
+	asking := d.state.asking != nil
+	d.state.mu.Unlock()
+	_, waiting := d.asks.state()
+	hold := daemonapi.HoldIdle
+	if on {
+		hold = daemonapi.HoldHolding
+	}
+	mic := childStatus(d.mic.child)
+	if mic.State == "stopped" && !d.mic.always {
+		mic.State = "idle" // on-demand: closed between holds
+	}
+	return daemonapi.Status{
+		Version:     d.opt.Version,
+		PID:         os.Getpid(),
+		UptimeS:     int64(time.Since(d.start) / time.Second),
+		Config:      d.opt.ConfigPath,
+		AskHuman:    cfg.MCP.AskHuman,
+		CaptureMode: cfg.Capture.Mode,
+		Hold:        hold,
+		Asking:      asking,
+		Waiting:     waiting,
+		Children:    []daemonapi.ChildStatus{childStatus(d.gateC), childStatus(d.speakC), childStatus(d.decodeC), mic},
+		Budget:      d.budgetStatus(ctx),
+	}
+}
+
+// budgetStatus asks the gate; a gate that is down reports unavailable.
+func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
+	failClosed, _ := d.gate.state()
+	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed}
+	gctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := d.gate.do(gctx, 0, false, func(c *gate.Client) error {
+		st, err := c.Status(gctx)
+		if err == nil {
+			b.PerHour, b.Used, b.NextFreeS, b.Available = st.PerHour, st.Used, st.NextFreeS, true
+		}
+		return err
+	})
+	if err != nil {
+		b.Available = false
+	}
+	if b.FailClosed && b.Available && b.NextFreeS == 0 && b.Used < b.PerHour {
+		b.FailClosed = false // the spent hour has passed
+	}
+	return b
+}
+
+// transcribe decodes a file on the resident decoder, after any hold or
+// answer that is waiting.
+func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a readable regular file"}
+	}
+	f32, _, err := wav.ReadFile16k(path, maxFileSamples)
+	if err != nil {
+		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
+	}
+	r, err := d.decode.decode(ctx, prioFile, pcm.FromFloat32(nil, f32))
+	if err != nil {
+		if ctx.Err() != nil {
+			return daemonapi.TranscribeResult{}, ctx.Err()
+		}
+		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "the decoder failed"}
+	}
+	out := daemonapi.TranscribeResult{Text: r.Text, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs, Segments: []daemonapi.Segment{}}
+	for _, s := range r.Segments {
+		out.Segments = append(out.Segments, daemonapi.Segment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+	}
+	return out, nil
+}
+
+// maxFileSamples caps a transcribed file: one hour.
+const maxFileSamples = 3600 * pcm.SampleRate

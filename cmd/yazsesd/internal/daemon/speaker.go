@@ -1,0 +1,156 @@
+package daemon
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/yazses/yazses/lib/tts"
+)
+
+// errNotRunning: the child is not up, so nothing was sent to it.
+var errNotRunning = errors.New("child not running")
+
+// speaker is the daemon's side of `yaz-speak --serve`: requests on its
+// stdin, events from its stdout, routed to the caller by id.
+type speaker struct {
+	mu      sync.Mutex
+	w       *os.File // the child's stdin; nil while down
+	gen     int      // counts starts; events of an older start are dropped
+	pending map[string]chan tts.Event
+	nextID  int
+	pid     func() int
+}
+
+func newSpeaker(pid func() int) *speaker {
+	return &speaker{pending: make(map[string]chan tts.Event), pid: pid}
+}
+
+// stdin is the supervisor's Stdin hook: a fresh pipe per start.
+func (s *speaker) stdin() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("speak stdin: %w", err)
+	}
+	s.mu.Lock()
+	if s.w != nil {
+		s.w.Close()
+	}
+	s.w = w
+	s.mu.Unlock()
+	return r, nil
+}
+
+// stdout is the supervisor's Stdout hook: a fresh pipe per start, read
+// until the child's end closes it.
+func (s *speaker) stdout() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("speak stdout: %w", err)
+	}
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.failPendingLocked()
+	s.mu.Unlock()
+	go s.read(r, gen)
+	return w, nil
+}
+
+// read routes the events of one start. At EOF (the child is gone) every
+// request still pending is told by closing its channel without a final
+// event: whether it was heard is then unknown.
+func (s *speaker) read(r *os.File, gen int) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		var ev tts.Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		s.mu.Lock()
+		ch, ok := s.pending[ev.ID]
+		if ok && gen == s.gen {
+			final := ev.Event != tts.EventStarted
+			if final {
+				delete(s.pending, ev.ID)
+			}
+			ch <- ev // buffered for every event of one request
+			if final {
+				close(ch)
+			}
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if gen == s.gen {
+		s.failPendingLocked()
+		if s.w != nil {
+			s.w.Close()
+			s.w = nil
+		}
+	}
+	s.mu.Unlock()
+}
+
+func (s *speaker) failPendingLocked() {
+	for id, ch := range s.pending {
+		close(ch)
+		delete(s.pending, id)
+	}
+}
+
+// speak sends one request. Its events (started, then done or failed) come
+// on the channel, which is closed after the final one, or without one when
+// the child died. errNotRunning means nothing was sent: proven silent.
+func (s *speaker) speak(text string) (id string, events <-chan tts.Event, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return "", nil, errNotRunning
+	}
+	s.nextID++
+	id = "q" + strconv.Itoa(s.nextID)
+	line, err := json.Marshal(tts.Request{ID: id, Text: text})
+	if err != nil {
+		return "", nil, fmt.Errorf("speak request: %w", err)
+	}
+	ch := make(chan tts.Event, 3)
+	s.pending[id] = ch
+	if _, err := s.w.Write(append(line, '\n')); err != nil {
+		// A pipe write of a few hundred bytes is atomic: it either went
+		// in whole or not at all, and a child that never read it played
+		// nothing of it.
+		delete(s.pending, id)
+		return "", nil, fmt.Errorf("%w: %w", errNotRunning, err)
+	}
+	return id, ch, nil
+}
+
+// skip stops the utterance in progress (SIGUSR1); it then ends with failed.
+func (s *speaker) skip() {
+	if pid := s.pid(); pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGUSR1)
+	}
+}
+
+func (s *speaker) up() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w != nil
+}
+
+func (s *speaker) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w != nil {
+		s.w.Close()
+		s.w = nil
+	}
+}
