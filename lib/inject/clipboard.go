@@ -1,0 +1,157 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// clipboard pastes through the clipboard and restores it.
+type clipboard struct{ o Options }
+
+func (c *clipboard) Name() string { return Clipboard }
+
+// clipTools are the commands of one clipboard tool set.
+type clipTools struct {
+	save  []string // prints the clipboard's text
+	set   []string // takes the text on stdin (forks a helper that serves it)
+	clear []string // empties the clipboard
+	// paste returns the argv that presses the paste chord.
+	paste func(terminal bool) []string
+}
+
+// wayland reports whether the session is Wayland (else X11).
+func (c *clipboard) wayland() (bool, error) {
+	switch {
+	case c.o.getenv("WAYLAND_DISPLAY") != "":
+		return true, nil
+	case c.o.getenv("DISPLAY") != "":
+		return false, nil
+	}
+	return false, fmt.Errorf("no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
+}
+
+// target is the focus and whether the focused window is a terminal.
+func (c *clipboard) target(ctx context.Context) (Focus, bool, error) {
+	wl, err := c.wayland()
+	if err != nil {
+		return FocusUnknown, false, err
+	}
+	p := call{env: c.o.Environ}
+	if wl {
+		t, err := waylandFocus(ctx, p)
+		return t.focus, IsTerminal(t.appID), err
+	}
+	t, err := x11Focus(ctx, p)
+	term := false
+	for _, cl := range t.class {
+		term = term || IsTerminal(cl)
+	}
+	return t.focus, term, err
+}
+
+func (c *clipboard) Focus(ctx context.Context) (Focus, error) {
+	f, _, err := c.target(ctx)
+	return f, err
+}
+
+// tools picks the clipboard programs for the session.
+func (c *clipboard) tools() (clipTools, error) {
+	wl, err := c.wayland()
+	if err != nil {
+		return clipTools{}, err
+	}
+	if wl {
+		delay := c.o.WtypeDelay
+		return clipTools{
+			save:  []string{"wl-paste", "--no-newline"},
+			set:   []string{"wl-copy"},
+			clear: []string{"wl-copy", "--clear"},
+			paste: func(terminal bool) []string {
+				if terminal {
+					return append([]string{"wtype"}, wtypeArgs(delay, "-M", "ctrl", "-M", "shift", "-k", "v", "-m", "shift", "-m", "ctrl")...)
+				}
+				return append([]string{"wtype"}, wtypeArgs(delay, "-M", "ctrl", "-k", "v", "-m", "ctrl")...)
+			},
+		}, nil
+	}
+	x := clipTools{paste: func(terminal bool) []string {
+		if terminal {
+			return []string{"xdotool", "key", "--clearmodifiers", "ctrl+shift+v"}
+		}
+		return []string{"xdotool", "key", "--clearmodifiers", "ctrl+v"}
+	}}
+	if _, err := lookPath(c.o.Environ, "xclip"); err == nil {
+		x.save = []string{"xclip", "-selection", "clipboard", "-o"}
+		x.set = []string{"xclip", "-selection", "clipboard", "-i"}
+		x.clear = x.set // with empty input
+		return x, nil
+	}
+	if _, err := lookPath(c.o.Environ, "xsel"); err == nil {
+		x.save = []string{"xsel", "--clipboard", "--output"}
+		x.set = []string{"xsel", "--clipboard", "--input"}
+		x.clear = []string{"xsel", "--clipboard", "--clear"}
+		return x, nil
+	}
+	return clipTools{}, fmt.Errorf("neither xclip nor xsel found: %w", ErrUnavailable)
+}
+
+func (c *clipboard) Type(ctx context.Context, text string) error {
+	text = Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	tools, err := c.tools()
+	if err != nil {
+		return fmt.Errorf("clipboard: %w", err)
+	}
+	if c.o.getenv("WAYLAND_DISPLAY") == "" {
+		x11Mu.Lock()
+		defer x11Mu.Unlock()
+	}
+	f, terminal, err := c.target(ctx)
+	if err != nil {
+		return fmt.Errorf("clipboard: %w", err)
+	}
+	c.o.Log.Debug("focus", "backend", Clipboard, "focus", f.String(), "terminal", terminal)
+	if f == FocusNone || (f == FocusUnknown && c.o.RequireFocus) {
+		return fmt.Errorf("clipboard: focus %s: %w", f, ErrNoTarget)
+	}
+	env := c.o.Environ
+	// What the clipboard holds now (no text or no owner: nothing).
+	prev, saveErr := call{env: env}.run(ctx, tools.save[0], tools.save[1:]...)
+	if ctx.Err() != nil {
+		return fmt.Errorf("clipboard: %w", ctx.Err())
+	}
+	set := call{env: env, secret: text, stdin: []byte(text), detach: true}
+	if _, err := set.run(ctx, tools.set[0], tools.set[1:]...); err != nil {
+		return fmt.Errorf("clipboard: set: %w", err)
+	}
+	paste := tools.paste(terminal)
+	_, pasteErr := call{env: env}.run(ctx, paste[0], paste[1:]...)
+	if pasteErr == nil {
+		// The window fetches the text after it sees the chord.
+		_ = sleep(ctx, c.o.RestoreDelay)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var restoreErr error
+	if saveErr == nil && len(prev) > 0 {
+		r := call{env: env, secret: string(prev), stdin: prev, detach: true}
+		_, restoreErr = r.run(rctx, tools.set[0], tools.set[1:]...)
+	} else {
+		r := call{env: env, stdin: []byte{}, detach: true}
+		_, restoreErr = r.run(rctx, tools.clear[0], tools.clear[1:]...)
+	}
+	if pasteErr != nil {
+		return fmt.Errorf("clipboard: paste: %w", errors.Join(pasteErr, restoreErr))
+	}
+	if restoreErr != nil {
+		// The text is in the window: an error here would make "auto"
+		// type it a second time with the next backend.
+		c.o.Log.Warn("clipboard: pasted, but the clipboard was not restored", "err", restoreErr)
+	}
+	return nil
+}

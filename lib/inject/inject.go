@@ -1,0 +1,373 @@
+// Package inject types dictated text into the focused window.
+//
+// Backends, each a small external tool run without a shell:
+//
+//   - "xdotool" (X11): `xdotool type --clearmodifiers --file -`, the text on
+//     stdin. xdotool types a character that the keyboard map lacks by
+//     binding it to a spare keycode for one key press and unbinding it at
+//     once; the receiving client often looks the keycode up after the
+//     unbinding, and the character is lost ("Grüße" arrives as "Gre", more
+//     often under load, whatever --delay says), and an upper-case letter
+//     bound that way arrives in lower case ("Ü" as "ü"). So before typing,
+//     every non-ASCII character of the text is bound to a spare keycode with
+//     `xmodmap -` (both shift levels the same character), xdotool finds them
+//     in the map and needs no binding of its own, and the spare keycodes are
+//     freed again after Options.RestoreDelay. xdotool keeps its default
+//     12 ms key delay; --delay 0 is never used.
+//   - "wtype" (Wayland, virtual-keyboard protocol): `wtype -s 200 -`, the
+//     text on stdin. The short start delay keeps the first key, which a
+//     client can otherwise lose while it takes the new keymap.
+//   - "ydotool" (uinput, any session): `ydotool type --file /dev/stdin`.
+//   - "clipboard": save the clipboard's text, set the text, paste with
+//     ctrl+shift+v in a terminal (detected from the focused window's
+//     WM_CLASS or Wayland app_id) and ctrl+v elsewhere, then after
+//     Options.RestoreDelay put back what the clipboard held (or clear it if
+//     it held no text). X11: xclip (or xsel) and xdotool; Wayland: wl-copy,
+//     wl-paste and wtype. Only text is saved: a clipboard that held an image
+//     holds nothing after a paste.
+//   - "stdout": the text and a newline to Options.Stdout.
+//
+// "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wtype,
+// then ydotool, then the clipboard; otherwise DISPLAY set: xdotool, then the
+// clipboard; and falls back to the next one when one fails.
+//
+// # What is typed
+//
+// [Clean] runs on every text first: line breaks and tabs become a space and
+// other control characters are removed, so no Enter (and no other control
+// key) is ever typed. Everything else, all of Unicode, arrives as it was.
+//
+// # No text target
+//
+// Before typing, each backend asks where the keys would go ([Focus]):
+//
+//   - X11 can tell: the root window's _NET_ACTIVE_WINDOW (a window manager
+//     sets it; 0 means no window is active), or without a window manager the
+//     X input focus (None, PointerRoot or the root window mean none).
+//   - Wayland cannot tell in general; under sway the focused node of
+//     `swaymsg -t get_tree` tells (a workspace or output focused: none).
+//
+// [FocusNone] is [ErrNoTarget] and nothing is typed. [FocusUnknown] (Wayland
+// outside sway, ydotool outside X11 and sway) types by default: a Wayland
+// compositor delivers virtual keys only to the surface that holds keyboard
+// focus, so with none they reach no window, and the daemon keeps every
+// transcript for `yazsesd ctl last` anyway. Options.RequireFocus turns
+// unknown into ErrNoTarget as well, for those who want the stricter rule
+// (then nothing is ever typed where the focus cannot be told).
+//
+// # Privacy and processes
+//
+// The text is never put on a command line (other users see those in ps) and
+// never into an error or log line: errors name the tool and its exit status,
+// and a tool's own message only when it does not contain a word of the text.
+// Every tool runs in its own process group, which is killed when the context
+// is cancelled.
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Backend names: the closed vocabulary that [Typer.Type] reports.
+const (
+	Wtype     = "wtype"
+	Xdotool   = "xdotool"
+	Ydotool   = "ydotool"
+	Clipboard = "clipboard"
+	Stdout    = "stdout"
+	Auto      = "auto"
+)
+
+// Backends are the names [New] accepts; [Open] also accepts [Auto].
+var Backends = []string{Wtype, Xdotool, Ydotool, Clipboard, Stdout}
+
+// Errors.
+var (
+	// ErrNoTarget: no window has keyboard focus (or it cannot be told and
+	// Options.RequireFocus is set). Nothing was typed.
+	ErrNoTarget = errors.New("no focused window to type into")
+	// ErrUnavailable: the backend cannot run in this session (no display,
+	// a tool missing). Nothing was typed.
+	ErrUnavailable = errors.New("typing backend unavailable")
+	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
+	ErrUnknownBackend = errors.New("unknown typing backend")
+)
+
+// Focus is where typed keys would go.
+type Focus int
+
+const (
+	// FocusUnknown: the session cannot tell (Wayland outside sway).
+	FocusUnknown Focus = iota
+	// FocusWindow: a window has keyboard focus.
+	FocusWindow
+	// FocusNone: no window has keyboard focus.
+	FocusNone
+)
+
+func (f Focus) String() string {
+	switch f {
+	case FocusWindow:
+		return "window"
+	case FocusNone:
+		return "none"
+	default:
+		return "unknown"
+	}
+}
+
+// Default durations.
+const (
+	// DefaultRestoreDelay is the wait before the clipboard is restored (and
+	// the xdotool keycodes freed): time for the window to fetch the pasted
+	// text or look the keys up.
+	DefaultRestoreDelay = 300 * time.Millisecond
+	// DefaultWtypeDelay is wtype's start delay (-s).
+	DefaultWtypeDelay = 200 * time.Millisecond
+)
+
+// Options configure the backends. The zero value works for the daemon.
+type Options struct {
+	// Environ is the environment for session detection and for the tools
+	// (DISPLAY, WAYLAND_DISPLAY, SWAYSOCK, XDG_RUNTIME_DIR, PATH);
+	// nil is os.Environ().
+	Environ []string
+	// Stdout receives the text for the "stdout" backend; nil is os.Stdout.
+	Stdout io.Writer
+	// RequireFocus makes an unknown focus an ErrNoTarget too.
+	RequireFocus bool
+	// RestoreDelay: see DefaultRestoreDelay; 0 is the default.
+	RestoreDelay time.Duration
+	// WtypeDelay: see DefaultWtypeDelay; 0 is the default, negative none.
+	WtypeDelay time.Duration
+	// Log gets debug lines (backend, focus, durations: never text);
+	// nil discards them.
+	Log *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.RestoreDelay <= 0 {
+		o.RestoreDelay = DefaultRestoreDelay
+	}
+	if o.WtypeDelay == 0 {
+		o.WtypeDelay = DefaultWtypeDelay
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// getenv looks a variable up in o.Environ (the last one wins, as in exec).
+func (o Options) getenv(key string) string {
+	v := ""
+	for _, kv := range o.Environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// Injector is one backend.
+type Injector interface {
+	// Name is the backend's name, one of Backends.
+	Name() string
+	// Focus tells where typed keys would go. An error means the backend
+	// cannot run here (it wraps ErrUnavailable when it is not installed or
+	// the session lacks its display).
+	Focus(ctx context.Context) (Focus, error)
+	// Type types text (after Clean) into the focused window. It checks
+	// Focus first and returns ErrNoTarget, typing nothing, when there is no
+	// target. Text that is empty or only spaces after Clean types nothing and is no error.
+	Type(ctx context.Context, text string) error
+}
+
+// New returns the backend called name (one of Backends).
+func New(name string, opts Options) (Injector, error) {
+	opts = opts.withDefaults()
+	switch name {
+	case Xdotool:
+		return &xdotool{o: opts}, nil
+	case Wtype:
+		return &wtype{o: opts}, nil
+	case Ydotool:
+		return &ydotool{o: opts}, nil
+	case Clipboard:
+		return &clipboard{o: opts}, nil
+	case Stdout:
+		return &stdoutInjector{w: opts.Stdout}, nil
+	}
+	return nil, fmt.Errorf("new %q: %w", name, ErrUnknownBackend)
+}
+
+// Order is the backends "auto" tries, in order, for a session environment:
+// WAYLAND_DISPLAY set: wtype, ydotool, clipboard; else DISPLAY set:
+// xdotool, clipboard; else none.
+func Order(environ []string) []string {
+	o := Options{Environ: environ}
+	switch {
+	case o.getenv("WAYLAND_DISPLAY") != "":
+		return []string{Wtype, Ydotool, Clipboard}
+	case o.getenv("DISPLAY") != "":
+		return []string{Xdotool, Clipboard}
+	}
+	return nil
+}
+
+// Typer types with one backend, or with "auto"'s list of them.
+type Typer struct {
+	list []Injector
+	log  *slog.Logger
+}
+
+// Open returns a Typer for name: "auto" or one of Backends. "auto" in a
+// session with neither WAYLAND_DISPLAY nor DISPLAY is ErrUnavailable.
+func Open(name string, opts Options) (*Typer, error) {
+	opts = opts.withDefaults()
+	names := []string{name}
+	if name == Auto {
+		names = Order(opts.Environ)
+		if len(names) == 0 {
+			return nil, fmt.Errorf("open auto: no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
+		}
+	}
+	t := &Typer{log: opts.Log}
+	for _, n := range names {
+		inj, err := New(n, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		t.list = append(t.list, inj)
+	}
+	return t, nil
+}
+
+// Backends returns the names the Typer tries, in order.
+func (t *Typer) Backends() []string {
+	var names []string
+	for _, inj := range t.list {
+		names = append(names, inj.Name())
+	}
+	return names
+}
+
+// Type types text with the first backend that works and returns its name
+// (the last one tried when all fail). ErrNoTarget and a cancelled context
+// end the attempt at once: another backend would find no target either.
+// Any other failure moves on to the next backend. A backend that fails
+// half-way through typing (a rare crash of the tool) can leave part of the
+// text typed before the next one types it all.
+func (t *Typer) Type(ctx context.Context, text string) (used string, err error) {
+	var errs []error
+	for _, inj := range t.list {
+		used = inj.Name()
+		start := time.Now()
+		err := inj.Type(ctx, text)
+		if err == nil {
+			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(text), "took", time.Since(start))
+			return used, nil
+		}
+		if errors.Is(err, ErrNoTarget) || ctx.Err() != nil {
+			return used, err
+		}
+		t.log.Debug("typing backend failed, trying the next", "backend", used, "err", err)
+		errs = append(errs, err)
+	}
+	return used, errors.Join(errs...)
+}
+
+// Clean makes text safe to type: CR LF, CR, LF, tab, vertical tab, form
+// feed, NEL and the Unicode line and paragraph separators each become one
+// space; other C0 and C1 control characters and DEL are removed, as are
+// invalid UTF-8 bytes. Nothing else changes (no trimming, no folding of
+// spaces).
+func Clean(text string) string {
+	var b strings.Builder
+	b.Grow(len(text))
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+		case r == '\r':
+			if i < len(text) && text[i] == '\n' {
+				i++
+			}
+			b.WriteByte(' ')
+		case r == '\n', r == '\t', r == '\v', r == '\f', r == 0x85, r == 0x2028, r == 0x2029:
+			b.WriteByte(' ')
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// gate applies the focus policy: nil to type, ErrNoTarget not to.
+func gate(ctx context.Context, inj Injector, requireFocus bool, log *slog.Logger) error {
+	f, err := inj.Focus(ctx)
+	if err != nil {
+		return err
+	}
+	log.Debug("focus", "backend", inj.Name(), "focus", f.String())
+	if f == FocusNone || (f == FocusUnknown && requireFocus) {
+		return fmt.Errorf("%s: focus %s: %w", inj.Name(), f, ErrNoTarget)
+	}
+	return nil
+}
+
+// stdoutInjector writes the text and a newline.
+type stdoutInjector struct{ w io.Writer }
+
+func (s *stdoutInjector) Name() string                         { return Stdout }
+func (s *stdoutInjector) Focus(context.Context) (Focus, error) { return FocusWindow, nil }
+func (s *stdoutInjector) Type(ctx context.Context, text string) error {
+	text = Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stdout: %w", err)
+	}
+	if _, err := io.WriteString(s.w, text+"\n"); err != nil {
+		return fmt.Errorf("stdout: write: %w", err)
+	}
+	return nil
+}
+
+// terminals are WM_CLASS names (instance or class) and Wayland app_ids of
+// terminal emulators, lower case: they paste with ctrl+shift+v.
+var terminals = []string{
+	"xterm", "uxterm", "urxvt", "rxvt", "urxvt-256color", "kitty", "alacritty",
+	"gnome-terminal", "gnome-terminal-server", "org.gnome.terminal",
+	"kgx", "org.gnome.console", "konsole", "org.kde.konsole", "yakuake",
+	"foot", "footclient", "wezterm", "org.wezfurlong.wezterm",
+	"xfce4-terminal", "terminator", "tilix", "com.gexperts.tilix", "st",
+	"st-256color", "lxterminal", "mate-terminal", "qterminal", "terminology",
+	"sakura", "guake", "tilda", "ghostty", "com.mitchellh.ghostty",
+	"cool-retro-term", "contour", "rio", "blackbox", "com.raggesilver.blackbox",
+}
+
+// IsTerminal reports whether a window class (X11 WM_CLASS instance or
+// class, or a Wayland app_id) is a terminal emulator's.
+func IsTerminal(class string) bool {
+	c := strings.ToLower(strings.TrimSpace(class))
+	return c != "" && (slices.Contains(terminals, c) || strings.Contains(c, "terminal"))
+}

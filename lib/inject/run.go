@@ -1,0 +1,131 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// waitDelay bounds the wait for a tool's output pipes after it exits or is
+// killed (a forked helper can hold them).
+const waitDelay = 2 * time.Second
+
+// call is one run of a tool.
+type call struct {
+	env    []string
+	stdin  []byte // nil: /dev/null
+	secret string // text that must not appear in an error
+	// detach: the tool forks a helper that keeps running (xclip, wl-copy);
+	// its stdout and stderr go to /dev/null so that nothing waits for it.
+	detach bool
+}
+
+// lookPath finds a tool in the PATH of env.
+func lookPath(env []string, name string) (string, error) {
+	o := Options{Environ: env}
+	path := o.getenv("PATH")
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if _, err := exec.LookPath(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH: %w", name, ErrUnavailable)
+}
+
+// run runs name with args in its own process group (killed when ctx ends)
+// and returns its stdout. Errors never contain c.secret.
+func (c call) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	prog, err := lookPath(c.env, name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Env = c.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	if !c.detach {
+		cmd.Stdout = &stdout
+		cmd.Stderr = &stderr
+	}
+	err = cmd.Run()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		if msg := redact(stderr.String(), c.secret); msg != "" {
+			return nil, fmt.Errorf("%s: %w: %s", name, scrubErr(err, c.secret), msg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, scrubErr(err, c.secret))
+	}
+	return stdout.Bytes(), nil
+}
+
+// scrubErr keeps exec's error unless its text would show the secret (it
+// never does: exit statuses and signals only; this is a guard).
+func scrubErr(err error, secret string) error {
+	if redact(err.Error(), secret) == "" {
+		return errors.New("failed")
+	}
+	return err
+}
+
+// redact returns the first line of a tool's message, cut to 200 bytes, or
+// "" when it contains the secret or any word of it of three or more
+// characters.
+func redact(msg, secret string) string {
+	msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
+	msg = strings.TrimSpace(msg)
+	if len(msg) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	if msg == "" || secret == "" {
+		return msg
+	}
+	low := strings.ToLower(msg)
+	if strings.Contains(low, strings.ToLower(strings.TrimSpace(secret))) {
+		return ""
+	}
+	words := strings.FieldsFunc(strings.ToLower(secret), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for _, w := range words {
+		if utf8.RuneCountInString(w) >= 3 && strings.Contains(low, w) {
+			return ""
+		}
+	}
+	return msg
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

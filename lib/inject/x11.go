@@ -1,0 +1,265 @@
+package inject
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// x11Mu serialises typing on X11: the spare keycodes are shared.
+var x11Mu sync.Mutex
+
+// x11Target is the focused X11 window.
+type x11Target struct {
+	focus Focus
+	class []string // WM_CLASS instance and class
+}
+
+// x11Focus tells where keys go on the X display of c.env.
+func x11Focus(ctx context.Context, c call) (x11Target, error) {
+	if (Options{Environ: c.env}).getenv("DISPLAY") == "" {
+		return x11Target{}, fmt.Errorf("no DISPLAY: %w", ErrUnavailable)
+	}
+	out, err := c.run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW")
+	if err != nil {
+		return x11Target{}, fmt.Errorf("active window: %w: %w", ErrUnavailable, err)
+	}
+	var win uint64
+	if id, ok := propWindow(string(out)); ok {
+		// A window manager keeps _NET_ACTIVE_WINDOW; 0 is "none".
+		if id == 0 {
+			return x11Target{focus: FocusNone}, nil
+		}
+		win = id
+	} else {
+		// No window manager: the X input focus itself.
+		out, err := c.run(ctx, "xdotool", "getwindowfocus", "-f")
+		if err != nil {
+			return x11Target{}, fmt.Errorf("input focus: %w: %w", ErrUnavailable, err)
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			return x11Target{}, fmt.Errorf("input focus: unexpected output: %w", ErrUnavailable)
+		}
+		if id <= 1 { // None, PointerRoot
+			return x11Target{focus: FocusNone}, nil
+		}
+		out, err = c.run(ctx, "xwininfo", "-root")
+		if err != nil {
+			return x11Target{}, fmt.Errorf("root window: %w: %w", ErrUnavailable, err)
+		}
+		if root, ok := rootWindow(string(out)); ok && root == id {
+			return x11Target{focus: FocusNone}, nil
+		}
+		win = id
+	}
+	out, err = c.run(ctx, "xprop", "-id", strconv.FormatUint(win, 10), "WM_CLASS", "_NET_WM_WINDOW_TYPE")
+	if err != nil {
+		// The window went away between the two questions.
+		return x11Target{focus: FocusNone}, nil
+	}
+	t := x11Target{focus: FocusWindow}
+	for line := range strings.Lines(string(out)) {
+		switch {
+		case strings.HasPrefix(line, "WM_CLASS("):
+			t.class = quoted(line)
+		case strings.HasPrefix(line, "_NET_WM_WINDOW_TYPE(") && strings.Contains(line, "_NET_WM_WINDOW_TYPE_DESKTOP"):
+			t.focus = FocusNone // the desktop itself is active
+		}
+	}
+	return t, nil
+}
+
+// propWindow parses `xprop -root _NET_ACTIVE_WINDOW`:
+// "_NET_ACTIVE_WINDOW(WINDOW): window id # 0x1200007".
+func propWindow(out string) (uint64, bool) {
+	_, after, ok := strings.Cut(out, "window id # ")
+	if !ok {
+		return 0, false
+	}
+	f := strings.FieldsFunc(after, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+	if len(f) == 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(f[0], 0, 64)
+	return id, err == nil
+}
+
+// rootWindow parses `xwininfo -root`: "xwininfo: Window id: 0x50d (the root window) …".
+func rootWindow(out string) (uint64, bool) {
+	_, after, ok := strings.Cut(out, "Window id: ")
+	if !ok {
+		return 0, false
+	}
+	f := strings.Fields(after)
+	if len(f) == 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(f[0], 0, 64)
+	return id, err == nil
+}
+
+// quoted returns the double-quoted strings of an xprop line.
+func quoted(line string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(line, `"`)
+		if !ok {
+			return out
+		}
+		s, rest2, ok := strings.Cut(rest, `"`)
+		if !ok {
+			return out
+		}
+		out = append(out, s)
+		line = rest2
+	}
+}
+
+// xdotool is the X11 backend.
+type xdotool struct{ o Options }
+
+func (x *xdotool) Name() string { return Xdotool }
+
+func (x *xdotool) Focus(ctx context.Context) (Focus, error) {
+	t, err := x11Focus(ctx, call{env: x.o.Environ})
+	return t.focus, err
+}
+
+func (x *xdotool) Type(ctx context.Context, text string) error {
+	text = Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	if err := gate(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
+		return err
+	}
+	if err := typeX11(ctx, call{env: x.o.Environ, secret: text}, text, x.o.RestoreDelay); err != nil {
+		return fmt.Errorf("xdotool: %w", err)
+	}
+	return nil
+}
+
+// typeX11 types text with xdotool, its non-ASCII characters bound to spare
+// keycodes first (see the package comment).
+func typeX11(ctx context.Context, c call, text string, hold time.Duration) error {
+	if isASCII(text) {
+		return xdotoolType(ctx, c, text)
+	}
+	out, err := c.run(ctx, "xmodmap", "-pke")
+	if err != nil {
+		return fmt.Errorf("read keymap: %w", err)
+	}
+	spare := spareKeycodes(out)
+	// Leave one spare keycode to xdotool for anything still missing.
+	if len(spare) < 2 {
+		return fmt.Errorf("no spare keycodes in the keyboard map: %w", ErrUnavailable)
+	}
+	spare = spare[:len(spare)-1]
+	for _, chunk := range chunks(text, len(spare)) {
+		if err := typeBound(ctx, c, chunk, spare, hold); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typeBound binds chunk's non-ASCII runes to spare keycodes, types chunk,
+// waits hold and frees the keycodes (even when ctx ends).
+func typeBound(ctx context.Context, c call, chunk string, spare []int, hold time.Duration) error {
+	var bind, unbind bytes.Buffer
+	for i, r := range distinctNonASCII(chunk) {
+		fmt.Fprintf(&bind, "keycode %d = U%04X U%04X\n", spare[i], r, r)
+		fmt.Fprintf(&unbind, "keycode %d =\n", spare[i])
+	}
+	if bind.Len() > 0 {
+		// The keysyms go on stdin: a command line would show them.
+		b := c
+		b.stdin = bind.Bytes()
+		if _, err := b.run(ctx, "xmodmap", "-"); err != nil {
+			return fmt.Errorf("bind keycodes: %w", err)
+		}
+		defer func() {
+			// Give the window time to look the keys up, then free the
+			// keycodes, also after a cancel.
+			_ = sleep(ctx, hold)
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			u := c
+			u.stdin = unbind.Bytes()
+			_, _ = u.run(uctx, "xmodmap", "-")
+		}()
+	}
+	return xdotoolType(ctx, c, chunk)
+}
+
+// xdotoolType runs `xdotool type` with the text on stdin and the default
+// key delay (12 ms).
+func xdotoolType(ctx context.Context, c call, text string) error {
+	c.stdin = []byte(text)
+	_, err := c.run(ctx, "xdotool", "type", "--clearmodifiers", "--file", "-")
+	return err
+}
+
+// spareKeycodes lists the keycodes of `xmodmap -pke` that have no keysym.
+func spareKeycodes(pke []byte) []int {
+	var spare []int
+	sc := bufio.NewScanner(bytes.NewReader(pke))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "keycode" && f[2] == "=" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 8 && n < 256 {
+				spare = append(spare, n)
+			}
+		}
+	}
+	return spare
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctNonASCII lists the runes above U+007E of s, each once, in order.
+func distinctNonASCII(s string) []rune {
+	var out []rune
+	seen := map[rune]bool{}
+	for _, r := range s {
+		if r > 0x7e && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// chunks cuts s into consecutive pieces with at most n distinct non-ASCII
+// runes each (n >= 1).
+func chunks(s string, n int) []string {
+	var out []string
+	seen := map[rune]bool{}
+	start := 0
+	for i, r := range s {
+		if r > 0x7e && !seen[r] {
+			if len(seen) == n {
+				out = append(out, s[start:i])
+				start = i
+				clear(seen)
+			}
+			seen[r] = true
+		}
+	}
+	return append(out, s[start:])
+}

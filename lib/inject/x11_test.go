@@ -1,0 +1,429 @@
+package inject
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The sentence the issue names, with a check mark outside every legacy
+// keysym set and letters whose upper case xdotool alone gets wrong.
+const unicodeText = "Grüße, Ünïcödé ✓"
+
+// startX starts a private Xvfb and returns an environment that points at it.
+// A missing Xvfb fails the test: CI installs it (scripts/install-deps.sh).
+func startX(t *testing.T) []string {
+	t.Helper()
+	for _, tool := range []string{"Xvfb", "xterm", "xdotool", "xprop", "xwininfo", "xmodmap"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "640x480x24")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		r.Close()
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case d := <-line:
+		if d == "" {
+			t.Fatalf("Xvfb printed no display number: %s", stderr.String())
+		}
+		env := append(os.Environ(), "DISPLAY=:"+d)
+		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK")
+	case <-time.After(15 * time.Second):
+		t.Fatalf("Xvfb did not start: %s", stderr.String())
+	}
+	return nil
+}
+
+// withoutEnv drops the named variables.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+next:
+	for _, kv := range env {
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// recorder is an xterm whose shell writes every byte it receives to a file.
+type recorder struct {
+	env  []string
+	win  string
+	file string
+}
+
+// startRecorder opens the xterm. Ctrl+Shift+V pastes the CLIPBOARD (an
+// xterm translation, as terminal users configure it).
+func startRecorder(t *testing.T, env []string) *recorder {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "typed.txt")
+	title := fmt.Sprintf("yazrec-%d", time.Now().UnixNano())
+	cmd := exec.Command("xterm", "-title", title,
+		"-xrm", "XTerm*VT100.translations: #override Ctrl Shift <Key>V: insert-selection(CLIPBOARD)",
+		"-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start xterm: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := runTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title)
+	win := strings.Fields(out)[0]
+	// The shell has run stty once the file exists.
+	for ctx.Err() == nil {
+		if _, err := os.Stat(file); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // stty runs before exec cat creates the file; give cat a moment
+	return &recorder{env: env, win: win, file: file}
+}
+
+func (r *recorder) focus(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runTool(ctx, t, r.env, "xdotool", "windowfocus", "--sync", r.win)
+}
+
+// waitFor waits until the file holds want, and fails with what it holds.
+func (r *recorder) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var got []byte
+	for time.Now().Before(deadline) {
+		got, _ = os.ReadFile(r.file)
+		if string(got) == want || len(got) > len(want) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if string(got) != want {
+		t.Fatalf("window received %q, want %q", got, want)
+	}
+}
+
+func (r *recorder) contents(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(r.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func runTool(ctx context.Context, t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+func TestXdotoolTypesUnicodeIntact(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	typer, err := Open(Xdotool, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Line breaks and a tab become spaces; a BEL and an ESC vanish.
+	in := unicodeText + "\r\nline two\ttab\a\x1b end"
+	want := unicodeText + " line two tab end"
+	used, err := typer.Type(ctx, in)
+	if err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	if used != Xdotool {
+		t.Errorf("used = %q, want %q", used, Xdotool)
+	}
+	rec.waitFor(t, want)
+	// The spare keycodes are free again afterwards.
+	pke := runTool(ctx, t, env, "xmodmap", "-pke")
+	if strings.Contains(pke, "U2713") || strings.Contains(pke, "Udiaeresis") {
+		t.Errorf("keycodes still bound after typing:\n%s", pke)
+	}
+}
+
+// Many distinct characters: more than the spare keycodes, so the text is
+// typed in several chunks.
+func TestXdotoolTypesManyDistinctCharacters(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	var b strings.Builder
+	for r := 'Α'; r <= 'Ω'; r++ { // Greek capitals, 24 letters (and U+03A2, unassigned: skipped)
+		if r != 0x3a2 {
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(" жёлтый ✓ ☃")
+	text := b.String()
+	if n := len(distinctNonASCII(text)); n < 30 {
+		t.Fatalf("test text has %d distinct characters, want more than the spare keycodes", n)
+	}
+	inj, err := New(Xdotool, Options{Environ: env, RestoreDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := inj.Type(ctx, text); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.waitFor(t, text)
+}
+
+// With no window focused nothing is typed, even though the pointer is over
+// a window that would receive the keys (the X focus is PointerRoot).
+func TestXdotoolNoTarget(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runTool(ctx, t, env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
+	for _, name := range []string{Xdotool, Clipboard} {
+		inj, err := New(name, Options{Environ: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := inj.Focus(ctx)
+		if err != nil || f != FocusNone {
+			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
+		}
+		if err := inj.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) {
+			t.Errorf("%s: Type = %v, want ErrNoTarget", name, err)
+		} else if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "words") {
+			t.Errorf("%s: error %q shows the text", name, err)
+		}
+	}
+	auto, err := Open(Auto, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, err := auto.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) || used != Xdotool {
+		t.Errorf("auto: Type = %q, %v; want xdotool, ErrNoTarget (no fallback)", used, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := rec.contents(t); got != "" {
+		t.Fatalf("window received %q with no focus", got)
+	}
+	// The check above can fail: keys sent anyway do reach the window.
+	cmd := exec.CommandContext(ctx, "xdotool", "type", "--file", "-")
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader("probe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xdotool type: %v: %s", err, out)
+	}
+	rec.waitFor(t, "probe")
+}
+
+func TestClipboardPastesAndRestores(t *testing.T) {
+	for _, tool := range []string{"xclip", "xsel"} {
+		t.Run(tool, func(t *testing.T) {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
+			}
+			env := startX(t)
+			if tool == "xsel" {
+				env = hideTool(t, env, "xclip")
+			}
+			rec := startRecorder(t, env)
+			rec.focus(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Something the person had copied before.
+			const before = "copied before: Ärger ✓"
+			setClip(ctx, t, env, before)
+			inj, err := New(Clipboard, Options{Environ: env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := inj.Type(ctx, unicodeText+"\nsecond line"); err != nil {
+				t.Fatalf("Type: %v", err)
+			}
+			// xterm is a terminal: ctrl+shift+v pasted, no newline (so no Enter).
+			rec.waitFor(t, unicodeText+" second line")
+			if got := getClip(ctx, t, env); got != before {
+				t.Errorf("clipboard after paste = %q, want %q restored", got, before)
+			}
+		})
+	}
+}
+
+// An empty clipboard is left empty, not holding the transcript.
+func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inj, err := New(Clipboard, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inj.Type(ctx, "private words"); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.waitFor(t, "private words")
+	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-o")
+	cmd.Env = env
+	out, _ := cmd.Output()
+	if strings.Contains(string(out), "private") {
+		t.Errorf("clipboard still holds the text: %q", out)
+	}
+}
+
+func TestX11FocusReadsTerminalClass(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tg, err := x11Focus(ctx, call{env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.focus != FocusWindow || len(tg.class) != 2 || tg.class[1] != "XTerm" {
+		t.Fatalf("x11Focus = %+v, want a window of class XTerm", tg)
+	}
+}
+
+func TestAutoFallsBackFromMissingXdotool(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	// xdotool is needed by the clipboard's paste too; here the first
+	// backend fails on a tool that only it needs: a PATH where xmodmap is
+	// missing makes xdotool's Unicode typing unavailable.
+	env = hideTool(t, env, "xmodmap")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	typer, err := Open(Auto, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := typer.Backends(); strings.Join(got, ",") != "xdotool,clipboard" {
+		t.Fatalf("Backends = %v", got)
+	}
+	used, err := typer.Type(ctx, unicodeText)
+	if err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	if used != Clipboard {
+		t.Errorf("used = %q, want clipboard", used)
+	}
+	rec.waitFor(t, unicodeText)
+}
+
+func TestCancelKillsTool(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	inj, err := New(Xdotool, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	// 2000 keys at 12 ms each take 24 s.
+	err = inj.Type(ctx, strings.Repeat("a", 2000))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Type = %v, want deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Type returned after %v", d)
+	}
+	// No xdotool is left typing.
+	n := len(rec.contents(t))
+	time.Sleep(500 * time.Millisecond)
+	if m := len(rec.contents(t)); m != n || n >= 2000 {
+		t.Fatalf("typing went on after cancel: %d then %d bytes", n, m)
+	}
+}
+
+// hideTool returns env with a PATH that has every tool of PATH but name.
+func hideTool(t *testing.T, env []string, name string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	path := (Options{Environ: env}).getenv("PATH")
+	for _, d := range strings.Split(path, ":") {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.Name() == name {
+				continue
+			}
+			_ = os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name()))
+		}
+	}
+	return append(withoutEnv(env, "PATH"), "PATH="+dir)
+}
+
+func setClip(ctx context.Context, t *testing.T, env []string, s string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-i")
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(s)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("xclip -i: %v", err)
+	}
+}
+
+func getClip(ctx context.Context, t *testing.T, env []string) string {
+	t.Helper()
+	return runTool(ctx, t, env, "xclip", "-selection", "clipboard", "-o")
+}
