@@ -1,0 +1,80 @@
+// Command yaz-mcp is the MCP server of YazSes: offline speech to text for
+// coding agents, and an opt-in way for them to ask the person at the
+// machine a question out loud.
+//
+// Synopsis:
+//
+//	yaz-mcp [flags]
+//
+// An MCP host starts yaz-mcp and speaks MCP (JSON-RPC 2.0, one message per
+// line) on its stdin and stdout; protocol versions 2025-06-18 and 2025-11-25
+// (and the older ones) negotiate. It opens no network or socket listener of
+// any kind. For example, with Claude Code:
+//
+//	claude mcp add yazses -- yaz-mcp
+//
+// Tools:
+//
+//	transcribe(path)
+//	    Always listed. Decodes the WAV file at path with whisper.cpp on this
+//	    machine and returns the text, and as structured content
+//	    {text, segments:[{start_ms,end_ms,text}], audio_ms, decode_ms}
+//	    (an output schema is declared). The file must be a regular file
+//	    (symbolic links are followed; directories, FIFOs, devices and
+//	    sockets are refused without being opened), at most 1 GiB and at most
+//	    4 hours of audio. When yazsesd runs and uses the same model, its
+//	    resident decoder does the work (no model load per call; dictation
+//	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
+//	    its own process group, at CPU niceness +10, reading the file through
+//	    an inherited descriptor. A progress token in the call gets progress
+//	    notifications; cancelling the call kills the decoder at once.
+//
+//	ask_human(question, timeout_s)
+//	    Listed only when the configuration says [mcp] ask_human = true;
+//	    otherwise the tool does not exist and a call to it is an unknown
+//	    tool. The daemon speaks "An MCP client asks: …", listens for the
+//	    answer and charges the one interruption budget it holds. The
+//	    question is stripped of control characters and must then be 1 to 500
+//	    characters. timeout_s is in seconds: 0 or absent takes
+//	    ask.default_timeout_s (45), more than ask.max_timeout_s (45) is cut
+//	    to it, a fraction is rounded up. The structured result is one of
+//	    answered {answer}, no_answer {reason}, deferred {reason},
+//	    refused {reason, retry_after_s} and unavailable {reason}, with a
+//	    short text. No daemon running: unavailable {reason:
+//	    "daemon_not_running"}; yaz-mcp never speaks by itself. While it
+//	    waits it sends a progress notification every 5 seconds (with a
+//	    progress token); cancelling the call closes the daemon connection,
+//	    which cancels the ask (one not yet audible costs nothing).
+//
+// Tool errors are results with isError set and the text "CODE: SENTENCE",
+// CODE one of not_found, not_a_file, unsupported_format, too_large,
+// model_missing, decode_failed, invalid_argument and unavailable, and the
+// sentence fixed for it: never a path, a system error or part of a
+// transcript. Protocol errors (JSON-RPC errors) are only for protocol
+// faults: bad JSON, unknown methods, unknown tools. A line on stdin longer
+// than 4 MiB is dropped and answered with a parse error.
+//
+// Whatever a tool returns is disclosed to the MCP host, which may send it
+// to a model or a service; see docs/trust-boundary.md.
+//
+// Flags:
+//
+//	    --config FILE         configuration (env YAZ_CONFIG; default
+//	                          $XDG_CONFIG_HOME/yazses/config.toml)
+//	-m, --model PATH          whisper model for transcribe (env YAZ_MODEL;
+//	                          default decode.model from the configuration)
+//	    --decoder PROG        yaz-decode program, looked up next to yaz-mcp,
+//	                          then in PATH (env YAZ_MCP_DECODER)
+//	    --daemon auto|never   use yazsesd's decoder when it runs (default auto;
+//	                          env YAZ_MCP_DAEMON)
+//	    --nice N              niceness added to the yaz-decode child (default
+//	                          10; env YAZ_MCP_NICE)
+//	    --log-level, --log-format, --version
+//
+// Logs go to stderr only (stdout carries MCP messages) and never contain a
+// question, an answer, a transcript or a path. A configuration file that
+// does not load is logged and leaves ask_human off.
+//
+// Exit status: 0 when stdin ends or on SIGINT/SIGTERM; 1 a runtime failure;
+// 2 usage error.
+package main

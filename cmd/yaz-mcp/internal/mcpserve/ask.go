@@ -1,0 +1,132 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/tts"
+)
+
+// askArgs checks the arguments of ask_human: the question, control
+// characters stripped (tts.Sanitize), non-empty and at most
+// daemonapi.MaxQuestionRunes; timeout_s a number of seconds, 0 or absent for
+// the configured default, cut to the configured maximum, fractions rounded
+// up. ok is false with a fixed detail when an argument is wrong.
+func askArgs(args map[string]any, ask config.Ask) (p daemonapi.AskParams, detail string, ok bool) {
+	q, isString := args["question"].(string)
+	if !isString {
+		return p, detailQuestion, false
+	}
+	q = tts.Sanitize(q, 0)
+	if q == "" || utf8.RuneCountInString(q) > daemonapi.MaxQuestionRunes {
+		return p, detailQuestion, false
+	}
+	timeout := ask.DefaultTimeoutS
+	switch v := args["timeout_s"].(type) {
+	case nil:
+	case float64:
+		if math.IsNaN(v) || v < 0 {
+			return p, detailTimeout, false
+		}
+		if v > 0 {
+			timeout = int(math.Min(math.Ceil(v), float64(ask.MaxTimeoutS)))
+		}
+	default:
+		return p, detailTimeout, false
+	}
+	timeout = max(1, min(timeout, ask.MaxTimeoutS))
+	return daemonapi.AskParams{Question: q, TimeoutS: timeout}, "", true
+}
+
+// reasonRE is the shape of a reason word; anything else from the daemon is
+// not passed on.
+var reasonRE = regexp.MustCompile(`^[a-z][a-z_]{0,39}$`)
+
+func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, detail, ok := askArgs(req.GetArguments(), s.opt.Config.Ask)
+	if !ok {
+		s.log.Info("ask_human refused", "code", string(InvalidArgument))
+		return toolError(InvalidArgument, detail), nil
+	}
+	c, err := daemonapi.Dial(ctx)
+	if err != nil {
+		if !errors.Is(err, daemonapi.ErrNotRunning) {
+			s.log.Warn("daemon not reachable", "err_kind", errKind(err))
+		}
+		return askResult(daemonapi.AskResult{Result: daemonapi.Unavailable, Reason: daemonapi.ReasonDaemonNotRunning}), nil
+	}
+	// Closing the connection is what cancels the ask in the daemon: an
+	// ask not yet audible then costs nothing.
+	defer c.Close()
+	stop := newProgress(ctx, req).heartbeat(s.opt.ProgressEvery, float64(p.TimeoutS), "waiting for the person")
+	r, err := c.AskHuman(ctx, p)
+	stop()
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		switch {
+		case ctx.Err() != nil:
+			s.log.Info("ask_human cancelled by the client")
+			return toolError(Unavailable, "The call was cancelled."), nil
+		case errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.InvalidParams:
+			return toolError(InvalidArgument, detailQuestion), nil
+		default:
+			s.log.Warn("ask_human failed in the daemon", "err_kind", errKind(err))
+			return askResult(daemonapi.AskResult{Result: daemonapi.Unavailable, Reason: "daemon_error"}), nil
+		}
+	}
+	r = closed(r)
+	s.log.Info("ask_human done", "result", string(r.Result), "reason", r.Reason)
+	return askResult(r), nil
+}
+
+// closed keeps a daemon result inside the closed vocabulary.
+func closed(r daemonapi.AskResult) daemonapi.AskResult {
+	switch r.Result {
+	case daemonapi.Answered, daemonapi.NoAnswer, daemonapi.Deferred, daemonapi.Refused, daemonapi.Unavailable:
+	default:
+		return daemonapi.AskResult{Result: daemonapi.Unavailable, Reason: "daemon_error"}
+	}
+	if r.Reason != "" && !reasonRE.MatchString(r.Reason) {
+		r.Reason = "unknown"
+	}
+	if r.Result != daemonapi.Answered {
+		r.Answer = ""
+	}
+	if r.Result != daemonapi.Refused || r.RetryAfterS < 0 {
+		r.RetryAfterS = 0
+	}
+	return r
+}
+
+// askResult is the structured result with a short text.
+func askResult(r daemonapi.AskResult) *mcp.CallToolResult {
+	var text string
+	switch r.Result {
+	case daemonapi.Answered:
+		text = "answered: " + r.Answer
+	case daemonapi.NoAnswer:
+		text = fmt.Sprintf("no_answer (%s): the question was spoken but no answer was heard.", r.Reason)
+	case daemonapi.Deferred:
+		text = fmt.Sprintf("deferred (%s): the person was busy; nothing was spoken and nothing was charged. Try again later.", r.Reason)
+	case daemonapi.Refused:
+		text = fmt.Sprintf("refused (%s): nothing was spoken; retry after %d s.", r.Reason, r.RetryAfterS)
+		if r.Reason == daemonapi.ReasonDisabled {
+			text = "refused (disabled): the person has turned questions off; nothing was spoken."
+		}
+	default:
+		text = fmt.Sprintf("unavailable (%s): nothing was spoken.", r.Reason)
+		if r.Reason == daemonapi.ReasonDaemonNotRunning {
+			text = "unavailable (daemon_not_running): the YazSes daemon (yazsesd) is not running; nothing was spoken."
+		}
+	}
+	return mcp.NewToolResultStructured(r, text)
+}

@@ -1,0 +1,421 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/safesocket"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const marker = "SYNTHETIC-MARKER-4417"
+
+// noDaemon points XDG_RUNTIME_DIR at an empty folder.
+func noDaemon(t *testing.T) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ymrt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o700)
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+}
+
+// fakeDaemon serves the daemon socket with the given handlers.
+func fakeDaemon(t *testing.T, handlers map[string]jsonrpc.Handler) {
+	t.Helper()
+	noDaemon(t)
+	dir, err := safesocket.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := safesocket.Listen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := jsonrpc.NewServer(nil)
+	for m, h := range handlers {
+		srv.Handle(m, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func baseOptions(t *testing.T) Options {
+	cfg := config.Default()
+	cfg.Decode.Model = filepath.Join(t.TempDir(), "ggml-test.bin")
+	if err := os.WriteFile(cfg.Decode.Model, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Options{Config: cfg, Decoder: filepath.Join(t.TempDir(), "no-decoder"), UseDaemon: true, ProgressEvery: 50 * time.Millisecond}
+}
+
+// fakeDecoder writes a shell script standing in for yaz-decode.
+func fakeDecoder(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake-decode")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wavFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, append(pcm.WAVHeader(32000), make([]byte, 32000)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestToolsListedByOptIn(t *testing.T) {
+	noDaemon(t)
+	for _, on := range []bool{false, true} {
+		t.Run("ask_human="+strconv.FormatBool(on), func(t *testing.T) {
+			opt := baseOptions(t)
+			opt.Config.MCP.AskHuman = on
+			s, _ := startSession(t, opt)
+			s.initialize("2025-06-18")
+			names := s.toolNames()
+			want := []string{"transcribe"}
+			if on {
+				want = []string{"ask_human", "transcribe"}
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, want) {
+				t.Fatalf("tools = %v, want %v", names, want)
+			}
+			m := s.call("tools/call", map[string]any{"name": "ask_human", "arguments": map[string]any{"question": "Ship it?"}})
+			if on {
+				r := s.toolResult(m)
+				if r.IsError || !strings.Contains(string(r.StructuredContent), `"daemon_not_running"`) {
+					t.Fatalf("ask_human without a daemon = %s %s", r.text(), r.StructuredContent)
+				}
+				return
+			}
+			if m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "not found") {
+				t.Fatalf("ask_human with the opt-in off = %+v, want an unknown-tool protocol error", m)
+			}
+		})
+	}
+}
+
+func TestProtocolVersions(t *testing.T) {
+	noDaemon(t)
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			s, _ := startSession(t, baseOptions(t))
+			s.initialize(v) // fails unless the server answers with v
+			if names := s.toolNames(); len(names) != 1 {
+				t.Fatalf("tools = %v", names)
+			}
+		})
+	}
+}
+
+func TestTranscribeRefusals(t *testing.T) {
+	noDaemon(t)
+	dir := filepath.Join(t.TempDir(), marker)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.wav")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.wav")
+	os.WriteFile(empty, nil, 0o644)
+	text := filepath.Join(dir, "notes.wav")
+	os.WriteFile(text, []byte(marker+" is not audio\n"), 0o644)
+	huge := filepath.Join(dir, "huge.wav")
+	os.WriteFile(huge, pcm.WAVHeader(1<<30), 0o644)
+	os.Truncate(huge, 1<<30+1)
+
+	s, logs := startSession(t, baseOptions(t))
+	s.initialize("2025-11-25")
+	cases := []struct {
+		name string
+		args map[string]any
+		want Code
+	}{
+		{"missing", map[string]any{"path": filepath.Join(dir, "missing.wav")}, NotFound},
+		{"directory", map[string]any{"path": dir}, NotAFile},
+		{"fifo", map[string]any{"path": fifo}, NotAFile},
+		{"dev zero", map[string]any{"path": "/dev/zero"}, NotAFile},
+		{"empty file", map[string]any{"path": empty}, UnsupportedFormat},
+		{"text file", map[string]any{"path": text}, UnsupportedFormat},
+		{"over 1 GiB", map[string]any{"path": huge}, TooLarge},
+		{"no path", map[string]any{}, InvalidArgument},
+		{"empty path", map[string]any{"path": ""}, InvalidArgument},
+		{"number", map[string]any{"path": 42}, InvalidArgument},
+		{"array", map[string]any{"path": []string{marker}}, InvalidArgument},
+		{"nul byte", map[string]any{"path": dir + "/\x00" + marker}, InvalidArgument},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := s.tool("transcribe", c.args)
+			wantError(t, r, c.want)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	if strings.Contains(s.output(), marker) {
+		t.Errorf("the marker reached the client:\n%s", s.output())
+	}
+	if strings.Contains(logs.String(), marker) {
+		t.Errorf("the marker reached the log:\n%s", logs.String())
+	}
+}
+
+const transcriptJSON = `{"file":"/dev/fd/3","audio_ms":2000,"text":"hello there","segments":[{"start_ms":0,"end_ms":900,"text":"hello"},{"start_ms":900,"end_ms":2000,"text":"there"}]}`
+
+func TestTranscribeLocal(t *testing.T) {
+	noDaemon(t)
+	opt := baseOptions(t)
+	opt.Decoder = fakeDecoder(t, `
+head -c 4 /dev/fd/3 | grep -q RIFF || exit 3
+for p in 10 40 40 70 100; do printf '\r3 [====      ] %3d%% 0s' $p >&2; done
+echo >&2
+echo '`+transcriptJSON+`'
+`)
+	s, _ := startSession(t, opt)
+	s.initialize("2025-06-18")
+	dir := t.TempDir()
+	wav := wavFile(t, dir, "a.wav")
+	os.Symlink(wav, filepath.Join(dir, "link.wav"))
+
+	m := s.call("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": filepath.Join(dir, "link.wav")},
+		"_meta": map[string]any{"progressToken": "tok-1"}})
+	r := s.toolResult(m)
+	if r.IsError || r.text() != "hello there" {
+		t.Fatalf("transcribe = %q (error %v)", r.text(), r.IsError)
+	}
+	var got Transcript
+	if err := json.Unmarshal(r.StructuredContent, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != "hello there" || len(got.Segments) != 2 || got.Segments[1].StartMs != 900 || got.AudioMs != 2000 {
+		t.Errorf("structured = %+v", got)
+	}
+	// Progress may trail the result (mcp-go writes them separately).
+	var values []float64
+	deadline := time.After(2 * time.Second)
+collect:
+	for len(values) < 5 {
+		select {
+		case n := <-s.notes:
+			if n.Method != "notifications/progress" {
+				continue
+			}
+			tok, v := progressOf(n)
+			if tok != "tok-1" {
+				t.Errorf("progress token %q", tok)
+			}
+			values = append(values, v)
+		case <-deadline:
+			break collect
+		}
+	}
+	if want := []float64{0, 10, 40, 70, 100}; !slices.Equal(values, want) {
+		t.Errorf("progress = %v, want %v", values, want)
+	}
+
+	// Without a progress token: no notifications.
+	r = s.tool("transcribe", map[string]any{"path": wav})
+	if r.IsError {
+		t.Fatalf("transcribe: %s", r.text())
+	}
+	select {
+	case n := <-s.notes:
+		t.Errorf("notification without a progress token: %s %s", n.Method, n.Params)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestTranscribeFailuresHideDetails(t *testing.T) {
+	noDaemon(t)
+	dir := t.TempDir()
+	wav := wavFile(t, dir, marker+".wav")
+	cases := []struct {
+		name  string
+		opt   func(*Options)
+		want  Code
+		extra string
+	}{
+		{"decoder fails", func(o *Options) {
+			o.Decoder = fakeDecoder(t, "echo 'partial "+marker+"'; echo 'error: "+marker+" at /dev/fd/3' >&2; exit 1\n")
+		}, DecodeFailed, ""},
+		{"decoder crashes", func(o *Options) { o.Decoder = fakeDecoder(t, "echo '"+marker+"'; kill -SEGV $$\n") }, DecodeFailed, ""},
+		{"decoder prints garbage", func(o *Options) { o.Decoder = fakeDecoder(t, "echo '{\"text\": "+marker+"'\n") }, DecodeFailed, ""},
+		{"model missing", func(o *Options) {
+			o.Decoder = fakeDecoder(t, "echo '"+transcriptJSON+"'\n")
+			o.Model = filepath.Join(dir, marker+"-model.bin")
+		}, ModelMissing, ""},
+		{"no decoder", func(o *Options) { o.Decoder = filepath.Join(dir, marker+"-yaz-decode") }, Unavailable, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opt := baseOptions(t)
+			c.opt(&opt)
+			s, logs := startSession(t, opt)
+			s.initialize("2025-06-18")
+			wantError(t, s.tool("transcribe", map[string]any{"path": wav}), c.want)
+			if strings.Contains(s.output(), marker) {
+				t.Errorf("the marker reached the client:\n%s", s.output())
+			}
+			if strings.Contains(logs.String(), marker) {
+				t.Errorf("the marker reached the log:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestTranscribeCancel: notifications/cancelled kills the decoder within a
+// second.
+func TestTranscribeCancel(t *testing.T) {
+	noDaemon(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	opt := baseOptions(t)
+	opt.Decoder = fakeDecoder(t, "echo $$ > "+pidFile+"\nexec sleep 60\n")
+	s, _ := startSession(t, opt)
+	s.initialize("2025-06-18")
+	id, resp := s.request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": wavFile(t, t.TempDir(), "a.wav")}})
+	pid := waitPID(t, pidFile)
+	start := time.Now()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(id) + `,"reason":"test"}}`)
+	for alive(pid) {
+		if time.Since(start) > time.Second {
+			t.Fatalf("decoder %d alive 1 s after the cancel", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Whatever mcp-go does with the late result, it is no transcript.
+	select {
+	case m := <-resp:
+		if m.Result != nil && strings.Contains(string(m.Result), "structuredContent") {
+			t.Errorf("cancelled call returned a transcript: %s", m.Result)
+		}
+	case <-time.After(500 * time.Millisecond):
+	}
+	// The server still serves.
+	if names := s.toolNames(); len(names) != 1 {
+		t.Fatalf("tools after cancel = %v", names)
+	}
+}
+
+func waitPID(t *testing.T, file string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(file)
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the decoder did not start")
+	return 0
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+func TestTranscribeOnDaemon(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	unavailable := false
+	fakeDaemon(t, map[string]jsonrpc.Handler{
+		daemonapi.MethodTranscribe: func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p daemonapi.TranscribeParams
+			json.Unmarshal(params, &p)
+			mu.Lock()
+			defer mu.Unlock()
+			paths = append(paths, p.Path)
+			if unavailable {
+				return nil, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "decoder down"}
+			}
+			return daemonapi.TranscribeResult{Text: "from the daemon", Segments: []daemonapi.Segment{{StartMs: 0, EndMs: 2000, Text: "from the daemon"}}, AudioMs: 2000, DecodeMs: 5}, nil
+		},
+	})
+	dir := t.TempDir()
+	wav := wavFile(t, dir, "a.wav")
+	link := filepath.Join(dir, "link.wav")
+	os.Symlink(wav, link)
+	local := fakeDecoder(t, "echo '"+transcriptJSON+"'\n")
+
+	run := func(opt Options) string {
+		t.Helper()
+		opt.Decoder = local
+		s, _ := startSession(t, opt)
+		s.initialize("2025-06-18")
+		r := s.tool("transcribe", map[string]any{"path": link})
+		if r.IsError {
+			t.Fatalf("transcribe: %s", r.text())
+		}
+		s.close()
+		return r.text()
+	}
+	opt := baseOptions(t)
+	if got := run(opt); got != "from the daemon" {
+		t.Errorf("with a daemon: %q, want the daemon's transcript", got)
+	}
+	mu.Lock()
+	if len(paths) != 1 || paths[0] != wav {
+		t.Errorf("daemon got paths %q, want [%s] (links resolved)", paths, wav)
+	}
+	unavailable = true
+	mu.Unlock()
+	if got := run(opt); got != "hello there" {
+		t.Errorf("daemon decoder down: %q, want the local transcript", got)
+	}
+	opt.UseDaemon = false
+	if got := run(opt); got != "hello there" {
+		t.Errorf("--daemon never: %q, want the local transcript", got)
+	}
+	opt = baseOptions(t)
+	opt.Model = opt.Config.Decode.Model + ".other"
+	os.WriteFile(opt.Model, []byte("m"), 0o644)
+	if got := run(opt); got != "hello there" {
+		t.Errorf("another model: %q, want the local transcript", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 2 {
+		t.Errorf("daemon called %d times, want 2", len(paths))
+	}
+}

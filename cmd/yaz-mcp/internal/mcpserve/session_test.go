@@ -1,0 +1,271 @@
+package mcpserve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// message is any JSON-RPC message from the server.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// toolResult is the result of tools/call.
+type toolResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+func (r toolResult) text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// session is an in-process MCP client of one Server, over pipes. It keeps
+// stdin open until close, as a real client must (mcp-go cancels running
+// calls when stdin ends).
+type session struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	out    *io.PipeReader
+	mu     sync.Mutex
+	waits  map[string]chan message
+	nulls  chan message
+	notes  chan message
+	all    strings.Builder // every line the server wrote
+	served chan error
+	nextID int
+	logs   *strings.Builder
+}
+
+// syncBuilder is a strings.Builder safe for the logger's concurrent use.
+type syncBuilder struct {
+	mu sync.Mutex
+	strings.Builder
+}
+
+func (b *syncBuilder) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Builder.Write(p)
+}
+
+func (b *syncBuilder) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Builder.String()
+}
+
+func startSession(t *testing.T, opt Options) (*session, *syncBuilder) {
+	t.Helper()
+	logs := &syncBuilder{}
+	opt.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, in: inW, out: outR, waits: map[string]chan message{},
+		nulls: make(chan message, 100), notes: make(chan message, 1000), served: make(chan error, 1)}
+	go func() {
+		err := srv.Serve(context.Background(), inR, outW)
+		inR.Close()
+		outW.Close()
+		s.served <- err
+	}()
+	go s.readLoop()
+	t.Cleanup(s.close)
+	return s, logs
+}
+
+func (s *session) readLoop() {
+	sc := bufio.NewScanner(s.out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var m message
+		line := sc.Text()
+		s.mu.Lock()
+		s.all.WriteString(line + "\n")
+		s.mu.Unlock()
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			s.t.Errorf("server wrote a line that is not JSON: %q", line)
+			continue
+		}
+		switch {
+		case m.Method != "":
+			s.notes <- m
+		case len(m.ID) == 0 || string(m.ID) == "null":
+			s.nulls <- m
+		default:
+			s.mu.Lock()
+			ch := s.waits[string(m.ID)]
+			s.mu.Unlock()
+			if ch == nil {
+				s.t.Errorf("response to an unknown id %s", m.ID)
+				continue
+			}
+			ch <- m
+		}
+	}
+}
+
+func (s *session) close() {
+	s.in.Close()
+	select {
+	case err := <-s.served:
+		if err != nil {
+			s.t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		s.t.Error("Serve did not end 10 s after stdin closed")
+	}
+	s.out.Close()
+	s.served <- nil // a second close finds it done
+}
+
+// send writes one raw line.
+func (s *session) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("write stdin: %v", err)
+	}
+}
+
+// request sends a request and returns a channel for its response.
+func (s *session) request(method string, params any) (id int, resp chan message) {
+	s.t.Helper()
+	s.mu.Lock()
+	s.nextID++
+	id = s.nextID
+	resp = make(chan message, 1)
+	s.waits[strconv.Itoa(id)] = resp
+	s.mu.Unlock()
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.send(string(b))
+	return id, resp
+}
+
+func (s *session) wait(resp chan message, d time.Duration) message {
+	s.t.Helper()
+	select {
+	case m := <-resp:
+		return m
+	case <-time.After(d):
+		s.t.Fatalf("no response within %v", d)
+		return message{}
+	}
+}
+
+func (s *session) call(method string, params any) message {
+	s.t.Helper()
+	_, resp := s.request(method, params)
+	return s.wait(resp, 30*time.Second)
+}
+
+func (s *session) initialize(version string) {
+	s.t.Helper()
+	m := s.call("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "test", "version": "1"}})
+	if m.Error != nil {
+		s.t.Fatalf("initialize: %s", m.Error.Message)
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	json.Unmarshal(m.Result, &r)
+	if r.ProtocolVersion != version {
+		s.t.Fatalf("negotiated %q, want %q", r.ProtocolVersion, version)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// tool calls a tool and returns its result; a protocol error fails.
+func (s *session) tool(name string, args map[string]any) toolResult {
+	s.t.Helper()
+	return s.toolResult(s.call("tools/call", map[string]any{"name": name, "arguments": args}))
+}
+
+func (s *session) toolResult(m message) toolResult {
+	s.t.Helper()
+	if m.Error != nil {
+		s.t.Fatalf("tools/call: protocol error %d %s", m.Error.Code, m.Error.Message)
+	}
+	var r toolResult
+	if err := json.Unmarshal(m.Result, &r); err != nil {
+		s.t.Fatalf("tools/call result: %v", err)
+	}
+	return r
+}
+
+func (s *session) toolNames() []string {
+	s.t.Helper()
+	m := s.call("tools/list", map[string]any{})
+	if m.Error != nil {
+		s.t.Fatalf("tools/list: %s", m.Error.Message)
+	}
+	var r struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(m.Result, &r)
+	var names []string
+	for _, tl := range r.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// output is everything the server wrote so far.
+func (s *session) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all.String()
+}
+
+// wantError checks a tool error result with code.
+func wantError(t *testing.T, r toolResult, code Code) {
+	t.Helper()
+	if !r.IsError {
+		t.Fatalf("result %q is not an error, want %s", r.text(), code)
+	}
+	if !strings.HasPrefix(r.text(), string(code)+": ") {
+		t.Fatalf("error %q, want code %s", r.text(), code)
+	}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		t.Errorf("error result carries structured content %s", r.StructuredContent)
+	}
+}
+
+func progressOf(m message) (token string, value float64) {
+	var p struct {
+		Token    any     `json:"progressToken"`
+		Progress float64 `json:"progress"`
+	}
+	json.Unmarshal(m.Params, &p)
+	return fmt.Sprint(p.Token), p.Progress
+}

@@ -1,0 +1,191 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/yazses/yazses/cmd/yaz-mcp/internal/audiofile"
+	"github.com/yazses/yazses/cmd/yaz-mcp/internal/localdecode"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
+)
+
+// errNoDecoder: the yaz-decode program was not found.
+var errNoDecoder = errors.New("decoder program not found")
+
+// Transcript is the structured content of a transcribe result.
+type Transcript struct {
+	Text     string                `json:"text"`
+	Segments []localdecode.Segment `json:"segments"`
+	AudioMs  int64                 `json:"audio_ms"`
+	DecodeMs int64                 `json:"decode_ms"`
+}
+
+// noSpeech is the text content of a transcript without words.
+const noSpeech = "[no speech found]"
+
+func (s *Server) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	path, ok := args["path"].(string)
+	if !ok || path == "" {
+		return toolError(InvalidArgument, detailPath), nil
+	}
+	af, err := audiofile.Open(path)
+	if err != nil {
+		code := codeOf(err)
+		s.log.Info("transcribe refused", "code", string(code))
+		if code == InvalidArgument {
+			return toolError(code, detailPath), nil
+		}
+		return toolError(code), nil
+	}
+	defer af.Close()
+	prog := newProgress(ctx, req)
+
+	if s.opt.UseDaemon && s.daemonModel() {
+		t, err := s.transcribeOnDaemon(ctx, af, prog)
+		switch {
+		case err == nil:
+			return transcriptResult(t), nil
+		case ctx.Err() != nil:
+			return toolError(DecodeFailed), nil
+		case errors.Is(err, errFallBack):
+			// no daemon, or its decoder is down: decode here
+		default:
+			s.log.Info("transcribe failed on the daemon", "code", string(codeOf(err)))
+			return toolError(codeOf(err)), nil
+		}
+	}
+	t, err := s.transcribeLocally(ctx, af, prog)
+	if err != nil {
+		if ctx.Err() != nil {
+			return toolError(DecodeFailed), nil
+		}
+		code := codeOf(err)
+		s.log.Warn("transcribe failed", "code", string(code), "audio_ms", af.Duration.Milliseconds())
+		return toolError(code), nil
+	}
+	return transcriptResult(t), nil
+}
+
+func transcriptResult(t Transcript) *mcp.CallToolResult {
+	if t.Segments == nil {
+		t.Segments = []localdecode.Segment{}
+	}
+	text := t.Text
+	if strings.TrimSpace(text) == "" {
+		text = noSpeech
+	}
+	return mcp.NewToolResultStructured(t, text)
+}
+
+// daemonModel reports whether the daemon would decode with the model this
+// server was asked to use (its own decode.model).
+func (s *Server) daemonModel() bool {
+	return s.opt.Model == "" || s.opt.Model == s.opt.Config.Decode.Model
+}
+
+// errFallBack: the daemon cannot decode; the local decoder should.
+var errFallBack = errors.New("daemon cannot decode")
+
+func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, prog *progress) (Transcript, error) {
+	c, err := daemonapi.Dial(ctx)
+	if err != nil {
+		return Transcript{}, fmt.Errorf("%w: %w", errFallBack, err)
+	}
+	// Closing the connection cancels the call in the daemon.
+	defer c.Close()
+	stop := prog.heartbeat(s.opt.ProgressEvery, 0, "decoding on the daemon")
+	r, err := c.Transcribe(ctx, af.Path)
+	stop()
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		switch {
+		case ctx.Err() != nil:
+			return Transcript{}, ctx.Err()
+		case errors.As(err, &rpcErr) && rpcErr.Code == daemonapi.CodeBadFile:
+			return Transcript{}, fmt.Errorf("%w: daemon: bad file", localdecode.ErrDecodeFailed)
+		default:
+			// Decoder down, method unknown to an older daemon, connection
+			// lost: the local decoder can still do it.
+			s.log.Info("daemon did not transcribe; decoding locally", "err_kind", errKind(err))
+			return Transcript{}, fmt.Errorf("%w: %w", errFallBack, err)
+		}
+	}
+	s.log.Info("transcribed on the daemon", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs)
+	segs := make([]localdecode.Segment, 0, len(r.Segments))
+	for _, g := range r.Segments {
+		segs = append(segs, localdecode.Segment{StartMs: g.StartMs, EndMs: g.EndMs, Text: g.Text})
+	}
+	return Transcript{Text: r.Text, Segments: segs, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}, nil
+}
+
+// errKind names an error's kind for logs without its text.
+func errKind(err error) string {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		return fmt.Sprintf("rpc %d", rpcErr.Code)
+	case errors.Is(err, jsonrpc.ErrClosed):
+		return "connection closed"
+	default:
+		return fmt.Sprintf("%T", errors.Unwrap(err))
+	}
+}
+
+func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog *progress) (Transcript, error) {
+	argv, err := config.ResolveCommand([]string{s.opt.Decoder}, s.opt.SelfDir)
+	if err != nil {
+		return Transcript{}, fmt.Errorf("%w: %w", errNoDecoder, err)
+	}
+	d := s.opt.Config.Decode
+	model := d.Model
+	if s.opt.Model != "" {
+		model = s.opt.Model
+	}
+	opt := localdecode.Options{
+		Command:     argv,
+		Model:       model,
+		Language:    d.Language,
+		Threads:     d.Threads,
+		BeamSize:    d.BeamSize,
+		Prompt:      d.Prompt,
+		Nice:        s.opt.Nice,
+		MaxDuration: audiofile.MaxDuration,
+		Env:         childEnv(),
+	}
+	var onProgress func(int)
+	if prog.on() {
+		prog.send(0, 100, "decoding")
+		onProgress = func(pct int) { prog.send(float64(pct), 100, "decoding") }
+	}
+	r, err := localdecode.Run(ctx, opt, af.F, onProgress, func(pid int) {
+		s.log.Debug("decoder started", "pid", pid, "audio_ms", af.Duration.Milliseconds())
+	})
+	if err != nil {
+		return Transcript{}, err
+	}
+	s.log.Info("transcribed locally", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs, "segments", len(r.Segments))
+	return Transcript{Text: r.Text, Segments: r.Segments, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}, nil
+}
+
+// childEnv is the decoder's environment: this one without the variables
+// that would override its flags or hand it our readiness descriptor.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "YAZ_READY_FD", "YAZ_LOG_FORMAT", "YAZ_LOG_LEVEL":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
