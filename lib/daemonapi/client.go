@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -90,3 +91,7 @@ func (c *Client) Transcribe(ctx context.Context, path string) (TranscribeResult,
 	err := c.rpc.Call(ctx, MethodTranscribe, TranscribeParams{Path: path}, &r)
 	return r, err
 }
+
+// NewClient returns a Client on a connection already dialled (tests, or a
+// socket found elsewhere). The Client owns conn.
+func NewClient(conn net.Conn) *Client { return &Client{rpc: jsonrpc.NewClient(conn)} }

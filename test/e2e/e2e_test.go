@@ -52,7 +52,7 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", world.bin+"/", "./cmd/...")
+	build := exec.Command("go", "build", "-o", world.bin+"/", "./cmd/...", "./internal/fakedecode")
 	build.Dir = world.root
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
