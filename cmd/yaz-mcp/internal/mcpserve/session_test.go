@@ -58,7 +58,6 @@ type session struct {
 	all    strings.Builder // every line the server wrote
 	served chan error
 	nextID int
-	logs   *strings.Builder
 }
 
 // syncBuilder is a strings.Builder safe for the logger's concurrent use.
