@@ -10,6 +10,8 @@
 //	YAZ_FAKE_DELAY_MS  time to "decode" one utterance (default 0)
 //	YAZ_FAKE_PIDFILE   if set, its pid is written there at start
 //
+// It logs "decoding utterance" on stderr when an utterance ends.
+//
 // Readiness is signalled on $YAZ_READY_FD as yaz-decode does.
 package main
 
@@ -66,6 +68,7 @@ func run() error {
 			samples = 0
 		case frame.End:
 			utt++
+			fmt.Fprintln(os.Stderr, "decoding utterance")
 			time.Sleep(time.Duration(delay) * time.Millisecond)
 			ms := int64(samples) * 1000 / 16000
 			res := frame.Result{Utt: utt, Text: text, AudioMs: ms, DecodeMs: int64(delay),

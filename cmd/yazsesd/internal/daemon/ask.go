@@ -12,6 +12,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/vad"
 )
@@ -22,10 +23,11 @@ const Label = "An MCP client asks: "
 
 // Timing of the ask flow.
 const (
-	gateWait      = 5 * time.Second  // longest wait for a (re)starting gate
-	settleWait    = 5 * time.Second  // for the speaker's final event after a skip
-	decodeTimeout = 2 * time.Minute  // for the answer's decoding
-	decoderWait   = 30 * time.Second // for a restarted decoder, once
+	gateWait       = 5 * time.Second  // longest wait for a (re)starting gate
+	speakerWait    = 5 * time.Second  // and for a (re)starting speaker
+	settleWait     = 5 * time.Second  // for the speaker's final event after a skip
+	decodeTimeout  = 2 * time.Minute  // for the answer's decoding
+	decoderWait    = 30 * time.Second // for a restarted decoder, once
 	maxAnswerAudio = 29 * time.Second // whisper's window is 30 s
 )
 
@@ -301,6 +303,10 @@ func (d *Daemon) waitNoHold(ctx context.Context) bool {
 // heard, released only when the speaker proved that none was.
 func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemonapi.AskResult, spoken bool) {
 	d := a.d
+	if !d.speakerReady(dctx) {
+		a.release(ctx, daemonapi.ReasonTTSUnavailable)
+		return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
+	}
 	_, events, err := d.speak.speak(Label + q)
 	if err != nil {
 		a.release(ctx, daemonapi.ReasonTTSUnavailable)
@@ -364,6 +370,27 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 		}
 	}
+}
+
+// speakerReady waits (up to speakerWait) for a speaker that is starting
+// or restarting; one left down (crash loop) is not waited for.
+func (d *Daemon) speakerReady(ctx context.Context) bool {
+	t := time.NewTimer(speakerWait)
+	defer t.Stop()
+	for !d.speak.up() {
+		switch d.speakC.Status().State {
+		case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
+			return false
+		}
+		select {
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // stopped is the result of a spoken question that ended before listening.

@@ -153,6 +153,7 @@ func New(opt Options) (*Daemon, error) {
 		Stdin:  d.speak.stdin,
 		Stdout: d.speak.stdout,
 	}, d.log)
+	d.speakC.OnStart(d.speak.started)
 	d.speakC.OnStart(d.childStarted("speak"))
 
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,

@@ -24,6 +24,7 @@ type speaker struct {
 	gen     int      // counts starts; events of an older start are dropped
 	pending map[string]chan tts.Event
 	nextID  int
+	ready   bool // the current start signalled readiness
 	pid     func() int
 }
 
@@ -42,8 +43,16 @@ func (s *speaker) stdin() (*os.File, error) {
 		s.w.Close()
 	}
 	s.w = w
+	s.ready = false
 	s.mu.Unlock()
 	return r, nil
+}
+
+// started is the supervisor's hook: the child takes requests.
+func (s *speaker) started(pid, restart int) {
+	s.mu.Lock()
+	s.ready = s.w != nil
+	s.mu.Unlock()
 }
 
 // stdout is the supervisor's Stdout hook: a fresh pipe per start, read
@@ -95,6 +104,7 @@ func (s *speaker) read(r *os.File, gen int) {
 			s.w.Close()
 			s.w = nil
 		}
+		s.ready = false
 	}
 	s.mu.Unlock()
 }
@@ -112,7 +122,7 @@ func (s *speaker) failPendingLocked() {
 func (s *speaker) speak(text string) (id string, events <-chan tts.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.w == nil {
+	if s.w == nil || !s.ready {
 		return "", nil, errNotRunning
 	}
 	s.nextID++
@@ -143,7 +153,7 @@ func (s *speaker) skip() {
 func (s *speaker) up() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w != nil
+	return s.w != nil && s.ready
 }
 
 func (s *speaker) close() {

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// longQuestion takes several seconds to speak.
+const longQuestion = "I have finished the migration of the billing database and the tests are green; " +
+	"the deployment window opens in ten minutes and the rollback plan is ready; shall I go ahead?"
+
+// waitLog waits until a daemon log record matches.
+func (d *daemon) waitLog(limit time.Duration, what string, match func(map[string]any) bool) {
+	d.t.Helper()
+	d.waitFor(limit, what, func() bool {
+		for _, m := range d.logRecords() {
+			if match(m) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// settleFDs waits until the daemon holds no more than want descriptors
+// again (a connection closing can make it one fewer, never more).
+func (d *daemon) settleFDs(want int) {
+	d.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for d.fds() > want && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := d.fds(); got > want {
+		d.t.Errorf("daemon holds %d file descriptors after the recovery, %d before: a leak", got, want)
+	}
+}
+
+// TestChildKilledDuringAskRecovers: SIGKILL of each child while a question
+// is being handled. The daemon restarts the child, the call ends with a
+// result from the closed vocabulary, the next question works (or, for the
+// gate, is refused: a killed gate never hands out a fresh budget), no
+// descriptor leaks, and no process outlives the daemon (checked when it
+// stops).
+func TestChildKilledDuringAskRecovers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		child string
+		cfg   func() toml
+		env   []string
+		// kill waits for the moment to kill the child.
+		kill func(d *daemon)
+		// after checks the result of the killed ask.
+		after func(t *testing.T, r daemonapi.AskResult)
+	}{
+		{
+			child: "gate",
+			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
+			kill:  func(d *daemon) { d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking }) },
+			after: func(t *testing.T, r daemonapi.AskResult) {
+				if r.Result != daemonapi.Answered && r.Result != daemonapi.NoAnswer {
+					t.Errorf("killed-gate ask = %+v, want the spoken question answered or not", r)
+				}
+			},
+		},
+		{
+			child: "speak",
+			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
+			kill: func(d *daemon) {
+				d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
+				time.Sleep(1500 * time.Millisecond) // well into playback
+			},
+			after: func(t *testing.T, r daemonapi.AskResult) {
+				if r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSpeakFailed {
+					t.Errorf("killed-speaker ask = %+v, want no_answer speak_failed", r)
+				}
+			},
+		},
+		{
+			child: "decode",
+			cfg: func() toml {
+				return baseConfig().with("budget.ask_human_per_hour", "3").
+					with("children.decode", arr(bin("fakedecode")))
+			},
+			env: []string{"YAZ_FAKE_DELAY_MS=3000", "YAZ_FAKE_TEXT=go ahead"},
+			kill: func(d *daemon) {
+				d.waitLog(40*time.Second, "the answer's decoding", func(m map[string]any) bool {
+					return m["child"] == "decode" && m["msg"] == "decoding utterance"
+				})
+			},
+			after: func(t *testing.T, r daemonapi.AskResult) {
+				if r.Result != daemonapi.Answered || r.Answer != "go ahead" {
+					t.Errorf("killed-decoder ask = %+v, want answered on the restarted decoder", r)
+				}
+			},
+		},
+		{
+			child: "capture",
+			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
+			kill: func(d *daemon) {
+				d.waitFor(40*time.Second, "the microphone", func() bool { return d.child("capture").State == "running" })
+				time.Sleep(300 * time.Millisecond)
+			},
+			after: func(t *testing.T, r daemonapi.AskResult) {
+				if r.Result != daemonapi.Answered && r.Result != daemonapi.NoAnswer {
+					t.Errorf("killed-capture ask = %+v, want answered or no_answer", r)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.child, func(t *testing.T) {
+			t.Parallel()
+			d := startDaemon(t, tc.cfg(), tc.env...)
+			fds := d.fds()
+			res := make(chan daemonapi.AskResult, 1)
+			go func() { res <- d.ask(longQuestion, 60) }()
+			tc.kill(d)
+			pid := d.pidOf(tc.child)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill %s: %v", tc.child, err)
+			}
+			var r daemonapi.AskResult
+			select {
+			case r = <-res:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("ask did not end after %s was killed\n%s", tc.child, d.logTail(40))
+			}
+			tc.after(t, r)
+			if tc.child != "capture" { // on demand: restarted by the next ask
+				d.waitFor(20*time.Second, tc.child+" restarted", func() bool {
+					c := d.child(tc.child)
+					return c.State == "running" && c.PID != pid && c.Restarts >= 1
+				})
+			}
+			next := d.ask("And the next one?", 30)
+			if tc.child == "gate" {
+				if next.Result != daemonapi.Refused || next.Reason != daemonapi.ReasonBudgetExhausted {
+					t.Errorf("ask after the gate was killed = %+v, want refused: a restarted gate is fully spent", next)
+				}
+				if b := d.budget(); !b.FailClosed || b.Used != b.PerHour {
+					t.Errorf("budget after the gate was killed = %+v, want fail_closed and all 3 used", b)
+				}
+			} else if next.Result != daemonapi.Answered {
+				t.Errorf("ask after %s was killed and restarted = %+v, want answered", tc.child, next)
+			}
+			d.settleFDs(fds)
+		})
+	}
+}
