@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,8 +126,7 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("clipboard: %w", ctx.Err())
 	}
-	set := call{env: env, secret: text, stdin: []byte(text), detach: true}
-	if _, err := set.run(ctx, tools.set[0], tools.set[1:]...); err != nil {
+	if err := c.put(ctx, tools, []byte(text), text); err != nil {
 		return fmt.Errorf("clipboard: set: %w", err)
 	}
 	paste := tools.paste(terminal)
@@ -139,11 +139,9 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 	defer cancel()
 	var restoreErr error
 	if saveErr == nil && len(prev) > 0 {
-		r := call{env: env, secret: string(prev), stdin: prev, detach: true}
-		_, restoreErr = r.run(rctx, tools.set[0], tools.set[1:]...)
+		restoreErr = c.put(rctx, tools, prev, string(prev))
 	} else {
-		r := call{env: env, stdin: []byte{}, detach: true}
-		_, restoreErr = r.run(rctx, tools.clear[0], tools.clear[1:]...)
+		restoreErr = c.put(rctx, tools, nil, text)
 	}
 	if pasteErr != nil {
 		return fmt.Errorf("clipboard: paste: %w", errors.Join(pasteErr, restoreErr))
@@ -154,4 +152,43 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 		c.o.Log.Warn("clipboard: pasted, but the clipboard was not restored", "err", restoreErr)
 	}
 	return nil
+}
+
+// confirmWait bounds the wait for a clipboard tool's helper to own the
+// clipboard.
+const confirmWait = 3 * time.Second
+
+// put sets the clipboard to data (nil: clears it) and waits until the
+// clipboard really holds it: xclip, xsel and wl-copy fork a helper that
+// takes the clipboard some time after the command has returned, and a
+// paste before that would paste the old content. secret is kept out of
+// errors.
+func (c *clipboard) put(ctx context.Context, tools clipTools, data []byte, secret string) error {
+	argv := tools.set
+	stdin := data
+	if data == nil {
+		argv, stdin = tools.clear, []byte{}
+	}
+	r := call{env: c.o.Environ, secret: secret, stdin: stdin, detach: true}
+	if _, err := r.run(ctx, argv[0], argv[1:]...); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(confirmWait)
+	for {
+		got, err := call{env: c.o.Environ}.run(ctx, tools.save[0], tools.save[1:]...)
+		if data == nil {
+			// Cleared: no text, or at least not the dictated one.
+			if err != nil || len(got) == 0 {
+				return nil
+			}
+		} else if err == nil && bytes.Equal(got, data) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the clipboard did not take the new content")
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

@@ -215,7 +215,7 @@ func TestXdotoolTypesManyDistinctCharacters(t *testing.T) {
 	if n := len(distinctNonASCII(text)); n < 30 {
 		t.Fatalf("test text has %d distinct characters, want more than the spare keycodes", n)
 	}
-	inj, err := New(Xdotool, Options{Environ: env, RestoreDelay: 100 * time.Millisecond})
+	inj, err := New(Xdotool, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
