@@ -141,6 +141,7 @@ type daemon struct {
 	stdout  *syncBuffer
 	done    chan struct{}
 	stopped bool
+	wrap    []string // a command that runs yazsesd (unshare --net)
 }
 
 // startDaemon starts yazsesd with cfg and waits until its gate, speaker
@@ -189,7 +190,8 @@ func (d *daemon) writeConfig(cfg toml) {
 func (d *daemon) start(extra ...string) {
 	d.t.Helper()
 	args := append([]string{"--log-format", "json", "--log-level", "debug", "run"}, extra...)
-	d.cmd = exec.Command(bin("yazsesd"), args...)
+	argv := append(append(append([]string(nil), d.wrap...), bin("yazsesd")), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = d.env
 	d.cmd.Stderr = d.log
 	d.cmd.Stdout = d.stdout
