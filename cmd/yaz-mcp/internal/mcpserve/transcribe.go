@@ -105,18 +105,14 @@ func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, pro
 	r, err := c.Transcribe(ctx, af.Path)
 	stop()
 	if err != nil {
-		var rpcErr *jsonrpc.Error
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return Transcript{}, ctx.Err()
-		case errors.As(err, &rpcErr) && rpcErr.Code == daemonapi.CodeBadFile:
-			return Transcript{}, fmt.Errorf("%w: daemon: bad file", localdecode.ErrDecodeFailed)
-		default:
-			// Decoder down, method unknown to an older daemon, connection
-			// lost: the local decoder can still do it.
-			s.log.Info("daemon did not transcribe; decoding locally", "err_kind", errKind(err))
-			return Transcript{}, fmt.Errorf("%w: %w", errFallBack, err)
 		}
+		// Decoder down, a file over the daemon's own cap (it takes an hour
+		// at most), a method unknown to an older daemon, a lost
+		// connection: the local decoder can still do it.
+		s.log.Info("daemon did not transcribe; decoding locally", "err_kind", errKind(err))
+		return Transcript{}, fmt.Errorf("%w: %w", errFallBack, err)
 	}
 	s.log.Info("transcribed on the daemon", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs)
 	segs := make([]localdecode.Segment, 0, len(r.Segments))

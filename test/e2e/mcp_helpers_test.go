@@ -1,0 +1,538 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// mcpEnv is the environment of a yaz-mcp with its own configuration
+// (ask_human as given, decode.model = model) and a runtime folder where no
+// daemon runs.
+func mcpEnv(t *testing.T, askHuman bool, model string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	runtime, err := os.MkdirTemp("", "ymcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	cfgHome := filepath.Join(dir, "config")
+	if err := os.MkdirAll(filepath.Join(cfgHome, "yazses"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := toml{
+		"mcp":    {"ask_human": strconv.FormatBool(askHuman)},
+		"decode": {"model": q(model), "threads": "2"},
+	}
+	if err := os.WriteFile(filepath.Join(cfgHome, "yazses", "config.toml"), []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "YAZ_") && k != "YAZ_WHISPER_CLI" && k != "YAZ_MCP_INSPECTOR" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"HOME="+dir,
+		"XDG_RUNTIME_DIR="+runtime,
+		"XDG_CONFIG_HOME="+cfgHome,
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"YAZ_LOG_LEVEL=debug",
+	)
+}
+
+// envValue is the value of key in env.
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, _ := strings.Cut(kv, "="); k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// sdkSession starts yaz-mcp through the official MCP Go SDK's
+// CommandTransport and negotiates version ("" for the SDK's default).
+func sdkSession(t *testing.T, env []string, version string, opts *sdk.ClientOptions) (*sdk.ClientSession, *exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin("yaz-mcp"))
+	cmd.Env = env
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "yazses-e2e", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect to yaz-mcp: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		if t.Failed() {
+			t.Logf("yaz-mcp stderr:\n%s", stderr.String())
+		}
+	})
+	return cs, cmd, stderr
+}
+
+// callTool calls a tool and fails on a protocol error.
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return r
+}
+
+// resultText joins a result's text content.
+func resultText(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// structuredInto decodes a result's structured content into v.
+func structuredInto(t *testing.T, r *sdk.CallToolResult, v any) {
+	t.Helper()
+	b, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// mcpTranscript is transcribe's structured content.
+type mcpTranscript struct {
+	Text     string `json:"text"`
+	Segments []struct {
+		StartMs int64  `json:"start_ms"`
+		EndMs   int64  `json:"end_ms"`
+		Text    string `json:"text"`
+	} `json:"segments"`
+	AudioMs  int64 `json:"audio_ms"`
+	DecodeMs int64 `json:"decode_ms"`
+}
+
+// checkTranscript checks the shape of a transcript of audio of about
+// audioMs (never its words: the generated models print gibberish).
+func checkTranscript(t *testing.T, r *sdk.CallToolResult, audioMs int64) mcpTranscript {
+	t.Helper()
+	if r.IsError {
+		t.Fatalf("transcribe failed: %s", resultText(r))
+	}
+	var tr mcpTranscript
+	structuredInto(t, r, &tr)
+	if d := tr.AudioMs - audioMs; d < -100 || d > 100 {
+		t.Errorf("audio_ms = %d, want about %d", tr.AudioMs, audioMs)
+	}
+	var last int64
+	var texts []string
+	for i, s := range tr.Segments {
+		if s.StartMs < last || s.EndMs < s.StartMs || s.EndMs > tr.AudioMs+50 {
+			t.Errorf("segment %d runs %d..%d after %d (audio %d ms)", i, s.StartMs, s.EndMs, last, tr.AudioMs)
+		}
+		last = s.StartMs
+		texts = append(texts, strings.TrimSpace(s.Text))
+	}
+	if tr.Text != strings.Join(texts, " ") {
+		t.Errorf("text %q is not the segments joined %q", tr.Text, strings.Join(texts, " "))
+	}
+	want := tr.Text
+	if strings.TrimSpace(want) == "" {
+		want = "[no speech found]"
+	}
+	if got := resultText(r); got != want {
+		t.Errorf("text content %q, want %q", got, want)
+	}
+	return tr
+}
+
+var longWAVOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// longWAV is a 60 s WAV made of jfk.wav repeated, made once for the suite.
+func longWAV(t *testing.T) string {
+	t.Helper()
+	longWAVOnce.Do(func() {
+		f32, _, err := wav.ReadFile16k(world.jfk, 60*pcm.SampleRate)
+		if err != nil {
+			longWAVOnce.err = err
+			return
+		}
+		one := pcm.FromFloat32(nil, f32)
+		n := 60 * pcm.SampleRate
+		samples := make([]int16, 0, n)
+		for len(samples) < n {
+			samples = append(samples, one[:min(len(one), n-len(samples))]...)
+		}
+		p := filepath.Join(filepath.Dir(world.bin), "jfk-60s.wav")
+		data := append(pcm.WAVHeader(int64(2*len(samples))), pcm.Encode(nil, samples)...)
+		longWAVOnce.err = os.WriteFile(p, data, 0o644)
+		longWAVOnce.path = p
+	})
+	if longWAVOnce.err != nil {
+		t.Fatalf("60 s WAV: %v", longWAVOnce.err)
+	}
+	return longWAVOnce.path
+}
+
+// childrenOf lists the live processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(p); ok && st.ppid == pid && st.state != "Z" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type pstat struct {
+	state string
+	ppid  int
+	nice  int
+}
+
+// procStat reads /proc/PID/stat (or a task's stat with pid "PID/task/TID").
+func procStat(pid int) (pstat, bool) {
+	return readStat(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+}
+
+func readStat(path string) (pstat, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return pstat{}, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return pstat{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 17 {
+		return pstat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	nice, _ := strconv.Atoi(f[16])
+	return pstat{state: f[0], ppid: ppid, nice: nice}, true
+}
+
+// threadNices are the niceness values of every thread of pid.
+func threadNices(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "stat"))
+	for _, p := range tasks {
+		if st, ok := readStat(p); ok {
+			out = append(out, st.nice)
+		}
+	}
+	return out
+}
+
+func procAlive(pid int) bool {
+	st, ok := procStat(pid)
+	return ok && st.state != "Z"
+}
+
+// waitChild waits (up to limit) for a child of pid whose command line
+// contains name.
+func waitChild(t *testing.T, pid int, name string, limit time.Duration) int {
+	t.Helper()
+	c := findChild(pid, name, limit)
+	if c == 0 {
+		t.Fatalf("no %s child of %d within %v", name, pid, limit)
+	}
+	return c
+}
+
+// findChild is waitChild for any goroutine: 0 when none appeared.
+func findChild(pid int, name string, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, c := range childrenOf(pid) {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
+			if strings.Contains(string(b), name) {
+				return c
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
+}
+
+// rawMCP is a line-level MCP client of a yaz-mcp process, for input no SDK
+// would send. It keeps stdin open until close.
+type rawMCP struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *syncBuffer
+	out    *syncBuffer // every line the server wrote
+	mu     sync.Mutex
+	byID   map[string]chan rawMessage
+	nulls  chan rawMessage
+	notes  chan rawMessage
+	nextID int
+	done   chan struct{}
+}
+
+type rawMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func startRawMCP(t *testing.T, env []string, args ...string) *rawMCP {
+	t.Helper()
+	r := &rawMCP{t: t, stderr: &syncBuffer{}, out: &syncBuffer{}, byID: map[string]chan rawMessage{},
+		nulls: make(chan rawMessage, 100), notes: make(chan rawMessage, 1000), done: make(chan struct{})}
+	r.cmd = exec.Command(bin("yaz-mcp"), args...)
+	r.cmd.Env = env
+	r.cmd.Stderr = r.stderr
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			r.out.Write([]byte(line + "\n"))
+			var m rawMessage
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Errorf("yaz-mcp wrote a line that is not JSON: %.200q", line)
+				continue
+			}
+			switch {
+			case m.Method != "":
+				r.notes <- m
+			case len(m.ID) == 0 || string(m.ID) == "null":
+				r.nulls <- m
+			default:
+				r.mu.Lock()
+				ch := r.byID[string(m.ID)]
+				r.mu.Unlock()
+				if ch == nil {
+					t.Errorf("response to unknown id %s", m.ID)
+					continue
+				}
+				ch <- m
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.done
+		r.cmd.Wait()
+		if t.Failed() {
+			t.Logf("yaz-mcp stderr:\n%s", r.stderr.String())
+		}
+	})
+	return r
+}
+
+func (r *rawMCP) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
+		r.t.Fatalf("write to yaz-mcp: %v", err)
+	}
+}
+
+func (r *rawMCP) request(method string, params any) chan rawMessage {
+	r.t.Helper()
+	r.mu.Lock()
+	r.nextID++
+	id := r.nextID
+	ch := make(chan rawMessage, 1)
+	r.byID[strconv.Itoa(id)] = ch
+	r.mu.Unlock()
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.send(string(b))
+	return ch
+}
+
+func (r *rawMCP) call(method string, params any) rawMessage {
+	r.t.Helper()
+	ch := r.request(method, params)
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(2 * time.Minute):
+		r.t.Fatalf("%s: no response in 2 min", method)
+		return rawMessage{}
+	}
+}
+
+func (r *rawMCP) initialize(version string) {
+	r.t.Helper()
+	m := r.call("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
+	if m.Error != nil {
+		r.t.Fatalf("initialize: %+v", m.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// tool calls a tool; it returns the result's isError and text.
+func (r *rawMCP) tool(name string, args any) (isError bool, text string) {
+	r.t.Helper()
+	m := r.call("tools/call", map[string]any{"name": name, "arguments": args})
+	if m.Error != nil {
+		r.t.Fatalf("tools/call %s: protocol error %d %s", name, m.Error.Code, m.Error.Message)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		r.t.Fatalf("tools/call result %s: %v", m.Result, err)
+	}
+	for _, c := range res.Content {
+		text += c.Text
+	}
+	return res.IsError, text
+}
+
+// toolNames lists the tools.
+func (r *rawMCP) toolNames() []string {
+	r.t.Helper()
+	m := r.call("tools/list", map[string]any{})
+	if m.Error != nil {
+		r.t.Fatalf("tools/list: %+v", m.Error)
+	}
+	var res struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	json.Unmarshal(m.Result, &res)
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// close closes stdin and requires exit 0 within 5 s.
+func (r *rawMCP) close() {
+	r.t.Helper()
+	r.stdin.Close()
+	exited := make(chan error, 1)
+	go func() { <-r.done; exited <- r.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			r.t.Errorf("yaz-mcp after stdin closed: %v\n%s", err, r.stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		r.cmd.Process.Signal(syscall.SIGKILL)
+		r.t.Fatalf("yaz-mcp still running 5 s after stdin closed")
+	}
+}
+
+// wantCode checks an error text starts with code.
+func wantCode(t *testing.T, isError bool, text, code string) {
+	t.Helper()
+	if !isError || !strings.HasPrefix(text, code+": ") {
+		t.Errorf("got isError=%v %q, want error %s", isError, text, code)
+	}
+}
+
+// inspectorDir is where make installs the MCP Inspector.
+func inspectorDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("YAZ_MCP_INSPECTOR")
+	if dir == "" {
+		dir = filepath.Join(world.root, ".cache", "inspector")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")); err != nil {
+		t.Fatalf("MCP Inspector not installed in %s (run make inspector): %v", dir, err)
+	}
+	return dir
+}
+
+// inspector runs the MCP Inspector CLI against yaz-mcp with env (only the
+// variables named are passed: the Inspector gives servers a minimal
+// environment).
+func inspector(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	dir := inspectorDir(t)
+	argv := []string{"--no-install", "mcp-inspector", "--cli"}
+	for _, k := range []string{"XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "YAZ_LOG_LEVEL"} {
+		argv = append(argv, "-e", k+"="+envValue(env, k))
+	}
+	argv = append(argv, bin("yaz-mcp"))
+	argv = append(argv, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", argv...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+envValue(env, "HOME"))
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("mcp-inspector %v: %v\n%s", args, err, e.String())
+	}
+	return o.String(), e.String(), code
+}
+
+// fmtNames is for messages.
+func fmtNames(v []string) string { return fmt.Sprintf("%q", v) }
