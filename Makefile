@@ -23,7 +23,12 @@ LDFLAGS := -s -w $(foreach p,cmd/yaz-decode/internal/decode,-X github.com/yazses
 GEN := .cache
 JFK := $(shell $(GO) env GOMODCACHE)/github.com/ggerganov/whisper.cpp/bindings/go@v0.0.0-20260227185758-9453b4b9be9b/samples/jfk.wav
 
-.PHONY: setup deps whisper build test test-short bench demo install uninstall lint fmt clean env
+# The MCP Inspector CLI, an independent MCP client for the yaz-mcp tests (npm).
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR := $(GEN)/inspector
+export YAZ_MCP_INSPECTOR := $(abspath $(INSPECTOR))
+
+.PHONY: setup deps whisper inspector build test test-short bench demo install uninstall lint fmt clean env
 
 setup: deps whisper ## install missing Debian packages, build whisper.cpp once
 	$(GO) mod download
@@ -36,11 +41,18 @@ whisper: $(WHISPER_LIB)
 $(WHISPER_LIB):
 	@scripts/setup-whisper.sh >/dev/null
 
+inspector: $(INSPECTOR)/.installed-$(INSPECTOR_VERSION) ## the MCP Inspector CLI into .cache/inspector (npm, once)
+
+$(INSPECTOR)/.installed-$(INSPECTOR_VERSION):
+	@mkdir -p $(INSPECTOR)
+	cd $(INSPECTOR) && npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+	@touch $@
+
 build: whisper ## all binaries into bin/
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-test: setup ## every test, with real whisper.cpp, PulseAudio, espeak-ng
+test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-ng
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -count=1 -race -timeout 15m $$($(GO) list ./... | grep -v /internal/testmodel)

@@ -3,6 +3,7 @@ package deps
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,8 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 // CGO_ENABLED=0, so yazsesd, yaz-gate and yaz-mcp never link C.
 func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
-		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models"}
+		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models",
+		"./cmd/yaz-mcp", "./lib/daemonapi"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -64,5 +66,31 @@ func TestPackageDocs(t *testing.T) {
 		if strings.TrimSpace(doc) == "" {
 			t.Errorf("%s has no package doc comment", pkg)
 		}
+	}
+}
+
+// TestMCPServerDeps: yaz-mcp builds with CGO_ENABLED=0 and links neither
+// the budget (it reaches the one gate only through the daemon) nor the
+// whisper or audio packages (it runs yaz-decode as a child).
+func TestMCPServerDeps(t *testing.T) {
+	cmd := exec.Command("go", "build", "-o", os.DevNull, "./cmd/yaz-mcp")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build ./cmd/yaz-mcp: %v\n%s", err, out)
+	}
+	deps := strings.Fields(goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/yaz-mcp"))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps ./cmd/yaz-mcp gave %d packages: %v", len(deps), deps)
+	}
+	for _, banned := range []string{"lib/budget", "lib/gate", "lib/asr", "lib/audio"} {
+		for _, d := range deps {
+			if d == module+banned {
+				t.Errorf("yaz-mcp imports %s", d)
+			}
+		}
+	}
+	if !slices.Contains(deps, module+"lib/daemonapi") {
+		t.Errorf("yaz-mcp does not import lib/daemonapi: the check above proves nothing")
 	}
 }

@@ -536,3 +536,20 @@ func inspector(t *testing.T, env []string, args ...string) (stdout, stderr strin
 
 // fmtNames is for messages.
 func fmtNames(v []string) string { return fmt.Sprintf("%q", v) }
+
+// sockets counts the sockets among pid's open descriptors.
+func sockets(t *testing.T, pid int) int {
+	t.Helper()
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}

@@ -254,6 +254,11 @@ func TestMCPBadInput(t *testing.T) {
 	if names := r.toolNames(); len(names) != 2 {
 		t.Errorf("tools after all that = %s", fmtNames(names))
 	}
+	// No listener of any kind: with no daemon to call, yaz-mcp holds no
+	// socket at all.
+	if n := sockets(t, r.cmd.Process.Pid); n != 0 {
+		t.Errorf("yaz-mcp holds %d sockets, want none", n)
+	}
 	r.close()
 	if strings.Contains(r.out.String(), fifo) || strings.Contains(r.stderr.String(), fifo) {
 		t.Error("a path reached the output or the log")
