@@ -25,7 +25,7 @@ import (
 // mcpEnv is the environment of a yaz-mcp with its own configuration
 // (ask_human as given, decode.model = model) and a runtime folder where no
 // daemon runs.
-func mcpEnv(t *testing.T, askHuman bool, model string) []string {
+func mcpEnv(t testing.TB, askHuman bool, model string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	runtime, err := os.MkdirTemp("", "ymcp")
@@ -185,7 +185,7 @@ var longWAVOnce struct {
 }
 
 // longWAV is a 60 s WAV made of jfk.wav repeated, made once for the suite.
-func longWAV(t *testing.T) string {
+func longWAV(t testing.TB) string {
 	t.Helper()
 	longWAVOnce.Do(func() {
 		f32, _, err := wav.ReadFile16k(world.jfk, 60*pcm.SampleRate)
