@@ -8,8 +8,8 @@
 //
 // An MCP host starts yaz-mcp and speaks MCP (JSON-RPC 2.0, one message per
 // line) on its stdin and stdout; protocol versions 2025-06-18 and 2025-11-25
-// (and the older ones) negotiate. It opens no network or socket listener of
-// any kind. For example, with Claude Code:
+// negotiate (the older ones and the stateless 2026-07-28 too). It opens no
+// network or socket listener of any kind. For example, with Claude Code:
 //
 //	claude mcp add yazses -- yaz-mcp
 //
