@@ -98,13 +98,17 @@ type Options struct {
 	// ProgressEvery is the heartbeat of progress notifications while a
 	// call waits on the daemon (default 5 s).
 	ProgressEvery time.Duration
+	// MaxDecoders caps the yaz-decode children running at once (default
+	// 1: each loads its own copy of the model); further calls wait.
+	MaxDecoders int
 }
 
 // Server is the MCP server of one yaz-mcp process.
 type Server struct {
-	opt Options
-	log *slog.Logger
-	mcp *server.MCPServer
+	opt   Options
+	log   *slog.Logger
+	mcp   *server.MCPServer
+	slots chan struct{} // one token per running yaz-decode child
 }
 
 // New makes the server and registers its tools: transcribe always,
@@ -119,7 +123,10 @@ func New(opt Options) *Server {
 	if opt.Decoder == "" {
 		opt.Decoder = "yaz-decode"
 	}
-	s := &Server{opt: opt, log: opt.Logger}
+	if opt.MaxDecoders <= 0 {
+		opt.MaxDecoders = 1
+	}
+	s := &Server{opt: opt, log: opt.Logger, slots: make(chan struct{}, opt.MaxDecoders)}
 	s.mcp = server.NewMCPServer(Name, Version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),

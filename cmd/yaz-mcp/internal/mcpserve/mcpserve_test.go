@@ -419,3 +419,30 @@ func TestTranscribeOnDaemon(t *testing.T) {
 		t.Errorf("daemon called %d times, want 2", len(paths))
 	}
 }
+
+// TestOneDecoderAtATime: concurrent transcribe calls run their yaz-decode
+// children one after the other.
+func TestOneDecoderAtATime(t *testing.T) {
+	noDaemon(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	opt := baseOptions(t)
+	opt.Decoder = fakeDecoder(t, "echo start >> "+log+"; sleep 0.2; echo end >> "+log+"\necho '"+transcriptJSON+"'\n")
+	s, _ := startSession(t, opt)
+	s.initialize("2025-06-18")
+	wav := wavFile(t, dir, "a.wav")
+	var resps []chan message
+	for range 3 {
+		_, r := s.request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": wav}})
+		resps = append(resps, r)
+	}
+	for _, r := range resps {
+		if res := s.toolResult(s.wait(r, 30*time.Second)); res.IsError {
+			t.Fatalf("transcribe: %s", res.text())
+		}
+	}
+	b, _ := os.ReadFile(log)
+	if got, want := strings.Fields(string(b)), strings.Fields(strings.Repeat("start end ", 3)); !slices.Equal(got, want) {
+		t.Errorf("decoder runs %v, want %v (never two at once)", got, want)
+	}
+}

@@ -156,6 +156,12 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 		MaxDuration: audiofile.MaxDuration,
 		Env:         childEnv(),
 	}
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return Transcript{}, ctx.Err()
+	}
 	var onProgress func(int)
 	if prog.on() {
 		prog.send(0, 100, "decoding")
