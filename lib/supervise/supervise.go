@@ -10,8 +10,11 @@
 //   - Exit 0 means "stopped": not restarted. Exit 125 means "do not restart
 //     me": never restarted. Any other end is restarted after a backoff that
 //     starts at one second, doubles up to 30 s and is reset after a minute of
-//     uptime. Five starts within ten seconds (systemd's StartLimitBurst) trip
-//     the crash guard: the child is left down and Run returns ErrCrashLoop.
+//     uptime. Five starts within a minute trip the crash guard (systemd's
+//     StartLimitBurst; the window is a minute rather than systemd's ten
+//     seconds because our backoff spaces the starts 1, 2, 4 and 8 s apart:
+//     a child that fails at once is given up after about 15 s): the child
+//     is left down and Run returns ErrCrashLoop.
 //   - Files in Spec.ExtraFiles become fd 3, 4, ... in the child, named in
 //     YAZ_FDNAMES the way systemd names LISTEN_FDNAMES; the supervisor never
 //     closes them, so a restarted child finds the other side still there.
@@ -64,7 +67,7 @@ const (
 	DefaultBackoffBase  = time.Second
 	DefaultBackoffMax   = 30 * time.Second
 	DefaultBackoffReset = 60 * time.Second
-	DefaultCrashWindow  = 10 * time.Second
+	DefaultCrashWindow  = time.Minute
 	DefaultCrashBurst   = 5
 )
 
@@ -111,7 +114,7 @@ type Spec struct {
 	BackoffBase  time.Duration // first restart delay; default 1 s
 	BackoffMax   time.Duration // cap of the doubling delay; default 30 s
 	BackoffReset time.Duration // uptime that resets the delay; default 60 s
-	CrashWindow  time.Duration // default 10 s
+	CrashWindow  time.Duration // default 1 min
 	CrashBurst   int           // starts within CrashWindow that trip the guard; default 5
 }
 
@@ -360,8 +363,18 @@ func (c *Child) runOnce(ctx context.Context, n int) result {
 				c.stop(p)
 				return result{code: -1, exit: why, uptime: time.Since(started), ctxDone: true}
 			}
-			c.log.Error("child not ready, killing it", "pid", p.pid, "why", why)
-			c.kill(p)
+			select {
+			case <-p.done:
+				c.reap(p)
+			default:
+				c.kill(p)
+			}
+			// A child that exited by itself before it was ready: 0 and
+			// 125 keep their meaning.
+			if code, exit := describe(p.cmd.ProcessState); code == ExitStopped || code == ExitNoRestart {
+				return result{code: code, exit: exit, uptime: time.Since(started)}
+			}
+			c.log.Error("child not ready", "pid", p.pid, "why", why)
 			return result{code: -1, exit: "not ready", err: fmt.Errorf("%w: %s", ErrNotReady, why),
 				uptime: time.Since(started)}
 		}

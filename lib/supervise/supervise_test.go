@@ -626,3 +626,21 @@ func TestNoFDLeak(t *testing.T) {
 	}
 	rep.close()
 }
+
+// Exit 0 and 125 keep their meaning when the child exits before it said
+// it was ready: stopped, and never restarted.
+func TestExitBeforeReady(t *testing.T) {
+	for code, want := range map[string]State{"0": StateStopped, "125": StateExited} {
+		t.Run(code, func(t *testing.T) {
+			c := New(Spec{Name: "early", Argv: []string{"/bin/sh", "-c", "exit " + code}, Ready: true}, slog.New(slog.DiscardHandler))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.Run(ctx); err != nil {
+				t.Fatalf("Run() = %v, want nil", err)
+			}
+			if st := c.Status(); st.State != want || st.Restarts != 0 || st.LastExit != "exit "+code {
+				t.Errorf("Status() = %+v, want %s after one start, last exit %s", st, want, code)
+			}
+		})
+	}
+}
