@@ -17,7 +17,7 @@ export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/sr
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 
 BINS := $(notdir $(wildcard cmd/*))
-LDFLAGS := -s -w $(foreach p,cmd/yaz-decode/internal/decode,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
+LDFLAGS := -s -w $(foreach p,cmd/yaz-decode/internal/decode cmd/yaz-mcp/internal/mcpserve,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
 
 # Generated random-weight models for tests, benchmarks and the demo.
 GEN := .cache

@@ -26,8 +26,9 @@
 //	    resident decoder does the work (no model load per call; dictation
 //	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
 //	    its own process group, at CPU niceness +10, reading the file through
-//	    an inherited descriptor. A progress token in the call gets progress
-//	    notifications; cancelling the call kills the decoder at once.
+//	    an inherited descriptor; one such child runs at a time, later calls
+//	    wait. A progress token in the call gets progress notifications;
+//	    cancelling the call kills the decoder at once.
 //
 //	ask_human(question, timeout_s)
 //	    Listed only when the configuration says [mcp] ask_human = true;
