@@ -41,9 +41,11 @@
 //
 // Before typing, each backend asks where the keys would go ([Focus]):
 //
-//   - X11 can tell: the root window's _NET_ACTIVE_WINDOW (a window manager
-//     sets it; 0 means no window is active), or without a window manager the
-//     X input focus (None, PointerRoot or the root window mean none).
+//   - X11 can tell: the root window's _NET_ACTIVE_WINDOW, which an EWMH
+//     window manager keeps (0, unset while the manager lists it as supported,
+//     a window that no longer exists, or a desktop window mean none);
+//     without such a window manager the X input focus (None, PointerRoot,
+//     the root window or the manager's own check window mean none).
 //   - Wayland cannot tell in general; under sway the focused node of
 //     `swaymsg -t get_tree` tells (a workspace or output focused: none).
 //

@@ -25,19 +25,25 @@ func x11Focus(ctx context.Context, c call) (x11Target, error) {
 	if (Options{Environ: c.env}).getenv("DISPLAY") == "" {
 		return x11Target{}, fmt.Errorf("no DISPLAY: %w", ErrUnavailable)
 	}
-	out, err := c.run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW")
+	out, err := c.run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED")
 	if err != nil {
 		return x11Target{}, fmt.Errorf("active window: %w: %w", ErrUnavailable, err)
 	}
+	root := parseRoot(string(out))
 	var win uint64
-	if id, ok := propWindow(string(out)); ok {
+	switch {
+	case root.activeSet:
 		// A window manager keeps _NET_ACTIVE_WINDOW; 0 is "none".
-		if id == 0 {
+		if root.active == 0 {
 			return x11Target{focus: FocusNone}, nil
 		}
-		win = id
-	} else {
-		// No window manager: the X input focus itself.
+		win = root.active
+	case root.activeSupported:
+		// The window manager supports it but has no active window.
+		return x11Target{focus: FocusNone}, nil
+	default:
+		// No window manager (or one without _NET_ACTIVE_WINDOW): the X
+		// input focus itself.
 		out, err := c.run(ctx, "xdotool", "getwindowfocus", "-f")
 		if err != nil {
 			return x11Target{}, fmt.Errorf("input focus: %w: %w", ErrUnavailable, err)
@@ -46,21 +52,22 @@ func x11Focus(ctx context.Context, c call) (x11Target, error) {
 		if err != nil {
 			return x11Target{}, fmt.Errorf("input focus: unexpected output: %w", ErrUnavailable)
 		}
-		if id <= 1 { // None, PointerRoot
+		if id <= 1 || id == root.wmCheck { // None, PointerRoot, the WM's own window
 			return x11Target{focus: FocusNone}, nil
 		}
 		out, err = c.run(ctx, "xwininfo", "-root")
 		if err != nil {
 			return x11Target{}, fmt.Errorf("root window: %w: %w", ErrUnavailable, err)
 		}
-		if root, ok := rootWindow(string(out)); ok && root == id {
+		if r, ok := rootWindow(string(out)); ok && r == id {
 			return x11Target{focus: FocusNone}, nil
 		}
 		win = id
 	}
 	out, err = c.run(ctx, "xprop", "-id", strconv.FormatUint(win, 10), "WM_CLASS", "_NET_WM_WINDOW_TYPE")
 	if err != nil {
-		// The window went away between the two questions.
+		// The window is gone (some window managers leave a closed window
+		// in _NET_ACTIVE_WINDOW).
 		return x11Target{focus: FocusNone}, nil
 	}
 	t := x11Target{focus: FocusWindow}
@@ -75,7 +82,37 @@ func x11Focus(ctx context.Context, c call) (x11Target, error) {
 	return t, nil
 }
 
-// propWindow parses `xprop -root _NET_ACTIVE_WINDOW`:
+// rootProps is what the root window says about the window manager.
+type rootProps struct {
+	active          uint64
+	activeSet       bool // _NET_ACTIVE_WINDOW is set
+	activeSupported bool // listed in _NET_SUPPORTED
+	wmCheck         uint64
+}
+
+// parseRoot parses `xprop -root _NET_ACTIVE_WINDOW _NET_SUPPORTING_WM_CHECK
+// _NET_SUPPORTED`.
+func parseRoot(out string) rootProps {
+	var p rootProps
+	for line := range strings.Lines(out) {
+		switch {
+		case strings.HasPrefix(line, "_NET_ACTIVE_WINDOW("):
+			p.active, p.activeSet = propWindow(line)
+		case strings.HasPrefix(line, "_NET_SUPPORTING_WM_CHECK("):
+			p.wmCheck, _ = propWindow(line)
+		case strings.HasPrefix(line, "_NET_SUPPORTED("):
+			_, list, _ := strings.Cut(line, "=")
+			for _, a := range strings.Split(list, ",") {
+				if strings.TrimSpace(a) == "_NET_ACTIVE_WINDOW" {
+					p.activeSupported = true
+				}
+			}
+		}
+	}
+	return p
+}
+
+// propWindow parses an xprop line of type WINDOW:
 // "_NET_ACTIVE_WINDOW(WINDOW): window id # 0x1200007".
 func propWindow(out string) (uint64, bool) {
 	_, after, ok := strings.Cut(out, "window id # ")

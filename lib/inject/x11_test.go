@@ -427,3 +427,76 @@ func getClip(ctx context.Context, t *testing.T, env []string) string {
 	t.Helper()
 	return runTool(ctx, t, env, "xclip", "-selection", "clipboard", "-o")
 }
+
+// Under an EWMH window manager (openbox) the focus comes from
+// _NET_ACTIVE_WINDOW: none before any window, the xterm once it is active,
+// none again when it is minimised or closed.
+func TestX11WindowManager(t *testing.T) {
+	if _, err := exec.LookPath("openbox"); err != nil {
+		t.Fatalf("openbox is needed for this test (scripts/install-deps.sh installs it): %v", err)
+	}
+	env := startX(t)
+	conf := filepath.Join(t.TempDir(), "rc.xml")
+	if err := os.WriteFile(conf, []byte(`<openbox_config xmlns="http://openbox.org/3.4/rc"/>`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wm := exec.Command("openbox", "--sm-disable", "--config-file", conf)
+	wm.Env = env
+	wm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := wm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wmDone := make(chan error, 1)
+	go func() { wmDone <- wm.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-wm.Process.Pid, syscall.SIGKILL)
+		<-wmDone
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The window manager is up once it has put its check window on root.
+	for !strings.Contains(runTool(ctx, t, env, "xprop", "-root", "_NET_SUPPORTING_WM_CHECK"), "window id") {
+		if ctx.Err() != nil {
+			t.Fatal("openbox did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	inj, err := New(Xdotool, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	focus := func(want Focus) {
+		t.Helper()
+		var f Focus
+		for range 40 { // the window manager acts asynchronously
+			if f, err = inj.Focus(ctx); err == nil && f == want {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("Focus = %v, %v; want %v", f, err, want)
+	}
+	focus(FocusNone)
+	rec := startRecorder(t, env)
+	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.win)
+	focus(FocusWindow)
+	if err := inj.Type(ctx, unicodeText); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.waitFor(t, unicodeText)
+	runTool(ctx, t, env, "xdotool", "windowminimize", "--sync", rec.win)
+	focus(FocusNone)
+	if err := inj.Type(ctx, "hidden"); !errors.Is(err, ErrNoTarget) {
+		t.Fatalf("Type while minimised = %v, want ErrNoTarget", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := rec.contents(t); got != unicodeText {
+		t.Fatalf("window received %q", got)
+	}
+	// Active again, then closed: openbox may leave the closed window in
+	// _NET_ACTIVE_WINDOW; it is no target.
+	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.win)
+	focus(FocusWindow)
+	runTool(ctx, t, env, "xdotool", "windowkill", rec.win)
+	focus(FocusNone)
+}
