@@ -449,9 +449,25 @@ func TestMCPBudgetAcrossProcesses(t *testing.T) {
 	d := startDaemon(t, baseConfig())
 	env := append(slices.Clone(d.env), "YAZ_LOG_LEVEL=debug")
 	var results []daemonapi.AskResult
+	var mu sync.Mutex
+	progress := 0
+	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Params.ProgressToken == "ask" {
+			progress++
+		}
+	}}
 	for i, question := range []string{"Shall I deploy the build?", "Shall I deploy the other build?"} {
-		cs, _, stderr := sdkSession(t, env, "2025-06-18", nil)
-		r := callTool(t, cs, "ask_human", map[string]any{"question": question, "timeout_s": 30})
+		cs, _, stderr := sdkSession(t, env, "2025-06-18", opts)
+		params := &sdk.CallToolParams{Name: "ask_human", Arguments: map[string]any{"question": question, "timeout_s": 30}}
+		params.SetProgressToken("ask")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r, err := cs.CallTool(ctx, params)
+		cancel()
+		if err != nil {
+			t.Fatalf("process %d: ask_human: %v", i+1, err)
+		}
 		if r.IsError {
 			t.Fatalf("process %d: error %q", i+1, resultText(r))
 		}
@@ -479,6 +495,11 @@ func TestMCPBudgetAcrossProcesses(t *testing.T) {
 	if spoken != 1 || results[1].Result != daemonapi.Refused || results[1].Reason != daemonapi.ReasonBudgetExhausted || results[1].RetryAfterS <= 0 {
 		t.Errorf("results %+v, want one spoken and the second refused budget_exhausted with retry_after_s > 0", results)
 	}
+	mu.Lock()
+	if progress == 0 {
+		t.Error("no progress notification while ask_human waited")
+	}
+	mu.Unlock()
 	if n := d.count("ask.spoken", ""); n != 1 {
 		t.Errorf("audit has %d ask.spoken, want 1", n)
 	}
