@@ -401,15 +401,19 @@ func TestPermissionError(t *testing.T) {
 		for _, d := range []string{dir, filepath.Dir(dir)} {
 			os.Chmod(d, 0o711)
 		}
-		exe, err := os.Executable()
+		// A copy of the test binary where nobody may run it (only the
+		// test's own temporary directories are opened up).
+		self, err := os.Executable()
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.Chmod(exe, 0o755)
-		for d := filepath.Dir(exe); d != "/"; d = filepath.Dir(d) {
-			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
-				os.Chmod(d, fi.Mode().Perm()|0o001)
-			}
+		bin, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe := filepath.Join(dir, "hotkey.test")
+		if err := os.WriteFile(exe, bin, 0o755); err != nil {
+			t.Fatal(err)
 		}
 		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), "HOTKEY_OPEN_AS="+dev)
