@@ -174,7 +174,7 @@ func alive(pid int) bool {
 // TestNice: every thread of the decoder runs at the niceness asked for.
 func TestNice(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "nice")
-	cmd := fake(t, `sleep 0.3; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
+	cmd := fake(t, `sleep 0.5; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
 	model, f := fixture(t)
 	base, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
