@@ -15,7 +15,10 @@
 // The key is named as in linux/input-event-codes.h ("KEY_RIGHTCTRL",
 // "KEY_F13", "BTN_EXTRA"). Device "" watches every input device that has
 // the key (from /proc/bus/input/devices); a path watches that device only.
-// The listener never grabs a device: the key still does what it did.
+// A device that goes away is dropped, and every few seconds the listener
+// looks again, so a keyboard plugged in later, or back from a suspend, is
+// read too. The listener never grabs a device: the key still does what it
+// did.
 //
 // Reading input devices needs access: by default only root and the group
 // "input" may read them. A permission error says how to get it (see
@@ -41,6 +44,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // Modes.
@@ -130,6 +135,9 @@ func (e *PermissionError) Error() string {
 
 func (e *PermissionError) Unwrap() error { return e.Err }
 
+// DefaultRescan is how often the devices are looked for again.
+const DefaultRescan = 2 * time.Second
+
 // Options configure a Listener.
 type Options struct {
 	// Key is the key name (config hotkey.key).
@@ -138,8 +146,12 @@ type Options struct {
 	Mode string
 	// Device is an event device path; "" watches every device with the key.
 	Device string
-	// Log gets debug lines (devices opened and lost; never key codes of
-	// other keys); nil discards them.
+	// Rescan is how often Run looks for devices that appeared (a keyboard
+	// plugged in, or back after a suspend) or came back; 0 is
+	// DefaultRescan.
+	Rescan time.Duration
+	// Log gets debug lines (devices opened and lost; never other keys);
+	// nil discards them.
 	Log *slog.Logger
 
 	// procDevices and devInput replace ProcDevices and DevInput in tests.
@@ -149,13 +161,17 @@ type Options struct {
 
 // Listener reads input devices and reports the key's actions.
 type Listener struct {
-	code  uint16
-	mode  string
-	log   *slog.Logger
-	files []*os.File
-	paths []string
+	code   uint16
+	mode   string
+	device string
+	proc   string
+	dev    string
+	rescan time.Duration
+	log    *slog.Logger
 
-	closeOnce sync.Once
+	mu     sync.Mutex
+	files  map[string]*os.File // open devices by path
+	warned map[string]bool     // devices whose failure to open was logged
 }
 
 // Open resolves the key and opens the devices. An unknown key or mode, no
@@ -169,135 +185,204 @@ func Open(opts Options) (*Listener, error) {
 	if opts.Mode != Hold && opts.Mode != Toggle {
 		return nil, fmt.Errorf("hotkey: mode %q: %w", opts.Mode, ErrUnknownMode)
 	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	l := &Listener{
+		code: code, mode: opts.Mode, device: opts.Device,
+		proc: opts.procDevices, dev: opts.devInput, rescan: opts.Rescan, log: opts.Log,
+		files: map[string]*os.File{}, warned: map[string]bool{},
 	}
-	paths := []string{opts.Device}
-	if opts.Device == "" {
-		proc, dev := opts.procDevices, opts.devInput
-		if proc == "" {
-			proc = ProcDevices
-		}
-		if dev == "" {
-			dev = DevInput
-		}
-		f, err := os.Open(proc)
-		if err != nil {
-			return nil, fmt.Errorf("hotkey: list input devices: %w", err)
-		}
-		paths, err = DevicesWithKey(f, dev, code)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("hotkey: list input devices: %w", err)
-		}
-		if len(paths) == 0 {
-			return nil, fmt.Errorf("hotkey: %s: %w", opts.Key, ErrNoDevice)
-		}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
 	}
-	l := &Listener{code: code, mode: opts.Mode, log: log}
+	if l.proc == "" {
+		l.proc = ProcDevices
+	}
+	if l.dev == "" {
+		l.dev = DevInput
+	}
+	if l.rescan <= 0 {
+		l.rescan = DefaultRescan
+	}
+	paths, err := l.candidates()
+	if err != nil {
+		return nil, fmt.Errorf("hotkey: %w", err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("hotkey: %s: %w", opts.Key, ErrNoDevice)
+	}
 	var errs []error
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				err = &PermissionError{Path: p, Err: err}
-			}
+		if err := l.open(p); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		l.files = append(l.files, f)
-		l.paths = append(l.paths, p)
 	}
 	if len(l.files) == 0 {
 		return nil, fmt.Errorf("hotkey: %w", errs[0])
 	}
 	for _, err := range errs {
-		log.Warn("hotkey: input device left out", "err", err)
+		l.log.Warn("hotkey: input device left out", "err", err)
 	}
 	return l, nil
 }
 
-// Devices lists the devices being read.
-func (l *Listener) Devices() []string { return append([]string(nil), l.paths...) }
+// candidates are the devices to read: Options.Device, or every device that
+// has the key.
+func (l *Listener) candidates() ([]string, error) {
+	if l.device != "" {
+		return []string{l.device}, nil
+	}
+	f, err := os.Open(l.proc)
+	if err != nil {
+		return nil, fmt.Errorf("list input devices: %w", err)
+	}
+	defer f.Close()
+	paths, err := DevicesWithKey(f, l.dev, l.code)
+	if err != nil {
+		return nil, fmt.Errorf("list input devices: %w", err)
+	}
+	return paths, nil
+}
 
-// Close closes the devices; Run returns. Safe to call more than once.
-func (l *Listener) Close() error {
-	var err error
-	l.closeOnce.Do(func() {
-		for _, f := range l.files {
-			err = errors.Join(err, f.Close())
+// open opens one device (non-blocking, so that the read can be cancelled).
+func (l *Listener) open(p string) error {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return &PermissionError{Path: p, Err: err}
 		}
-	})
+		return err
+	}
+	l.mu.Lock()
+	l.files[p] = f
+	l.mu.Unlock()
+	return nil
+}
+
+// Devices lists the devices being read.
+func (l *Listener) Devices() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for p := range l.files {
+		out = append(out, p)
+	}
+	sortDevices(out)
+	return out
+}
+
+// Close closes the devices of a Listener that is not running (Run closes
+// them itself when it returns).
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	for p, f := range l.files {
+		err = errors.Join(err, f.Close())
+		delete(l.files, p)
+	}
 	return err
 }
 
 // keyEvent is one EV_KEY event of the hotkey, or the loss of a device.
 type keyEvent struct {
+	path  string
 	value int32
 	lost  bool
+	err   error
 }
 
 // Run reads the devices and calls handle for each action, one at a time,
-// until ctx ends (nil) or every device is gone (an error). It closes the
-// devices when it returns. handle should return quickly.
+// until ctx ends; it then closes the devices and returns nil. A device that
+// goes away is dropped (and in hold mode an open hold stops); every
+// Options.Rescan, devices that appeared or came back are opened. handle
+// should return quickly.
 func (l *Listener) Run(ctx context.Context, handle func(Action)) error {
 	events := make(chan keyEvent)
-	errs := make(chan error, len(l.files))
 	var wg sync.WaitGroup
-	for i, f := range l.files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := readKeys(f, l.code, func(v int32) bool {
+	reading := map[string]bool{}
+	startReaders := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for p, f := range l.files {
+			if reading[p] {
+				continue
+			}
+			reading[p] = true
+			l.log.Debug("hotkey: reading input device", "device", p)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := readKeys(f, l.code, func(v int32) bool {
+					select {
+					case events <- keyEvent{path: p, value: v}:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				})
 				select {
-				case events <- keyEvent{value: v}:
-					return true
+				case events <- keyEvent{path: p, lost: true, err: err}:
 				case <-ctx.Done():
-					return false
 				}
-			})
-			if ctx.Err() == nil {
-				l.log.Debug("hotkey: input device lost", "device", l.paths[i], "err", err)
-			}
-			select {
-			case events <- keyEvent{lost: true}:
-			case <-ctx.Done():
-			}
-			errs <- fmt.Errorf("read %s: %w", l.paths[i], err)
-		}()
+			}()
+		}
 	}
-	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer func() {
-		stop()
-		l.Close()
+		l.Close() // ends the readers
 		wg.Wait()
 	}()
+	startReaders()
+	tick := time.NewTicker(l.rescan)
+	defer tick.Stop()
 	m := machine{mode: l.mode}
-	alive := len(l.files)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case ev := <-events:
 			if ev.lost {
-				alive--
-				if a := m.lost(); a != 0 {
-					handle(a)
+				l.log.Debug("hotkey: input device lost", "device", ev.path, "err", ev.err)
+				l.mu.Lock()
+				if f := l.files[ev.path]; f != nil {
+					f.Close()
+					delete(l.files, ev.path)
 				}
-				if alive == 0 {
-					var all []error
-					for range len(l.files) {
-						all = append(all, <-errs)
-					}
-					return fmt.Errorf("hotkey: every input device is gone: %w", errors.Join(all...))
+				l.mu.Unlock()
+				delete(reading, ev.path)
+				if a := m.lost(ev.path); a != 0 {
+					handle(a)
 				}
 				continue
 			}
-			if a := m.feed(ev.value); a != 0 {
+			if a := m.feed(ev.path, ev.value); a != 0 {
 				handle(a)
 			}
+		case <-tick.C:
+			l.scan(reading)
+			startReaders()
 		}
+	}
+}
+
+// scan opens the candidate devices that are not open yet; a failure is
+// logged once per device.
+func (l *Listener) scan(reading map[string]bool) {
+	paths, err := l.candidates()
+	if err != nil {
+		l.log.Debug("hotkey: rescan", "err", err)
+		return
+	}
+	for _, p := range paths {
+		if reading[p] {
+			continue
+		}
+		if err := l.open(p); err != nil {
+			if !l.warned[p] {
+				l.warned[p] = true
+				l.log.Warn("hotkey: input device left out", "err", err)
+			}
+			continue
+		}
+		delete(l.warned, p)
 	}
 }
 
@@ -329,15 +414,17 @@ func readKeys(r io.Reader, code uint16, emit func(int32) bool) error {
 type machine struct {
 	mode   string
 	active bool
+	holder string // the device whose press opened the hold
 }
 
-// feed returns the action for one event value of the key, or 0.
-func (m *machine) feed(value int32) Action {
+// feed returns the action for one event value of the key on device, or 0.
+func (m *machine) feed(device string, value int32) Action {
 	switch {
 	case value == valRepeat:
 		return 0
 	case m.mode == Hold && value == valPress && !m.active:
 		m.active = true
+		m.holder = device
 		return Start
 	case m.mode == Hold && value == valRel && m.active:
 		m.active = false
@@ -352,10 +439,10 @@ func (m *machine) feed(value int32) Action {
 	return 0
 }
 
-// lost is a device gone: a hold that is open stops (the release will never
+// lost is a device gone: a hold it opened stops (the release will never
 // come); a toggle stays as it is.
-func (m *machine) lost() Action {
-	if m.mode == Hold && m.active {
+func (m *machine) lost(device string) Action {
+	if m.mode == Hold && m.active && device == m.holder {
 		m.active = false
 		return Stop
 	}
@@ -396,7 +483,7 @@ func DevicesWithKey(r io.Reader, devDir string, code uint16) ([]string, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return eventNum(out[i]) < eventNum(out[j]) })
+	sortDevices(out)
 	return out, nil
 }
 
@@ -413,6 +500,17 @@ func bitmap(s string) *big.Int {
 		b.Or(b, v)
 	}
 	return b
+}
+
+// sortDevices sorts event device paths by number (event2 before event10).
+func sortDevices(paths []string) {
+	sort.Slice(paths, func(i, j int) bool {
+		a, b := eventNum(paths[i]), eventNum(paths[j])
+		if a != b {
+			return a < b
+		}
+		return paths[i] < paths[j]
+	})
 }
 
 func eventNum(p string) int {

@@ -125,13 +125,33 @@ func TestMachine(t *testing.T) {
 		m := machine{mode: tt.mode}
 		var got []Action
 		for _, v := range tt.values {
-			if a := m.feed(v); a != 0 {
+			if a := m.feed("event3", v); a != 0 {
 				got = append(got, a)
 			}
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s %v: actions %v, want %v", tt.mode, tt.values, got, tt.want)
 		}
+	}
+}
+
+// A lost device ends a hold only when the hold came from it.
+func TestMachineLost(t *testing.T) {
+	m := machine{mode: Hold}
+	m.feed("a", valPress)
+	if a := m.lost("b"); a != 0 {
+		t.Errorf("other device lost: %v", a)
+	}
+	if a := m.lost("a"); a != Stop {
+		t.Errorf("holding device lost: %v, want stop", a)
+	}
+	if a := m.feed("a", valRel); a != 0 {
+		t.Errorf("release after the loss: %v", a)
+	}
+	tg := machine{mode: Toggle}
+	tg.feed("a", valPress)
+	if a := tg.lost("a"); a != 0 {
+		t.Errorf("toggle, device lost: %v", a)
 	}
 }
 
@@ -240,31 +260,67 @@ func TestToggleFromDevice(t *testing.T) {
 	expect(t, actions, Stop)
 }
 
-// A device that goes away during a hold ends the hold, and Run reports the
-// loss when no device is left.
-func TestDeviceLostDuringHold(t *testing.T) {
+// A device that goes away during a hold ends the hold; when it comes back
+// it is read again.
+func TestDeviceLostAndBack(t *testing.T) {
 	p, w := fifo(t)
-	l, err := Open(Options{Key: "KEY_RIGHTCTRL", Mode: Hold, Device: p})
+	actions, stop := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Hold, Device: p, Rescan: 50 * time.Millisecond})
+	w.Write(event(evKey, 97, 1))
+	expect(t, actions, Start)
+	w.Close() // EOF: the device is gone
+	expect(t, actions, Stop)
+	w2, err := os.OpenFile(p, os.O_RDWR, 0) // the device is back
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Action
-	done := make(chan error, 1)
-	go func() { done <- l.Run(context.Background(), func(a Action) { got = append(got, a) }) }()
-	w.Write(event(evKey, 97, 1))
-	time.Sleep(50 * time.Millisecond)
-	w.Close() // EOF: the device is gone
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "gone") {
-			t.Errorf("Run = %v, want every device gone", err)
+	defer w2.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w2.Write(event(evKey, 97, 1))
+		select {
+		case a := <-actions:
+			if a != Start {
+				t.Fatalf("action %v, want start", a)
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
+		if time.Now().After(deadline) {
+			t.Fatal("the device was not read again")
+		}
 	}
-	if !slices.Equal(got, []Action{Start, Stop}) {
-		t.Errorf("actions %v, want [start stop]", got)
+}
+
+// A keyboard that appears later (plugged in, back from suspend) is found by
+// the rescan.
+func TestNewDeviceFound(t *testing.T) {
+	dir := t.TempDir()
+	var writers []*os.File
+	for _, n := range []string{"event3", "event5"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.OpenFile(filepath.Join(dir, n), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		writers = append(writers, w)
 	}
+	proc := filepath.Join(t.TempDir(), "devices")
+	// At first only the laptop keyboard (event3) is there.
+	first := procSample[:strings.Index(procSample, "I: Bus=0003 Vendor=046d Product=c31c")]
+	os.WriteFile(proc, []byte(first), 0o644)
+	actions, _ := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Toggle, procDevices: proc, devInput: dir, Rescan: 50 * time.Millisecond})
+	writers[0].Write(event(evKey, 97, 1))
+	expect(t, actions, Start)
+	os.WriteFile(proc, []byte(procSample), 0o644) // the USB keyboard arrives
+	time.Sleep(300 * time.Millisecond)
+	writers[1].Write(event(evKey, 97, 1))
+	expect(t, actions, Stop)
 }
 
 func TestOpenErrors(t *testing.T) {
