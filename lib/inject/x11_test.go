@@ -210,7 +210,7 @@ func TestXdotoolTypesManyDistinctCharacters(t *testing.T) {
 			b.WriteRune(r)
 		}
 	}
-	b.WriteString(" жёлтый ✓ ☃")
+	b.WriteString(" жёлтый ✓ ☃ 😀 日本語 עברית")
 	text := b.String()
 	if n := len(distinctNonASCII(text)); n < 30 {
 		t.Fatalf("test text has %d distinct characters, want more than the spare keycodes", n)
