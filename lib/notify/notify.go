@@ -7,8 +7,9 @@
 // string constants written in the daemon's source (a string variable, such
 // as a transcript or a question, does not compile), and its text is
 // sanitised again with tts.Sanitize (control characters removed, length
-// capped). The messages the daemon needs are here: [Listening],
-// [NoTextTarget], [QuestionWaiting].
+// capped). The messages the daemon needs are here, also by kind word in
+// [Kinds]: [Listening],
+// [NoTextTarget], [QuestionWaiting], [Lost].
 //
 // A Notifier can be switched off (config notify.enabled) and shows at most
 // PerMinute notifications in any sliding minute (config notify.per_minute);
@@ -76,7 +77,22 @@ var (
 	Listening       = Text(AppName, "Listening…")
 	NoTextTarget    = Text(AppName, "No text field had focus: the text is kept (yazsesd ctl last).")
 	QuestionWaiting = Text(AppName, "A question is waiting.")
+	Lost            = Text(AppName, "Dictation failed: the speech could not be transcribed.")
 )
+
+// Kinds name the daemon's messages with closed-vocabulary words.
+var Kinds = map[string]Message{
+	"listening":        Listening,
+	"no_target":        NoTextTarget,
+	"question_waiting": QuestionWaiting,
+	"lost":             Lost,
+}
+
+// ByKind returns the message of a kind word (see Kinds).
+func ByKind(kind string) (Message, bool) {
+	m, ok := Kinds[kind]
+	return m, ok
+}
 
 // Outcome is what became of one notification: a closed vocabulary for the
 // audit log.

@@ -141,6 +141,18 @@ func TestArgvAndSanitising(t *testing.T) {
 	}
 }
 
+func TestByKind(t *testing.T) {
+	for kind, want := range map[string]string{"listening": "Listening…", "no_target": "yazsesd ctl last", "question_waiting": "question", "lost": "failed"} {
+		m, ok := ByKind(kind)
+		if !ok || !strings.Contains(m.Body(), want) || m.Summary() != AppName {
+			t.Errorf("ByKind(%q) = %q/%q, %v", kind, m.Summary(), m.Body(), ok)
+		}
+	}
+	if _, ok := ByKind("transcript"); ok {
+		t.Error("unknown kind found")
+	}
+}
+
 // Without notify-send, gdbus is used.
 func TestGdbusArgs(t *testing.T) {
 	env, log := fakeTool(t, "gdbus")
