@@ -7,9 +7,8 @@
 // string constants written in the daemon's source (a string variable, such
 // as a transcript or a question, does not compile), and its text is
 // sanitised again with tts.Sanitize (control characters removed, length
-// capped). The messages the daemon needs are here, also by kind word in
-// [Kinds]: [Listening],
-// [NoTextTarget], [QuestionWaiting], [Lost].
+// capped). The messages the daemon needs are here: [Listening],
+// [NoTextTarget], [QuestionWaiting] and [Lost], also by kind word in [Kinds].
 //
 // A Notifier can be switched off (config notify.enabled) and shows at most
 // PerMinute notifications in any sliding minute (config notify.per_minute);
