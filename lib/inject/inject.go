@@ -17,7 +17,11 @@
 //   - "wtype" (Wayland, virtual-keyboard protocol): `wtype -s 200 -`, the
 //     text on stdin. The short start delay keeps the first key, which a
 //     client can otherwise lose while it takes the new keymap.
-//   - "ydotool" (uinput, any session): `ydotool type --file /dev/stdin`.
+//   - "ydotool" (uinput, any session; needs ydotoold and access to
+//     /dev/uinput): `ydotool type --file /dev/stdin`. The only backend that
+//     types on GNOME's Wayland session, which has no virtual-keyboard
+//     protocol for wtype. Its command line is tested, the typing is not: the
+//     development machine has no /dev/uinput.
 //   - "clipboard": save the clipboard's text, set the text, paste with
 //     ctrl+shift+v in a terminal (detected from the focused window's
 //     WM_CLASS or Wayland app_id) and ctrl+v elsewhere, then after

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,12 +93,20 @@ type recorder struct {
 // xterm translation, as terminal users configure it).
 func startRecorder(t *testing.T, env []string) *recorder {
 	t.Helper()
+	return startRecorderAs(t, env, nil, "Ctrl Shift <Key>V: insert-selection(CLIPBOARD)")
+}
+
+// startRecorderAs opens the recorder with extra xterm arguments and a paste
+// translation.
+func startRecorderAs(t *testing.T, env []string, extra []string, paste string) *recorder {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "typed.txt")
 	title := fmt.Sprintf("yazrec-%d", time.Now().UnixNano())
-	cmd := exec.Command("xterm", "-title", title,
-		"-xrm", "XTerm*VT100.translations: #override Ctrl Shift <Key>V: insert-selection(CLIPBOARD)",
+	args := append([]string{"-title", title}, extra...)
+	args = append(args, "-xrm", "*VT100.translations: #override "+paste,
 		"-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
+	cmd := exec.Command("xterm", args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -499,4 +508,36 @@ func TestX11WindowManager(t *testing.T) {
 	focus(FocusWindow)
 	runTool(ctx, t, env, "xdotool", "windowkill", rec.win)
 	focus(FocusNone)
+}
+
+// A window that is not a terminal gets ctrl+v. The window here is an xterm
+// under another class name ("Editor") that pastes on ctrl+v alone (and
+// would ignore ctrl+shift+v).
+func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
+	env := startX(t)
+	rec := startRecorderAs(t, env, []string{"-name", "editor", "-class", "Editor"}, "!Ctrl <Key>v: insert-selection(CLIPBOARD)")
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg, err := x11Focus(ctx, call{env: env})
+	if err != nil || tg.focus != FocusWindow || slices.ContainsFunc(tg.class, IsTerminal) {
+		t.Fatalf("x11Focus = %+v, %v; want a window that is no terminal", tg, err)
+	}
+	// The check can fail: ctrl+shift+v does not paste here (the terminal
+	// gets a ^V).
+	setClip(ctx, t, env, "wrong chord")
+	runTool(ctx, t, env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+v")
+	time.Sleep(300 * time.Millisecond)
+	before := rec.contents(t)
+	if strings.Contains(before, "wrong") {
+		t.Fatalf("ctrl+shift+v pasted: %q", before)
+	}
+	inj, _ := New(Clipboard, Options{Environ: env})
+	if err := inj.Type(ctx, unicodeText); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.waitFor(t, before+unicodeText)
+	if got := getClip(ctx, t, env); got != "wrong chord" {
+		t.Errorf("clipboard after paste = %q, want it restored", got)
+	}
 }
