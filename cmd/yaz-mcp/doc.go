@@ -72,9 +72,12 @@
 //	                          10; env YAZ_MCP_NICE)
 //	    --log-level, --log-format, --version
 //
-// Logs go to stderr only (stdout carries MCP messages) and never contain a
-// question, an answer, a transcript or a path. A configuration file that
-// does not load is logged and leaves ask_human off.
+// The configuration is read once, at start: after changing [mcp] ask_human,
+// have the host restart the server (the daemon reads the file again on
+// SIGHUP, and refuses questions while its own copy says off). Logs go to
+// stderr only (stdout carries MCP messages) and never contain a question, an
+// answer, a transcript or a path. A configuration file that does not load is
+// logged and leaves ask_human off.
 //
 // Exit status: 0 when stdin ends or on SIGINT/SIGTERM; 1 a runtime failure;
 // 2 usage error.
