@@ -131,6 +131,8 @@ type Notifier struct {
 	perMin  int
 	sent    []time.Time // times of the notifications of the last minute
 	logged  bool        // the unavailable line was logged
+
+	wg sync.WaitGroup // posted notifications
 }
 
 // New returns a Notifier.
@@ -206,6 +208,21 @@ func (n *Notifier) Notify(ctx context.Context, m Message) Outcome {
 	}
 	return Unavailable
 }
+
+// Post shows m in the background, so that a slow notification server never
+// holds up the caller (a hold starting, say). Wait waits for what was
+// posted; the context of a posted notification is ctx, cut at
+// Options.Timeout.
+func (n *Notifier) Post(ctx context.Context, m Message) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.Notify(ctx, m)
+	}()
+}
+
+// Wait waits until every posted notification is done.
+func (n *Notifier) Wait() { n.wg.Wait() }
 
 // show runs notify-send, or gdbus when notify-send is missing.
 func (n *Notifier) show(ctx context.Context, m Message) error {

@@ -141,6 +141,27 @@ func TestArgvAndSanitising(t *testing.T) {
 	}
 }
 
+// Post does not wait for a slow server; Wait does.
+func TestPost(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nsleep 0.5\necho done >> \"$0.calls\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "notify-send"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := New(Options{Enabled: true, Environ: []string{"PATH=" + dir + ":/usr/bin:/bin"}})
+	start := time.Now()
+	n.Post(context.Background(), Listening)
+	n.Post(context.Background(), QuestionWaiting)
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("Post took %v", d)
+	}
+	n.Wait()
+	data, _ := os.ReadFile(filepath.Join(dir, "notify-send.calls"))
+	if got := strings.Count(string(data), "done"); got != 2 {
+		t.Errorf("%d notifications done after Wait, want 2", got)
+	}
+}
+
 func TestByKind(t *testing.T) {
 	for kind, want := range map[string]string{"listening": "Listening…", "no_target": "yazsesd ctl last", "question_waiting": "question", "lost": "failed"} {
 		m, ok := ByKind(kind)
