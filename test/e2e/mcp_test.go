@@ -507,3 +507,60 @@ func TestMCPBudgetAcrossProcesses(t *testing.T) {
 		t.Errorf("speaker played %d questions, want 1", n)
 	}
 }
+
+// TestMCPCancelledAskNeverSpoken: a question waiting for a hold to end is
+// cancelled by the MCP client; yaz-mcp closes its daemon connection, the
+// daemon drops the question, and when the hold ends nothing is spoken and
+// nothing is charged. (Without the cancel the daemon would speak it then:
+// TestQuestionWaitsForHoldToEnd.)
+func TestMCPCancelledAskNeverSpoken(t *testing.T) {
+	d := startDaemon(t, baseConfig())
+	c := d.client()
+	ctx := context.Background()
+	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, _ := sdkSession(t, d.env, "2025-11-25", nil)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "ask_human", Arguments: map[string]any{"question": "Shall I wait for you?", "timeout_s": 30}})
+		errc <- err
+	}()
+	time.Sleep(1500 * time.Millisecond) // the question reaches the daemon and waits for the hold
+	select {
+	case err := <-errc:
+		t.Fatalf("ask_human returned during the hold: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("cancelled call returned no error")
+	}
+	d.waitFor(5*time.Second, "the daemon to end the cancelled ask", func() bool {
+		for _, m := range d.logRecords() {
+			if m["msg"] == "ask_human" && m["reason"] == "cancelled" {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the time the daemon would need to start speaking
+	if n := d.spokenBySpeaker(); n != 0 {
+		t.Errorf("speaker played %d questions after a cancel", n)
+	}
+	if st := d.status(); st.Asking || st.Budget.Used != 0 {
+		t.Errorf("after a cancelled ask: asking=%v, budget %+v, want idle and 0 used", st.Asking, st.Budget)
+	}
+	// The one slot is still there for the next caller.
+	r := callTool(t, cs, "ask_human", map[string]any{"question": "Now?", "timeout_s": 30})
+	var a daemonapi.AskResult
+	structuredInto(t, r, &a)
+	if a.Result != daemonapi.Answered {
+		t.Errorf("ask after the cancel = %+v, want answered", a)
+	}
+}
