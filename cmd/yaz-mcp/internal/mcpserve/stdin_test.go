@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -81,4 +82,41 @@ func TestBadInput(t *testing.T) {
 	if names := s.toolNames(); len(names) != 1 {
 		t.Fatalf("after blank lines: tools = %v", names)
 	}
+}
+
+// FuzzLineCap: lines (newline included) up to the cap pass unchanged;
+// longer ones become exactly one overlong line; nothing else changes.
+func FuzzLineCap(f *testing.F) {
+	f.Add([]byte("a\nbb\nccc\n"), uint8(2), false)
+	f.Add([]byte("x\n\n\nyyyyyyyyyyyy"), uint8(3), true)
+	f.Add([]byte(""), uint8(1), false)
+	f.Fuzz(func(t *testing.T, in []byte, max uint8, oneByte bool) {
+		m := int(max%64) + 1
+		var want []byte
+		rest := in
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, '\n')
+			line := rest
+			if i >= 0 {
+				line = rest[:i+1]
+			}
+			rest = rest[len(line):]
+			if len(line) > m {
+				want = append(want, overlong...)
+			} else {
+				want = append(want, line...)
+			}
+		}
+		var r io.Reader = bytes.NewReader(in)
+		if oneByte {
+			r = iotest.OneByteReader(r)
+		}
+		got, err := io.ReadAll(newLineCap(r, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("max %d: got %q, want %q", m, got, want)
+		}
+	})
 }
