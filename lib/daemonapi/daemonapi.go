@@ -10,7 +10,7 @@
 //
 //	{"result":"answered","answer":"…"}
 //	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}
-//	{"result":"deferred","reason":"holding"|"busy"}
+//	{"result":"deferred","reason":"holding"|"busy"|"cancelled"}
 //	{"result":"refused","reason":"disabled"|"budget_exhausted","retry_after_s":N}
 //	{"result":"unavailable","reason":"daemon_not_running"|"tts_unavailable"|…}
 //
@@ -63,12 +63,14 @@ const (
 	// deferred: nothing was spoken and nothing was charged
 	ReasonHolding = "holding" // the person was dictating until the timeout
 	ReasonBusy    = "busy"    // other questions were ahead until the timeout
+	// ReasonCancelled with deferred: the caller went away before anything
+	// was spoken; with no_answer: after the question was spoken.
 
 	// no_answer: the question was spoken (its slot is spent)
 	ReasonSilence     = "silence"      // nothing was said
 	ReasonTimeout     = "timeout"      // the caller's timeout passed
 	ReasonInterrupted = "interrupted"  // the person started a hold (barge-in)
-	ReasonCancelled   = "cancelled"    // the caller cancelled after audio started
+	ReasonCancelled   = "cancelled"    // see above
 	ReasonSpeakFailed = "speak_failed" // playback broke off after it started
 	ReasonDecodeFail  = "decode_failed"
 

@@ -130,7 +130,7 @@ func (s *syncBuffer) String() string {
 // daemon is one yazsesd under test, with its own runtime, config and state
 // folders.
 type daemon struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	runtime string // XDG_RUNTIME_DIR
 	cfgPath string
@@ -142,12 +142,13 @@ type daemon struct {
 	done    chan struct{}
 	stopped bool
 	wrap    []string // a command that runs yazsesd (unshare --net)
+	level   string   // --log-level; "" is debug
 }
 
 // startDaemon starts yazsesd with cfg and waits until its gate, speaker
 // and decoder are running. It is stopped (SIGTERM) when the test ends,
 // and the test fails if any of its processes outlives it.
-func startDaemon(t *testing.T, cfg toml, env ...string) *daemon {
+func startDaemon(t testing.TB, cfg toml, env ...string) *daemon {
 	t.Helper()
 	d := newDaemon(t, cfg, env...)
 	d.start()
@@ -155,7 +156,7 @@ func startDaemon(t *testing.T, cfg toml, env ...string) *daemon {
 	return d
 }
 
-func newDaemon(t *testing.T, cfg toml, env ...string) *daemon {
+func newDaemon(t testing.TB, cfg toml, env ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, dir: dir, runtime: filepath.Join(dir, "run"), log: &syncBuffer{}, stdout: &syncBuffer{}}
@@ -189,7 +190,11 @@ func (d *daemon) writeConfig(cfg toml) {
 
 func (d *daemon) start(extra ...string) {
 	d.t.Helper()
-	args := append([]string{"--log-format", "json", "--log-level", "debug", "run"}, extra...)
+	level := d.level
+	if level == "" {
+		level = "debug"
+	}
+	args := append([]string{"--log-format", "json", "--log-level", level, "run"}, extra...)
 	argv := append(append(append([]string(nil), d.wrap...), bin("yazsesd")), args...)
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = d.env

@@ -20,7 +20,11 @@ import (
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/hotkey"
+	"github.com/yazses/yazses/lib/inject"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/notify"
+	"github.com/yazses/yazses/lib/sdnotify"
 )
 
 const name = "yazsesd"
@@ -75,17 +79,45 @@ func (r *RunCmd) Run(e *env) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	sd := sdnotify.FromEnv(true) // children do not inherit NOTIFY_SOCKET
+	notes := notify.New(notify.Options{Enabled: cfg.Notify.Enabled, PerMinute: cfg.Notify.PerMinute, Log: log})
+	defer notes.Wait()
 	d, err := daemon.New(daemon.Options{
 		Config:        cfg,
 		ConfigPath:    r.Config,
 		Log:           log,
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
+		Ready: func() {
+			_ = sd.Notify(sdnotify.Ready, sdnotify.Status("listening"))
+		},
+		Reloading: func() { _ = sd.Notify(sdnotify.Reloading()) },
+		Reloaded: func(c config.Config) {
+			notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
+			_ = sd.Notify(sdnotify.Ready)
+		},
+		OpenInjector: func(name string) (daemon.Injector, error) {
+			return inject.Open(name, inject.Options{Log: log.With("part", "inject")})
+		},
+		Notify: func(kind string) {
+			if m, ok := notify.ByKind(kind); ok {
+				notes.Post(ctx, m)
+			}
+		},
+		Hotkey: func(ctx context.Context, hold func(bool)) error {
+			l, err := hotkey.Open(hotkey.Options{Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode,
+				Device: cfg.Hotkey.Device, Log: log.With("part", "hotkey")})
+			if err != nil {
+				return err
+			}
+			return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
+		},
 	})
 	if err != nil {
 		return err
 	}
 	err = d.Run(ctx, hup)
+	_ = sd.Notify(sdnotify.Stopping)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

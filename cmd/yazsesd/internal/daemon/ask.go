@@ -231,7 +231,7 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 	a.audit("ask.reserved", "")
 	if ctx.Err() != nil { // the caller left while we reserved
 		a.release(ctx, daemonapi.ReasonCancelled)
-		return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)
 	}
 
 	// One question at a time, in order.
@@ -275,16 +275,23 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 }
 
 // notAsked is the result of a question that was never spoken: deferred,
-// or, when the caller itself went away, cancelled.
+// with reason cancelled when the caller itself went away.
 func (a *ask) notAsked(ctx context.Context, reason string) daemonapi.AskResult {
 	if ctx.Err() != nil {
-		return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)
 	}
 	return result(daemonapi.Deferred, reason)
 }
 
-// waitNoHold waits until no hold is open; false if ctx ended first.
+// waitNoHold waits until no hold is open; false if ctx ended first. While
+// it waits the question counts as waiting in status.
 func (d *Daemon) waitNoHold(ctx context.Context) bool {
+	if on, _ := d.state.holding(); !on {
+		return true
+	}
+	d.holdWaiters.Add(1)
+	defer d.holdWaiters.Add(-1)
+	d.notify("question_waiting") // shown, not spoken
 	for {
 		on, changed := d.state.holding()
 		if !on {

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yazses/yazses/lib/audit"
@@ -52,10 +53,21 @@ type Options struct {
 	ChildLogLevel string
 	// Ready is called once the socket listens (sd_notify READY=1).
 	Ready func()
-	// Inject types dictated text; nil keeps every transcript for `last`.
-	Inject Injector
-	// Notify shows a desktop notification; nil shows none.
+	// OpenInjector opens the injection backend named by
+	// dictation.inject, at start and when a reload changes it; nil, or an
+	// error, keeps every transcript for `last`.
+	OpenInjector func(name string) (Injector, error)
+	// Notify shows a desktop notification of a kind ("listening",
+	// "no_target", "question_waiting", "lost"); nil shows none.
 	Notify func(kind string)
+	// Reloading is called before a reload (SIGHUP), Reloaded after it
+	// with the settings in force.
+	Reloading func()
+	Reloaded  func(config.Config)
+	// Hotkey, when non-nil, runs until ctx ends and calls hold with true
+	// for a press (start) and false for a release (stop); it is started
+	// when hotkey.enabled is set.
+	Hotkey func(ctx context.Context, hold func(start bool)) error
 }
 
 // Injector types text into the focused window.
@@ -87,8 +99,13 @@ type Daemon struct {
 	speakC  *supervise.Child
 	decodeC *supervise.Child
 
-	state stateT // hold and ask state, see hold.go
-	asks  askQueue
+	injMu  sync.Mutex
+	inj    Injector
+	injFor string // the dictation.inject the injector was opened for
+
+	state       stateT // hold and ask state, see hold.go
+	asks        askQueue
+	holdWaiters atomic.Int32 // questions waiting for a hold to end
 }
 
 // New prepares a daemon; Run starts it.
@@ -286,6 +303,26 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	d.register(srv)
 
+	d.openInjector(cfg.Dictation.Inject)
+	if cfg.Hotkey.Enabled && d.opt.Hotkey != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.opt.Hotkey(ctx, func(start bool) {
+				if start {
+					if _, err := d.holdStart(ctx); err != nil {
+						d.log.Warn("hotkey: hold.start failed", "err", err)
+					}
+					return
+				}
+				go d.holdStop(ctx)
+			})
+			if err != nil && ctx.Err() == nil {
+				d.log.Error("hotkey listener stopped: use a compositor binding that runs `yazsesd ctl hold start|stop`", "err", err)
+				d.auditf(audit.Event{Kind: "hotkey.failed"})
+			}
+		}()
+	}
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
@@ -331,8 +368,14 @@ func (d *Daemon) reload(ctx context.Context) {
 	if d.opt.ConfigPath == "" {
 		return
 	}
+	if d.opt.Reloading != nil {
+		d.opt.Reloading()
+	}
 	nc, err := config.Load(d.opt.ConfigPath)
 	if err != nil {
+		if d.opt.Reloaded != nil {
+			d.opt.Reloaded(d.config())
+		}
 		d.log.Error("reload refused: the old settings stay", "err", err)
 		d.auditf(audit.Event{Kind: "config.rejected"})
 		return
@@ -360,8 +403,36 @@ func (d *Daemon) reload(ctx context.Context) {
 			d.gateC.Restart()
 		}
 	}
+	if applied.Dictation.Inject != old.Dictation.Inject {
+		d.openInjector(applied.Dictation.Inject)
+	}
+	if d.opt.Reloaded != nil {
+		d.opt.Reloaded(applied)
+	}
 	d.log.Info("configuration reloaded", "ask_human", nc.MCP.AskHuman, "per_hour", nc.Budget.AskHumanPerHour)
 	d.auditf(audit.Event{Kind: "config.reloaded"})
+}
+
+// openInjector opens the injection backend for name; on failure dictation
+// keeps its transcripts for `last`.
+func (d *Daemon) openInjector(name string) {
+	if d.opt.OpenInjector == nil {
+		return
+	}
+	inj, err := d.opt.OpenInjector(name)
+	if err != nil {
+		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)
+		inj = nil
+	}
+	d.injMu.Lock()
+	d.inj, d.injFor = inj, name
+	d.injMu.Unlock()
+}
+
+func (d *Daemon) injector() Injector {
+	d.injMu.Lock()
+	defer d.injMu.Unlock()
+	return d.inj
 }
 
 // peer is the client of one socket connection.

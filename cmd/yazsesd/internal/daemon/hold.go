@@ -197,12 +197,12 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	res.Chars = utf8.RuneCountInString(text)
 	ev.Count = res.Chars
 	res.Outcome = "kept"
-	if d.opt.Inject != nil {
-		backend, err := d.opt.Inject.Type(ctx, text)
+	if inj := d.injector(); inj != nil {
+		backend, err := inj.Type(context.WithoutCancel(ctx), text)
 		switch {
 		case err == nil:
 			res.Outcome, res.Backend = "typed", backend
-		case d.opt.Inject.IsNoTarget(err):
+		case inj.IsNoTarget(err):
 			ev.Reason = "no_target"
 			d.notify("no_target")
 		default:

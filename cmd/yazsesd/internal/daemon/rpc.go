@@ -122,7 +122,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		CaptureMode: cfg.Capture.Mode,
 		Hold:        hold,
 		Asking:      asking,
-		Waiting:     waiting,
+		Waiting:     waiting + int(d.holdWaiters.Load()),
 		Children:    []daemonapi.ChildStatus{childStatus(d.gateC), childStatus(d.speakC), childStatus(d.decodeC), mic},
 		Budget:      d.budgetStatus(ctx),
 	}

@@ -1,0 +1,68 @@
+// Command yazsesd is the YazSes daemon: push-to-talk dictation into the
+// focused window, the ask_human service for MCP clients, and the one
+// interruption budget.
+//
+// # Synopsis
+//
+//	yazsesd run [--config FILE]         run in the foreground (systemd runs this)
+//	yazsesd status [--json]             children, hold state, budget
+//	yazsesd ctl METHOD [JSON]           call a socket method
+//	yazsesd ctl hold start|stop|toggle|cancel
+//	yazsesd config default              print a commented configuration
+//	yazsesd config check [FILE]         check a configuration file
+//
+// # Description
+//
+// yazsesd runs four children, each in its own process group, and restarts
+// any that crashes (backoff 1 s doubling to 30 s; exit 125 is never
+// restarted; five starts within a minute leave the child down, which
+// status shows as crashloop):
+//
+//	gate     yaz-gate: the interruption budget; fd 3 is a socketpair to the daemon
+//	speak    yaz-speak --serve: the question's voice
+//	decode   yaz-decode --serve: the resident whisper model
+//	capture  yaz-capture: the microphone, open only while needed
+//	         (capture.mode = "on-demand") or always, for pre-roll
+//
+// The commands come from [children] in the configuration; the daemon adds
+// the settings it owns: --per-hour (and --spent) to the gate, --voice and
+// --rate to speak, --model, --language, --threads, --beam-size and --prompt
+// to decode, --backend and --device to capture when they are set. Every
+// child signals readiness on the fd named by $YAZ_READY_FD, logs JSON lines
+// on stderr that the daemon re-logs with child=NAME, and gets fresh pipes on
+// every start. A gate restarted after a crash starts fully spent (fail
+// closed): no question is spoken until the hour has passed, and status
+// says so.
+//
+// The socket is $XDG_RUNTIME_DIR/yazses/yazsesd.sock (folder 0700, socket
+// 0600; peers of another uid are refused with SO_PEERCRED and audited);
+// one daemon runs per user. It speaks JSON-RPC 2.0, one object per line.
+// Methods: status, hold.start, hold.stop, hold.toggle, hold.cancel,
+// ask_human {question, timeout_s}, budget.status, last, audit {max},
+// transcribe {path}. No method changes the budget or the opt-in: those
+// come from the configuration file (SIGHUP reloads it).
+//
+// ask_human speaks "An MCP client asks: QUESTION", listens for the answer
+// (it ends after ask.answer_silence_ms of silence) and returns it. It never
+// speaks during a hold (the question waits, free of charge); a hold started
+// while a question plays stops it at once. Results: answered {answer},
+// no_answer {reason}, deferred {reason}, refused {reason, retry_after_s},
+// unavailable {reason}.
+//
+// Nothing the person says or is asked is logged: logs and the audit log
+// ($XDG_STATE_HOME/yazses/audit.jsonl, read with `yazsesd ctl audit`) carry
+// kinds, reasons, counts and durations only.
+//
+// # Signals
+//
+// SIGINT and SIGTERM stop the children (SIGTERM, then SIGKILL after 3 s)
+// and exit 0. SIGHUP reloads the configuration; a file with any error is
+// refused as a whole and the old settings stay.
+//
+// # Exit status
+//
+//	0  stopped by a signal, or a client command succeeded
+//	1  runtime failure: another daemon runs, the socket folder is unsafe,
+//	   the configuration has errors, a call failed
+//	2  usage error
+package main
