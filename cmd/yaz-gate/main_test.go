@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 
 // socketpair returns the parent's end as a net.Conn and the child's end as
 // an *os.File to pass as fd 3.
-func socketpair(t *testing.T, typ int) (net.Conn, *os.File) {
+func socketpair(t testing.TB, typ int) (net.Conn, *os.File) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -83,7 +83,7 @@ type proc struct {
 
 // start runs yaz-gate with fd3 as its fd 3 (none if nil) and, with ready,
 // a readiness pipe as fd 4 which it waits on.
-func start(t *testing.T, fd3 *os.File, ready bool, args ...string) *proc {
+func start(t testing.TB, fd3 *os.File, ready bool, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(binary, args...), stderr: new(bytes.Buffer), done: make(chan error, 1)}
 	p.cmd.Stderr = p.stderr
@@ -131,7 +131,7 @@ func start(t *testing.T, fd3 *os.File, ready bool, args ...string) *proc {
 }
 
 // startGate runs yaz-gate on a socketpair and returns it with a Client.
-func startGate(t *testing.T, args ...string) *proc {
+func startGate(t testing.TB, args ...string) *proc {
 	t.Helper()
 	conn, child := socketpair(t, unix.SOCK_STREAM)
 	p := start(t, child, true, args...)
@@ -453,5 +453,88 @@ func TestServeInProcess(t *testing.T) {
 	}
 	if s.counts.reserved != 2 || s.counts.refused != 18 || s.counts.released != 1 {
 		t.Errorf("counts = %+v, want 2 reserved, 18 refused, 1 released", s.counts)
+	}
+}
+
+// TestBinaryGrantExactness: 10 000 concurrent reserve attempts against the
+// real gate grant exactly the cap, never one more (TESTS.md 1).
+func TestBinaryGrantExactness(t *testing.T) {
+	p := startGate(t, "--per-hour", "60")
+	var granted sync.WaitGroup
+	var mu sync.Mutex
+	tokens := map[string]bool{}
+	nRefused := 0
+	for range 10000 {
+		granted.Go(func() {
+			tok, err := p.client.Reserve(ctx(t))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if r := (*gate.Refused)(nil); !errors.As(err, &r) || r.Reason != gate.ReasonBudgetExhausted {
+					t.Errorf("Reserve() = %v", err)
+				}
+				nRefused++
+				return
+			}
+			tokens[tok] = true
+		})
+	}
+	granted.Wait()
+	if len(tokens) != 60 || nRefused != 10000-60 {
+		t.Errorf("granted %d, refused %d of 10000; want exactly 60 granted", len(tokens), nRefused)
+	}
+}
+
+// TestBinaryLimit: a limit request (a configuration reload) changes the
+// cap but not what was spent; a spent gate stays spent when the cap rises.
+func TestBinaryLimit(t *testing.T) {
+	p := startGate(t, "--per-hour", "2")
+	if _, err := p.client.Reserve(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.client.SetLimit(ctx(t), 1); err != nil {
+		t.Fatalf("SetLimit(1) = %v", err)
+	}
+	if _, err := p.client.Reserve(ctx(t)); refusal(t, err).Reason != gate.ReasonBudgetExhausted {
+		t.Errorf("Reserve() after lowering the cap to what was used = %v, want budget_exhausted", err)
+	}
+	if err := p.client.SetLimit(ctx(t), 3); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := p.client.Reserve(ctx(t)); err != nil {
+			t.Errorf("Reserve() %d after raising the cap to 3 = %v", i, err)
+		}
+	}
+	if st, err := p.client.Status(ctx(t)); err != nil || st.PerHour != 3 || st.Used != 3 {
+		t.Errorf("Status() = %+v, %v; want 3 of 3 used", st, err)
+	}
+
+	spent := startGate(t, "--per-hour", "1", "--spent")
+	if err := spent.client.SetLimit(ctx(t), 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spent.client.Reserve(ctx(t)); refusal(t, err).Reason != gate.ReasonBudgetExhausted {
+		t.Errorf("Reserve() on a spent gate after raising its cap = %v, want budget_exhausted", err)
+	}
+}
+
+// BenchmarkBinaryReserveRoundTrip: one reserve/commit round trip over the
+// socketpair to the real gate.
+func BenchmarkBinaryReserveRoundTrip(b *testing.B) {
+	p := startGate(b, "--per-hour", "60")
+	ctx := context.Background()
+	for b.Loop() {
+		tok, err := p.client.Reserve(ctx)
+		if err != nil {
+			var r *gate.Refused
+			if errors.As(err, &r) {
+				continue // the cap is reached: still a full round trip
+			}
+			b.Fatal(err)
+		}
+		if err := p.client.Release(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -119,4 +119,3 @@ func cpuTicks(b *testing.B, pid int) int64 {
 	s, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + s
 }
-
