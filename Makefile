@@ -17,7 +17,7 @@ export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/sr
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 
 BINS := $(notdir $(wildcard cmd/*))
-LDFLAGS := -s -w $(foreach p,cmd/yaz-decode/internal/decode cmd/yaz-mcp/internal/mcpserve,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
+LDFLAGS := -s -w -X main.version=$(VERSION) $(foreach p,cmd/yaz-decode/internal/decode cmd/yaz-mcp/internal/mcpserve,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
 
 # Generated random-weight models for tests, benchmarks and the demo.
 GEN := .cache
@@ -61,23 +61,41 @@ test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-n
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...
 
-bench: build ## yaz-decode next to whisper-cli on the same model and audio
+bench: build ## yaz-decode next to whisper-cli; the daemon, the gate and yaz-mcp
 	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -jfk $(JFK) -work $(GEN)/bench
+	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
+	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
+	$(GO) test -count=1 -run '^$$' -bench 'DaemonIdleCPU' -benchtime 20x ./test/e2e
+	$(GO) test -count=1 -run '^$$' -bench 'MCPTranscribeOverhead' -benchtime 5x ./test/e2e
+	$(GO) test -count=1 -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
 
 demo: setup build ## set up, speak a sentence and transcribe it, transcribe jfk.wav
 	@scripts/demo.sh
 
-install: build ## binaries, the model fetcher into $(PREFIX)
+# Where install puts the systemd user unit and the default configuration.
+UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
+CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
+
+install: build ## binaries, the model fetcher, the systemd user unit, a default config (kept if present)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(addprefix bin/,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 scripts/fetch-model.sh $(DESTDIR)$(PREFIX)/bin/yaz-fetch-model
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's#%h/.local/bin/#$(PREFIX)/bin/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
+	install -d -m 0700 $(DESTDIR)$(CONFDIR)
+	@if [ -e $(DESTDIR)$(CONFDIR)/config.toml ]; then \
+		echo "install: keeping $(CONFDIR)/config.toml"; \
+	else \
+		bin/yazsesd config default > $(DESTDIR)$(CONFDIR)/config.toml && chmod 0600 $(DESTDIR)$(CONFDIR)/config.toml; \
+	fi
+	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now yazsesd"
 
-uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(BINS) yaz-fetch-model)
+uninstall: ## binaries and the unit; your configuration and models stay
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
 
 lint:
 	$(GO) vet ./...
-	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
 	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI)"

@@ -19,8 +19,9 @@
 // utterance. SIGINT or SIGTERM ends the stream the same way.
 //
 // With --serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
-// 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon; stdout answers one
-// JSON line per ended utterance:
+// 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon, 'P' a vocabulary
+// hint (UTF-8, at most 4096 bytes) that replaces --prompt for the current
+// utterance only; stdout answers one JSON line per ended utterance:
 //
 //	{"utt":N,"text":…,"segments":[{"start_ms","end_ms","text"}…],"audio_ms":…,"decode_ms":…}
 //

@@ -5,10 +5,13 @@
 //
 //	type(1) length(4, LE) payload(length)
 //
-// There are three types: Audio ('A') carries wire-format PCM (s16le, 16 kHz,
+// There are four types: Audio ('A') carries wire-format PCM (s16le, 16 kHz,
 // mono; see package pcm), so its length is even; End ('E') ends the current
-// utterance and Abandon ('X') drops it, both with an empty payload. A payload
-// is at most MaxPayload bytes; the Writer splits longer audio.
+// utterance and Abandon ('X') drops it, both with an empty payload; Prompt
+// ('P') carries UTF-8 text, at most MaxPrompt bytes, that replaces the
+// decoder's own vocabulary hint for the current utterance only (an empty
+// one means no hint). A payload is at most MaxPayload bytes; the Writer
+// splits longer audio.
 //
 // The decoder answers each ended utterance with one Result, a JSON object on
 // one line of stdout.
@@ -28,7 +31,11 @@ const (
 	Audio   byte = 'A' // payload: s16le PCM, even length
 	End     byte = 'E' // end of utterance, empty payload
 	Abandon byte = 'X' // abandon the utterance, empty payload
+	Prompt  byte = 'P' // vocabulary hint for the current utterance, UTF-8
 )
+
+// MaxPrompt is the largest payload of a Prompt frame.
+const MaxPrompt = 4096
 
 // MaxPayload is the largest payload a frame may declare. A larger declared
 // length is an error; the Writer splits audio so it never writes one.
@@ -69,6 +76,10 @@ func check(t byte, n uint64) error {
 	case End, Abandon:
 		if n != 0 {
 			return fmt.Errorf("%w: %d bytes", ErrControlPayload, n)
+		}
+	case Prompt:
+		if n > MaxPrompt {
+			return fmt.Errorf("%w: prompt of %d bytes", ErrTooLarge, n)
 		}
 	default:
 		return fmt.Errorf("%w 0x%02x", ErrBadType, t)
@@ -179,6 +190,15 @@ func (w *Writer) Audio(samples []int16) error {
 func (w *Writer) End() error {
 	if err := w.WriteFrame(Frame{Type: End}); err != nil {
 		return fmt.Errorf("write end frame: %w", err)
+	}
+	return nil
+}
+
+// Prompt writes a Prompt frame: text is the vocabulary hint of the
+// utterance being sent.
+func (w *Writer) Prompt(text string) error {
+	if err := w.WriteFrame(Frame{Type: Prompt, Payload: []byte(text)}); err != nil {
+		return fmt.Errorf("write prompt frame: %w", err)
 	}
 	return nil
 }

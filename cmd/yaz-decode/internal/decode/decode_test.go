@@ -25,15 +25,17 @@ import (
 // fakeRecognizer names each utterance by its length, so tests can tell which
 // audio reached it; it is the unit-test stand-in for whisper.
 type fakeRecognizer struct {
-	mu    sync.Mutex
-	calls []int
-	fail  bool
+	mu      sync.Mutex
+	calls   []int
+	prompts []string
+	fail    bool
 }
 
 func (f *fakeRecognizer) Transcribe(ctx context.Context, s []float32, opt asr.Options) (asr.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, len(s))
+	f.prompts = append(f.prompts, opt.Prompt)
 	if f.fail {
 		return asr.Result{}, errors.New("whisper exploded: SECRET-MARKER")
 	}
@@ -226,5 +228,33 @@ func TestMainUsage(t *testing.T) {
 		if n := strings.Count(strings.TrimSpace(errb.String()), "\n"); tc.code == 1 && n > 0 {
 			t.Errorf("Main(%q) printed %d lines on stderr, want one", tc.args, n+1)
 		}
+	}
+}
+
+// TestServePrompt: a Prompt frame replaces --prompt for its utterance only.
+func TestServePrompt(t *testing.T) {
+	var in bytes.Buffer
+	w := frame.NewWriter(&in)
+	w.Audio(speech(time.Second))
+	w.End() // the --prompt
+	w.Prompt("Grüße, Kubernetes")
+	w.Audio(speech(time.Second))
+	w.End() // its own
+	w.Prompt("dropped")
+	w.Abandon()
+	w.Prompt("")
+	w.Audio(speech(time.Second))
+	w.End() // none at all
+	w.Audio(speech(time.Second))
+	w.End() // the --prompt again
+	f := &fakeRecognizer{}
+	c := newCLI()
+	c.Prompt = "default hint"
+	if err := c.serve(context.Background(), discard, f, &in, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"default hint", "Grüße, Kubernetes", "", "default hint"}
+	if diff := cmp.Diff(want, f.prompts); diff != "" {
+		t.Errorf("prompts per utterance (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ type job struct {
 	utt     int
 	samples []int16
 	tooLong bool
+	prompt  *string // from a Prompt frame; nil: --prompt
 }
 
 // serve runs the framed supervised mode: frames on stdin, one JSON result per
@@ -57,6 +59,7 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 	fr := frame.NewReader(stdin)
 	var cur []int16
+	var prompt *string
 	tooLong := false
 	utt := 0
 	limit := pcm.Samples(maxUtterance)
@@ -78,13 +81,16 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 		case frame.End:
 			utt++
 			select {
-			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong}:
+			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong, prompt: prompt}:
 			case <-ctx.Done():
 				return nil
 			}
-			cur, tooLong = nil, false
+			cur, tooLong, prompt = nil, false, nil
 		case frame.Abandon:
-			cur, tooLong = nil, false
+			cur, tooLong, prompt = nil, false, nil
+		case frame.Prompt:
+			p := strings.ToValidUTF8(string(f.Payload), "")
+			prompt = &p
 		}
 	}
 	return nil
@@ -111,7 +117,11 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		case len(j.samples) == 0 || (c.VADGate && !vad.HasSpeech(j.samples, c.vadConfig())):
 			// No speech: nothing to decode, and nothing to hallucinate.
 		default:
-			r, err := m.Transcribe(ctx, pcm.ToFloat32(nil, j.samples), c.options())
+			opt := c.options()
+			if j.prompt != nil {
+				opt.Prompt = *j.prompt
+			}
+			r, err := m.Transcribe(ctx, pcm.ToFloat32(nil, j.samples), opt)
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -489,14 +489,14 @@ collect:
 func (a *ask) decode(ctx context.Context, utt []int16) (string, error) {
 	dctx, cancel := context.WithTimeout(ctx, decodeTimeout)
 	defer cancel()
-	r, err := a.d.decode.decode(dctx, prioAnswer, utt)
+	r, err := a.d.decode.decode(dctx, prioAnswer, utt, nil)
 	if errors.Is(err, errDecoderLost) {
 		a.d.log.Warn("decoder lost during an answer: retrying once on the restarted decoder")
 		wctx, wcancel := context.WithTimeout(dctx, decoderWait)
 		err = a.d.decode.waitUp(wctx)
 		wcancel()
 		if err == nil {
-			r, err = a.d.decode.decode(dctx, prioAnswer, utt)
+			r, err = a.d.decode.decode(dctx, prioAnswer, utt, nil)
 		}
 	}
 	if err != nil {

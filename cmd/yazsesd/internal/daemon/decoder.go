@@ -171,7 +171,9 @@ func (d *decoder) waitUp(ctx context.Context) error {
 // decode decodes one utterance. Its turn comes by prio; once the audio is
 // sent the turn is held until the decoder answers or dies, even if ctx
 // ends (the decoder cannot be interrupted mid-utterance).
-func (d *decoder) decode(ctx context.Context, prio int, samples []int16) (frame.Result, error) {
+//
+// prompt, when non-nil, replaces the decoder's --prompt for this utterance.
+func (d *decoder) decode(ctx context.Context, prio int, samples []int16, prompt *string) (frame.Result, error) {
 	if err := d.acquire(ctx, prio); err != nil {
 		return frame.Result{}, err
 	}
@@ -187,6 +189,12 @@ func (d *decoder) decode(ctx context.Context, prio int, samples []int16) (frame.
 		return frame.Result{}, errDecoderLost
 	}
 	fw := frame.NewWriter(w)
+	if prompt != nil {
+		if err := fw.Prompt(*prompt); err != nil {
+			d.release()
+			return frame.Result{}, fmt.Errorf("%w: %w", errDecoderLost, err)
+		}
+	}
 	if err := fw.Audio(samples); err != nil {
 		d.release()
 		return frame.Result{}, fmt.Errorf("%w: %w", errDecoderLost, err)

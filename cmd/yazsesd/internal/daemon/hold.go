@@ -175,7 +175,11 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		d.auditf(ev)
 		return res
 	}
-	r, err := d.decode.decode(context.WithoutCancel(ctx), prioHold, h.samples)
+	var prompt *string
+	if p := d.opt.Config.Dictation.Prompt; p != "" { // restart-only: the start value
+		prompt = &p
+	}
+	r, err := d.decode.decode(context.WithoutCancel(ctx), prioHold, h.samples, prompt)
 	if err != nil {
 		res.Outcome = "failed"
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"

@@ -161,7 +161,7 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 	if err != nil {
 		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
 	}
-	r, err := d.decode.decode(ctx, prioFile, pcm.FromFloat32(nil, f32))
+	r, err := d.decode.decode(ctx, prioFile, pcm.FromFloat32(nil, f32), nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return daemonapi.TranscribeResult{}, ctx.Err()
