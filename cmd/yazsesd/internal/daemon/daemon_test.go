@@ -137,3 +137,26 @@ func TestDecoderPriority(t *testing.T) {
 		t.Errorf("served order (-want +got):\n%s", diff)
 	}
 }
+
+// The pre-roll ring keeps the last N samples in order, whatever the sizes
+// of the writes.
+func TestRing(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 10, 25} {
+		r := newRing(10)
+		var all []int16
+		next := int16(0)
+		for range 9 {
+			s := make([]int16, chunk)
+			for i := range s {
+				s[i] = next
+				next++
+			}
+			r.write(s)
+			all = append(all, s...)
+			want := all[max(0, len(all)-10):]
+			if diff := cmp.Diff(want, r.snapshot()); diff != "" {
+				t.Fatalf("chunk %d, after %d samples (-want +got):\n%s", chunk, len(all), diff)
+			}
+		}
+	}
+}

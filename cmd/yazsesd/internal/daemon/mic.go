@@ -21,9 +21,9 @@ type mic struct {
 	log    *slog.Logger
 	child  *supervise.Child
 	always bool
-	ring   []int16 // last preRoll samples (always mode)
-	ringN  int
+	ring   *ring // the last pre-roll of audio (always mode); nil otherwise
 
+	scratch []int16 // decoded audio while nobody listens
 	mu      sync.Mutex
 	users   int
 	cancel  context.CancelFunc
@@ -42,8 +42,7 @@ type listener struct {
 func newMic(log *slog.Logger, always bool, preRollSamples int) *mic {
 	m := &mic{log: log, always: always, subs: make(map[*listener]struct{})}
 	if always && preRollSamples > 0 {
-		m.ring = make([]int16, 0, preRollSamples)
-		m.ringN = preRollSamples
+		m.ring = newRing(preRollSamples)
 	}
 	return m
 }
@@ -76,7 +75,7 @@ func (m *mic) read(r *os.File) {
 				carry = b[len(b)-1]
 				b = b[:len(b)-1]
 			}
-			m.deliver(pcm.Decode(nil, b))
+			m.deliver(b)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -88,14 +87,20 @@ func (m *mic) read(r *os.File) {
 	}
 }
 
-func (m *mic) deliver(s []int16) {
+// deliver hands wire-format bytes to the ring and every listener. With no
+// listener (idle, always mode) nothing is allocated.
+func (m *mic) deliver(b []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ringN > 0 {
-		m.ring = append(m.ring, s...)
-		if over := len(m.ring) - m.ringN; over > 0 {
-			m.ring = append(m.ring[:0], m.ring[over:]...)
-		}
+	var s []int16
+	if len(m.subs) == 0 {
+		m.scratch = pcm.Decode(m.scratch[:0], b)
+		s = m.scratch
+	} else {
+		s = pcm.Decode(nil, b) // listeners keep it
+	}
+	if m.ring != nil {
+		m.ring.write(s)
 	}
 	for l := range m.subs {
 		select {
@@ -163,8 +168,10 @@ func (m *mic) listen(preRoll bool) *listener {
 	l := &listener{ch: make(chan []int16, 1024)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if preRoll && len(m.ring) > 0 {
-		l.ch <- append([]int16(nil), m.ring...)
+	if preRoll && m.ring != nil {
+		if pre := m.ring.snapshot(); len(pre) > 0 {
+			l.ch <- pre
+		}
 	}
 	m.subs[l] = struct{}{}
 	m.users++
@@ -198,4 +205,40 @@ func (m *mic) wait() {
 	if done != nil {
 		<-done
 	}
+}
+
+// ring keeps the last len(buf) samples written, overwriting the oldest.
+type ring struct {
+	buf  []int16
+	next int  // where the next sample goes
+	full bool // buf has wrapped at least once
+}
+
+func newRing(n int) *ring { return &ring{buf: make([]int16, n)} }
+
+func (r *ring) write(s []int16) {
+	if len(s) >= len(r.buf) {
+		copy(r.buf, s[len(s)-len(r.buf):])
+		r.next, r.full = 0, true
+		return
+	}
+	n := copy(r.buf[r.next:], s)
+	if n < len(s) {
+		copy(r.buf, s[n:])
+		r.full = true
+	}
+	r.next = (r.next + len(s)) % len(r.buf)
+	if r.next == 0 && len(s) > 0 {
+		r.full = true
+	}
+}
+
+// snapshot returns the samples held, oldest first, as a new slice.
+func (r *ring) snapshot() []int16 {
+	if !r.full {
+		return append([]int16(nil), r.buf[:r.next]...)
+	}
+	out := make([]int16, 0, len(r.buf))
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
 }
