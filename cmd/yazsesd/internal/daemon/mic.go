@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/supervise"
@@ -59,7 +60,7 @@ func (m *mic) stdout() (*os.File, error) {
 
 func (m *mic) read(r *os.File) {
 	defer r.Close()
-	buf := make([]byte, 3200) // 100 ms
+	buf := make([]byte, 8000) // up to 250 ms: more than one idle nap gathers
 	odd := false
 	var carry byte
 	for {
@@ -76,6 +77,13 @@ func (m *mic) read(r *os.File) {
 				b = b[:len(b)-1]
 			}
 			m.deliver(b)
+		}
+		if err == nil && m.idle() {
+			// Nobody listens: let the pipe gather 100 ms at a time
+			// rather than waking for every few milliseconds of audio.
+			// A listener that arrives meanwhile gets the ring, then
+			// what the pipe holds, in order.
+			time.Sleep(idleNap)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -122,6 +130,16 @@ func (m *mic) ended() {
 		default:
 		}
 	}
+}
+
+// idleNap is how long the reader sleeps between reads while nobody
+// listens (always mode between holds): 100 ms, a tenth of the wakeups.
+const idleNap = 100 * time.Millisecond
+
+func (m *mic) idle() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.subs) == 0
 }
 
 // start runs the child for the daemon's life (always mode).
