@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// TestPreRollKeepsAudioFromBeforeTheKey: with capture.mode = "always" a
+// hold starts with the last pre_roll_ms of audio from the ring buffer, so
+// the first syllable survives; with no pre-roll it starts at the key.
+// (The audio here is silence played in by yaz-capture --file; the audit's
+// duration of the hold's audio tells how much was kept.)
+func TestPreRollKeepsAudioFromBeforeTheKey(t *testing.T) {
+	t.Parallel()
+	room := filepath.Join(t.TempDir(), "room.wav")
+	writeSilenceWAV(t, room, 30*time.Second)
+	const held, tail = 1000 * time.Millisecond, 200 * time.Millisecond
+	audioOfHold := func(preRollMs string) time.Duration {
+		d := startDaemon(t, baseConfig().
+			with("capture.mode", q("always")).
+			with("capture.pre_roll_ms", preRollMs).
+			with("dictation.tail_ms", "200").
+			with("children.capture", arr(bin("yaz-capture"), "--file", room)))
+		d.waitRunning("capture")
+		time.Sleep(1500 * time.Millisecond) // the ring fills
+		c := d.client()
+		ctx := context.Background()
+		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(held)
+		h, err := c.Hold(ctx, daemonapi.MethodHoldStop)
+		if err != nil || h.Outcome != "empty" {
+			t.Fatalf("hold.stop = %+v, %v; want outcome empty (silence)", h, err)
+		}
+		for _, e := range d.events() {
+			if e.Kind == "dictation.empty" {
+				return e.Duration
+			}
+		}
+		t.Fatal("no dictation.empty in the audit")
+		return 0
+	}
+	with, without := audioOfHold("500"), audioOfHold("0")
+	if with < held+tail+450*time.Millisecond {
+		t.Errorf("hold with 500 ms pre-roll kept %v of audio, want at least %v", with, held+tail+450*time.Millisecond)
+	}
+	if without > held+tail+150*time.Millisecond {
+		t.Errorf("hold without pre-roll kept %v of audio, want about %v", without, held+tail)
+	}
+	t.Logf("audio of a %v hold with a %v tail: %v with 500 ms pre-roll, %v without", held, tail, with, without)
+}
