@@ -72,11 +72,14 @@
 // Events go to stdout, one compact JSON object per line, each written and
 // flushed at once:
 //
-//	{"id":"q1","event":"started","audible":true}
+//	{"id":"q1","event":"started","audible":true,"audio_ms":2350}
 //	{"id":"q1","event":"done","audible":true}
 //
 // Requests are handled one at a time, in order. "started" is sent only once
-// the first audio buffer has been handed to the output device. A request that
+// the first audio buffer has been handed to the output device; its
+// "audio_ms" is the length of the utterance, so a reader knows when playback
+// ends without waiting for "done" (which follows once the device has
+// drained and closed, up to a second or two later). A request that
 // cannot be spoken in full ends with "failed" instead of "done": with
 // "audible":false only when no sample reached the device (a malformed request,
 // no text after sanitizing, espeak-ng failing, the device failing to open, a

@@ -446,6 +446,12 @@ func (p *serveProc) next(t *testing.T) timedEvent {
 	if err := json.Unmarshal(p.events.Bytes(), &ev); err != nil {
 		t.Fatalf("event %q: %v", p.events.Text(), err)
 	}
+	// "started" carries the utterance's length, and only "started" does;
+	// tests compare the rest.
+	if (ev.Event == tts.EventStarted) != (ev.AudioMs > 0) {
+		t.Fatalf("event %q: audio_ms must be set on started, and only there", p.events.Text())
+	}
+	ev.AudioMs = 0
 	return timedEvent{ev, time.Now()}
 }
 

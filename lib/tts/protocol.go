@@ -33,6 +33,10 @@ type Event struct {
 	// output device. On a "failed" event, false proves that nothing was
 	// played.
 	Audible bool `json:"audible"`
+	// AudioMs is the length of the utterance's audio, on "started" only:
+	// with the time "started" arrived it tells when playback ends, sooner
+	// than "done", which waits for the device to drain and close.
+	AudioMs int64 `json:"audio_ms,omitempty"`
 }
 
 // The values of Event.Event.

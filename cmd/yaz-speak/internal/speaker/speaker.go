@@ -137,7 +137,7 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 				return
 			}
 		}
-		emitted <- emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true})
+		emitted <- emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: pcm.Millis(len(samples))})
 	}()
 	t1 := time.Now()
 	n, playErr := s.Player.Play(uctx, samples, started)
@@ -149,7 +149,7 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 	if audible && !isClosed(startedCh) {
 		// The player handed samples over without saying so: still tell
 		// the truth, in the protocol's order.
-		if err := emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true}); err != nil {
+		if err := emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: pcm.Millis(len(samples))}); err != nil {
 			return err
 		}
 	}

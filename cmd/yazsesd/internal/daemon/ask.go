@@ -328,10 +328,17 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			d.speak.skip()
 		}
 	}
-	var settle <-chan time.Time
+	var settle, ends <-chan time.Time
 	started := false
 	for {
 		select {
+		case <-ends:
+			// The question's audio has ended: listen now rather than
+			// when the device has drained and closed ("done"). What the
+			// speaker says later does not change the charge.
+			if why == "" {
+				return daemonapi.AskResult{}, true
+			}
 		case ev, ok := <-events:
 			switch {
 			case !ok: // the speaker died without a final event: maybe heard
@@ -340,6 +347,9 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			case ev.Event == tts.EventStarted:
 				started = true
 				a.commit(ctx)
+				if ev.AudioMs > 0 {
+					ends = time.After(time.Duration(ev.AudioMs) * time.Millisecond)
+				}
 			case ev.Event == tts.EventFailed && !ev.Audible && !started:
 				a.release(ctx, daemonapi.ReasonTTSUnavailable)
 				if why != "" {
