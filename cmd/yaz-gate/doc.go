@@ -30,6 +30,12 @@
 // reply; lines longer than 4096 bytes are answered bad_request. The gate
 // keeps serving after every refusal.
 //
+// A client may pipeline requests. The gate handles them one at a time in
+// arrival order (so a reserve's check and charge stay atomic) and writes
+// the replies in batches: a reply waits in a buffer only while the next
+// whole request is already read in, and the buffer is written before any
+// read that could wait.
+//
 // Budget rules (package lib/budget): reserve atomically takes a slot before
 // any audio; a reserved slot counts as used. commit (audio started) keeps
 // the slot until one hour after the commit. release refunds the slot and is

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,10 +134,19 @@ func start(t testing.TB, fd3 *os.File, ready bool, args ...string) *proc {
 // startGate runs yaz-gate on a socketpair and returns it with a Client.
 func startGate(t testing.TB, args ...string) *proc {
 	t.Helper()
+	p := startRaw(t, args...)
+	p.client = gate.NewClient(p.conn)
+	return p
+}
+
+// startRaw runs yaz-gate on a socketpair and returns it without a Client,
+// for a test that speaks the wire itself (a Client reads its connection
+// all the time).
+func startRaw(t testing.TB, args ...string) *proc {
+	t.Helper()
 	conn, child := socketpair(t, unix.SOCK_STREAM)
 	p := start(t, child, true, args...)
 	p.conn = conn
-	p.client = gate.NewClient(conn)
 	return p
 }
 
@@ -295,7 +305,7 @@ func TestBinaryConcurrent(t *testing.T) {
 }
 
 func TestBinaryBadRequests(t *testing.T) {
-	p := startGate(t, "--per-hour", "1")
+	p := startRaw(t, "--per-hour", "1")
 	rd := bufio.NewReader(p.conn)
 	send := func(line string) string {
 		t.Helper()
@@ -536,5 +546,62 @@ func BenchmarkBinaryReserveRoundTrip(b *testing.B) {
 		if err := p.client.Release(ctx, tok); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestServeBatches: a burst of pipelined requests is answered in order,
+// and a reply is never held back while the gate waits for the rest of a
+// line.
+func TestServeBatches(t *testing.T) {
+	parent, child := socketpair(t, unix.SOCK_STREAM)
+	conn, err := net.FileConn(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &server{b: budget.New(3), log: slog.New(slog.DiscardHandler)}
+	done := make(chan error, 1)
+	go func() { done <- s.serve(ctx, conn) }()
+
+	var burst strings.Builder
+	const n = 500
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&burst, `{"op":"reserve","id":%d}`+"\n", i)
+	}
+	burst.WriteString(`{"op":"status","id":`) // half a line
+	parent.SetDeadline(time.Now().Add(5 * time.Second))
+	go io.WriteString(parent, burst.String())
+	rd := bufio.NewReader(parent)
+	granted := 0
+	for i := 1; i <= n; i++ {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		var r gate.Reply
+		if err := json.Unmarshal(line, &r); err != nil || r.ID != uint64(i) {
+			t.Fatalf("reply %d = %s, %v; want id %d", i, line, err, i)
+		}
+		if r.OK {
+			granted++
+		}
+	}
+	if granted != 3 {
+		t.Errorf("granted %d of %d, want 3", granted, n)
+	}
+	io.WriteString(parent, "501}\n")
+	line, err := rd.ReadBytes('\n')
+	var r gate.Reply
+	if err == nil {
+		err = json.Unmarshal(line, &r)
+	}
+	if err != nil || r.ID != n+1 || r.Status == nil || r.Used != 3 {
+		t.Errorf("status reply = %s, %v; want used 3, id %d", line, err, n+1)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve = %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,10 +29,17 @@ type server struct {
 
 // serve answers requests on conn until EOF (yazsesd went away) or ctx is
 // done (SIGTERM); both are a clean end.
+//
+// Replies are answered in order and written in batches: a reply is
+// buffered while another whole request line is already buffered to be
+// read, and the buffer is written out before any read that may wait. So a
+// burst of pipelined requests costs one read and one write, and no reply
+// is ever held back while the gate waits for input.
 func (s *server) serve(ctx context.Context, conn net.Conn) error {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	lines := gate.NewLineReader(conn)
+	w := bufio.NewWriterSize(conn, replyBuffer)
 	for {
 		line, err := lines.ReadLine()
 		var reply gate.Reply
@@ -51,11 +59,20 @@ func (s *server) serve(ctx context.Context, conn net.Conn) error {
 		if err != nil {
 			return fmt.Errorf("encode reply: %w", err)
 		}
-		if _, err := conn.Write(append(out, '\n')); err != nil {
+		w.Write(out) // an error sticks in w: WriteByte returns it too
+		err = w.WriteByte('\n')
+		if err == nil && !lines.HasLine() {
+			err = w.Flush()
+		}
+		if err != nil {
 			return s.end(ctx, "write reply", err)
 		}
 	}
 }
+
+// replyBuffer is the size of a reply batch; a fuller batch is written at
+// once.
+const replyBuffer = 16 << 10
 
 // end turns the error that stopped the loop into the run's result: EOF,
 // a peer gone and a signal are clean ends.

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // ErrBroken is returned (wrapped with its cause) once the connection to the
-// gate can no longer be trusted to stay in step: a write cut in the middle,
-// a reply that is not one, the gate gone. The Client then refuses every
-// call; yazsesd restarts the gate (fully spent) and makes a new Client.
+// gate can no longer be trusted to stay in step: a write that failed, a
+// reply that is not one or does not answer the request it must answer, the
+// gate gone, the Client closed. The Client then fails every pending call
+// and refuses every later one; yazsesd restarts the gate (fully spent) and
+// makes a new Client.
 var ErrBroken = errors.New("gate connection broken")
 
 // Refused is the error of a request the gate answered with ok:false.
@@ -29,24 +32,58 @@ func (e *Refused) Error() string {
 	return fmt.Sprintf("gate refused: %s", e.Reason)
 }
 
-// Client talks to one gate over one connection, one request at a time.
-// Its methods are safe for concurrent use: calls queue in turn.
+// Client talks to one gate over one connection. Its methods are safe for
+// concurrent use, and concurrent calls are pipelined: many requests may be
+// on the wire at once. A writer goroutine sends the requests queued since
+// its last write in one write; a reader goroutine takes the replies, which
+// the gate sends in request order, and hands each to its call after
+// checking that it echoes that call's id. See the package documentation
+// for what a call abandoned to its context means.
 type Client struct {
-	sem    chan struct{} // held by the call on the wire
 	conn   net.Conn
-	lines  *LineReader
-	nextID uint64
+	nextID atomic.Uint64
+	wake   chan struct{} // cap 1: the queue has requests for the writer
+	done   chan struct{} // closed once the Client is broken (or closed)
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	queue  []*call // not written yet, in call order
+	sent   []*call // written and not yet answered, in wire order, from sentHead
+	head   int     // index of the oldest unanswered request in sent
 	broken error
 }
 
-// NewClient returns a Client on conn (yazsesd's end of the gate's
-// socketpair). The Client owns conn from now on.
-func NewClient(conn net.Conn) *Client {
-	return &Client{sem: make(chan struct{}, 1), conn: conn, lines: NewLineReader(conn)}
+// call is one request of a Client and, once done is closed, its outcome.
+type call struct {
+	op   string
+	id   uint64
+	line []byte // the request line, newline included
+
+	// Guarded by Client.mu.
+	abandoned bool          // the caller stopped waiting: skip or drop
+	done      chan struct{} // closed with reply or err set
+	reply     Reply
+	err       error
 }
 
-// Close closes the connection; the gate sees EOF and exits.
-func (c *Client) Close() error { return c.conn.Close() }
+// NewClient returns a Client on conn (yazsesd's end of the gate's
+// socketpair) and starts its reader and writer. The Client owns conn from
+// now on; Close closes it and stops them.
+func NewClient(conn net.Conn) *Client {
+	c := &Client{conn: conn, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c.wg.Add(2)
+	go c.writeLoop()
+	go c.readLoop()
+	return c
+}
+
+// Close closes the connection (the gate sees EOF and exits), fails the
+// pending calls with ErrBroken and waits for the reader and writer to stop.
+func (c *Client) Close() error {
+	c.fail(fmt.Errorf("%w: client closed", ErrBroken))
+	c.wg.Wait()
+	return nil
+}
 
 // Reserve asks for a slot. It returns the token to commit or release, or a
 // *Refused error (budget_exhausted with RetryAfter, or disabled).
@@ -54,9 +91,6 @@ func (c *Client) Reserve(ctx context.Context) (string, error) {
 	r, err := c.call(ctx, Request{Op: OpReserve})
 	if err != nil {
 		return "", err
-	}
-	if r.Token == "" {
-		return "", c.breakf("reserve: reply without a token")
 	}
 	return r.Token, nil
 }
@@ -88,111 +122,194 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	if r.Status == nil {
-		return Status{}, c.breakf("status: reply without status")
-	}
 	return *r.Status, nil
 }
 
-// breakf marks the client broken. Call with the semaphore held.
-func (c *Client) breakf(format string, a ...any) error {
-	c.broken = fmt.Errorf("%w: %s", ErrBroken, fmt.Sprintf(format, a...))
-	return c.broken
-}
-
-// call sends req and waits for its reply, within ctx. A refusal is returned
-// as *Refused.
+// call queues req and waits for its reply, within ctx. A refusal is
+// returned as *Refused.
+//
+// A call whose context ends first returns the context's error at once. If
+// its request was not written yet, it never will be; if it was, its reply
+// is dropped when it comes (the reader knows it by its place and its id),
+// so it is never taken for another call's reply.
 func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctx.Err())
-	}
-	defer func() { <-c.sem }()
-	if c.broken != nil {
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.broken)
+	c.mu.Lock()
+	broken := c.broken
+	c.mu.Unlock()
+	if broken != nil {
+		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, broken)
 	}
 	if err := ctx.Err(); err != nil {
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
 
-	// The context's deadline is the connection's; its cancellation cuts
-	// the wait short the same way.
-	if dl, ok := ctx.Deadline(); ok {
-		c.conn.SetDeadline(dl)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	stop := context.AfterFunc(ctx, func() {
-		defer wg.Done()
-		c.conn.SetDeadline(time.Unix(1, 0))
-	})
-	defer func() {
-		if stop() {
-			wg.Done()
-		}
-		wg.Wait()
-		c.conn.SetDeadline(time.Time{})
-	}()
-
-	c.nextID++
-	req.ID = c.nextID
+	req.ID = c.nextID.Add(1)
 	line, err := json.Marshal(req)
 	if err != nil {
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
-	line = append(line, '\n')
-	n, err := c.conn.Write(line)
-	if err != nil {
-		if n > 0 {
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.breakf("write cut short: %v", err))
-		}
-		if isTimeout(err) {
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctxErr(ctx))
-		}
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.breakf("write: %v", err))
+	cl := &call{op: req.Op, id: req.ID, line: append(line, '\n'), done: make(chan struct{})}
+
+	c.mu.Lock()
+	if c.broken != nil {
+		err := c.broken
+		c.mu.Unlock()
+		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
+	}
+	c.queue = append(c.queue, cl)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is pending: the writer takes cl with it
 	}
 
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		select {
+		case <-cl.done: // answered meanwhile: a reply is never thrown away
+		default:
+			cl.abandoned = true
+			c.mu.Unlock()
+			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctx.Err())
+		}
+		c.mu.Unlock()
+	}
+	if cl.err != nil {
+		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, cl.err)
+	}
+	r := cl.reply
+	if !r.OK {
+		return r, &Refused{Reason: r.Reason, RetryAfter: time.Duration(r.RetryAfterS) * time.Second}
+	}
+	return r, nil
+}
+
+// writeLoop writes what is queued, all of it in one write, until the
+// Client breaks.
+func (c *Client) writeLoop() {
+	defer c.wg.Done()
+	var buf []byte
 	for {
-		b, err := c.lines.ReadLine()
-		if err != nil {
-			if isTimeout(err) {
-				// Only our deadlines time out: the call is abandoned
-				// and its late reply will be skipped by its id.
-				return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctxErr(ctx))
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		if c.broken != nil {
+			c.mu.Unlock()
+			return
+		}
+		buf = buf[:0]
+		for _, cl := range c.queue {
+			if cl.abandoned {
+				continue // given up before it was sent: never sent
 			}
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.breakf("read: %v", err))
+			c.sent = append(c.sent, cl)
+			buf = append(buf, cl.line...)
+		}
+		clear(c.queue)
+		c.queue = c.queue[:0]
+		c.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		// Registered in sent before the write, so the reader knows a
+		// reply that comes back at once. No deadline: a caller gives up
+		// on its own context; a cut write breaks the Client.
+		if _, err := c.conn.Write(buf); err != nil {
+			c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
+			return
+		}
+		if cap(buf) > 64<<10 {
+			buf = nil // do not keep a burst's buffer for good
+		}
+	}
+}
+
+// readLoop hands each reply to the oldest unanswered request, which it
+// must answer by its id, until the Client breaks.
+func (c *Client) readLoop() {
+	defer c.wg.Done()
+	lines := NewLineReader(c.conn)
+	for {
+		b, err := lines.ReadLine()
+		if err != nil {
+			c.fail(fmt.Errorf("%w: read: %v", ErrBroken, err))
+			return
 		}
 		if len(b) == 0 {
 			continue
 		}
 		var r Reply
 		if err := json.Unmarshal(b, &r); err != nil {
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.breakf("bad reply: %v", err))
+			c.fail(fmt.Errorf("%w: bad reply: %v", ErrBroken, err))
+			return
 		}
-		switch {
-		case r.ID != 0 && r.ID < req.ID:
-			continue // the late reply of an abandoned call
-		case r.ID != req.ID:
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, c.breakf("reply id %d, want %d", r.ID, req.ID))
+		if err := c.deliver(r); err != nil {
+			c.fail(err)
+			return
 		}
-		if !r.OK {
-			return r, &Refused{Reason: r.Reason, RetryAfter: time.Duration(r.RetryAfterS) * time.Second}
-		}
-		return r, nil
 	}
 }
 
-// ctxErr is ctx's error, or DeadlineExceeded when the connection's deadline
-// (the context's) came a moment before the context noticed.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// deliver gives r to the oldest unanswered request, or to nobody if its
+// caller gave up. A reply that does not fit that request is an error.
+func (c *Client) deliver(r Reply) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.head == len(c.sent) {
+		return fmt.Errorf("%w: reply id %d with no request pending", ErrBroken, r.ID)
 	}
-	return context.DeadlineExceeded
+	cl := c.sent[c.head]
+	if r.ID != cl.id {
+		return fmt.Errorf("%w: reply id %d, want %d", ErrBroken, r.ID, cl.id)
+	}
+	switch {
+	case r.OK && cl.op == OpReserve && r.Token == "":
+		return fmt.Errorf("%w: reserve: reply without a token", ErrBroken)
+	case r.OK && cl.op == OpStatus && r.Status == nil:
+		return fmt.Errorf("%w: status: reply without status", ErrBroken)
+	}
+	c.sent[c.head] = nil
+	c.head++
+	switch {
+	case c.head == len(c.sent):
+		c.sent, c.head = c.sent[:0], 0
+	case c.head >= 256 && 2*c.head >= len(c.sent):
+		n := copy(c.sent, c.sent[c.head:])
+		clear(c.sent[n:])
+		c.sent, c.head = c.sent[:n], 0
+	}
+	if !cl.abandoned {
+		cl.reply = r
+		close(cl.done)
+	}
+	return nil
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+// fail breaks the Client with err (the first cause wins): every pending
+// call fails with it, the connection is closed, the reader and writer stop.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = err
+		close(c.done)
+		for _, cl := range c.queue {
+			cl.abandoned = true // never sent now
+			cl.err = err
+			close(cl.done)
+		}
+		for _, cl := range c.sent[c.head:] {
+			if !cl.abandoned {
+				cl.err = err
+				close(cl.done)
+			}
+		}
+		c.queue, c.sent, c.head = nil, nil, 0
+	}
+	c.mu.Unlock()
+	c.conn.Close()
 }

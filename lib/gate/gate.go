@@ -3,7 +3,7 @@
 //
 // The protocol is JSON Lines over a stream socket (the socketpair end that
 // yazsesd passes to yaz-gate as fd 3): one compact request object per line,
-// answered by exactly one reply line, in order. Requests:
+// answered by exactly one reply line, in request order. Requests:
 //
 //	{"op":"reserve"}
 //	{"op":"commit","token":"…"}
@@ -26,11 +26,35 @@
 // Blank lines are ignored and get no reply.
 //
 // A request may carry "id" (a positive integer); the reply then echoes it.
-// The Client numbers its requests this way so that, after a call abandoned
-// to its context, it can skip the late reply instead of taking it for the
-// answer to the next request. A reserve whose reply was abandoned leaves its
-// slot reserved, and charged once its lease passes: abandoning a Reserve
-// costs a slot, so give it a deadline, not the caller's cancellation.
+//
+// A client may pipeline: send further requests before the earlier ones are
+// answered. The gate still takes them one at a time, in the order they
+// arrive, each check-and-reserve atomic on the one budget, and answers them
+// in that order; it may write several replies at once, but never holds a
+// reply back while it waits for input.
+//
+// The Client pipelines the calls of its concurrent callers: a writer
+// goroutine sends what was queued since its last write in one write, and
+// a reader goroutine hands each reply to the oldest request not yet
+// answered, whose id it must echo. Properties:
+//
+//   - A call abandoned to its context returns the context's error at once.
+//     If its request was not written yet, it is never sent. If it was, its
+//     late reply is dropped when it comes: known by its place and its id,
+//     it is never taken for the reply to another request. A reserve whose
+//     reply was abandoned leaves its slot reserved, and charged once its
+//     lease passes: abandoning a Reserve costs a slot, so give it a
+//     deadline, not the caller's cancellation.
+//   - A reply that came before the context ended is never thrown away.
+//   - Anything out of step (a reply that is not JSON, one that answers
+//     another request than the oldest pending, or none, a reserve granted
+//     without a token, a status without the budget), a failed write, or
+//     the connection ending breaks the Client: every pending call fails
+//     with ErrBroken and so does every later one. The connection is closed.
+//
+// The pipelining changes the cost of a call, not its meaning: the budget
+// is only in the gate, and a slot is granted only by the gate's atomic
+// check-and-reserve.
 //
 // Seconds are whole and rounded up, so a client that waits retry_after_s or
 // next_free_s finds the slot free.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -436,3 +438,329 @@ func TestRequestWire(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// heldGate reads requests and answers them only when told: each request
+// read is sent on got; an answer sent on answer is written as the reply to
+// the oldest request not yet answered (its id filled in).
+type heldGate struct {
+	got    chan Request
+	answer chan Reply
+}
+
+func newHeldGate(t *testing.T, conn net.Conn) *heldGate {
+	t.Helper()
+	g := &heldGate{got: make(chan Request, 100), answer: make(chan Reply)}
+	reqs := make(chan Request, 100)
+	go func() {
+		l := NewLineReader(conn)
+		for {
+			b, err := l.ReadLine()
+			if err != nil {
+				close(reqs)
+				return
+			}
+			req, err := ParseRequest(b)
+			if err != nil {
+				t.Errorf("bad request line %q", b)
+			}
+			g.got <- req
+			reqs <- req
+		}
+	}()
+	go func() {
+		for r := range g.answer {
+			req, ok := <-reqs
+			if !ok {
+				return
+			}
+			r.ID = req.ID
+			out, _ := json.Marshal(r)
+			if _, err := conn.Write(append(out, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(g.answer) })
+	return g
+}
+
+func (g *heldGate) next(t *testing.T) Request {
+	t.Helper()
+	select {
+	case r := <-g.got:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("the gate got no request")
+		return Request{}
+	}
+}
+
+type result struct {
+	tok string
+	err error
+}
+
+func reserveAsync(c *Client, ctx context.Context) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		tok, err := c.Reserve(ctx)
+		ch <- result{tok, err}
+	}()
+	return ch
+}
+
+func wait[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("no result within 5 s")
+		var zero T
+		return zero
+	}
+}
+
+// TestClientPipelined: requests go out while earlier ones are unanswered,
+// and each caller gets the reply to its own request.
+func TestClientPipelined(t *testing.T) {
+	cc, sc := socketpair(t)
+	g := newHeldGate(t, sc)
+	c := NewClient(cc)
+	defer c.Close()
+	const n = 5
+	var results [n]<-chan result
+	for i := range n {
+		results[i] = reserveAsync(c, context.Background())
+		g.next(t) // on the wire before any reply: pipelined
+	}
+	for i := range n {
+		g.answer <- Reply{OK: true, Token: fmt.Sprintf("t%d", i)}
+	}
+	// The gate answered in request order; request i was made by caller i.
+	for i := range n {
+		if r := wait(t, results[i]); r.err != nil || r.tok != fmt.Sprintf("t%d", i) {
+			t.Errorf("caller %d: Reserve() = %q, %v; want t%d", i, r.tok, r.err, i)
+		}
+	}
+}
+
+// TestClientCancelOutOfOrder: of three calls on the wire, the middle one
+// gives up; the first and the last still get their own replies, the
+// middle one's late reply is dropped, and the next call gets its own.
+func TestClientCancelOutOfOrder(t *testing.T) {
+	cc, sc := socketpair(t)
+	g := newHeldGate(t, sc)
+	c := NewClient(cc)
+	defer c.Close()
+	first := reserveAsync(c, context.Background())
+	g.next(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	middle := reserveAsync(c, ctx)
+	g.next(t)
+	last := reserveAsync(c, context.Background())
+	g.next(t)
+
+	cancel()
+	if r := wait(t, middle); !errors.Is(r.err, context.Canceled) || r.tok != "" {
+		t.Fatalf("cancelled Reserve() = %q, %v; want Canceled", r.tok, r.err)
+	}
+	g.answer <- Reply{OK: true, Token: "first"}
+	g.answer <- Reply{OK: true, Token: "middle"} // late: nobody waits
+	g.answer <- Reply{OK: true, Token: "last"}
+	if r := wait(t, first); r.err != nil || r.tok != "first" {
+		t.Errorf("first Reserve() = %q, %v; want first", r.tok, r.err)
+	}
+	if r := wait(t, last); r.err != nil || r.tok != "last" {
+		t.Errorf("last Reserve() = %q, %v; want last", r.tok, r.err)
+	}
+	next := reserveAsync(c, context.Background())
+	g.next(t)
+	g.answer <- Reply{OK: true, Token: "next"}
+	if r := wait(t, next); r.err != nil || r.tok != "next" {
+		t.Errorf("Reserve() after the late reply = %q, %v; want next", r.tok, r.err)
+	}
+}
+
+// TestClientAbandonedBeforeSend: a call given up while its request waits
+// for the writer is never sent.
+func TestClientAbandonedBeforeSend(t *testing.T) {
+	cc, sc := net.Pipe() // a write waits until the other end reads
+	defer sc.Close()
+	c := NewClient(cc)
+	defer c.Close()
+	first := reserveAsync(c, context.Background())
+	time.Sleep(20 * time.Millisecond) // the writer is in its write of the first
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Reserve(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve() = %v, want DeadlineExceeded", err)
+	}
+	third := reserveAsync(c, context.Background())
+	time.Sleep(20 * time.Millisecond) // queued behind the first write
+	l := NewLineReader(sc)
+	var ids []uint64
+	for range 2 {
+		b, err := l.ReadLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := ParseRequest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, req.ID)
+		out, _ := json.Marshal(Reply{OK: true, Token: fmt.Sprint("t", req.ID), ID: req.ID})
+		sc.Write(append(out, '\n'))
+	}
+	if want := []uint64{1, 3}; !slices.Equal(ids, want) {
+		t.Errorf("the gate got requests %v, want %v (the abandoned 2 unsent)", ids, want)
+	}
+	if r := wait(t, first); r.tok != "t1" {
+		t.Errorf("first Reserve() = %q, %v; want t1", r.tok, r.err)
+	}
+	if r := wait(t, third); r.tok != "t3" {
+		t.Errorf("third Reserve() = %q, %v; want t3", r.tok, r.err)
+	}
+}
+
+// TestClientManyCallers: many goroutines with mixed calls on one Client;
+// each reply is the one to the caller's own request.
+func TestClientManyCallers(t *testing.T) {
+	cc, sc := socketpair(t)
+	// The gate accepts the commit of an even token and refuses an odd one.
+	fakeGate(t, sc, func(req Request) Reply {
+		switch req.Op {
+		case OpCommit:
+			var k int
+			fmt.Sscan(req.Token, &k)
+			if k%2 == 0 {
+				return Reply{OK: true}
+			}
+			return Reply{Reason: ReasonUnknownToken}
+		case OpStatus:
+			return Reply{OK: true, Status: &Status{Used: int(req.ID)}}
+		}
+		return Reply{Reason: ReasonBadRequest}
+	})
+	c := NewClient(cc)
+	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range 2000 {
+		wg.Go(func() {
+			if i%3 == 0 {
+				if _, err := c.Status(context.Background()); err != nil {
+					t.Errorf("Status() = %v", err)
+				}
+				return
+			}
+			err := c.Commit(context.Background(), fmt.Sprint(i))
+			var ref *Refused
+			switch {
+			case i%2 == 0 && err != nil:
+				t.Errorf("Commit(%d) = %v, want ok", i, err)
+			case i%2 == 1 && (!errors.As(err, &ref) || ref.Reason != ReasonUnknownToken):
+				t.Errorf("Commit(%d) = %v, want unknown_token", i, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestClientBrokenFailsPending: when the gate goes away with requests on
+// the wire, every pending call fails with ErrBroken, and so does any later
+// call.
+func TestClientBrokenFailsPending(t *testing.T) {
+	cc, sc := socketpair(t)
+	g := newHeldGate(t, sc)
+	c := NewClient(cc)
+	var results []<-chan result
+	for range 5 {
+		results = append(results, reserveAsync(c, context.Background()))
+		g.next(t)
+	}
+	g.answer <- Reply{OK: true, Token: "t0"}
+	if r := wait(t, results[0]); r.tok != "t0" {
+		t.Fatalf("first Reserve() = %q, %v; want t0", r.tok, r.err)
+	}
+	sc.Close()
+	for i, ch := range results[1:] {
+		if r := wait(t, ch); !errors.Is(r.err, ErrBroken) {
+			t.Errorf("pending Reserve() %d = %q, %v; want ErrBroken", i+1, r.tok, r.err)
+		}
+	}
+	if _, err := c.Status(context.Background()); !errors.Is(err, ErrBroken) {
+		t.Errorf("Status() after the break = %v, want ErrBroken", err)
+	}
+}
+
+// TestClientClose: Close fails the pending calls with ErrBroken and stops
+// the Client's goroutines (TestMain checks for leaks).
+func TestClientClose(t *testing.T) {
+	cc, sc := socketpair(t)
+	g := newHeldGate(t, sc)
+	c := NewClient(cc)
+	pending := reserveAsync(c, context.Background())
+	g.next(t)
+	c.Close()
+	if r := wait(t, pending); !errors.Is(r.err, ErrBroken) {
+		t.Errorf("pending Reserve() after Close = %v, want ErrBroken", r.err)
+	}
+	if _, err := c.Reserve(context.Background()); !errors.Is(err, ErrBroken) {
+		t.Errorf("Reserve() after Close = %v, want ErrBroken", err)
+	}
+	c.Close() // twice is fine
+}
+
+// TestClientOutOfStep: a reply that answers another request than the
+// oldest one on the wire, or none, breaks the Client.
+func TestClientOutOfStep(t *testing.T) {
+	for _, tt := range []struct{ name, reply string }{
+		{"out of order", `{"ok":true,"token":"t","id":2}`},
+		{"unasked", `{"ok":true,"token":"t","id":1}` + "\n" + `{"ok":true,"token":"t","id":2}`},
+		{"no id", `{"ok":false,"reason":"bad_request","retry_after_s":0}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cc, sc := socketpair(t)
+			c := NewClient(cc)
+			defer c.Close()
+			go func() {
+				NewLineReader(sc).ReadLine()
+				sc.Write([]byte(tt.reply + "\n"))
+			}()
+			tok, err := c.Reserve(context.Background())
+			if tt.name == "unasked" {
+				if err != nil {
+					t.Fatalf("Reserve() = %v", err)
+				}
+				// The second reply answers nothing: the Client breaks.
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					if _, err = c.Status(context.Background()); errors.Is(err, ErrBroken) || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			if !errors.Is(err, ErrBroken) {
+				t.Fatalf("Reserve() = %q, %v; want ErrBroken", tok, err)
+			}
+		})
+	}
+}
+
+func TestLineReaderHasLine(t *testing.T) {
+	cc, sc := socketpair(t)
+	l := NewLineReader(sc)
+	cc.Write([]byte("a\nb\nc"))
+	if b, err := l.ReadLine(); err != nil || string(b) != "a" {
+		t.Fatalf("ReadLine() = %q, %v", b, err)
+	}
+	if !l.HasLine() {
+		t.Error("HasLine() = false with \"b\\n\" buffered")
+	}
+	l.ReadLine()
+	if l.HasLine() {
+		t.Error("HasLine() = true with only \"c\" buffered")
+	}
+}

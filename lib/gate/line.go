@@ -58,6 +58,14 @@ func (l *LineReader) ReadLine() ([]byte, error) {
 	}
 }
 
+// HasLine reports whether a whole line is already buffered, so that the
+// next ReadLine returns without reading. A server that batches its replies
+// flushes them when it is not: the next read may wait.
+func (l *LineReader) HasLine() bool {
+	b, _ := l.r.Peek(l.r.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // ParseRequest parses and checks one request line: a single JSON object
 // with a known op, no unknown fields, a token exactly for commit and
 // release.
