@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// dictationTailMs is the dictation.tail_ms the benchmark runs with (the
+// default): audio still recorded after the key is released.
+const dictationTailMs = 200
+
+// BenchmarkDictationLatency measures, for utterances of 1, 3 and 10 s
+// (jfk.wav cut to length, replayed in real time by yaz-capture --file),
+// the time from the key release (the hold.stop call) to the text in the
+// recording window (the xterm's file holds every byte of it), with the real
+// yazsesd, the real yaz-decode --serve on the tiny.en-sized generated model
+// (2 threads) and xdotool under Xvfb. ns/op is that release-to-text time.
+//
+// It breaks the time down into the tail (dictation.tail_ms), the decoder's
+// own time (decode_ms of its result, from its log record "utterance"), the
+// injection (from the start of the backend's work, its "typed" record's
+// time less its took, to the last byte in the window: focus check, keymap,
+// keys, the way through xterm) and what is left before the injection: the
+// daemon's overhead (socket, the tail's timer, voice check, frames to the
+// decoder, its result back, replacements, bookkeeping). It reports, next to it,
+// a cold whisper-cli (model load and full audio context, as a person
+// without a resident decoder would run it) on the same audio, and the
+// release-to-first-character time.
+//
+// The random model prints made-up words, so the typing time (xdotool's
+// 12 ms a key) depends on how many it prints; the goals (overhead under
+// 30 ms, release-to-text for 3 s under half of cold whisper-cli) are
+// reported, not asserted. Run with -benchtime=3x: one iteration takes the
+// utterance's length plus a few seconds.
+func BenchmarkDictationLatency(b *testing.B) {
+	x := startX(b)
+	rec := startRecorder(b, x)
+	rec.focus(b)
+	rows := map[time.Duration]string{}
+	cold := map[time.Duration]time.Duration{}
+	for _, dur := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second} {
+		speech := speechWAV(b, dur)
+		b.Run(fmt.Sprintf("utterance=%ds", int(dur.Seconds())), func(b *testing.B) {
+			if _, ok := cold[dur]; !ok {
+				cold[dur] = coldWhisperCLI(b, speech, 3)
+			}
+			d := newDaemon(b, baseConfig().
+				with("children.capture", arr(bin("yaz-capture"), "--file", speech)).
+				with("decode.model", q(world.tinyEn)).
+				with("decode.threads", "2").
+				with("dictation.tail_ms", fmt.Sprint(dictationTailMs)),
+				x.daemonEnv()...)
+			d.start()
+			d.waitRunning("gate", "speak", "decode")
+			c := d.client()
+			var total, first, decode, typing, over []time.Duration
+			chars := 0
+			b.ResetTimer()
+			b.StopTimer()
+			for range b.N {
+				d.holdWhileSpeaking(c, dur)
+				before := fileSize(rec.file)
+				w := watchSize(rec.file, before)
+				nDecode, nTyped := len(d.records("decode", "utterance")), len(d.records("", "typed"))
+				b.StartTimer()
+				t0 := time.Now()
+				r := d.stopHold(c)
+				if r.Outcome != "typed" {
+					w.stop()
+					b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.logTail(20))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				l, err := c.Last(ctx)
+				cancel()
+				if err != nil {
+					w.stop()
+					b.Fatal(err)
+				}
+				firstAt, doneAt := w.wait(before+int64(len(l.Text)), 20*time.Second)
+				b.StopTimer()
+				if doneAt.IsZero() {
+					b.Fatalf("the window never received the %d bytes of the text", len(l.Text))
+				}
+				got, _ := os.ReadFile(rec.file)
+				if s := string(got[before:]); s != l.Text {
+					b.Fatalf("window received %q, last is %q", s, l.Text)
+				}
+				dec := d.records("decode", "utterance")
+				typ := d.records("", "typed")
+				if len(dec) != nDecode+1 || len(typ) != nTyped+1 {
+					b.Fatalf("log has %d new decoder results and %d new typed records, want 1 each", len(dec)-nDecode, len(typ)-nTyped)
+				}
+				dm := time.Duration(num(dec[len(dec)-1]["decode_ms"])) * time.Millisecond
+				// Typing started "took" before the daemon logged "typed"
+				// (the same wall clock as the test's).
+				typedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(typ[len(typ)-1]["time"]))
+				if err != nil {
+					b.Fatalf("typed record time: %v", err)
+				}
+				injectStart := typedAt.Add(-time.Duration(num(typ[len(typ)-1]["took"])))
+				tt := doneAt.Sub(t0)
+				tk := doneAt.Sub(injectStart)
+				total, first, decode, typing = append(total, tt), append(first, firstAt.Sub(t0)), append(decode, dm), append(typing, tk)
+				over = append(over, injectStart.Sub(t0)-dictationTailMs*time.Millisecond-dm)
+				chars = r.Chars
+				b.Logf("%v utterance: release→text %s ms, first char %s, decode %d ms, daemon overhead %s ms, inject %s ms, %d chars",
+					dur, formatMs(tt), formatMs(firstAt.Sub(t0)), dm.Milliseconds(), formatMs(over[len(over)-1]), formatMs(tk), r.Chars)
+			}
+			coldT := cold[dur]
+			tot := median(total)
+			b.ReportMetric(ms(tot), "release-to-text-ms")
+			b.ReportMetric(ms(median(first)), "release-to-first-char-ms")
+			b.ReportMetric(dictationTailMs, "tail-ms")
+			b.ReportMetric(ms(median(decode)), "decode-ms")
+			b.ReportMetric(ms(median(typing)), "inject-ms")
+			b.ReportMetric(ms(median(over)), "overhead-ms")
+			b.ReportMetric(ms(coldT), "whisper-cli-cold-ms")
+			b.ReportMetric(float64(tot)/float64(coldT), "text/cold")
+			rows[dur] = fmt.Sprintf("| %2.0f s | %d | %s | %s | %d | %s | %s | %s (%d chars) | %s | %s | %.2f |",
+				dur.Seconds(), len(total), formatMs(tot), formatMs(median(first)), dictationTailMs,
+				formatMs(median(decode)), formatMs(median(over)), formatMs(median(typing)), chars,
+				formatMs(coldT), formatMs(median(decode)+median(over)), float64(tot)/float64(coldT))
+		})
+	}
+	var table []string
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
+		table = append(table, rows[k])
+	}
+	b.Logf("\n| audio | runs | release→text ms | release→1st char ms | tail ms | decode ms | daemon overhead ms | inject ms | cold whisper-cli ms | decode+overhead ms | text/cold |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|---|\n%s\n"+
+		"(medians; inject = backend start → last byte in the window; overhead = release → backend start − tail − decode; whisper-cli: -t 2 -bs 1 -sns -np, model load and full audio context included)",
+		strings.Join(table, "\n"))
+}
+
+// coldWhisperCLI is the median wall time of runs cold runs of whisper-cli
+// on the tiny.en-sized model (what scripts/bench runs: 2 threads, greedy).
+func coldWhisperCLI(b *testing.B, speech string, runs int) time.Duration {
+	b.Helper()
+	var ts []time.Duration
+	for range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t0 := time.Now()
+		out, err := exec.CommandContext(ctx, world.whisperCLI, "-m", world.tinyEn, "-f", speech, "-t", "2", "-bs", "1", "-sns", "-np").CombinedOutput()
+		el := time.Since(t0)
+		cancel()
+		if err != nil {
+			b.Fatalf("whisper-cli: %v\n%s", err, out)
+		}
+		ts = append(ts, el)
+	}
+	return median(ts)
+}
+
+// records are the daemon's log records with msg, from child (or, with
+// child "", the daemon's own records).
+func (d *daemon) records(child, msg string) []map[string]any {
+	var out []map[string]any
+	for _, m := range d.logRecords() {
+		c, _ := m["child"].(string)
+		if c == child && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// sizeWatch polls a file's size every 200 µs and notes when it first grew
+// and when it first reached a size.
+type sizeWatch struct {
+	mu    sync.Mutex
+	first time.Time
+	sizes []sizeAt
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+type sizeAt struct {
+	at   time.Time
+	size int64
+}
+
+func watchSize(path string, from int64) *sizeWatch {
+	w := &sizeWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		last := from
+		for {
+			select {
+			case <-w.quit:
+				return
+			default:
+			}
+			if s := fileSize(path); s != last {
+				now := time.Now()
+				w.mu.Lock()
+				if w.first.IsZero() {
+					w.first = now
+				}
+				w.sizes = append(w.sizes, sizeAt{now, s})
+				w.mu.Unlock()
+				last = s
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	return w
+}
+
+func (w *sizeWatch) stop() {
+	close(w.quit)
+	<-w.done
+}
+
+// wait waits until the file has reached size and returns when it first
+// grew and when it reached size (zero if it never did), then stops.
+func (w *sizeWatch) wait(size int64, limit time.Duration) (first, reached time.Time) {
+	defer w.stop()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		for _, s := range w.sizes {
+			if s.size >= size {
+				first, reached = w.first, s.at
+				w.mu.Unlock()
+				return first, reached
+			}
+		}
+		w.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	return time.Time{}, time.Time{}
+}

@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// The dictation proofs (issue 6) run the real yazsesd with its real
+// children: yaz-capture --file replays speech in real time as if it were
+// spoken into the microphone, hold.start and hold.stop come over the
+// socket, and the text is typed by the daemon's own injection backend into
+// an xterm under a private Xvfb that records every byte it receives. The
+// fake decoder (internal/fakedecode) stands in for whisper only where the
+// exact words matter; TestDictationRealDecoderTypesWhatLastKeeps runs the
+// real yaz-decode on the generated model.
+
+// dictationConfig is baseConfig with the microphone replaying speech and,
+// with fake, the fake decoder.
+func dictationConfig(speech string, fake bool) toml {
+	c := baseConfig().with("children.capture", arr(bin("yaz-capture"), "--file", speech))
+	if fake {
+		c = c.with("children.decode", arr(bin("fakedecode")))
+	}
+	return c
+}
+
+// decodes counts the utterances the decoder child was given.
+func (d *daemon) decodes() int {
+	n := 0
+	for _, m := range d.logRecords() {
+		if m["child"] == "decode" && (m["msg"] == "decoding utterance" || m["msg"] == "utterance") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDictationTypesExactTextIntoFocusedWindow: speech played into the
+// microphone, hold.start and hold.stop over the socket, and the decoder's
+// text arrives in the focused X window byte for byte, through the daemon's
+// automatic backend choice (xdotool, since DISPLAY is set and
+// WAYLAND_DISPLAY is not): ASCII, non-ASCII ("Grüße, Ünïcödé ✓", which
+// plain xdotool typing mangles), and a transcript with line breaks, which
+// arrives as one line: never an Enter.
+func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, text, want string }{
+		{"ascii", "hello from the fake decoder, 42 times!", "hello from the fake decoder, 42 times!"},
+		{"unicode", "Grüße, Ünïcödé ✓", "Grüße, Ünïcödé ✓"},
+		{"no_enter", "first line\nsecond line\r\n", "first line second line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			x := startX(t)
+			rec := startRecorder(t, x)
+			rec.focus(t)
+			speech := answerWAV()
+			d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT="+tc.text)...)
+			c := d.client()
+			d.holdWhileSpeaking(c, wavDuration(t, speech))
+			r := d.stopHold(c)
+			want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "xdotool"}
+			if r != want {
+				t.Errorf("hold.stop = %+v, want %+v", r, want)
+			}
+			rec.waitFor(t, tc.want)
+			if got := rec.settled(t); got != tc.want {
+				t.Errorf("window received %q, want %q and nothing after it", got, tc.want)
+			}
+			if l := d.lastByCtl(); l.Text != tc.want || l.Outcome != "typed" {
+				t.Errorf("ctl last = %+v, want %q typed", l, tc.want)
+			}
+			if n := d.count("dictation.typed", ""); n != 1 {
+				t.Errorf("audit has %d dictation.typed, want 1", n)
+			}
+		})
+	}
+}
+
+// TestDictationRealDecoderTypesWhatLastKeeps: the real yaz-decode --serve
+// on the generated model (world.mini) decodes 3 s of jfk.wav played into
+// the microphone; whatever words the random model prints, the window
+// receives exactly the text that `last` keeps, it is not empty, and it
+// holds no line break.
+func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
+	t.Parallel()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := speechWAV(t, 3*time.Second)
+	d := startDaemon(t, dictationConfig(speech, false), x.daemonEnv()...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	r := d.stopHold(c)
+	if r.Outcome != "typed" || r.Backend != "xdotool" {
+		t.Fatalf("hold.stop = %+v, want typed with xdotool\n%s", r, d.logTail(20))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := c.Last(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(l.Text) == "" || l.Outcome != "typed" {
+		t.Fatalf("last = %+v, want a non-empty typed transcript", l)
+	}
+	if strings.ContainsAny(l.Text, "\r\n") {
+		t.Errorf("last %q holds a line break", l.Text)
+	}
+	if r.Chars != utf8.RuneCountInString(l.Text) {
+		t.Errorf("hold.stop chars = %d, last has %d", r.Chars, utf8.RuneCountInString(l.Text))
+	}
+	rec.waitFor(t, l.Text)
+	if got := rec.settled(t); got != l.Text {
+		t.Errorf("window received %q, want %q (last) and nothing after it", got, l.Text)
+	}
+	// The real decoder did the work: its own log has the utterance.
+	found := false
+	for _, m := range d.logRecords() {
+		if m["child"] == "decode" && m["msg"] == "utterance" {
+			am, _ := m["audio_ms"].(float64)
+			found = found || am >= 2500
+		}
+	}
+	if !found {
+		t.Errorf("no utterance of about 3 s in the decoder's log")
+	}
+}
+
+// TestDictationNoFocusKeepsTextForLast: with no focused window (the
+// recorder is on screen, under the pointer, but has no focus) nothing is
+// typed; the outcome is "kept" and `yazsesd ctl last` returns the text.
+func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
+	t.Parallel()
+	const text = "kept for later, not typed"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runTool(ctx, t, x.env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	r := d.stopHold(c)
+	if r.Outcome != "kept" || r.Chars != len(text) {
+		t.Errorf("hold.stop = %+v, want kept, %d chars", r, len(text))
+	}
+	if l := d.lastByCtl(); l.Text != text || l.Outcome != "kept" || l.AtMs == 0 {
+		t.Errorf("ctl last = %+v, want %q kept", l, text)
+	}
+	if got := rec.settled(t); got != "" {
+		t.Errorf("window with no focus received %q", got)
+	}
+	if n := d.count("dictation.kept", "no_target"); n != 1 {
+		t.Errorf("audit has %d dictation.kept no_target, want 1", n)
+	}
+	// The check can fail: once the window has the focus, the next hold
+	// types into it.
+	rec.focus(t)
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome != "typed" {
+		t.Errorf("hold.stop with focus = %+v, want typed", r)
+	}
+	rec.waitFor(t, text)
+}
+
+// TestDictationClipboardPastesAndRestores: dictation.inject = "clipboard"
+// pastes the text (ctrl+shift+v into the terminal) and then puts back what
+// the clipboard held before.
+func TestDictationClipboardPastesAndRestores(t *testing.T) {
+	t.Parallel()
+	const text = "Grüße über die Zwischenablage ✓"
+	const before = "copied before: Ärger ✓"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setClip(ctx, t, x.env, before)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true).with("dictation.inject", q("clipboard")),
+		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	// On X11 the clipboard's text lives in the process that owns it: the
+	// xclip that put the old text back keeps serving it (with the daemon's
+	// environment) until another client takes the clipboard. Taking it
+	// back before the daemon stops lets the daemon's leak check hold.
+	t.Cleanup(func() {
+		for _, pid := range d.processes() {
+			if pid != d.cmd.Process.Pid && !slices.Contains(d.childPIDs(), pid) {
+				t.Logf("serving the clipboard: pid %d %q", pid, cmdline(pid))
+			}
+		}
+		setClip(context.Background(), t, x.env, "after the test")
+		time.Sleep(300 * time.Millisecond)
+	})
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	r := d.stopHold(c)
+	if r.Outcome != "typed" || r.Backend != "clipboard" {
+		t.Errorf("hold.stop = %+v, want typed with clipboard", r)
+	}
+	rec.waitFor(t, text)
+	var got string
+	for range 50 {
+		if got = getClip(ctx, x.env); got == before {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got != before {
+		t.Errorf("clipboard after the paste = %q, want %q restored", got, before)
+	}
+	if got := rec.settled(t); got != text {
+		t.Errorf("window received %q, want %q", got, text)
+	}
+}
+
+// TestDictationCancelTypesNothing: hold.cancel drops the audio: nothing is
+// decoded, nothing typed, nothing kept.
+func TestDictationCancelTypesNothing(t *testing.T) {
+	t.Parallel()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT=never typed")...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Hold(ctx, daemonapi.MethodHoldCancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hold != daemonapi.HoldIdle || r.Outcome != "cancelled" {
+		t.Errorf("hold.cancel = %+v, want idle, cancelled", r)
+	}
+	if got := rec.settled(t); got != "" {
+		t.Errorf("window received %q after hold.cancel", got)
+	}
+	if n := d.decodes(); n != 0 {
+		t.Errorf("the decoder got %d utterances after hold.cancel, want 0", n)
+	}
+	if l, err := c.Last(ctx); err != nil || l.Text != "" {
+		t.Errorf("last = %+v, %v; want nothing kept", l, err)
+	}
+	if n := d.count("dictation.cancelled", ""); n != 1 {
+		t.Errorf("audit has %d dictation.cancelled, want 1", n)
+	}
+	// A stop after the cancel finds no hold.
+	if r, err := c.Hold(ctx, daemonapi.MethodHoldStop); err != nil || r.Hold != daemonapi.HoldIdle || r.Outcome != "" {
+		t.Errorf("hold.stop after cancel = %+v, %v; want idle with no outcome", r, err)
+	}
+}
+
+// TestDictationDuringQuestionGoesToWindow (barge-in): a hold started while
+// an ask_human question is spoken stops the question (no_answer
+// interrupted, no answer text), and what is dictated goes to the focused
+// window, not to the agent.
+func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
+	t.Parallel()
+	const text = "this goes to the window"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true).with("budget.ask_human_per_hour", "2"),
+		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	asker := d.client()
+	type askOut struct {
+		r   daemonapi.AskResult
+		err error
+	}
+	res := make(chan askOut, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r, err := asker.AskHuman(ctx, daemonapi.AskParams{Question: longQuestion, TimeoutS: 60})
+		res <- askOut{r, err}
+	}()
+	d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
+	time.Sleep(time.Second) // audio is playing
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	select {
+	case o := <-res:
+		want := daemonapi.AskResult{Result: daemonapi.NoAnswer, Reason: daemonapi.ReasonInterrupted}
+		if o.err != nil || o.r != want {
+			t.Errorf("ask = %+v, %v; want %+v: no answer text", o.r, o.err, want)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the question went on during the hold")
+	}
+	r := d.stopHold(c)
+	if r.Outcome != "typed" {
+		t.Errorf("hold.stop = %+v, want typed", r)
+	}
+	rec.waitFor(t, text)
+	if got := rec.settled(t); got != text {
+		t.Errorf("window received %q, want %q", got, text)
+	}
+	if n := d.decodes(); n != 1 {
+		t.Errorf("the decoder got %d utterances, want 1 (the dictation; no answer was taken)", n)
+	}
+}
+
+// TestDictationDecoderKilledRecovers: the decoder is SIGKILLed while it
+// decodes a hold. The utterance is lost (outcome failed, audit
+// dictation.lost decoder_failed, nothing typed), the daemon restarts the
+// decoder, and the next hold is decoded and typed.
+func TestDictationDecoderKilledRecovers(t *testing.T) {
+	t.Parallel()
+	const text = "typed after the restart"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true),
+		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	type stopOut struct {
+		r   daemonapi.HoldResult
+		err error
+	}
+	stopped := make(chan stopOut, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
+		stopped <- stopOut{r, err}
+	}()
+	d.waitLog(20*time.Second, "the hold's decoding", func(m map[string]any) bool {
+		return m["child"] == "decode" && m["msg"] == "decoding utterance"
+	})
+	pid := d.pidOf("decode")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-stopped:
+		if o.err != nil || o.r.Outcome != "failed" || o.r.Hold != daemonapi.HoldIdle {
+			t.Errorf("hold.stop with the decoder killed = %+v, %v; want idle, failed", o.r, o.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hold.stop did not return after the decoder was killed\n%s", d.logTail(30))
+	}
+	if n := d.count("dictation.lost", "decoder_failed"); n != 1 {
+		t.Errorf("audit has %d dictation.lost decoder_failed, want 1", n)
+	}
+	d.waitFor(20*time.Second, "the decoder restarted", func() bool {
+		ch := d.child("decode")
+		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
+	})
+	if got := rec.settled(t); got != "" {
+		t.Errorf("window received %q from the lost utterance", got)
+	}
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome != "typed" {
+		t.Errorf("hold.stop after the restart = %+v, want typed\n%s", r, d.logTail(20))
+	}
+	rec.waitFor(t, text)
+}
+
+// TestDictationReplacementsNotInAnswers: [[dictation.replace]] rewrites
+// dictated text (whole words only), and never an ask_human answer: the
+// same daemon and the same decoder text give the agent the words as said.
+func TestDictationReplacementsNotInAnswers(t *testing.T) {
+	t.Parallel()
+	const said = "fake news about fakes, fake"
+	const typed = "real news about fakes, real"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true).with("dictation.replace", `[{from = "fake", to = "real"}]`),
+		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+said)...)
+	if r := d.ask("Ship it?", 30); r.Result != daemonapi.Answered || r.Answer != said {
+		t.Errorf("ask = %+v, want answered %q: no replacement in answers", r, said)
+	}
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome != "typed" {
+		t.Errorf("hold.stop = %+v, want typed", r)
+	}
+	rec.waitFor(t, typed)
+	if l := d.lastByCtl(); l.Text != typed {
+		t.Errorf("ctl last = %+v, want %q", l, typed)
+	}
+	if got := rec.settled(t); got != typed {
+		t.Errorf("window received %q, want %q: the answer never goes to the window", got, typed)
+	}
+}
+
+// formatMs prints a duration in milliseconds with one decimal.
+func formatMs(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+
+// childPIDs are the pids of the daemon's running children.
+func (d *daemon) childPIDs() []int {
+	var pids []int
+	for _, c := range d.status().Children {
+		if c.PID != 0 {
+			pids = append(pids, c.PID)
+		}
+	}
+	return pids
+}
+
+// cmdline is a process's command line, arguments separated by spaces.
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
