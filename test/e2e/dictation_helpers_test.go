@@ -319,3 +319,41 @@ func (d *daemon) lastByCtl() daemonapi.Last {
 	}
 	return l
 }
+
+// notes is a fake notify-send first in the daemon's PATH: it writes the
+// arguments of every notification, one notification a line, to a file.
+type notes struct {
+	env  string // the PATH entry for the daemon
+	file string
+}
+
+func fakeNotifySend(t testing.TB) notes {
+	t.Helper()
+	dir := t.TempDir()
+	n := notes{env: "PATH=" + dir + ":" + os.Getenv("PATH"), file: filepath.Join(dir, "notes.txt")}
+	script := "#!/bin/sh\nfor a; do printf '%s|' \"$a\"; done >> '" + n.file + "'\necho >> '" + n.file + "'\n"
+	if err := os.WriteFile(filepath.Join(dir, "notify-send"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (n notes) lines() []string {
+	b, _ := os.ReadFile(n.file)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// waitFor waits until a notification contains s.
+func (n notes) waitFor(t testing.TB, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range n.lines() {
+			if strings.Contains(l, s) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no notification with %q; got %q", s, n.lines())
+}

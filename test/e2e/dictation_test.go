@@ -138,7 +138,8 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 
 // TestDictationNoFocusKeepsTextForLast: with no focused window (the
 // recorder is on screen, under the pointer, but has no focus) nothing is
-// typed; the outcome is "kept" and `yazsesd ctl last` returns the text.
+// typed; the outcome is "kept", `yazsesd ctl last` returns the text, and a
+// notification (without the text) says so.
 func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	t.Parallel()
 	const text = "kept for later, not typed"
@@ -148,10 +149,17 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	defer cancel()
 	runTool(ctx, t, x.env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	n := fakeNotifySend(t)
+	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
 	c := d.client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
+	n.waitFor(t, "No text field had focus")
+	for _, l := range n.lines() {
+		if strings.Contains(l, "kept for later") {
+			t.Errorf("a notification shows the transcript: %q", l)
+		}
+	}
 	if r.Outcome != "kept" || r.Chars != len(text) {
 		t.Errorf("hold.stop = %+v, want kept, %d chars", r, len(text))
 	}
@@ -316,8 +324,8 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 
 // TestDictationDecoderKilledRecovers: the decoder is SIGKILLed while it
 // decodes a hold. The utterance is lost (outcome failed, audit
-// dictation.lost decoder_failed, nothing typed), the daemon restarts the
-// decoder, and the next hold is decoded and typed.
+// dictation.lost decoder_failed, a "lost" notification, nothing typed),
+// the daemon restarts the decoder, and the next hold is decoded and typed.
 func TestDictationDecoderKilledRecovers(t *testing.T) {
 	t.Parallel()
 	const text = "typed after the restart"
@@ -325,8 +333,9 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	rec := startRecorder(t, x)
 	rec.focus(t)
 	speech := answerWAV()
+	n := fakeNotifySend(t)
 	d := startDaemon(t, dictationConfig(speech, true),
-		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
+		append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
 	c := d.client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	type stopOut struct {
@@ -358,6 +367,7 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	if n := d.count("dictation.lost", "decoder_failed"); n != 1 {
 		t.Errorf("audit has %d dictation.lost decoder_failed, want 1", n)
 	}
+	n.waitFor(t, "Dictation failed")
 	d.waitFor(20*time.Second, "the decoder restarted", func() bool {
 		ch := d.child("decode")
 		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
@@ -420,4 +430,40 @@ func (d *daemon) childPIDs() []int {
 func cmdline(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// TestDictationDecoderDownLosesUtterance: with the decoder down for good
+// (a command that always fails, given up after its crash loop), hold.stop
+// does not wait forever: the utterance is reported lost (outcome failed,
+// audit dictation.lost, a "lost" notification), nothing is typed, and the
+// daemon still stops cleanly on SIGTERM (checked when the test ends).
+func TestDictationDecoderDownLosesUtterance(t *testing.T) {
+	t.Parallel()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	n := fakeNotifySend(t)
+	d := newDaemon(t, dictationConfig(speech, true).with("children.decode", arr("/bin/false")), append(x.daemonEnv(), n.env)...)
+	d.start()
+	d.waitRunning("gate", "speak")
+	d.waitFor(60*time.Second, "the decoder's crash loop", func() bool { return d.child("decode").State == "crashloop" })
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
+	if err != nil {
+		t.Fatalf("hold.stop with the decoder down: %v (it must not wait for a decoder that will not come)", err)
+	}
+	if r.Outcome != "failed" || r.Hold != daemonapi.HoldIdle {
+		t.Errorf("hold.stop with the decoder down = %+v, want idle, failed", r)
+	}
+	if n := d.count("dictation.lost", "decoder_failed"); n != 1 {
+		t.Errorf("audit has %d dictation.lost decoder_failed, want 1", n)
+	}
+	n.waitFor(t, "Dictation failed")
+	if got := rec.settled(t); got != "" {
+		t.Errorf("window received %q", got)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -179,11 +180,14 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	if p := d.opt.Config.Dictation.Prompt; p != "" { // restart-only: the start value
 		prompt = &p
 	}
-	r, err := d.decode.decode(context.WithoutCancel(ctx), prioHold, h.samples, prompt)
+	dctx, cancel := d.holdDecodeCtx(ctx)
+	r, err := d.decode.decode(dctx, prioHold, h.samples, prompt)
+	down := dctx.Err() != nil
+	cancel()
 	if err != nil {
 		res.Outcome = "failed"
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
-		if !errors.Is(err, errDecoderLost) {
+		if !errors.Is(err, errDecoderLost) && !down {
 			ev.Reason = "decode_error"
 		}
 		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "audio_ms", audioDur.Milliseconds())
@@ -226,6 +230,37 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: res.Outcome}
 	d.state.mu.Unlock()
 	return res
+}
+
+// holdDecodeCtx is the context of a hold's decoding. It is not the
+// caller's (a client that hangs up after hold.stop still gets its text
+// typed), but it ends when the daemon stops or when the decoder child is
+// down for good (crash loop, exit 125, or exited 0 and not restarted):
+// hold.stop then reports the utterance lost instead of waiting forever for
+// a decoder that will not come up, holding the decoder's turn meanwhile.
+func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			d.state.mu.Lock()
+			closing, changed := d.state.closing, d.state.changed
+			d.state.mu.Unlock()
+			switch st := d.decodeC.Status().State; {
+			case closing, st == supervise.StateCrashLoop, st == supervise.StateExited, st == supervise.StateStopped:
+				cancel()
+				return
+			}
+			select {
+			case <-dctx.Done():
+				return
+			case <-changed:
+			case <-tick.C:
+			}
+		}
+	}()
+	return dctx, cancel
 }
 
 func (d *Daemon) notify(kind string) {
