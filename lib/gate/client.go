@@ -34,8 +34,9 @@ func (e *Refused) Error() string {
 
 // Client talks to one gate over one connection. Its methods are safe for
 // concurrent use, and concurrent calls are pipelined: many requests may be
-// on the wire at once. A writer goroutine sends the requests queued since
-// its last write in one write; a reader goroutine takes the replies, which
+// on the wire at once. A call writes its own request when no other write
+// is under way; otherwise it queues it, and the writer goroutine sends all
+// that was queued in one write. A reader goroutine takes the replies, which
 // the gate sends in request order, and hands each to its call after
 // checking that it echoes that call's id. See the package documentation
 // for what a call abandoned to its context means.
@@ -46,11 +47,12 @@ type Client struct {
 	done   chan struct{} // closed once the Client is broken (or closed)
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	queue  []*call // not written yet, in call order
-	sent   []*call // written and not yet answered, in wire order, from sentHead
-	head   int     // index of the oldest unanswered request in sent
-	broken error
+	mu      sync.Mutex
+	writing bool    // a write is under way, by the writer or a caller
+	queue   []*call // not written yet, in call order
+	sent    []*call // written and not yet answered, in wire order, from sentHead
+	head    int     // index of the oldest unanswered request in sent
+	broken  error
 }
 
 // call is one request of a Client and, once done is closed, its outcome.
@@ -156,11 +158,19 @@ func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
 		c.mu.Unlock()
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
-	c.queue = append(c.queue, cl)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is pending: the writer takes cl with it
+	if !c.writing && len(c.queue) == 0 {
+		// Nothing else to send: write it from here, without waking the
+		// writer (a goroutine switch is most of a round trip's cost).
+		c.writing = true
+		c.sent = append(c.sent, cl)
+		c.mu.Unlock()
+		if err := c.writeDirect(ctx, cl); err != nil {
+			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
+		}
+	} else {
+		c.queue = append(c.queue, cl)
+		c.mu.Unlock()
+		c.kick()
 	}
 
 	select {
@@ -186,8 +196,78 @@ func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
 	return r, nil
 }
 
-// writeLoop writes what is queued, all of it in one write, until the
-// Client breaks.
+// kick wakes the writer.
+func (c *Client) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is pending: the writer takes the queue with it
+	}
+}
+
+// writeDirect writes the request of cl, last in sent, from the caller's
+// goroutine, within ctx, and ends the write that c.writing marks. A write
+// that ctx interrupts before its first byte leaves cl unsent; one cut
+// later breaks the Client.
+func (c *Client) writeDirect(ctx context.Context, cl *call) error {
+	var n int
+	var err error
+	if ctx.Done() == nil {
+		n, err = c.conn.Write(cl.line)
+	} else {
+		// The context's deadline is the write's; its cancellation cuts
+		// the write short the same way. The deadline is cleared before
+		// anyone else writes.
+		if dl, ok := ctx.Deadline(); ok {
+			c.conn.SetWriteDeadline(dl)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		stop := context.AfterFunc(ctx, func() {
+			defer wg.Done()
+			c.conn.SetWriteDeadline(time.Unix(1, 0))
+		})
+		n, err = c.conn.Write(cl.line)
+		if stop() {
+			wg.Done()
+		}
+		wg.Wait()
+		c.conn.SetWriteDeadline(time.Time{})
+	}
+
+	c.mu.Lock()
+	c.writing = false
+	if len(c.queue) > 0 {
+		c.kick() // what was queued meanwhile
+	}
+	if c.broken != nil {
+		err := c.broken // cl failed with it
+		c.mu.Unlock()
+		return err
+	}
+	if err != nil && n == 0 && isTimeout(err) {
+		// Not a byte written: cl was not sent and never will be.
+		c.sent = c.sent[:len(c.sent)-1] // cl: no write could follow it
+		cl.abandoned = true
+		c.mu.Unlock()
+		return ctxErr(ctx)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
+		return c.stopErr()
+	}
+	return nil
+}
+
+// stopErr is why the Client broke.
+func (c *Client) stopErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
+}
+
+// writeLoop writes what callers queued while another write was under way,
+// all of it in one write, until the Client breaks.
 func (c *Client) writeLoop() {
 	defer c.wg.Done()
 	var buf []byte
@@ -197,34 +277,46 @@ func (c *Client) writeLoop() {
 		case <-c.done:
 			return
 		}
-		c.mu.Lock()
-		if c.broken != nil {
-			c.mu.Unlock()
-			return
-		}
-		buf = buf[:0]
-		for _, cl := range c.queue {
-			if cl.abandoned {
-				continue // given up before it was sent: never sent
+		for {
+			c.mu.Lock()
+			if c.broken != nil {
+				c.mu.Unlock()
+				return
 			}
-			c.sent = append(c.sent, cl)
-			buf = append(buf, cl.line...)
-		}
-		clear(c.queue)
-		c.queue = c.queue[:0]
-		c.mu.Unlock()
-		if len(buf) == 0 {
-			continue
-		}
-		// Registered in sent before the write, so the reader knows a
-		// reply that comes back at once. No deadline: a caller gives up
-		// on its own context; a cut write breaks the Client.
-		if _, err := c.conn.Write(buf); err != nil {
-			c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
-			return
-		}
-		if cap(buf) > 64<<10 {
-			buf = nil // do not keep a burst's buffer for good
+			if c.writing || len(c.queue) == 0 {
+				// The caller writing now kicks the writer when it is done.
+				c.mu.Unlock()
+				break
+			}
+			buf = buf[:0]
+			for _, cl := range c.queue {
+				if cl.abandoned {
+					continue // given up before it was sent: never sent
+				}
+				c.sent = append(c.sent, cl)
+				buf = append(buf, cl.line...)
+			}
+			clear(c.queue)
+			c.queue = c.queue[:0]
+			c.writing = len(buf) > 0
+			c.mu.Unlock()
+			if len(buf) == 0 {
+				continue
+			}
+			// Registered in sent before the write, so the reader knows a
+			// reply that comes back at once. No deadline: a caller gives
+			// up on its own context; a cut write breaks the Client.
+			_, err := c.conn.Write(buf)
+			c.mu.Lock()
+			c.writing = false
+			c.mu.Unlock()
+			if err != nil {
+				c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
+				return
+			}
+			if cap(buf) > 64<<10 {
+				buf = nil // do not keep a burst's buffer for good
+			}
 		}
 	}
 }
@@ -312,4 +404,18 @@ func (c *Client) fail(err error) {
 	}
 	c.mu.Unlock()
 	c.conn.Close()
+}
+
+// ctxErr is ctx's error, or DeadlineExceeded when the connection's deadline
+// (the context's) came a moment before the context noticed.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

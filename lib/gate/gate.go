@@ -33,13 +33,15 @@
 // in that order; it may write several replies at once, but never holds a
 // reply back while it waits for input.
 //
-// The Client pipelines the calls of its concurrent callers: a writer
-// goroutine sends what was queued since its last write in one write, and
-// a reader goroutine hands each reply to the oldest request not yet
-// answered, whose id it must echo. Properties:
+// The Client pipelines the calls of its concurrent callers. A call made
+// while no write is under way writes its request itself; one made during
+// a write is queued, and a writer goroutine sends all that was queued in
+// one write. A reader goroutine hands each reply to the oldest request not
+// yet answered, whose id it must echo. Properties:
 //
 //   - A call abandoned to its context returns the context's error at once.
-//     If its request was not written yet, it is never sent. If it was, its
+//     If its request was not written yet (still queued, or its own write
+//     interrupted before the first byte), it is never sent. If it was, its
 //     late reply is dropped when it comes: known by its place and its id,
 //     it is never taken for the reply to another request. A reserve whose
 //     reply was abandoned leaves its slot reserved, and charged once its

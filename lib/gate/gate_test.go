@@ -764,3 +764,44 @@ func TestLineReaderHasLine(t *testing.T) {
 		t.Error("HasLine() = true with only \"c\" buffered")
 	}
 }
+
+// TestClientWriteInterrupted: a call whose context ends while its own
+// write waits (the gate is not reading) returns the context's error; the
+// request was not sent, and the next call is answered as usual.
+func TestClientWriteInterrupted(t *testing.T) {
+	for _, mode := range []string{"deadline", "cancel"} {
+		t.Run(mode, func(t *testing.T) {
+			cc, sc := net.Pipe() // a write waits until the other end reads
+			defer sc.Close()
+			c := NewClient(cc)
+			defer c.Close()
+			var ctx context.Context
+			var cancel context.CancelFunc
+			want := context.DeadlineExceeded
+			if mode == "deadline" {
+				ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+			} else {
+				ctx, cancel = context.WithCancel(context.Background())
+				time.AfterFunc(30*time.Millisecond, cancel)
+				want = context.Canceled
+			}
+			defer cancel()
+			if _, err := c.Reserve(ctx); !errors.Is(err, want) {
+				t.Fatalf("Reserve() = %v, want %v", err, want)
+			}
+			next := reserveAsync(c, context.Background())
+			b, err := NewLineReader(sc).ReadLine()
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := ParseRequest(b)
+			if err != nil || req.ID != 2 {
+				t.Fatalf("the gate got %q, want only request 2 (1 never sent)", b)
+			}
+			sc.Write([]byte(`{"ok":true,"token":"t2","id":2}` + "\n"))
+			if r := wait(t, next); r.err != nil || r.tok != "t2" {
+				t.Errorf("next Reserve() = %q, %v; want t2", r.tok, r.err)
+			}
+		})
+	}
+}
