@@ -159,8 +159,8 @@ func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
 	if !c.writing && len(c.queue) == 0 {
-		// Nothing else to send: write it from here, without waking the
-		// writer (a goroutine switch is most of a round trip's cost).
+		// Nothing else to send: write it from here, without a switch
+		// to the writer goroutine and back.
 		c.writing = true
 		c.sent = append(c.sent, cl)
 		c.mu.Unlock()
