@@ -467,3 +467,47 @@ func TestDictationDecoderDownLosesUtterance(t *testing.T) {
 		t.Errorf("window received %q", got)
 	}
 }
+
+// TestDictationRepressDuringTailOpensNewHold: the key pressed again while
+// the previous release is still recording its tail opens a new hold: both
+// utterances are typed, none is lost (the second press was answered
+// "holding" with no hold behind it, and its release found nothing).
+func TestDictationRepressDuringTailOpensNewHold(t *testing.T) {
+	t.Parallel()
+	const text = "again"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true).with("dictation.tail_ms", "600"),
+		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	first, second := d.client(), d.client()
+	d.holdWhileSpeaking(first, wavDuration(t, speech))
+	stopped := make(chan daemonapi.HoldResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, _ := first.Hold(ctx, daemonapi.MethodHoldStop)
+		stopped <- r
+	}()
+	time.Sleep(150 * time.Millisecond) // well inside the 600 ms tail
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if r, err := second.Hold(ctx, daemonapi.MethodHoldStart); err != nil || r.Hold != daemonapi.HoldHolding {
+		t.Fatalf("hold.start during the tail = %+v, %v", r, err)
+	}
+	if r := <-stopped; r.Outcome != "typed" {
+		t.Errorf("first hold.stop = %+v, want typed", r)
+	}
+	if st := d.status().Hold; st != daemonapi.HoldHolding {
+		t.Errorf("status after the first stop: hold %q, want holding (the second press)", st)
+	}
+	d.waitReplayed(wavDuration(t, speech))
+	if r := d.stopHold(second); r.Outcome != "typed" {
+		t.Errorf("second hold.stop = %+v, want typed", r)
+	}
+	rec.waitFor(t, text+text) // one after the other, as typed (nothing added between)
+	if n := d.count("dictation.typed", ""); n != 2 {
+		t.Errorf("audit has %d dictation.typed, want 2", n)
+	}
+}

@@ -60,6 +60,10 @@ type holdRec struct {
 	stop    chan struct{}
 	done    chan struct{}
 	samples []int16
+	// stopping: a stop is recording the tail; a new hold.start opens a
+	// new hold. taken: a stop or cancel has ended it. Both under
+	// stateT.mu.
+	stopping, taken bool
 }
 
 func (h *holdRec) collect() {
@@ -89,9 +93,11 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	if d.state.closing {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
-	if d.state.hold != nil {
+	if d.state.hold != nil && !d.state.hold.stopping {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
 	}
+	// A hold in its tail goes on collecting the tail and is typed; the
+	// key pressed again meanwhile opens a new one.
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	h.l = d.mic.listen(d.mic.always)
 	go h.collect()
@@ -106,24 +112,31 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 }
 
 // takeHold ends the open hold: after the tail it stops collecting and
-// returns the audio. nil when no hold was open.
-func (d *Daemon) takeHold(tail time.Duration) *holdRec {
+// returns the audio. nil when no hold was open, or (for a stop) when the
+// open hold is already in another stop's tail. A cancel (stop false) also
+// takes a hold in its tail.
+func (d *Daemon) takeHold(tail time.Duration, stop bool) *holdRec {
 	d.state.mu.Lock()
 	h := d.state.hold
-	d.state.mu.Unlock()
-	if h == nil {
+	if h == nil || (stop && h.stopping) {
+		d.state.mu.Unlock()
 		return nil
 	}
+	h.stopping = h.stopping || stop
+	d.state.mu.Unlock()
 	if tail > 0 {
 		time.Sleep(tail)
 	}
 	d.state.mu.Lock()
-	if d.state.hold != h { // another stop took it meanwhile
+	if h.taken { // a cancel took it meanwhile
 		d.state.mu.Unlock()
 		return nil
 	}
-	d.state.hold = nil
-	d.state.broadcastLocked()
+	h.taken = true
+	if d.state.hold == h { // else a new hold began during the tail
+		d.state.hold = nil
+		d.state.broadcastLocked()
+	}
 	d.state.mu.Unlock()
 	close(h.stop)
 	<-h.done
@@ -134,7 +147,7 @@ func (d *Daemon) takeHold(tail time.Duration) *holdRec {
 // holdStop ends the hold, decodes it and types the text.
 func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
 	cfg := d.config()
-	h := d.takeHold(time.Duration(cfg.Dictation.TailMs) * time.Millisecond)
+	h := d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
@@ -143,7 +156,7 @@ func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
 
 // holdCancel ends the hold and drops its audio.
 func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
-	h := d.takeHold(0)
+	h := d.takeHold(0, false)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
@@ -153,7 +166,10 @@ func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
 
 // holdToggle starts a hold when idle and stops it when holding.
 func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
-	if on, _ := d.state.holding(); on {
+	d.state.mu.Lock()
+	open := d.state.hold != nil && !d.state.hold.stopping
+	d.state.mu.Unlock()
+	if open {
 		return d.holdStop(ctx)
 	}
 	return d.holdStart(ctx)
