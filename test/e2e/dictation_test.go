@@ -50,7 +50,7 @@ func (d *daemon) decodes() int {
 // automatic backend choice (xdotool, since DISPLAY is set and
 // WAYLAND_DISPLAY is not): ASCII, non-ASCII ("Grüße, Ünïcödé ✓", which
 // plain xdotool typing mangles), and a transcript with line breaks, which
-// arrives as one line: never an Enter.
+// arrives as one line: never an Enter. No log or audit line holds the text.
 func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, text, want string }{
@@ -81,6 +81,13 @@ func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 			}
 			if n := d.count("dictation.typed", ""); n != 1 {
 				t.Errorf("audit has %d dictation.typed, want 1", n)
+			}
+			// Invariant 10: no log or audit line holds the transcript.
+			auditLog, _ := os.ReadFile(d.audit)
+			for _, s := range []string{tc.want, strings.Join(strings.Fields(tc.want)[:2], " ")} {
+				if strings.Contains(d.log.String(), s) || strings.Contains(string(auditLog), s) {
+					t.Errorf("the daemon's log or audit holds %q of the transcript", s)
+				}
 			}
 		})
 	}
