@@ -50,7 +50,7 @@ type Client struct {
 	mu      sync.Mutex
 	writing bool    // a write is under way, by the writer or a caller
 	queue   []*call // not written yet, in call order
-	sent    []*call // written and not yet answered, in wire order, from sentHead
+	sent    []*call // written and not yet answered, in wire order, from head
 	head    int     // index of the oldest unanswered request in sent
 	broken  error
 }
