@@ -38,7 +38,9 @@ const dictationTailMs = 200
 // The random model prints made-up words, so the typing time (xdotool's
 // 12 ms a key) depends on how many it prints; the goals (overhead under
 // 30 ms, release-to-text for 3 s under half of cold whisper-cli) are
-// reported, not asserted. Run with -benchtime=3x: one iteration takes the
+// reported, not asserted. Each sub-benchmark logs the table so far (the
+// last one the whole table) when it runs more than one iteration; -v adds
+// a line per iteration. Run with -benchtime=5x: one iteration takes the
 // utterance's length plus a few seconds.
 func BenchmarkDictationLatency(b *testing.B) {
 	x := startX(b)
@@ -111,8 +113,10 @@ func BenchmarkDictationLatency(b *testing.B) {
 				total, first, decode, typing = append(total, tt), append(first, firstAt.Sub(t0)), append(decode, dm), append(typing, tk)
 				over = append(over, injectStart.Sub(t0)-dictationTailMs*time.Millisecond-dm)
 				chars = r.Chars
-				b.Logf("%v utterance: release→text %s ms, first char %s, decode %d ms, daemon overhead %s ms, inject %s ms, %d chars",
-					dur, formatMs(tt), formatMs(firstAt.Sub(t0)), dm.Milliseconds(), formatMs(over[len(over)-1]), formatMs(tk), r.Chars)
+				if testing.Verbose() {
+					b.Logf("%v utterance: release→text %s ms, first char %s, decode %d ms, daemon overhead %s ms, inject %s ms, %d chars",
+						dur, formatMs(tt), formatMs(firstAt.Sub(t0)), dm.Milliseconds(), formatMs(over[len(over)-1]), formatMs(tk), r.Chars)
+				}
 			}
 			coldT := cold[dur]
 			tot := median(total)
@@ -128,16 +132,19 @@ func BenchmarkDictationLatency(b *testing.B) {
 				dur.Seconds(), len(total), formatMs(tot), formatMs(median(first)), dictationTailMs,
 				formatMs(median(decode)), formatMs(median(over)), formatMs(median(typing)), chars,
 				formatMs(coldT), formatMs(median(decode)+median(over)), float64(tot)/float64(coldT))
+			if b.N == 1 {
+				return // the first probing run of the sub-benchmark: the table comes with the real one
+			}
+			var table []string
+			for _, k := range slices.Sorted(maps.Keys(rows)) {
+				table = append(table, rows[k])
+			}
+			b.Logf("table so far:\n| audio | runs | release→text ms | release→1st char ms | tail ms | decode ms | daemon overhead ms | inject ms | cold whisper-cli ms | decode+overhead ms | text/cold |\n"+
+				"|---|---|---|---|---|---|---|---|---|---|---|\n%s\n"+
+				"(medians; inject = backend start → last byte in the window; overhead = release → backend start − tail − decode; whisper-cli: -t 2 -bs 1 -sns -np, model load and full audio context included)",
+				strings.Join(table, "\n"))
 		})
 	}
-	var table []string
-	for _, k := range slices.Sorted(maps.Keys(rows)) {
-		table = append(table, rows[k])
-	}
-	b.Logf("\n| audio | runs | release→text ms | release→1st char ms | tail ms | decode ms | daemon overhead ms | inject ms | cold whisper-cli ms | decode+overhead ms | text/cold |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|---|\n%s\n"+
-		"(medians; inject = backend start → last byte in the window; overhead = release → backend start − tail − decode; whisper-cli: -t 2 -bs 1 -sns -np, model load and full audio context included)",
-		strings.Join(table, "\n"))
 }
 
 // coldWhisperCLI is the median wall time of runs cold runs of whisper-cli
