@@ -8,7 +8,8 @@
 // as a transcript or a question, does not compile), and its text is
 // sanitised again with tts.Sanitize (control characters removed, length
 // capped). The messages the daemon needs are here: [Listening],
-// [NoTextTarget], [QuestionWaiting] and [Lost], also by kind word in [Kinds].
+// [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], also by kind
+// word in [Kinds].
 //
 // A Notifier can be switched off (config notify.enabled) and shows at most
 // PerMinute notifications in any sliding minute (config notify.per_minute);
@@ -77,6 +78,7 @@ var (
 	NoTextTarget    = Text(AppName, "No text field had focus: the text is kept (yazsesd ctl last).")
 	QuestionWaiting = Text(AppName, "A question is waiting.")
 	Lost            = Text(AppName, "Dictation failed: the speech could not be transcribed.")
+	TypingFailed    = Text(AppName, "The text could not be typed here: it is kept (yazsesd ctl last).")
 )
 
 // Kinds name the daemon's messages with closed-vocabulary words.
@@ -85,6 +87,7 @@ var Kinds = map[string]Message{
 	"no_target":        NoTextTarget,
 	"question_waiting": QuestionWaiting,
 	"lost":             Lost,
+	"typing_failed":    TypingFailed,
 }
 
 // ByKind returns the message of a kind word (see Kinds).

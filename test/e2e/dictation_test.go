@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -516,5 +518,50 @@ func TestDictationRepressDuringTailOpensNewHold(t *testing.T) {
 	rec.waitFor(t, text+text) // one after the other, as typed (nothing added between)
 	if n := d.count("dictation.typed", ""); n != 2 {
 		t.Errorf("audit has %d dictation.typed, want 2", n)
+	}
+}
+
+// TestDictationTypingFailureKeepsText: when the backend fails for another
+// reason than a missing focus (here `xdotool type` itself fails), nothing
+// is lost: the text is kept for last, the audit says inject_failed, and
+// the notification says it could not be typed, not that nothing had focus.
+func TestDictationTypingFailureKeepsText(t *testing.T) {
+	t.Parallel()
+	const text = "kept although typing failed"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	n := fakeNotifySend(t)
+	dir := strings.TrimPrefix(strings.SplitN(n.env, ":", 2)[0], "PATH=") // fakeNotifySend's folder
+	real, err := exec.LookPath("xdotool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\n[ \"$1\" = type ] && exit 1\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "xdotool"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true).with("dictation.inject", q("xdotool")),
+		append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome != "kept" {
+		t.Errorf("hold.stop = %+v, want kept", r)
+	}
+	n.waitFor(t, "could not be typed")
+	for _, l := range n.lines() {
+		if strings.Contains(l, "had focus") || strings.Contains(l, "typing failed") {
+			t.Errorf("notification %q: want the typing-failed one only", l)
+		}
+	}
+	if l := d.lastByCtl(); l.Text != text {
+		t.Errorf("ctl last = %+v, want %q", l, text)
+	}
+	if k := d.count("dictation.kept", "inject_failed"); k != 1 {
+		t.Errorf("audit has %d dictation.kept inject_failed, want 1", k)
+	}
+	if got := rec.settled(t); got != "" {
+		t.Errorf("window received %q although typing failed", got)
 	}
 }

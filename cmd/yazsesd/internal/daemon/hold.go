@@ -232,7 +232,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		default:
 			ev.Reason = "inject_failed"
 			d.log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "backend", backend)
-			d.notify("no_target")
+			d.notify("typing_failed")
 		}
 		if audit.ValidWord(backend) {
 			ev.Backend = backend
