@@ -329,6 +329,7 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 		}
 	}
 	var settle, ends <-chan time.Time
+	interrupted := run.stop // the shared run is never written here
 	started := false
 	for {
 		select {
@@ -369,8 +370,8 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 				}
 				return daemonapi.AskResult{}, true
 			}
-		case <-run.stop:
-			run.stop = nil // a nil channel blocks from now on
+		case <-interrupted:
+			interrupted = nil // a nil channel blocks from now on
 			stopNow(daemonapi.ReasonInterrupted)
 			settle = time.After(settleWait)
 		case <-dctx.Done():
