@@ -20,17 +20,19 @@ type Client struct {
 	rpc *jsonrpc.Client
 }
 
-// Dial connects to the daemon of this user ($XDG_RUNTIME_DIR/yazses). An
-// error matching ErrNotRunning means no daemon is running. Dial does not
-// create the runtime folder.
+// Dial connects to the daemon of this user, in the socket folder under
+// RuntimeBase ($XDG_RUNTIME_DIR, else a private /run/user/$UID). An error
+// matching ErrNotRunning means no daemon is running there; when no runtime
+// folder qualifies it also matches ErrNoRuntimeDir and says what was looked
+// for and why it was refused. Dial does not create the runtime folder.
 func Dial(ctx context.Context) (*Client, error) {
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	if base == "" {
-		return nil, fmt.Errorf("dial yazsesd: %w: %w", ErrNotRunning, safesocket.ErrNoRuntimeDir)
+	base, err := RuntimeBase()
+	if err != nil {
+		return nil, fmt.Errorf("dial yazsesd: %w: %w", ErrNotRunning, err)
 	}
 	dir := filepath.Join(base, safesocket.DirName)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("dial yazsesd: %w", ErrNotRunning)
+		return nil, fmt.Errorf("dial yazsesd: %w: no folder %s", ErrNotRunning, dir)
 	}
 	conn, err := safesocket.Dial(ctx, dir)
 	if err != nil {

@@ -19,8 +19,7 @@ func TestOverSafesocket(t *testing.T) {
 	if err := os.Chmod(base, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("XDG_RUNTIME_DIR", base)
-	dir, err := safesocket.Dir()
+	dir, err := safesocket.Dir(base)
 	if err != nil {
 		t.Fatal(err)
 	}

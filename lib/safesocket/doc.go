@@ -1,16 +1,18 @@
 // Package safesocket is the yazsesd daemon socket: an AF_UNIX stream socket
-// at $XDG_RUNTIME_DIR/yazses/yazsesd.sock that only the daemon's own user
-// can reach, with one daemon per user.
+// at RUNTIME/yazses/yazsesd.sock that only the daemon's own user can reach,
+// with one daemon per user. RUNTIME is chosen by the caller (package
+// daemonapi's RuntimeBase: $XDG_RUNTIME_DIR, else a private /run/user/$UID);
+// this package reads no environment variable.
 //
 // The walls, outermost first:
 //
-//   - [Dir] is $XDG_RUNTIME_DIR/yazses, created 0700. A folder there that is
-//     a symlink, not a directory, or owned by another uid is refused. One of
+//   - [Dir] is RUNTIME/yazses, created 0700. A folder there that is a
+//     symlink, not a directory, or owned by another uid is refused. One of
 //     ours with group or other bits is tightened to 0700 when those bits
 //     only allow reading or traversal, and refused when they allow writing
 //     (another user may have planted entries in it; remove it by hand).
-//     XDG_RUNTIME_DIR itself must be set, absolute, ours and not writable by
-//     group or others.
+//     RUNTIME itself must be absolute, a directory, ours and not writable
+//     by group or others.
 //   - [Listen] takes an exclusive, non-blocking flock on yazsesd.lock in
 //     that folder and stores its pid there; a second daemon fails with
 //     [ErrAlreadyRunning] naming that pid. The kernel drops the lock when

@@ -28,8 +28,6 @@ const (
 )
 
 var (
-	// ErrNoRuntimeDir: XDG_RUNTIME_DIR is not set.
-	ErrNoRuntimeDir = errors.New("XDG_RUNTIME_DIR is not set")
 	// ErrAlreadyRunning: another process holds the daemon lock. The error
 	// returned by Listen is an *AlreadyRunningError.
 	ErrAlreadyRunning = errors.New("yazsesd is already running")
@@ -59,27 +57,26 @@ func (e *AlreadyRunningError) Is(target error) bool { return target == ErrAlread
 // SocketPath is the socket's path inside dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 
-// Dir returns $XDG_RUNTIME_DIR/yazses, creating it with mode 0700. See the
-// package documentation for what it refuses and what it tightens.
-func Dir() (string, error) {
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	if base == "" {
-		return "", fmt.Errorf("safesocket dir: %w", ErrNoRuntimeDir)
-	}
+// Dir returns base/yazses, creating it with mode 0700. base is the runtime
+// folder the caller chose (package daemonapi's RuntimeBase: the one place
+// that decides it); it must be absolute, a directory, ours and not writable
+// by group or others. See the package documentation for what Dir refuses
+// and what it tightens in the yazses folder.
+func Dir(base string) (string, error) {
 	if !filepath.IsAbs(base) {
-		return "", fmt.Errorf("safesocket dir: XDG_RUNTIME_DIR %q is not an absolute path", base)
+		return "", fmt.Errorf("safesocket dir: runtime folder %q is not an absolute path", base)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(base, &st); err != nil {
-		return "", fmt.Errorf("safesocket dir: XDG_RUNTIME_DIR %s: %w", base, err)
+		return "", fmt.Errorf("safesocket dir: runtime folder %s: %w", base, err)
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return "", fmt.Errorf("safesocket dir: XDG_RUNTIME_DIR %s is not a directory", base)
+		return "", fmt.Errorf("safesocket dir: runtime folder %s is not a directory", base)
 	case int(st.Uid) != os.Geteuid():
-		return "", fmt.Errorf("safesocket dir: XDG_RUNTIME_DIR %s is owned by uid %d, not by us (uid %d)", base, st.Uid, os.Geteuid())
+		return "", fmt.Errorf("safesocket dir: runtime folder %s is owned by uid %d, not by us (uid %d)", base, st.Uid, os.Geteuid())
 	case st.Mode&0o022 != 0:
-		return "", fmt.Errorf("safesocket dir: XDG_RUNTIME_DIR %s has mode %04o: writable by group or others", base, st.Mode&0o7777)
+		return "", fmt.Errorf("safesocket dir: runtime folder %s has mode %04o: writable by group or others", base, st.Mode&0o7777)
 	}
 	dir := filepath.Join(base, DirName)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -151,23 +151,21 @@ func (h *helper) line(t *testing.T) string {
 	}
 }
 
-// runtimeDir points XDG_RUNTIME_DIR at a fresh 0700 folder.
+// runtimeDir is a fresh 0700 runtime folder.
 func runtimeDir(t *testing.T) string {
 	t.Helper()
 	base := t.TempDir()
 	if err := os.Chmod(base, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("XDG_RUNTIME_DIR", base)
 	return base
 }
 
 func mustDir(t *testing.T) string {
 	t.Helper()
-	runtimeDir(t)
-	dir, err := Dir()
+	dir, err := Dir(runtimeDir(t))
 	if err != nil {
-		t.Fatalf("Dir() = %v", err)
+		t.Fatalf("Dir = %v", err)
 	}
 	return dir
 }
@@ -216,18 +214,18 @@ func acceptOne(ln net.Listener) <-chan net.Conn {
 
 func TestDir(t *testing.T) {
 	base := runtimeDir(t)
-	dir, err := Dir()
+	dir, err := Dir(base)
 	if err != nil {
-		t.Fatalf("Dir() = %v", err)
+		t.Fatalf("Dir = %v", err)
 	}
 	if want := filepath.Join(base, "yazses"); dir != want {
-		t.Errorf("Dir() = %s, want %s", dir, want)
+		t.Errorf("Dir = %s, want %s", dir, want)
 	}
 	if m := perm(t, dir); m != fs.ModeDir|0o700 {
-		t.Errorf("Dir() mode = %v, want drwx------", m)
+		t.Errorf("Dir mode = %v, want drwx------", m)
 	}
-	if again, err := Dir(); err != nil || again != dir {
-		t.Errorf("second Dir() = %s, %v; want %s, nil", again, err, dir)
+	if again, err := Dir(base); err != nil || again != dir {
+		t.Errorf("second Dir = %s, %v; want %s, nil", again, err, dir)
 	}
 }
 
@@ -271,18 +269,18 @@ func TestDirExisting(t *testing.T) {
 			dir := filepath.Join(base, "yazses")
 			tt.prepare(t, dir)
 			before := perm(t, dir)
-			got, err := Dir()
+			got, err := Dir(base)
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("Dir() = %v, want success", err)
+					t.Fatalf("Dir = %v, want success", err)
 				}
 				if m := perm(t, got); m != fs.ModeDir|0o700 {
-					t.Errorf("mode after Dir() = %v, want drwx------", m)
+					t.Errorf("mode after Dir = %v, want drwx------", m)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Dir() = %q, %v; want an error containing %q", got, err, tt.wantErr)
+				t.Fatalf("Dir = %q, %v; want an error containing %q", got, err, tt.wantErr)
 			}
 			if after := perm(t, dir); after != before {
 				t.Errorf("refused folder changed mode: %v -> %v", before, after)
@@ -302,24 +300,19 @@ func mkdir(t *testing.T, dir string, mode fs.FileMode) {
 }
 
 func TestDirRuntimeDir(t *testing.T) {
-	t.Run("unset", func(t *testing.T) {
-		t.Setenv("XDG_RUNTIME_DIR", "")
-		os.Unsetenv("XDG_RUNTIME_DIR")
-		_, err := Dir()
-		if !errors.Is(err, ErrNoRuntimeDir) || !strings.Contains(err.Error(), "XDG_RUNTIME_DIR is not set") {
-			t.Errorf("Dir() = %v, want ErrNoRuntimeDir", err)
+	t.Run("empty", func(t *testing.T) {
+		if _, err := Dir(""); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+			t.Errorf("Dir(\"\") = %v, want a relative path error", err)
 		}
 	})
 	t.Run("relative", func(t *testing.T) {
-		t.Setenv("XDG_RUNTIME_DIR", "run/user")
-		if _, err := Dir(); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
-			t.Errorf("Dir() = %v, want a relative path error", err)
+		if _, err := Dir("run/user"); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+			t.Errorf("Dir = %v, want a relative path error", err)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
-		t.Setenv("XDG_RUNTIME_DIR", filepath.Join(t.TempDir(), "gone"))
-		if _, err := Dir(); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("Dir() = %v, want not exist", err)
+		if _, err := Dir(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Dir = %v, want not exist", err)
 		}
 	})
 	t.Run("other owner", func(t *testing.T) {
@@ -327,8 +320,8 @@ func TestDirRuntimeDir(t *testing.T) {
 		if err := os.Chown(base, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Dir(); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
-			t.Errorf("Dir() = %v, want an owner error", err)
+		if _, err := Dir(base); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+			t.Errorf("Dir = %v, want an owner error", err)
 		}
 	})
 	t.Run("world writable", func(t *testing.T) {
@@ -336,11 +329,11 @@ func TestDirRuntimeDir(t *testing.T) {
 		if err := os.Chmod(base, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Dir(); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
-			t.Errorf("Dir() = %v, want a mode error", err)
+		if _, err := Dir(base); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Errorf("Dir = %v, want a mode error", err)
 		}
 		if _, err := os.Lstat(filepath.Join(base, "yazses")); err == nil {
-			t.Error("Dir() created its folder inside a world-writable runtime dir")
+			t.Error("Dir created its folder inside a world-writable runtime dir")
 		}
 	})
 }

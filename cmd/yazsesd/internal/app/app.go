@@ -257,7 +257,11 @@ func parseCtl(words []string) (method string, params json.RawMessage, err error)
 func dial(ctx context.Context) (*daemonapi.Client, error) {
 	c, err := daemonapi.Dial(ctx)
 	if errors.Is(err, daemonapi.ErrNotRunning) {
-		return nil, errors.New("yazsesd is not running (start it with `yazsesd run` or `systemctl --user start yazsesd`)")
+		const msg = "yazsesd is not running (start it with `yazsesd run` or `systemctl --user start yazsesd`)"
+		if rerr := (*daemonapi.RuntimeDirError)(nil); errors.As(err, &rerr) {
+			return nil, fmt.Errorf("%s: %w", msg, rerr)
+		}
+		return nil, errors.New(msg)
 	}
 	return c, err
 }

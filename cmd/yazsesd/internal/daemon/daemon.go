@@ -42,7 +42,7 @@ type Options struct {
 	ConfigPath string // for reloads; "" disables SIGHUP reloads
 	Log        *slog.Logger
 	Version    string
-	// RuntimeDir is the socket folder; "" is safesocket.Dir().
+	// RuntimeDir is the socket folder; "" is daemonapi.SocketDir().
 	RuntimeDir string
 	// AuditPath is the audit log; "" is audit.Path().
 	AuditPath string
@@ -248,7 +248,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	dir := d.opt.RuntimeDir
 	if dir == "" {
 		var err error
-		if dir, err = safesocket.Dir(); err != nil {
+		if dir, err = daemonapi.SocketDir(); err != nil {
 			return fmt.Errorf("socket folder: %w", err)
 		}
 	}
