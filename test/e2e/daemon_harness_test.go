@@ -163,7 +163,9 @@ func newDaemon(t testing.TB, cfg toml, env ...string) *daemon {
 	if err := os.Mkdir(d.runtime, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfgHome := filepath.Join(dir, "config")
+	// The configuration is where HOME alone finds it, so a client started
+	// with only HOME (yaz-mcp from an MCP host) reads the same file.
+	cfgHome := filepath.Join(dir, ".config")
 	d.cfgPath = filepath.Join(cfgHome, "yazses", "config.toml")
 	d.audit = filepath.Join(dir, "state", "yazses", "audit.jsonl")
 	d.writeConfig(cfg)
@@ -282,10 +284,13 @@ func (d *daemon) client() *daemonapi.Client {
 	return c
 }
 
-// ctl runs `yazsesd ctl ARGS…` as a separate process.
+// ctl runs `yazsesd ctl ARGS…` as a separate process, as a person would
+// from a login shell: HOME, PATH and the few variables of hostEnv, plus the
+// XDG_RUNTIME_DIR of this daemon's session; nothing else of the test's
+// environment.
 func (d *daemon) ctl(ctx context.Context, args ...string) (stdout, stderr string, code int) {
 	cmd := exec.CommandContext(ctx, bin("yazsesd"), append([]string{"ctl"}, args...)...)
-	cmd.Env = d.env
+	cmd.Env = hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.Run()

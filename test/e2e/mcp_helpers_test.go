@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,58 +21,82 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/safesocket"
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// mcpEnv is the environment of a yaz-mcp with its own configuration
-// (ask_human as given, decode.model = model) and a runtime folder where no
-// daemon runs.
-func mcpEnv(t testing.TB, askHuman bool, model string) []string {
+// hostVars are the variables an MCP host passes to a stdio server it
+// starts: the official TypeScript SDK's getDefaultEnvironment on Linux and
+// macOS (the MCP Inspector and most hosts are built on it) takes exactly
+// these from its own environment, and nothing else unless the host's
+// configuration names more.
+var hostVars = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+
+// hostEnv is the environment an MCP host gives a program it starts, as
+// `env -i` would make it: the hostVars of this process (skipping values
+// that start with "()", as the SDK does), HOME set to home, then extra
+// (KEY=VALUE, what a host configuration's "env" adds). There is no
+// XDG_RUNTIME_DIR, XDG_CONFIG_HOME, PULSE_SERVER or YAZ_* in it unless
+// extra names them: tests that need more pass it.
+func hostEnv(home string, extra ...string) []string {
+	var env []string
+	for _, k := range hostVars {
+		v, ok := os.LookupEnv(k)
+		if k == "HOME" {
+			v, ok = home, true
+		}
+		if ok && !strings.HasPrefix(v, "()") {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+
+// mcpEnv is the environment of a yaz-mcp started by an MCP host (hostEnv)
+// with its own HOME, whose ~/.config/yazses/config.toml sets ask_human as
+// given and decode.model = model, plus extra. With no XDG_RUNTIME_DIR,
+// yaz-mcp looks for the daemon in /run/user/$UID; noHostDaemon makes sure
+// none answers there.
+func mcpEnv(t testing.TB, askHuman bool, model string, extra ...string) []string {
 	t.Helper()
-	dir := t.TempDir()
-	runtime, err := os.MkdirTemp("", "ymcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runtime) })
-	cfgHome := filepath.Join(dir, "config")
-	if err := os.MkdirAll(filepath.Join(cfgHome, "yazses"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	noHostDaemon(t)
+	home := t.TempDir()
 	cfg := toml{
 		"mcp":    {"ask_human": strconv.FormatBool(askHuman)},
 		"decode": {"model": q(model), "threads": "2"},
 	}
-	if err := os.WriteFile(filepath.Join(cfgHome, "yazses", "config.toml"), []byte(cfg.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "YAZ_") && k != "YAZ_WHISPER_CLI" && k != "YAZ_MCP_INSPECTOR" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"HOME="+dir,
-		"XDG_RUNTIME_DIR="+runtime,
-		"XDG_CONFIG_HOME="+cfgHome,
-		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"YAZ_LOG_LEVEL=debug",
-	)
+	writeUserConfig(t, home, cfg)
+	return hostEnv(home, extra...)
 }
 
-// envValue is the value of key in env.
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, _ := strings.Cut(kv, "="); k == key {
-			v = val
-		}
+// writeUserConfig writes cfg to HOME/.config/yazses/config.toml, where a
+// program without XDG_CONFIG_HOME reads it.
+func writeUserConfig(t testing.TB, home string, cfg toml) {
+	t.Helper()
+	dir := filepath.Join(home, ".config", "yazses")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	return v
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostRuntime is where a program without XDG_RUNTIME_DIR looks for the
+// daemon: /run/user/$UID.
+func hostRuntime() string { return filepath.Join("/run/user", strconv.Itoa(os.Geteuid())) }
+
+// noHostDaemon fails the test when a yazsesd answers in /run/user/$UID: a
+// yaz-mcp started with a host's environment would reach it (and could
+// speak to whoever sits at this machine). The tests that start a daemon
+// there (mcp_hostenv_test.go) run alone and stop it before they end.
+func noHostDaemon(t testing.TB) {
+	t.Helper()
+	sock := safesocket.SocketPath(filepath.Join(hostRuntime(), safesocket.DirName))
+	if c, err := net.Dial("unix", sock); err == nil {
+		c.Close()
+		t.Fatalf("a yazsesd answers on %s: these tests start yaz-mcp with the environment an MCP host gives (no XDG_RUNTIME_DIR), so it would reach that daemon; stop it to run them", sock)
+	}
 }
 
 // sdkSession starts yaz-mcp through the official MCP Go SDK's
@@ -507,15 +533,22 @@ func inspectorDir(t *testing.T) string {
 	return dir
 }
 
-// inspector runs the MCP Inspector CLI against yaz-mcp with env (only the
-// variables named are passed: the Inspector gives servers a minimal
-// environment).
+// inspector runs the MCP Inspector CLI against yaz-mcp, as a host gives
+// it env (hostEnv): the Inspector (TypeScript SDK) passes the hostVars of
+// its own environment to the server, so it runs with exactly those from
+// env; every other variable of env goes through its -e flag.
 func inspector(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	dir := inspectorDir(t)
 	argv := []string{"--no-install", "mcp-inspector", "--cli"}
-	for _, k := range []string{"XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "YAZ_LOG_LEVEL"} {
-		argv = append(argv, "-e", k+"="+envValue(env, k))
+	var own []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(hostVars, k) {
+			own = append(own, kv)
+		} else {
+			argv = append(argv, "-e", kv)
+		}
 	}
 	argv = append(argv, bin("yaz-mcp"))
 	argv = append(argv, args...)
@@ -523,7 +556,7 @@ func inspector(t *testing.T, env []string, args ...string) (stdout, stderr strin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npx", argv...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+envValue(env, "HOME"))
+	cmd.Env = own
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -532,6 +565,39 @@ func inspector(t *testing.T, env []string, args ...string) (stdout, stderr strin
 		t.Fatalf("mcp-inspector %v: %v\n%s", args, err, e.String())
 	}
 	return o.String(), e.String(), code
+}
+
+// inspectorResult is what the Inspector CLI prints for tools/call.
+type inspectorResult struct {
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Error             *struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+// inspectorCall calls tool through the Inspector CLI with --tool-arg
+// key=value arguments, and returns its result and exit code.
+func inspectorCall(t *testing.T, env []string, tool string, args ...string) (inspectorResult, int) {
+	t.Helper()
+	argv := []string{"--method", "tools/call", "--tool-name", tool}
+	for _, a := range args {
+		argv = append(argv, "--tool-arg", a)
+	}
+	out, errOut, code := inspector(t, env, argv...)
+	var r inspectorResult
+	if strings.TrimSpace(out) == "" {
+		// Its own errors ({"error":{"code":…}}) come last on stderr.
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		out = lines[len(lines)-1]
+	}
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&r); err != nil {
+		t.Fatalf("tools/call %s output %q: %v\n%s", tool, out, err, errOut)
+	}
+	return r, code
 }
 
 // fmtNames is for messages.

@@ -131,36 +131,7 @@ func TestMCPWithInspector(t *testing.T) {
 		t.Errorf("opt-in on: tools %s", fmtNames(got))
 	}
 
-	type callResult struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-		Error             *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	call := func(env []string, tool string, args ...string) (callResult, int) {
-		t.Helper()
-		argv := []string{"--method", "tools/call", "--tool-name", tool}
-		for _, a := range args {
-			argv = append(argv, "--tool-arg", a)
-		}
-		out, errOut, code := inspector(t, env, argv...)
-		var r callResult
-		if strings.TrimSpace(out) == "" {
-			// Its own errors ({"error":{"code":…}}) come last on stderr.
-			lines := strings.Split(strings.TrimSpace(errOut), "\n")
-			out = lines[len(lines)-1]
-		}
-		if err := json.NewDecoder(strings.NewReader(out)).Decode(&r); err != nil {
-			t.Fatalf("tools/call %s output %q: %v\n%s", tool, out, err, errOut)
-		}
-		return r, code
-	}
-
-	r, code := call(off, "transcribe", "path="+world.jfk)
+	r, code := inspectorCall(t, off, "transcribe", "path="+world.jfk)
 	if code != 0 || r.IsError {
 		t.Fatalf("transcribe jfk.wav: exit %d %+v", code, r)
 	}
@@ -168,15 +139,15 @@ func TestMCPWithInspector(t *testing.T) {
 	if err := json.Unmarshal(r.StructuredContent, &tr); err != nil || tr.AudioMs < jfkMs-100 || tr.AudioMs > jfkMs+100 {
 		t.Errorf("transcribe structured content %s (%v)", r.StructuredContent, err)
 	}
-	r, _ = call(off, "transcribe", "path=/dev/zero")
+	r, _ = inspectorCall(t, off, "transcribe", "path=/dev/zero")
 	if !r.IsError || len(r.Content) == 0 || !strings.HasPrefix(r.Content[0].Text, "not_a_file: ") {
 		t.Errorf("transcribe /dev/zero = %+v, want not_a_file", r)
 	}
-	r, code = call(off, "ask_human", "question=Shall I deploy?")
+	r, code = inspectorCall(t, off, "ask_human", "question=Shall I deploy?")
 	if code == 0 || r.Error == nil || r.Error.Code != "tool_not_found" {
 		t.Errorf("ask_human with the opt-in off: exit %d %+v, want tool_not_found", code, r)
 	}
-	r, code = call(on, "ask_human", "question=Shall I deploy?", "timeout_s=5")
+	r, code = inspectorCall(t, on, "ask_human", "question=Shall I deploy?", "timeout_s=5")
 	var a daemonapi.AskResult
 	json.Unmarshal(r.StructuredContent, &a)
 	if code != 0 || r.IsError || a.Result != daemonapi.Unavailable || a.Reason != daemonapi.ReasonDaemonNotRunning {
@@ -187,7 +158,7 @@ func TestMCPWithInspector(t *testing.T) {
 // TestMCPBadInput: every bad line gets its error, and the server keeps
 // serving; stdin stays open until every response is in.
 func TestMCPBadInput(t *testing.T) {
-	env := mcpEnv(t, true, world.mini)
+	env := mcpEnv(t, true, world.mini, "YAZ_LOG_LEVEL=debug")
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.wav")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
@@ -289,7 +260,7 @@ func TestMCPHidesInternalText(t *testing.T) {
 	}
 	os.WriteFile(audio, b, 0o644)
 
-	r := startRawMCP(t, mcpEnv(t, false, model))
+	r := startRawMCP(t, mcpEnv(t, false, model, "YAZ_LOG_LEVEL=debug"))
 	r.initialize("2025-06-18")
 	isErr, text := r.tool("transcribe", map[string]any{"path": audio})
 	wantCode(t, isErr, text, "decode_failed")
@@ -447,7 +418,7 @@ func TestMCPSignals(t *testing.T) {
 // resident decoder while it runs.
 func TestMCPBudgetAcrossProcesses(t *testing.T) {
 	d := startDaemon(t, baseConfig())
-	env := append(slices.Clone(d.env), "YAZ_LOG_LEVEL=debug")
+	env := hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime, "YAZ_LOG_LEVEL=debug")
 	var results []daemonapi.AskResult
 	var mu sync.Mutex
 	progress := 0
@@ -520,7 +491,7 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
-	cs, _, _ := sdkSession(t, d.env, "2025-11-25", nil)
+	cs, _, _ := sdkSession(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime), "2025-11-25", nil)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)

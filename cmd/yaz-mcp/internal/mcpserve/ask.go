@@ -57,11 +57,8 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		s.log.Info("ask_human refused", "code", string(InvalidArgument))
 		return toolError(InvalidArgument, detail), nil
 	}
-	c, err := daemonapi.Dial(ctx)
+	c, err := s.dialDaemon(ctx, "ask_human unavailable")
 	if err != nil {
-		if !errors.Is(err, daemonapi.ErrNotRunning) {
-			s.log.Warn("daemon not reachable", "err_kind", errKind(err))
-		}
 		return askResult(daemonapi.AskResult{Result: daemonapi.Unavailable, Reason: daemonapi.ReasonDaemonNotRunning}), nil
 	}
 	// Closing the connection is what cancels the ask in the daemon: an

@@ -10,7 +10,10 @@
 // What reaches the client is fixed text or the transcript itself: tool
 // errors are "CODE: SENTENCE" from a closed vocabulary, never a path, a
 // system error or a fragment of the child's output. Logs go to stderr and
-// carry no question, answer, transcript or path.
+// carry no question, answer, transcript or audio path. When no daemon is
+// found, the log says once (at INFO) where it was looked for and why that
+// was refused, so the cause of a local decode or of an unavailable
+// ask_human shows in the host's server log.
 package mcpserve
 
 import (
@@ -109,6 +112,7 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *server.MCPServer
 	slots chan struct{} // one token per running yaz-decode child
+	notes daemonNotes
 }
 
 // New makes the server and registers its tools: transcribe always,

@@ -26,8 +26,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const marker = "SYNTHETIC-MARKER-4417"
 
-// noDaemon points XDG_RUNTIME_DIR at an empty folder.
-func noDaemon(t *testing.T) {
+// noDaemon points XDG_RUNTIME_DIR at an empty folder and returns it.
+func noDaemon(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ymrt")
 	if err != nil {
@@ -36,13 +36,13 @@ func noDaemon(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o700)
 	t.Setenv("XDG_RUNTIME_DIR", dir)
+	return dir
 }
 
 // fakeDaemon serves the daemon socket with the given handlers.
 func fakeDaemon(t *testing.T, handlers map[string]jsonrpc.Handler) {
 	t.Helper()
-	noDaemon(t)
-	dir, err := safesocket.Dir()
+	dir, err := safesocket.Dir(noDaemon(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/audiofile"
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/localdecode"
 	"github.com/yazses/yazses/lib/config"
-	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
@@ -95,7 +94,7 @@ func (s *Server) daemonModel() bool {
 var errFallBack = errors.New("daemon cannot decode")
 
 func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, prog *progress) (Transcript, error) {
-	c, err := daemonapi.Dial(ctx)
+	c, err := s.dialDaemon(ctx, "decoding locally")
 	if err != nil {
 		return Transcript{}, fmt.Errorf("%w: %w", errFallBack, err)
 	}
