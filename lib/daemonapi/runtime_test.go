@@ -45,7 +45,7 @@ func TestResolveBaseFallback(t *testing.T) {
 		{"0701", chmod(0o701), 0, "has mode 0701, want 0700"},
 		{"0770", chmod(0o770), 0, "has mode 0770, want 0700"},
 		{"0777", chmod(0o777), 0, "has mode 0777, want 0700"},
-		{"1777 like /tmp", chmod(fs.ModeSticky|0o777), 0, "has mode 1777, want 0700"},
+		{"1777 like /tmp", chmod(fs.ModeSticky | 0o777), 0, "has mode 1777, want 0700"},
 		{"0500", chmod(0o500), 0, "has mode 0500, want 0700"},
 		{"another uid's", func(*testing.T, string) {}, uid + 1, "is owned by uid"},
 		{"symlink to a good folder", func(t *testing.T, dir string) {
