@@ -76,8 +76,16 @@
 // have the host restart the server (the daemon reads the file again on
 // SIGHUP, and refuses questions while its own copy says off). Logs go to
 // stderr only (stdout carries MCP messages) and never contain a question, an
-// answer, a transcript or a path. A configuration file that does not load is
-// logged and leaves ask_human off.
+// answer, a transcript or an audio path. A configuration file that does not
+// load is logged and leaves ask_human off.
+//
+// The daemon's socket is found the way the daemon chooses it, with no
+// variable from the host: $XDG_RUNTIME_DIR/yazses/yazsesd.sock, or, as MCP
+// hosts pass no XDG_RUNTIME_DIR, /run/user/$UID/yazses/yazsesd.sock when
+// /run/user/$UID is ours with mode 0700; never a shared folder. When no
+// daemon is found, the log says once at INFO where it looked and why it
+// refused ("no daemon found: decoding locally", "no daemon found: ask_human
+// unavailable").
 //
 // Exit status: 0 when stdin ends or on SIGINT/SIGTERM; 1 a runtime failure;
 // 2 usage error.

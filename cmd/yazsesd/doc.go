@@ -34,8 +34,10 @@
 // closed): no question is spoken until the hour has passed, and status
 // says so.
 //
-// The socket is $XDG_RUNTIME_DIR/yazses/yazsesd.sock (folder 0700, socket
-// 0600; peers of another uid are refused with SO_PEERCRED and audited);
+// The socket is $XDG_RUNTIME_DIR/yazses/yazsesd.sock; without
+// XDG_RUNTIME_DIR, /run/user/$UID/yazses/yazsesd.sock when /run/user/$UID
+// is ours with mode 0700, never a shared folder (folder 0700, socket 0600;
+// peers of another uid are refused with SO_PEERCRED and audited);
 // one daemon runs per user. It speaks JSON-RPC 2.0, one object per line.
 // Methods: status, hold.start, hold.stop, hold.toggle, hold.cancel,
 // ask_human {question, timeout_s}, budget.status, last, audit {max},
