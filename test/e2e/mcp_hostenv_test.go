@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/safesocket"
 )
@@ -33,7 +36,7 @@ import (
 // made, and removed with everything in it when the test ends, /run/user too
 // if that was missing; a folder that was already there is used as it is
 // and left alone. created says which.
-func userRunDir(t *testing.T) (dir string, created bool) {
+func userRunDir(t testing.TB) (dir string, created bool) {
 	t.Helper()
 	dir = hostRuntime()
 	root := filepath.Dir(dir)
@@ -68,7 +71,7 @@ func userRunDir(t *testing.T) (dir string, created bool) {
 
 // startDaemonAt starts yazsesd with XDG_RUNTIME_DIR=runtime, as a systemd
 // user service gets it, and waits until its children run.
-func startDaemonAt(t *testing.T, cfg toml, runtime string) *daemon {
+func startDaemonAt(t testing.TB, cfg toml, runtime string) *daemon {
 	t.Helper()
 	d := newDaemon(t, cfg, "XDG_RUNTIME_DIR="+runtime) // the last value wins
 	d.runtime = runtime
@@ -298,4 +301,89 @@ func TestMCPHostEnvRefusesUnsafeRunUser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkMCPHostEnvTranscribe: transcribe of jfk.wav through yaz-mcp
+// started with a host's environment (no XDG_RUNTIME_DIR), once with the
+// daemon running in /run/user/$UID (its resident decoder) and once with
+// --daemon never (a yaz-decode child per call: what every call cost while
+// the daemon could not be found), same model and threads, for generated
+// models of the tiny.en and base.en dimensions. Each iteration runs both,
+// alternating which goes first.
+//
+//	go test ./test/e2e -run '^$' -bench MCPHostEnvTranscribe -benchtime 5x
+func BenchmarkMCPHostEnvTranscribe(b *testing.B) {
+	for _, size := range []testmodel.Size{testmodel.TinyEn, testmodel.BaseEn} {
+		b.Run(size.String(), func(b *testing.B) {
+			model := filepath.Join(world.models, "ggml-"+size.String()+".bin")
+			if _, err := os.Stat(model); err != nil {
+				if err := testmodel.WriteFile(model, size, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchHostEnvTranscribe(b, model)
+		})
+	}
+}
+
+func benchHostEnvTranscribe(b *testing.B, model string) {
+	rt, _ := userRunDir(b)
+	cfg := baseConfig().with("decode.model", q(model)).with("decode.threads", "2")
+	d := startDaemonAt(b, cfg, rt)
+	ctx := context.Background()
+	session := func(args ...string) *sdk.ClientSession {
+		cmd := exec.Command(bin("yaz-mcp"), args...)
+		cmd.Env = hostEnv(d.dir)
+		client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	viaDaemon, local := session(), session("--daemon", "never")
+	run := func(cs *sdk.ClientSession) (wall time.Duration, decodeMs int64) {
+		start := time.Now()
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "transcribe", Arguments: map[string]any{"path": world.jfk}})
+		if err != nil || r.IsError {
+			b.Fatalf("transcribe: %v %s", err, resultText(r))
+		}
+		wall = time.Since(start)
+		var tr mcpTranscript
+		bs, _ := json.Marshal(r.StructuredContent)
+		json.Unmarshal(bs, &tr)
+		return wall, tr.DecodeMs
+	}
+	utts := d.fileUtterances()
+	run(viaDaemon) // warm the page cache and the resident decoder
+	run(local)
+	var sumD, sumL time.Duration
+	var decD, decL int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		order := []bool{true, false}
+		if i%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, daemon := range order {
+			if daemon {
+				w, ms := run(viaDaemon)
+				sumD, decD = sumD+w, decD+ms
+			} else {
+				w, ms := run(local)
+				sumL, decL = sumL+w, decL+ms
+			}
+		}
+	}
+	b.StopTimer()
+	if n := d.fileUtterances() - utts; n != b.N+1 {
+		b.Errorf("the daemon decoded %d files, want %d: the host-environment yaz-mcp did not reach it", n, b.N+1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(sumD.Milliseconds())/n, "daemon-ms/op")
+	b.ReportMetric(float64(sumL.Milliseconds())/n, "local-ms/op")
+	b.ReportMetric(float64(decD)/n, "daemon-decode-ms/op")
+	b.ReportMetric(float64(decL)/n, "local-decode-ms/op")
+	b.ReportMetric(float64(sumL)/float64(sumD), "local/daemon")
 }
