@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +79,37 @@ func TestNoDaemonCauseLoggedOnce(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "Ship it") || strings.Contains(logs.String(), wav) || strings.Contains(logs.String(), "hello there") {
 		t.Errorf("a question, transcript or audio path reached the log:\n%s", logs.String())
+	}
+}
+
+// TestRefusedDaemonFolderLogged: a socket folder that fails the checks
+// (writable by others) is not used; the log says so once, at WARN.
+func TestRefusedDaemonFolderLogged(t *testing.T) {
+	runtime := noDaemon(t)
+	dir := filepath.Join(runtime, safesocket.DirName)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	opt := baseOptions(t)
+	opt.Decoder = fakeDecoder(t, "cat /dev/fd/3 >/dev/null\necho '"+transcriptJSON+"'\n")
+	s, logs := startSession(t, opt)
+	s.initialize("2025-11-25")
+	wav := wavFile(t, t.TempDir(), "a.wav")
+	for range 2 {
+		if r := s.tool("transcribe", map[string]any{"path": wav}); r.IsError {
+			t.Fatalf("transcribe: %s", r.text())
+		}
+	}
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `msg="daemon refused: decoding locally"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], dir) || !strings.Contains(lines[0], "mode 0777") {
+		t.Errorf("log lines about the refused folder: %q, want one WARN naming %s and its mode", lines, dir)
 	}
 }
