@@ -258,7 +258,8 @@ func dial(ctx context.Context) (*daemonapi.Client, error) {
 	c, err := daemonapi.Dial(ctx)
 	if errors.Is(err, daemonapi.ErrNotRunning) {
 		const msg = "yazsesd is not running (start it with `yazsesd run` or `systemctl --user start yazsesd`)"
-		if rerr := (*daemonapi.RuntimeDirError)(nil); errors.As(err, &rerr) {
+		var rerr *daemonapi.RuntimeDirError
+		if errors.As(err, &rerr) {
 			return nil, fmt.Errorf("%s: %w", msg, rerr)
 		}
 		return nil, errors.New(msg)
