@@ -34,7 +34,7 @@ type CLI struct {
 	Run    RunCmd    `cmd:"" help:"Run the daemon in the foreground (what the systemd user unit runs)."`
 	Status StatusCmd `cmd:"" help:"Show the running daemon's children, hold state and budget."`
 	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'."`
-	Config ConfigCmd `cmd:"" help:"Configuration: print the default file, or check one."`
+	Config ConfigCmd `cmd:"" help:"Configuration: write the default file, print it, or check one."`
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`
@@ -273,8 +273,24 @@ func printJSON(w io.Writer, v any) error {
 
 // ConfigCmd is `yazsesd config`.
 type ConfigCmd struct {
+	Init    ConfigInitCmd    `cmd:"" help:"Write the default configuration file (folder 0700, file 0600); an existing file is kept unless --force."`
 	Default ConfigDefaultCmd `cmd:"" help:"Print a commented configuration file with every default."`
-	Check   ConfigCheckCmd   `cmd:"" help:"Check a configuration file and name every problem with its line."`
+	Check   ConfigCheckCmd   `cmd:"" help:"Check a configuration file and name every problem with its line, including a missing or broken model file."`
+}
+
+// ConfigInitCmd is `yazsesd config init`.
+type ConfigInitCmd struct {
+	File  string `arg:"" optional:"" help:"Where to write it (default: the configuration file)." default:"${config_path}" type:"path"`
+	Force bool   `help:"Replace an existing file."`
+}
+
+// Run writes the default file.
+func (c ConfigInitCmd) Run(e *env) error {
+	if err := config.WriteDefault(c.File, c.Force); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s: written with every default; edit it, then `yazsesd config check`\n", c.File)
+	return nil
 }
 
 // ConfigDefaultCmd is `yazsesd config default`.
@@ -291,19 +307,29 @@ type ConfigCheckCmd struct {
 	File string `arg:"" optional:"" help:"The file (default: the configuration file)." default:"${config_path}" type:"path"`
 }
 
-// Run checks the file.
+// Run checks the file, then the files it names (the model).
 func (c ConfigCheckCmd) Run(e *env) error {
 	ok, err := config.Exists(c.File)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	var data []byte
+	cfg := config.Default()
+	if ok {
+		if data, err = os.ReadFile(c.File); err != nil {
+			return fmt.Errorf("config check: %w", err)
+		}
+		if cfg, err = config.Parse(data, c.File); err != nil {
+			return err
+		}
+	} else {
 		fmt.Fprintf(e.stdout, "%s: no file; every key has its default\n", c.File)
-		return nil
 	}
-	if _, err := config.Load(c.File); err != nil {
+	if err := config.CheckFiles(cfg, data, c.File); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
+	if ok {
+		fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
+	}
 	return nil
 }
