@@ -184,20 +184,21 @@ func Inspect(path string) (Info, error) {
 }
 
 // CheckWhisper is Inspect for a file that must be a whisper model. Its
-// errors are sentences for a person: what is wrong with the file, and the
-// fix.
+// errors are sentences for a person (what is wrong with the file, and the
+// fix) that still match ErrMissing, ErrNotGGML, ErrBadHeader, ErrTruncated
+// or ErrWrongKind.
 func CheckWhisper(path string) (Info, error) {
 	info, err := Inspect(path)
 	switch {
 	case errors.Is(err, ErrMissing):
-		return Info{}, fmt.Errorf("%s: %w", NotFound(path), ErrMissing)
+		return Info{}, &sentence{NotFound(path), err}
 	case errors.Is(err, ErrTruncated):
-		return Info{}, fmt.Errorf("%w — fetch it again with yaz-fetch-model %s", err, FetchName(path))
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + FetchName(path), err}
 	case err != nil:
-		return Info{}, fmt.Errorf("%w — not a whisper model; fetch one with yaz-fetch-model %s", err, FetchName(path))
+		return Info{}, &sentence{err.Error() + " — not a whisper model; fetch one with yaz-fetch-model " + FetchName(path), err}
 	case info.Kind != KindWhisper:
-		return Info{}, fmt.Errorf("%s is a %s, not a whisper model — fetch one with yaz-fetch-model %s: %w",
-			path, info.Describe(), FetchName(path), ErrWrongKind)
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a whisper model — fetch one with yaz-fetch-model " +
+			FetchName(path), ErrWrongKind}
 	}
 	return info, nil
 }
@@ -207,14 +208,24 @@ func CheckVAD(path string) (Info, error) {
 	info, err := Inspect(path)
 	switch {
 	case errors.Is(err, ErrMissing):
-		return Info{}, fmt.Errorf("VAD model not found: %s: %w", path, ErrMissing)
+		return Info{}, &sentence{"VAD model not found: " + path, err}
 	case err != nil:
-		return Info{}, fmt.Errorf("%w — not a Silero VAD model", err)
+		return Info{}, &sentence{err.Error() + " — not a Silero VAD model", err}
 	case info.Kind != KindVAD:
-		return Info{}, fmt.Errorf("%s is a %s, not a Silero VAD model: %w", path, info.Describe(), ErrWrongKind)
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a Silero VAD model", ErrWrongKind}
 	}
 	return info, nil
 }
+
+// sentence is an error whose text is written for a person and whose cause
+// is still there for errors.Is.
+type sentence struct {
+	msg string
+	err error
+}
+
+func (s *sentence) Error() string { return s.msg }
+func (s *sentence) Unwrap() error { return s.err }
 
 // Read reads a model file of size bytes from r.
 func Read(r io.ReadSeeker, size int64) (Info, error) {

@@ -167,8 +167,7 @@ func TestVAD(t *testing.T) {
 		t.Errorf("CheckVAD(VAD file) = %v", err)
 	}
 	_, err = CheckWhisper(vad)
-	if !errors.Is(err, ErrWrongKind) || !strings.Contains(err.Error(), "is a Silero VAD model (silero-16k 6.2.0), not a whisper model") ||
-		!strings.Contains(err.Error(), "yaz-fetch-model base.en") {
+	if want := vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper model — fetch one with yaz-fetch-model base.en"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
 		t.Errorf("CheckWhisper(VAD file) = %v", err)
 	}
 	if _, err := CheckVAD(whisper); !errors.Is(err, ErrWrongKind) {
@@ -187,7 +186,7 @@ func TestMissingAndMessages(t *testing.T) {
 		t.Errorf("Inspect(missing) = %v, want ErrMissing and fs.ErrNotExist", err)
 	}
 	_, err = CheckWhisper(p)
-	if want := "model not found: " + p + " — fetch one with yaz-fetch-model tiny.en"; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := "model not found: " + p + " — fetch one with yaz-fetch-model tiny.en"; err == nil || err.Error() != want || !errors.Is(err, ErrMissing) {
 		t.Errorf("CheckWhisper(missing) = %v, want %q", err, want)
 	}
 	if _, err := Inspect(dir); !errors.Is(err, ErrNotGGML) {

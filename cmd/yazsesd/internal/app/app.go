@@ -88,9 +88,10 @@ func (r *RunCmd) Run(e *env) error {
 		Log:           log,
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
-		Ready: func() {
-			_ = sd.Notify(sdnotify.Ready, sdnotify.Status("listening"))
+		Ready: func(status string) {
+			_ = sd.Notify(sdnotify.Ready, sdnotify.Status(status))
 		},
+		Health:    func(status string) { _ = sd.Notify(sdnotify.Status(status)) },
 		Reloading: func() { _ = sd.Notify(sdnotify.Reloading()) },
 		Reloaded: func(c config.Config) {
 			notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
@@ -104,13 +105,15 @@ func (r *RunCmd) Run(e *env) error {
 				notes.Post(ctx, m)
 			}
 		},
-		Hotkey: func(ctx context.Context, hold func(bool)) error {
+		Hotkey: func() (func(context.Context, func(bool)) error, error) {
 			l, err := hotkey.Open(hotkey.Options{Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode,
 				Device: cfg.Hotkey.Device, Log: log.With("part", "hotkey")})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
+			return func(ctx context.Context, hold func(bool)) error {
+				return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
+			}, nil
 		},
 	})
 	if err != nil {
@@ -145,11 +148,39 @@ func (s *StatusCmd) Run(e *env) error {
 	if s.JSON {
 		return printJSON(e.stdout, st)
 	}
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	printStatus(e.stdout, st)
+	return nil
+}
+
+// printStatus writes the status as text: the daemon, what it runs with,
+// the children, and a line for each child that is down and why.
+func printStatus(out io.Writer, st daemonapi.Status) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "yazsesd %s\tpid %d, up %s\n", st.Version, st.PID, time.Duration(st.UptimeS)*time.Second)
 	fmt.Fprintf(w, "config\t%s\n", st.Config)
+	fmt.Fprintf(w, "health\t%s\n", st.Health)
+	fmt.Fprintf(w, "model\t%s (language %s)\n", st.Model, st.Language)
+	typing := st.Typing.Inject + " → " + strings.Join(st.Typing.Backends, ", ")
+	if len(st.Typing.Backends) == 0 {
+		typing = st.Typing.Inject + ": none (" + st.Typing.Error + ")"
+	}
+	fmt.Fprintf(w, "typing\t%s\n", typing)
+	device := st.CaptureDevice
+	if device == "" {
+		device = "default device"
+	}
+	fmt.Fprintf(w, "capture\t%s, %s (backend %s)\n", st.CaptureMode, device, st.CaptureBackend)
+	hk := st.Hotkey
+	switch {
+	case !hk.Enabled:
+		fmt.Fprintf(w, "hotkey\toff (compositor bindings run `yazsesd ctl hold …`)\n")
+	case hk.Listening:
+		fmt.Fprintf(w, "hotkey\t%s (listening), %s\n", hk.Key, hk.Mode)
+	default:
+		why, _, _ := strings.Cut(hk.Error, "\n")
+		fmt.Fprintf(w, "hotkey\t%s (not listening: %s)\n", hk.Key, why)
+	}
 	fmt.Fprintf(w, "hold\t%s\n", st.Hold)
-	fmt.Fprintf(w, "capture\t%s\n", st.CaptureMode)
 	fmt.Fprintf(w, "ask_human\t%s\n", onOff(st.AskHuman))
 	b := st.Budget
 	switch {
@@ -169,19 +200,26 @@ func (s *StatusCmd) Run(e *env) error {
 		fmt.Fprintf(w, "questions\tone being asked: %v, waiting: %d\n", st.Asking, st.Waiting)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CHILD\tSTATE\tPID\tRESTARTS\tLAST EXIT")
+	fmt.Fprintln(w, "CHILD\tSTATE\tPID\tRESTARTS\tLAST EXIT\tVERSION")
 	for _, ch := range st.Children {
 		pid := "-"
 		if ch.PID > 0 {
 			pid = fmt.Sprint(ch.PID)
 		}
-		state := ch.State
-		if state == "crashloop" {
-			state = "crashloop (left down: see the log)"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", ch.Name, state, pid, ch.Restarts, ch.LastExit)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", ch.Name, ch.State, pid, ch.Restarts, ch.LastExit, ch.Version)
 	}
-	return w.Flush()
+	w.Flush()
+	first := true
+	for _, ch := range st.Children {
+		if ch.Reason == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(out)
+			first = false
+		}
+		fmt.Fprintf(out, "%s: %s\n", ch.Name, ch.Reason)
+	}
 }
 
 func onOff(b bool) string {

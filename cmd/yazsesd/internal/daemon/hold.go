@@ -12,7 +12,6 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -206,7 +205,9 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		if !errors.Is(err, errDecoderLost) && !down {
 			ev.Reason = "decode_error"
 		}
-		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "audio_ms", audioDur.Milliseconds())
+		res.Cause, res.Reason = d.decodeFailure(ev.Reason)
+		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
+			"audio_ms", audioDur.Milliseconds())
 		d.auditf(ev)
 		d.notify("lost")
 		return res
@@ -228,6 +229,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 			res.Outcome, res.Backend = "typed", backend
 		case inj.IsNoTarget(err):
 			ev.Reason = "no_target"
+			d.log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
 			d.notify("no_target")
 		default:
 			ev.Reason = "inject_failed"
@@ -257,26 +259,44 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
 		for {
 			d.state.mu.Lock()
 			closing, changed := d.state.closing, d.state.changed
 			d.state.mu.Unlock()
-			switch st := d.decodeC.Status().State; {
-			case closing, st == supervise.StateCrashLoop, st == supervise.StateExited, st == supervise.StateStopped:
+			_, down := d.health.status("decode")
+			if closing {
 				cancel()
 				return
 			}
 			select {
 			case <-dctx.Done():
 				return
+			case <-down:
+				cancel()
+				return
 			case <-changed:
-			case <-tick.C:
 			}
 		}
 	}()
 	return dctx, cancel
+}
+
+// decodeFailure says why a hold's decoding failed: the decoder's own cause
+// when it is down for one, else the kind of failure (decoder_failed: it
+// ended before answering; decode_error: it answered with an error).
+func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
+	st, _ := d.health.status("decode")
+	if isDown(st.State) {
+		cause = st.Cause
+		if cause == "" {
+			cause = "decoder_down"
+		}
+		return cause, "decode: " + reasonOf(st)
+	}
+	if kind == "decode_error" {
+		return kind, "decode: the decoder could not decode this utterance; see its log lines"
+	}
+	return kind, "decode: the decoder ended before answering; it is restarted"
 }
 
 func (d *Daemon) notify(kind string) {

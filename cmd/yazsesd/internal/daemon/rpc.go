@@ -109,7 +109,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	if on {
 		hold = daemonapi.HoldHolding
 	}
-	mic := childStatus(d.mic.child)
+	mic := d.childStatus(d.mic.child)
 	if mic.State == "stopped" && !d.mic.always {
 		mic.State = "idle" // on-demand: closed between holds
 	}
@@ -123,9 +123,23 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Hold:        hold,
 		Asking:      asking,
 		Waiting:     waiting + int(d.holdWaiters.Load()),
-		Children:    []daemonapi.ChildStatus{childStatus(d.gateC), childStatus(d.speakC), childStatus(d.decodeC), mic},
+		Children:    []daemonapi.ChildStatus{d.childStatus(d.gateC), d.childStatus(d.speakC), d.childStatus(d.decodeC), mic},
 		Budget:      d.budgetStatus(ctx),
+
+		Health:         d.health.summary(),
+		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
+		Language:       d.opt.Config.Decode.Language,
+		CaptureBackend: d.opt.Config.Capture.Backend,
+		CaptureDevice:  d.opt.Config.Capture.Device,
+		Typing:         d.typing(),
+		Hotkey:         d.hotkeyStatus(),
 	}
+}
+
+func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
+	d.hotkeyMu.Lock()
+	defer d.hotkeyMu.Unlock()
+	return d.hotkey
 }
 
 // budgetStatus asks the gate; a gate that is down reports unavailable.
