@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
 // The health proofs (issue 10, item 5): a daemon that cannot decode says
@@ -182,6 +184,16 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			}
 			if k := d.count("child.exited", "model_missing"); k != 1 {
 				t.Errorf("audit has %d child.exited model_missing, want 1", k)
+			}
+			// A transcribe (yaz-mcp's resident path) is refused at once,
+			// so the caller can decode elsewhere, instead of waiting for
+			// a decoder that will not come.
+			tctx, tcancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer tcancel()
+			_, err = d.client().Transcribe(tctx, answerWAV())
+			var rpcErr *jsonrpc.Error
+			if !errors.As(err, &rpcErr) || rpcErr.Code != daemonapi.CodeUnavailable {
+				t.Errorf("transcribe with the decoder down = %v, want the unavailable error (code %d)", err, daemonapi.CodeUnavailable)
 			}
 		})
 	}

@@ -252,12 +252,18 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 
 // holdDecodeCtx is the context of a hold's decoding. It is not the
 // caller's (a client that hangs up after hold.stop still gets its text
-// typed), but it ends when the daemon stops or when the decoder child is
-// down for good (crash loop, exit 125, or exited 0 and not restarted):
-// hold.stop then reports the utterance lost instead of waiting forever for
-// a decoder that will not come up, holding the decoder's turn meanwhile.
+// typed), but it ends as decodeCtx's does.
 func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return d.decodeCtx(context.WithoutCancel(ctx))
+}
+
+// decodeCtx is parent, ended also when the daemon stops or when the
+// decoder child is down for good (exit 125, a crash loop, or exited 0 and
+// not restarted): a hold or a transcribe then fails at once with the
+// decoder's cause instead of waiting for a decoder that will not come up,
+// holding the decoder's turn meanwhile.
+func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(parent)
 	go func() {
 		for {
 			d.state.mu.Lock()

@@ -165,7 +165,9 @@ func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
 }
 
 // transcribe decodes a file on the resident decoder, after any hold or
-// answer that is waiting.
+// answer that is waiting. A caller that goes away abandons the decoding
+// (contract 1); a decoder that is down for good fails the call at once
+// with CodeUnavailable, so the caller can decode elsewhere.
 func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -175,7 +177,9 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 	if err != nil {
 		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
 	}
-	r, err := d.decode.decode(ctx, prioFile, pcm.FromFloat32(nil, f32), nil)
+	dctx, cancel := d.decodeCtx(ctx)
+	r, err := d.decode.decode(dctx, prioFile, pcm.FromFloat32(nil, f32), nil)
+	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return daemonapi.TranscribeResult{}, ctx.Err()
