@@ -32,7 +32,7 @@ const name = "yazsesd"
 // CLI is yazsesd's command line.
 type CLI struct {
 	Run    RunCmd    `cmd:"" help:"Run the daemon in the foreground (what the systemd user unit runs)."`
-	Status StatusCmd `cmd:"" help:"Show the running daemon's children, hold state and budget."`
+	Status StatusCmd `cmd:"" help:"Show the running daemon's health (what is down and why), model, typing backend, capture device, hotkey, children with their versions, hold state and budget."`
 	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'."`
 	Config ConfigCmd `cmd:"" help:"Configuration: write the default file, print it, or check one."`
 

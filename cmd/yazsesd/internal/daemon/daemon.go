@@ -10,6 +10,12 @@
 // with --spent: it refuses every question for the rest of the hour (fail
 // closed), which status reports as budget.fail_closed.
 //
+// Health. Every child's changes of state are followed (health.go): READY=1
+// waits until the children started at boot are up or have failed their
+// first start, and a child left down for a cause it named (exit 125,
+// contract 2) is reported in the daemon's own ERROR line, in status, in a
+// failed hold's result and in one notification.
+//
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
 package daemon
