@@ -48,6 +48,15 @@
 //	    --progress auto|always|never
 //	    --log-level, --log-format, --version
 //
+// The model file is checked before whisper.cpp loads it (its ggml header,
+// vocabulary and tensor headers, in pure Go): a missing file, a file that is
+// not a whisper model and a truncated download each get one message naming
+// the file and the fix ("model not found: PATH — fetch one with
+// yaz-fetch-model base.en").
+//
 // Exit status: 0 success; 1 a file or the model failed (other files are still
-// transcribed); 2 usage error.
+// transcribed); 2 usage error; 125 under a supervisor (--serve, or
+// YAZ_READY_FD set) when the model is missing or not a whisper model: a
+// restart cannot fix that, so the one log record says why (attribute cause:
+// model_missing or model_invalid) and yazsesd does not restart it.
 package main

@@ -5,11 +5,12 @@
 // # Synopsis
 //
 //	yazsesd run [--config FILE]         run in the foreground (systemd runs this)
-//	yazsesd status [--json]             children, hold state, budget
+//	yazsesd status [--json]             health, set-up, children, hold state, budget
 //	yazsesd ctl METHOD [JSON]           call a socket method
 //	yazsesd ctl hold start|stop|toggle|cancel
-//	yazsesd config default              print a commented configuration
-//	yazsesd config check [FILE]         check a configuration file
+//	yazsesd config init [--force] [FILE]  write the commented default configuration
+//	yazsesd config default              print it
+//	yazsesd config check [FILE]         check a configuration file and the model it names
 //
 // # Description
 //
@@ -34,6 +35,34 @@
 // closed): no question is spoken until the hour has passed, and status
 // says so.
 //
+// A child that cannot start for a reason a restart cannot fix (the model
+// file is missing or is not a whisper model) logs one ERROR record with a
+// cause attribute (model_missing, model_invalid, language_unsupported) and
+// a message that names the file and the fix, and exits 125. The daemon is
+// not restarted over it and keeps serving what still works; it shows the
+// message where the person looks: its own ERROR line ("decode: model not
+// found: PATH — fetch one with yaz-fetch-model base.en"), `yazsesd status`
+// (each child's cause and reason, and a health line), the cause and reason
+// of a hold.stop that could not be decoded, one desktop notification, and
+// the systemd status line.
+//
+// Readiness. The socket listens at once (clients may call status while the
+// children start), but READY=1 goes to systemd (sd_notify, Type=notify)
+// only once the gate, the speaker and the decoder (and the microphone in
+// capture.mode = "always") are each running, or have ended their first
+// start: failed for a known cause, crashed, or not ready in time (the
+// decoder's model may take up to 60 s to load). With READY=1 goes
+// STATUS=, the health line: "ready", or each child that is down or
+// restarting and why; it is sent again whenever it changes, so
+// `systemctl --user status yazsesd` shows it.
+//
+// Status. `yazsesd status` shows the health line, the model and its
+// language, the typing backends dictation.inject resolves to ("auto →
+// xdotool, clipboard", or none and why), the capture mode, device and
+// backend, whether the hotkey listener runs (or why not), the hold and
+// budget state, and each child's state, pid, restarts, last exit and
+// version (its program's --version, asked once at start).
+//
 // The socket is $XDG_RUNTIME_DIR/yazses/yazsesd.sock; without
 // XDG_RUNTIME_DIR, /run/user/$UID/yazses/yazsesd.sock when /run/user/$UID
 // is ours with mode 0700, never a shared folder (folder 0700, socket 0600;
@@ -43,6 +72,17 @@
 // ask_human {question, timeout_s}, budget.status, last, audit {max},
 // transcribe {path}. No method changes the budget or the opt-in: those
 // come from the configuration file (SIGHUP reloads it).
+//
+// The resident decoder serves one utterance at a time: a hold before an
+// answer, an answer before a file. A call whose client goes away while its
+// utterance is being decoded (a cancelled transcribe: yaz-mcp closes its
+// connection) sends the decoder an abandon frame (X), so whisper stops at
+// its next abort point; the next utterance waiting (a hold) is served as
+// soon as the decoder has answered "abandoned".
+//
+// Dictation with no focused window types nothing: the text is kept for
+// `yazsesd ctl last`, a notification says so, and so does an INFO line of
+// the log (never with the text).
 //
 // ask_human speaks "An MCP client asks: QUESTION", listens for the answer
 // (it ends after ask.answer_silence_ms of silence) and returns it. It never

@@ -3,14 +3,25 @@
 // use it where exact words matter (DESIGN.md, "Models"): the real decoder
 // has its own tests on the generated model.
 //
-// It ignores its arguments (the daemon passes the decoder's flags). The
-// environment sets what it does:
+// It ignores its arguments (the daemon passes the decoder's flags), except
+// --version, which prints "fakedecode test". The environment sets what it
+// does:
 //
 //	YAZ_FAKE_TEXT      the text of every answer (default "fake transcript")
 //	YAZ_FAKE_DELAY_MS  time to "decode" one utterance (default 0)
+//	YAZ_FAKE_MS_PER_S  more time per second of audio (default 0), so a long
+//	                   file takes long and a short hold is quick
 //	YAZ_FAKE_PIDFILE   if set, its pid is written there at start
 //
-// It logs "decoding utterance" on stderr when an utterance ends.
+// It logs "decoding utterance" on stderr when it starts an utterance,
+// "decoded utterance" when it answers one, and "abandoned utterance" when
+// it drops one.
+//
+// Abandon (contract 1): an X frame with audio buffered since the last E
+// drops that audio; an X frame with none abandons the most recently ended
+// utterance if it is still queued or being decoded: its "decoding" stops at
+// once and its answer is {"utt":N,"error":"abandoned"}, so answers stay one
+// per utterance, in order.
 //
 // Readiness is signalled on $YAZ_READY_FD as yaz-decode does.
 package main
@@ -22,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,10 +42,20 @@ import (
 )
 
 func main() {
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("fakedecode test")
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "fakedecode:", err)
 		os.Exit(1)
 	}
+}
+
+// job is one ended utterance.
+type job struct {
+	utt     int
+	samples int
 }
 
 func run() error {
@@ -42,6 +64,7 @@ func run() error {
 		text = "fake transcript"
 	}
 	delay, _ := strconv.Atoi(os.Getenv("YAZ_FAKE_DELAY_MS"))
+	perS, _ := strconv.Atoi(os.Getenv("YAZ_FAKE_MS_PER_S"))
 	if p := os.Getenv("YAZ_FAKE_PIDFILE"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 			return err
@@ -50,8 +73,59 @@ func run() error {
 	if err := cli.Ready(); err != nil {
 		return err
 	}
-	r := frame.NewReader(bufio.NewReader(os.Stdin))
+	jobs := make(chan job, 1024)
+	abandon := make(chan int, 1024)
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- read(jobs, abandon)
+		close(jobs)
+	}()
 	out := json.NewEncoder(os.Stdout)
+	dropped := map[int]bool{} // abandoned before their turn
+	for j := range jobs {
+		ms := int64(j.samples) * 1000 / 16000
+		res := frame.Result{Utt: j.utt, Text: text, AudioMs: ms,
+			Segments: []frame.Segment{{StartMs: 0, EndMs: ms, Text: text}}}
+		took := time.Duration(delay)*time.Millisecond + time.Duration(ms*int64(perS)/1000)*time.Millisecond
+		abandoned := dropped[j.utt]
+		if !abandoned {
+			fmt.Fprintln(os.Stderr, "decoding utterance")
+			start := time.Now()
+			t := time.NewTimer(took)
+		wait:
+			for {
+				select {
+				case <-t.C:
+					break wait
+				case n := <-abandon:
+					if n == j.utt {
+						abandoned = true
+						t.Stop()
+						break wait
+					}
+					if n > j.utt {
+						dropped[n] = true
+					}
+				}
+			}
+			res.DecodeMs = time.Since(start).Milliseconds()
+		}
+		if abandoned {
+			res.Text, res.Segments, res.Error = "", []frame.Segment{}, "abandoned"
+			fmt.Fprintln(os.Stderr, "abandoned utterance")
+		} else {
+			fmt.Fprintln(os.Stderr, "decoded utterance")
+		}
+		if err := out.Encode(res); err != nil {
+			return err
+		}
+	}
+	return <-readErr
+}
+
+// read turns frames into jobs and abandons.
+func read(jobs chan<- job, abandon chan<- int) error {
+	r := frame.NewReader(bufio.NewReader(os.Stdin))
 	samples, utt := 0, 0
 	for {
 		f, err := r.Next()
@@ -65,17 +139,14 @@ func run() error {
 		case frame.Audio:
 			samples += len(f.Payload) / 2
 		case frame.Abandon:
-			samples = 0
+			if samples > 0 {
+				samples = 0
+			} else if utt > 0 {
+				abandon <- utt
+			}
 		case frame.End:
 			utt++
-			fmt.Fprintln(os.Stderr, "decoding utterance")
-			time.Sleep(time.Duration(delay) * time.Millisecond)
-			ms := int64(samples) * 1000 / 16000
-			res := frame.Result{Utt: utt, Text: text, AudioMs: ms, DecodeMs: int64(delay),
-				Segments: []frame.Segment{{StartMs: 0, EndMs: ms, Text: text}}}
-			if err := out.Encode(res); err != nil {
-				return err
-			}
+			jobs <- job{utt: utt, samples: samples}
 			samples = 0
 		}
 	}

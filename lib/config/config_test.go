@@ -288,6 +288,8 @@ func TestErrors(t *testing.T) {
 			"config.toml:1: dictation.replace[0]: must be valid UTF-8 without control characters"},
 		{"hotkey key", "[hotkey]\nkey = \"rightctrl\"",
 			`config.toml:2: hotkey.key: must be a Linux input key name such as "KEY_RIGHTCTRL", got "rightctrl"`},
+		{"hotkey key unknown", "[mcp]\nask_human = true\n[hotkey]\nenabled = true\nkey = \"KEY_NOPE\"",
+			`config.toml:5: hotkey.key: unknown key "KEY_NOPE": use a name from linux/input-event-codes.h such as "KEY_RIGHTCTRL" or "KEY_F13"`},
 		{"hotkey mode", "[hotkey]\nmode = \"press\"",
 			`config.toml:2: hotkey.mode: must be "hold" or "toggle", got "press"`},
 		{"hotkey device relative", "[hotkey]\ndevice = \"event3\"",

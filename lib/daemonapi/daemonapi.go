@@ -121,6 +121,30 @@ type ChildStatus struct {
 	PID      int    `json:"pid,omitempty"`
 	Restarts int    `json:"restarts"`
 	LastExit string `json:"last_exit,omitempty"`
+	// Version is what the child's program prints for --version ("" until
+	// known, or when it prints none).
+	Version string `json:"version,omitempty"`
+	// Cause and Reason: why the child cannot run, as it said itself
+	// (a word such as "model_missing", and a sentence that names the
+	// file and the fix), or as the supervisor saw it ("crash_loop").
+	Cause  string `json:"cause,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TypingStatus is how dictated text is typed.
+type TypingStatus struct {
+	Inject   string   `json:"inject"`          // dictation.inject as configured ("auto", "xdotool", …)
+	Backends []string `json:"backends"`        // what it resolves to, tried in order; none: text is kept for last
+	Error    string   `json:"error,omitempty"` // why there is none
+}
+
+// HotkeyStatus is the daemon's own evdev hotkey listener.
+type HotkeyStatus struct {
+	Enabled   bool   `json:"enabled"`         // hotkey.enabled
+	Listening bool   `json:"listening"`       // the listener runs
+	Key       string `json:"key"`             // hotkey.key
+	Mode      string `json:"mode"`            // hotkey.mode
+	Error     string `json:"error,omitempty"` // why it stopped or did not start
 }
 
 // Status is the result of status.
@@ -136,6 +160,20 @@ type Status struct {
 	Waiting     int           `json:"waiting"`      // questions waiting for their turn
 	Children    []ChildStatus `json:"children"`
 	Budget      BudgetStatus  `json:"budget"`
+
+	// Health is one line on what works: "ready", or each child that is
+	// down or restarting and why (the systemd status line says the same).
+	Health string `json:"health"`
+	// Model is the whisper model file (decode.model); Language its
+	// decode.language.
+	Model    string `json:"model"`
+	Language string `json:"language"`
+	// CaptureBackend and CaptureDevice are capture.backend and
+	// capture.device ("" is the backend's default device).
+	CaptureBackend string       `json:"capture_backend"`
+	CaptureDevice  string       `json:"capture_device"`
+	Typing         TypingStatus `json:"typing"`
+	Hotkey         HotkeyStatus `json:"hotkey"`
 }
 
 // HoldResult is the result of the hold methods.
@@ -148,6 +186,12 @@ type HoldResult struct {
 	Outcome string `json:"outcome,omitempty"`
 	Chars   int    `json:"chars,omitempty"`   // characters typed or kept
 	Backend string `json:"backend,omitempty"` // injection backend used
+	// Cause and Reason say why a hold "failed": a word ("model_missing",
+	// "decoder_failed", …) and a sentence for a person, the decoder's
+	// own when it said one ("decode: model not found: … — fetch one with
+	// yaz-fetch-model base.en").
+	Cause  string `json:"cause,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Hold states.

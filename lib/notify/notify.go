@@ -8,8 +8,9 @@
 // as a transcript or a question, does not compile), and its text is
 // sanitised again with tts.Sanitize (control characters removed, length
 // capped). The messages the daemon needs are here: [Listening],
-// [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], also by kind
-// word in [Kinds].
+// [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], and for a
+// child left down [ModelMissing], [ModelInvalid], [LanguageUnsupported] and
+// [ChildDown], also by kind word in [Kinds].
 //
 // A Notifier can be switched off (config notify.enabled) and shows at most
 // PerMinute notifications in any sliding minute (config notify.per_minute);
@@ -79,6 +80,13 @@ var (
 	QuestionWaiting = Text(AppName, "A question is waiting.")
 	Lost            = Text(AppName, "Dictation failed: the speech could not be transcribed.")
 	TypingFailed    = Text(AppName, "The text could not be typed here: it is kept (yazsesd ctl last).")
+
+	// Said once when a child is left down for a cause a restart cannot
+	// fix; `yazsesd status` names the file and the fix.
+	ModelMissing        = Text(AppName, "No speech model: dictation cannot work. `yazsesd status` says which file is missing and how to fetch one.")
+	ModelInvalid        = Text(AppName, "The speech model file is not a whisper model: dictation cannot work. `yazsesd status` says which file.")
+	LanguageUnsupported = Text(AppName, "The speech model does not know the configured language: dictation cannot work. See `yazsesd status`.")
+	ChildDown           = Text(AppName, "A part of YazSes could not start and is left down. See `yazsesd status`.")
 )
 
 // Kinds name the daemon's messages with closed-vocabulary words.
@@ -88,6 +96,11 @@ var Kinds = map[string]Message{
 	"question_waiting": QuestionWaiting,
 	"lost":             Lost,
 	"typing_failed":    TypingFailed,
+
+	"model_missing":        ModelMissing,
+	"model_invalid":        ModelInvalid,
+	"language_unsupported": LanguageUnsupported,
+	"child_down":           ChildDown,
 }
 
 // ByKind returns the message of a kind word (see Kinds).

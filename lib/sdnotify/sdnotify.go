@@ -6,10 +6,13 @@
 // '@' is in the abstract namespace. Without $NOTIFY_SOCKET (not started by
 // systemd, or a unit that is not Type=notify) every call does nothing.
 //
-// yazsesd sends [Ready] once its socket listens and its children are up,
-// [Reloading] then [Ready] around a SIGHUP reload, [Stopping] when it shuts
-// down, and [Status] lines that `systemctl --user status yazsesd` shows.
-// Status texts are fixed words and counts, never a transcript.
+// yazsesd sends [Ready] once its socket listens and each child it starts
+// at boot is up or has failed its first start, [Reloading] then [Ready]
+// around a SIGHUP reload, [Stopping] when it shuts down, and [Status] lines
+// that `systemctl --user status yazsesd` shows: its health line ("ready",
+// or each child that is down and why, e.g. "decode: model not found: PATH —
+// fetch one with yaz-fetch-model base.en"), sent with Ready and whenever it
+// changes. Status texts never hold a transcript.
 package sdnotify
 
 import (

@@ -21,6 +21,12 @@
 //   - Readiness is explicit: with Spec.Ready the child gets a pipe's write end
 //     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it.
 //   - The child's stderr is re-logged line by line with child=<name>.
+//   - A child that cannot run for a reason a restart cannot fix says so in
+//     one ERROR record with the attribute cause (a closed-vocabulary word
+//     such as "model_missing") and a message for a person, and exits 125.
+//     Status carries both (Cause, Reason) until the child starts again;
+//     OnState hooks see every change of state, so the caller can show the
+//     cause where the person looks.
 package supervise
 
 import (
@@ -139,6 +145,12 @@ type Status struct {
 	Restarts int    // starts after the first one
 	LastExit string // "exit 1", "signal killed", "not ready", "start failed"
 	Since    time.Time
+	// Cause and Reason are what the current (or last) start said in its
+	// last ERROR record with a cause attribute: the word and the message
+	// ("model_missing", "model not found: … — fetch one with …"). Both
+	// are empty when it said none; a new start clears them.
+	Cause  string
+	Reason string
 }
 
 // Child supervises one Spec. Make it with New and call Run once at a time.
@@ -148,10 +160,11 @@ type Child struct {
 
 	restart chan struct{}
 
-	mu      sync.Mutex
-	st      Status
-	running bool
-	hooks   []func(pid, restart int)
+	mu         sync.Mutex
+	st         Status
+	running    bool
+	hooks      []func(pid, restart int)
+	stateHooks []func(Status)
 }
 
 // New returns a Child for spec, logging through log (nil means
@@ -192,6 +205,15 @@ func (c *Child) OnStart(f func(pid int, restart int)) {
 	c.mu.Unlock()
 }
 
+// OnState adds a hook called with a snapshot after every change of state
+// (starting, running, backoff, stopped, crashloop, exited). Hooks run on
+// Run's goroutine, in order, and must not block for long.
+func (c *Child) OnState(f func(Status)) {
+	c.mu.Lock()
+	c.stateHooks = append(c.stateHooks, f)
+	c.mu.Unlock()
+}
+
 // Status returns a snapshot of the child.
 func (c *Child) Status() Status {
 	c.mu.Lock()
@@ -217,9 +239,13 @@ func (c *Child) set(f func(*Status)) {
 }
 
 func (c *Child) setState(s State, pid int) {
-	c.set(func(st *Status) {
-		st.State, st.PID, st.Since = s, pid, time.Now()
-	})
+	c.mu.Lock()
+	c.st.State, c.st.PID, c.st.Since = s, pid, time.Now()
+	snap, hooks := c.st, slices.Clone(c.stateHooks)
+	c.mu.Unlock()
+	for _, h := range hooks {
+		h(snap)
+	}
 }
 
 // Backoff returns the delay before restart n (n ≥ 1 counts the failures
@@ -346,6 +372,7 @@ type proc struct {
 
 // runOnce starts the child, waits for readiness, and waits for it to end.
 func (c *Child) runOnce(ctx context.Context, n int) result {
+	c.set(func(st *Status) { st.Cause, st.Reason = "", "" })
 	c.setState(StateStarting, 0)
 	p, ready, err := c.start(n)
 	if err != nil {
@@ -608,6 +635,23 @@ func (c *Child) relog(r *os.File) {
 	}
 }
 
+// maxReason caps a child's cause message, in runes.
+const maxReason = 500
+
+// clip removes control characters and cuts s to n runes.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n])
+	}
+	return s
+}
+
 // fieldsPassed caps how many extra fields of a JSON log line are kept.
 const fieldsPassed = 8
 
@@ -640,6 +684,9 @@ func (c *Child) logLine(line []byte, truncated bool) {
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
+			if cause, ok := m["cause"].(string); ok && cause != "" && lvl >= slog.LevelError {
+				c.set(func(st *Status) { st.Cause, st.Reason = clip(cause, 64), clip(msg, maxReason) })
+			}
 			if len(keys) > fieldsPassed {
 				keys = keys[:fieldsPassed]
 			}

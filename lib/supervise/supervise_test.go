@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -642,5 +643,81 @@ func TestExitBeforeReady(t *testing.T) {
 				t.Errorf("Status() = %+v, want %s after one start, last exit %s", st, want, code)
 			}
 		})
+	}
+}
+
+// A child that cannot start for a known cause (contract 2) logs one ERROR
+// record with a cause attribute and exits 125 before it is ready: the
+// supervisor keeps the cause and the message in Status, does not restart
+// it, and the next start begins with no cause. A cause logged by a child
+// that goes on to fail with another exit code is kept too, for the crash
+// loop's account; a WARN with a cause attribute is no cause.
+func TestCause(t *testing.T) {
+	const msg = "model not found: /m/ggml-base.en.bin — fetch one with yaz-fetch-model base.en"
+	script := func(level, code string) []string {
+		rec := `{"time":"x","level":"` + level + `","msg":"` + msg + `","cause":"model_missing"}`
+		return []string{"/bin/sh", "-c", "echo 'some noise first' >&2; echo '" + rec + "' >&2; exit " + code}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	c := New(Spec{Name: "decode", Argv: script("ERROR", "125"), Ready: true}, slog.New(slog.DiscardHandler))
+	var states []State
+	var mu sync.Mutex
+	c.OnState(func(st Status) {
+		mu.Lock()
+		states = append(states, st.State)
+		mu.Unlock()
+		if st.State == StateExited && (st.Cause != "model_missing" || st.Reason != msg) {
+			t.Errorf("hook saw %s without its cause: %+v", st.State, st)
+		}
+	})
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	st := c.Status()
+	if st.State != StateExited || st.Restarts != 0 || st.Cause != "model_missing" || st.Reason != msg {
+		t.Errorf("Status() = %+v, want exited once with cause model_missing and the message", st)
+	}
+	mu.Lock()
+	if want := []State{StateStarting, StateStarting, StateExited}; !cmp.Equal(states, want) {
+		t.Errorf("states seen by OnState = %v, want %v", states, want)
+	}
+	mu.Unlock()
+
+	// Exit 1 with a cause: restarted as any failure, the cause shown.
+	c = New(Spec{Name: "decode", Argv: script("ERROR", "1"), Ready: true, BackoffBase: time.Millisecond,
+		BackoffMax: time.Millisecond, CrashBurst: 3}, slog.New(slog.DiscardHandler))
+	if err := c.Run(ctx); !errors.Is(err, ErrCrashLoop) {
+		t.Fatalf("Run = %v, want a crash loop", err)
+	}
+	if st := c.Status(); st.State != StateCrashLoop || st.Cause != "model_missing" || st.Reason != msg {
+		t.Errorf("Status() = %+v, want crashloop with the cause", st)
+	}
+
+	// Not an ERROR: no cause.
+	c = New(Spec{Name: "decode", Argv: script("WARN", "125"), Ready: true}, slog.New(slog.DiscardHandler))
+	c.Run(ctx)
+	if st := c.Status(); st.Cause != "" || st.Reason != "" {
+		t.Errorf("Status() after a WARN with a cause = %+v, want no cause", st)
+	}
+
+	// The cause is cleared when the child starts again and comes up.
+	rep := newReporter(t)
+	defer rep.close()
+	flag := filepath.Join(t.TempDir(), "fixed")
+	spec := childSpec("ready", rep)
+	spec.Argv = []string{"/bin/sh", "-c", `if [ -e "$0" ]; then exec "$1"; fi; touch "$0"; echo '{"level":"ERROR","msg":"m","cause":"model_invalid"}' >&2; exit 1`, flag, os.Args[0]}
+	spec.Ready = true
+	c = New(spec, slog.New(slog.DiscardHandler))
+	cancelRun, wait := start(c)
+	rep.next(t) // the second start is up
+	waitState(t, c, StateRunning)
+	if st := c.Status(); st.Cause != "" || st.Reason != "" || st.Restarts != 1 {
+		t.Errorf("Status() of the restarted child = %+v, want no cause, one restart", st)
+	}
+	cancelRun()
+	if err := wait(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -148,7 +148,8 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 // TestDictationNoFocusKeepsTextForLast: with no focused window (the
 // recorder is on screen, under the pointer, but has no focus) nothing is
 // typed; the outcome is "kept", `yazsesd ctl last` returns the text, and a
-// notification (without the text) says so.
+// notification and an INFO line of the daemon's log (both without the
+// text) say so.
 func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	t.Parallel()
 	const text = "kept for later, not typed"
@@ -180,6 +181,22 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	}
 	if n := d.count("dictation.kept", "no_target"); n != 1 {
 		t.Errorf("audit has %d dictation.kept no_target, want 1", n)
+	}
+	// The daemon's INFO log says where the text went (the README sends
+	// people there), and never the text itself.
+	said := 0
+	for _, m := range d.logRecords() {
+		msg, _ := m["msg"].(string)
+		if m["child"] == nil && m["level"] == "INFO" && strings.Contains(msg, "no focused window") &&
+			strings.Contains(msg, "kept for `yazsesd ctl last`") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the daemon's INFO log has %d lines saying the text was kept, want 1\n%s", said, d.logTail(15))
+	}
+	if strings.Contains(d.log.String(), "kept for later") {
+		t.Errorf("the daemon's log holds the transcript")
 	}
 	// The check can fail: once the window has the focus, the next hold
 	// types into it.

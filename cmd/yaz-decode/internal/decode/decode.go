@@ -4,8 +4,6 @@ package decode
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -70,7 +68,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return code
 	}
 	log := c.Logger(stderr)
-	return cli.Report(name, stderr, c.run(ctx, log, stdin, stdout, stderr))
+	underSupervisor := supervised(c.Serve)
+	return exit(log, stderr, underSupervisor, c.Model, c.run(ctx, log, stdin, stdout, stderr))
 }
 
 func (c *CLI) options() asr.Options {
@@ -129,10 +128,10 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		log.Debug("language requested", "language", c.Language)
 	}
 	start := time.Now()
-	m, err := asr.Load(c.Model, c.Debug())
-	if errors.Is(err, asr.ErrModelMissing) {
-		return fmt.Errorf("model %s not found; %s", c.Model, models.FetchHint(c.Model))
+	if err := checkModel(c.Model); err != nil { // cause.go: before whisper.cpp sees the file
+		return err
 	}
+	m, err := asr.Load(c.Model, c.Debug())
 	if err != nil {
 		return err
 	}

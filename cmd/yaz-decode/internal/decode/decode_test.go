@@ -215,7 +215,7 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"--output", "docx", "a.wav"}, 2, "--output"},
 		{[]string{"--serve", "a.wav"}, 2, "takes no files"},
 		{[]string{"--beam-size", "99", "a.wav"}, 2, "--beam-size"},
-		{[]string{"-m", "/nonexistent/ggml-tiny.en.bin", "a.wav"}, 1, "fetch-model.sh tiny.en"},
+		{[]string{"-m", "/nonexistent/ggml-tiny.en.bin", "a.wav"}, 1, "yaz-fetch-model tiny.en"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), tc.args, strings.NewReader(""), &out, &errb)

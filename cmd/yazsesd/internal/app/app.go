@@ -32,9 +32,9 @@ const name = "yazsesd"
 // CLI is yazsesd's command line.
 type CLI struct {
 	Run    RunCmd    `cmd:"" help:"Run the daemon in the foreground (what the systemd user unit runs)."`
-	Status StatusCmd `cmd:"" help:"Show the running daemon's children, hold state and budget."`
+	Status StatusCmd `cmd:"" help:"Show the running daemon's health (what is down and why), model, typing backend, capture device, hotkey, children with their versions, hold state and budget."`
 	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'."`
-	Config ConfigCmd `cmd:"" help:"Configuration: print the default file, or check one."`
+	Config ConfigCmd `cmd:"" help:"Configuration: write the default file, print it, or check one."`
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`
@@ -88,9 +88,10 @@ func (r *RunCmd) Run(e *env) error {
 		Log:           log,
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
-		Ready: func() {
-			_ = sd.Notify(sdnotify.Ready, sdnotify.Status("listening"))
+		Ready: func(status string) {
+			_ = sd.Notify(sdnotify.Ready, sdnotify.Status(status))
 		},
+		Health:    func(status string) { _ = sd.Notify(sdnotify.Status(status)) },
 		Reloading: func() { _ = sd.Notify(sdnotify.Reloading()) },
 		Reloaded: func(c config.Config) {
 			notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
@@ -104,13 +105,15 @@ func (r *RunCmd) Run(e *env) error {
 				notes.Post(ctx, m)
 			}
 		},
-		Hotkey: func(ctx context.Context, hold func(bool)) error {
+		Hotkey: func() (func(context.Context, func(bool)) error, error) {
 			l, err := hotkey.Open(hotkey.Options{Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode,
 				Device: cfg.Hotkey.Device, Log: log.With("part", "hotkey")})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
+			return func(ctx context.Context, hold func(bool)) error {
+				return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
+			}, nil
 		},
 	})
 	if err != nil {
@@ -145,11 +148,39 @@ func (s *StatusCmd) Run(e *env) error {
 	if s.JSON {
 		return printJSON(e.stdout, st)
 	}
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	printStatus(e.stdout, st)
+	return nil
+}
+
+// printStatus writes the status as text: the daemon, what it runs with,
+// the children, and a line for each child that is down and why.
+func printStatus(out io.Writer, st daemonapi.Status) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "yazsesd %s\tpid %d, up %s\n", st.Version, st.PID, time.Duration(st.UptimeS)*time.Second)
 	fmt.Fprintf(w, "config\t%s\n", st.Config)
+	fmt.Fprintf(w, "health\t%s\n", st.Health)
+	fmt.Fprintf(w, "model\t%s (language %s)\n", st.Model, st.Language)
+	typing := st.Typing.Inject + " → " + strings.Join(st.Typing.Backends, ", ")
+	if len(st.Typing.Backends) == 0 {
+		typing = st.Typing.Inject + ": none (" + st.Typing.Error + ")"
+	}
+	fmt.Fprintf(w, "typing\t%s\n", typing)
+	device := st.CaptureDevice
+	if device == "" {
+		device = "default device"
+	}
+	fmt.Fprintf(w, "capture\t%s, %s (backend %s)\n", st.CaptureMode, device, st.CaptureBackend)
+	hk := st.Hotkey
+	switch {
+	case !hk.Enabled:
+		fmt.Fprintf(w, "hotkey\toff (compositor bindings run `yazsesd ctl hold …`)\n")
+	case hk.Listening:
+		fmt.Fprintf(w, "hotkey\t%s (listening), %s\n", hk.Key, hk.Mode)
+	default:
+		why, _, _ := strings.Cut(hk.Error, "\n")
+		fmt.Fprintf(w, "hotkey\t%s (not listening: %s)\n", hk.Key, why)
+	}
 	fmt.Fprintf(w, "hold\t%s\n", st.Hold)
-	fmt.Fprintf(w, "capture\t%s\n", st.CaptureMode)
 	fmt.Fprintf(w, "ask_human\t%s\n", onOff(st.AskHuman))
 	b := st.Budget
 	switch {
@@ -169,19 +200,26 @@ func (s *StatusCmd) Run(e *env) error {
 		fmt.Fprintf(w, "questions\tone being asked: %v, waiting: %d\n", st.Asking, st.Waiting)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CHILD\tSTATE\tPID\tRESTARTS\tLAST EXIT")
+	fmt.Fprintln(w, "CHILD\tSTATE\tPID\tRESTARTS\tLAST EXIT\tVERSION")
 	for _, ch := range st.Children {
 		pid := "-"
 		if ch.PID > 0 {
 			pid = fmt.Sprint(ch.PID)
 		}
-		state := ch.State
-		if state == "crashloop" {
-			state = "crashloop (left down: see the log)"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", ch.Name, state, pid, ch.Restarts, ch.LastExit)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", ch.Name, ch.State, pid, ch.Restarts, ch.LastExit, ch.Version)
 	}
-	return w.Flush()
+	w.Flush()
+	first := true
+	for _, ch := range st.Children {
+		if ch.Reason == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(out)
+			first = false
+		}
+		fmt.Fprintf(out, "%s: %s\n", ch.Name, ch.Reason)
+	}
 }
 
 func onOff(b bool) string {
@@ -278,8 +316,24 @@ func printJSON(w io.Writer, v any) error {
 
 // ConfigCmd is `yazsesd config`.
 type ConfigCmd struct {
+	Init    ConfigInitCmd    `cmd:"" help:"Write the default configuration file (folder 0700, file 0600); an existing file is kept unless --force."`
 	Default ConfigDefaultCmd `cmd:"" help:"Print a commented configuration file with every default."`
-	Check   ConfigCheckCmd   `cmd:"" help:"Check a configuration file and name every problem with its line."`
+	Check   ConfigCheckCmd   `cmd:"" help:"Check a configuration file and name every problem with its line, including a missing or broken model file."`
+}
+
+// ConfigInitCmd is `yazsesd config init`.
+type ConfigInitCmd struct {
+	File  string `arg:"" optional:"" help:"Where to write it (default: the configuration file)." default:"${config_path}" type:"path"`
+	Force bool   `help:"Replace an existing file."`
+}
+
+// Run writes the default file.
+func (c ConfigInitCmd) Run(e *env) error {
+	if err := config.WriteDefault(c.File, c.Force); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s: written with every default; edit it, then `yazsesd config check`\n", c.File)
+	return nil
 }
 
 // ConfigDefaultCmd is `yazsesd config default`.
@@ -296,19 +350,29 @@ type ConfigCheckCmd struct {
 	File string `arg:"" optional:"" help:"The file (default: the configuration file)." default:"${config_path}" type:"path"`
 }
 
-// Run checks the file.
+// Run checks the file, then the files it names (the model).
 func (c ConfigCheckCmd) Run(e *env) error {
 	ok, err := config.Exists(c.File)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	var data []byte
+	cfg := config.Default()
+	if ok {
+		if data, err = os.ReadFile(c.File); err != nil {
+			return fmt.Errorf("config check: %w", err)
+		}
+		if cfg, err = config.Parse(data, c.File); err != nil {
+			return err
+		}
+	} else {
 		fmt.Fprintf(e.stdout, "%s: no file; every key has its default\n", c.File)
-		return nil
 	}
-	if _, err := config.Load(c.File); err != nil {
+	if err := config.CheckFiles(cfg, data, c.File); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
+	if ok {
+		fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
+	}
 	return nil
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/config"
 )
 
@@ -75,15 +78,97 @@ func TestUsageAndErrors(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	dir := t.TempDir()
-	bad := dir + "/bad.toml"
-	writeFile(t, bad, "[budget]\nask_human_per_hour = -1\n")
-	if _, stderr, code := run("config", "check", bad); code != 1 || !strings.Contains(stderr, "bad.toml:2: budget.ask_human_per_hour") {
-		t.Errorf("config check of a bad file: exit %d, %q", code, stderr)
+	t.Setenv("XDG_DATA_HOME", dir) // the default model is not there
+	model := filepath.Join(dir, "ggml-mini.bin")
+	var b bytes.Buffer
+	if err := testmodel.Write(&b, testmodel.Mini, 1); err != nil {
+		t.Fatal(err)
 	}
-	good := dir + "/good.toml"
-	writeFile(t, good, "[mcp]\nask_human = true\n")
-	if out, _, code := run("config", "check", good); code != 0 || !strings.Contains(out, "ok") {
-		t.Errorf("config check of a good file: exit %d, %q", code, out)
+	writeFile(t, model, b.String())
+	vad := filepath.Join(dir, "ggml-silero-v6.2.0.bin")
+	writeFile(t, vad, "lmgg\x0a\x00\x00\x00silero-16k\x06\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00")
+	tests := []struct {
+		name, src string
+		code      int
+		out       string // on stdout (code 0) or stderr
+	}{
+		{"bad value", "[budget]\nask_human_per_hour = -1\n", 1, "bad.toml:2: budget.ask_human_per_hour"},
+		{"good", "[mcp]\nask_human = true\n[decode]\nmodel = " + strconv.Quote(model) + "\n", 0, "good.toml: ok"},
+		// A fresh machine: the file names no model and the default one is
+		// not there.
+		{"default model missing", "[mcp]\nask_human = true\n", 1,
+			"missing.toml: decode.model: model not found: " + filepath.Join(dir, "yazses", "models", "ggml-base.en.bin") +
+				" — fetch one with yaz-fetch-model base.en"},
+		{"model missing", "[decode]\nmodel = \"/nonexistent/ggml-tiny.en.bin\"\n", 1,
+			"gone.toml:2: decode.model: model not found: /nonexistent/ggml-tiny.en.bin — fetch one with yaz-fetch-model tiny.en"},
+		{"not a model", "\n[decode]\nmodel = " + strconv.Quote(filepath.Join(dir, "notes.toml")) + "\n", 1,
+			"notes.toml:3: decode.model: " + filepath.Join(dir, "notes.toml") + ": not a ggml model file"},
+		{"a VAD model", "[decode]\nmodel = " + strconv.Quote(vad) + "\n", 1,
+			"vad.toml:2: decode.model: " + vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper model"},
+		{"language", "[decode]\nmodel = " + strconv.Quote(model) + "\nlanguage = \"de\"\n", 1,
+			`de.toml:3: decode.language: "de" needs a multilingual model`},
+		{"unknown hotkey", "[decode]\nmodel = " + strconv.Quote(model) + "\n[hotkey]\nkey = \"KEY_NOPE\"\n", 1,
+			`nope.toml:4: hotkey.key: unknown key "KEY_NOPE"`},
+	}
+	names := map[string]string{"bad value": "bad", "good": "good", "default model missing": "missing", "model missing": "gone",
+		"not a model": "notes", "a VAD model": "vad", "language": "de", "unknown hotkey": "nope"}
+	for _, tt := range tests {
+		path := filepath.Join(dir, names[tt.name]+".toml")
+		writeFile(t, path, tt.src)
+		out, stderr, code := run("config", "check", path)
+		got := out
+		if tt.code != 0 {
+			got = stderr
+		}
+		if code != tt.code || !strings.Contains(got, tt.out) {
+			t.Errorf("%s: config check: exit %d, stdout %q, stderr %q; want exit %d and %q", tt.name, code, out, stderr, tt.code, tt.out)
+		}
+	}
+	// No file at all: every key has its default, and the default model is
+	// checked.
+	out, stderr, code := run("config", "check", filepath.Join(dir, "none.toml"))
+	if code != 1 || !strings.Contains(out, "no file") || !strings.Contains(stderr, "model not found") {
+		t.Errorf("config check of no file with no model: exit %d, %q, %q", code, out, stderr)
+	}
+}
+
+func TestConfigInit(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	path := filepath.Join(home, "config", "yazses", "config.toml")
+	out, stderr, code := run("config", "init")
+	if code != 0 || !strings.Contains(out, path) {
+		t.Fatalf("config init: exit %d, %q, %q", code, out, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != config.DefaultTOML() {
+		t.Fatalf("config init wrote %d bytes, %v; want the default file", len(b), err)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700 | os.ModeDir} {
+		if st, err := os.Stat(p); err != nil || st.Mode() != want {
+			t.Errorf("mode of %s = %v, %v; want %v", p, st.Mode(), err, want)
+		}
+	}
+	writeFile(t, path, "[mcp]\nask_human = true\n")
+	if _, stderr, code := run("config", "init"); code != 1 || !strings.Contains(stderr, "--force") {
+		t.Errorf("config init over a file: exit %d, %q; want 1 naming --force", code, stderr)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "[mcp]\nask_human = true\n" {
+		t.Errorf("config init changed an existing file without --force")
+	}
+	if _, stderr, code := run("config", "init", "--force"); code != 0 {
+		t.Errorf("config init --force: exit %d, %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(path); string(b) != config.DefaultTOML() {
+		t.Errorf("config init --force did not write the default file")
+	}
+	// config default still prints to stdout and writes nothing.
+	os.Remove(path)
+	if out, _, code := run("config", "default"); code != 0 || out != config.DefaultTOML() {
+		t.Errorf("config default: exit %d, %d bytes", code, len(out))
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("config default wrote %s", path)
 	}
 }
 

@@ -10,6 +10,12 @@
 // with --spent: it refuses every question for the rest of the hour (fail
 // closed), which status reports as budget.fail_closed.
 //
+// Health. Every child's changes of state are followed (health.go): READY=1
+// waits until the children started at boot are up or have failed their
+// first start, and a child left down for a cause it named (exit 125,
+// contract 2) is reported in the daemon's own ERROR line, in status, in a
+// failed hold's result and in one notification.
+//
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
 package daemon
@@ -51,23 +57,32 @@ type Options struct {
 	SelfDir string
 	// ChildLogLevel is passed to the children as YAZ_LOG_LEVEL.
 	ChildLogLevel string
-	// Ready is called once the socket listens (sd_notify READY=1).
-	Ready func()
+	// Ready is called once, with the health line, when the socket listens
+	// and every child started at boot is up or has failed its first start
+	// (sd_notify READY=1 and STATUS=).
+	Ready func(status string)
+	// Health is called with the health line whenever it changes: "ready",
+	// or each child that is down or restarting and why (sd_notify
+	// STATUS=).
+	Health func(status string)
 	// OpenInjector opens the injection backend named by
 	// dictation.inject, at start and when a reload changes it; nil, or an
 	// error, keeps every transcript for `last`.
 	OpenInjector func(name string) (Injector, error)
 	// Notify shows a desktop notification of a kind ("listening",
-	// "no_target", "question_waiting", "lost"); nil shows none.
+	// "no_target", "question_waiting", "lost", "typing_failed",
+	// "model_missing", "model_invalid", "language_unsupported",
+	// "child_down"); nil shows none.
 	Notify func(kind string)
 	// Reloading is called before a reload (SIGHUP), Reloaded after it
 	// with the settings in force.
 	Reloading func()
 	Reloaded  func(config.Config)
-	// Hotkey, when non-nil, runs until ctx ends and calls hold with true
-	// for a press (start) and false for a release (stop); it is started
-	// when hotkey.enabled is set.
-	Hotkey func(ctx context.Context, hold func(start bool)) error
+	// Hotkey, when non-nil, opens the evdev hotkey listener when
+	// hotkey.enabled is set; the run function it returns reads the key
+	// until ctx ends and calls hold with true for a press (start) and
+	// false for a release (stop).
+	Hotkey func() (run func(ctx context.Context, hold func(start bool)) error, err error)
 }
 
 // Injector types text into the focused window.
@@ -78,6 +93,9 @@ type Injector interface {
 	Type(ctx context.Context, text string) (backend string, err error)
 	// IsNoTarget reports whether err means that no text target had focus.
 	IsNoTarget(err error) bool
+	// Backends lists the backends Type tries, in order (what "auto"
+	// resolves to).
+	Backends() []string
 }
 
 // Daemon is one running yazsesd.
@@ -102,6 +120,12 @@ type Daemon struct {
 	injMu  sync.Mutex
 	inj    Injector
 	injFor string // the dictation.inject the injector was opened for
+	injErr string // why there is none
+
+	health   *health
+	versions *versions
+	hotkeyMu sync.Mutex
+	hotkey   daemonapi.HotkeyStatus
 
 	state       stateT // hold and ask state, see hold.go
 	asks        askQueue
@@ -209,6 +233,19 @@ func New(opt Options) (*Daemon, error) {
 		Stdout: d.mic.stdout,
 	}, d.log)
 	d.mic.child.OnStart(d.childStarted("capture"))
+
+	boot := []string{"gate", "speak", "decode"}
+	if always {
+		boot = append(boot, "capture")
+	}
+	d.health = newHealth(d, []string{"gate", "speak", "decode", "capture"}, boot...)
+	d.health.watch("gate", d.gateC)
+	d.health.watch("speak", d.speakC)
+	d.health.watch("decode", d.decodeC)
+	d.health.watch("capture", d.mic.child)
+	d.versions = newVersions(map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
+		"decode": decodeArgv[0], "capture": captureArgv[0]})
+	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
 	return d, nil
 }
 
@@ -292,6 +329,11 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	supervised(d.speakC, "speak")
 	supervised(d.decodeC, "decode")
 	d.mic.start(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.versions.query(ctx)
+	}()
 
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
@@ -308,26 +350,18 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := d.opt.Hotkey(ctx, func(start bool) {
-				if start {
-					if _, err := d.holdStart(ctx); err != nil {
-						d.log.Warn("hotkey: hold.start failed", "err", err)
-					}
-					return
-				}
-				go d.holdStop(ctx)
-			})
-			if err != nil && ctx.Err() == nil {
-				d.log.Error("hotkey listener stopped: use a compositor binding that runs `yazsesd ctl hold start|stop`", "err", err)
-				d.auditf(audit.Event{Kind: "hotkey.failed"})
-			}
+			d.runHotkey(ctx)
 		}()
 	}
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
 	if d.opt.Ready != nil {
-		d.opt.Ready()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.health.awaitSettled(ctx, d.opt.Ready)
+		}()
 	}
 
 	serveErr := make(chan error, 1)
@@ -413,6 +447,37 @@ func (d *Daemon) reload(ctx context.Context) {
 	d.auditf(audit.Event{Kind: "config.reloaded"})
 }
 
+// runHotkey opens the evdev hotkey listener and runs it until ctx ends;
+// status shows whether it listens and why not.
+func (d *Daemon) runHotkey(ctx context.Context) {
+	set := func(listening bool, err error) {
+		d.hotkeyMu.Lock()
+		d.hotkey.Listening = listening
+		if err != nil {
+			d.hotkey.Error = err.Error()
+		}
+		d.hotkeyMu.Unlock()
+	}
+	run, err := d.opt.Hotkey()
+	if err == nil {
+		set(true, nil)
+		err = run(ctx, func(start bool) {
+			if start {
+				if _, err := d.holdStart(ctx); err != nil {
+					d.log.Warn("hotkey: hold.start failed", "err", err)
+				}
+				return
+			}
+			go d.holdStop(ctx)
+		})
+	}
+	set(false, err)
+	if err != nil && ctx.Err() == nil {
+		d.log.Error("hotkey listener stopped: use a compositor binding that runs `yazsesd ctl hold start|stop`", "err", err)
+		d.auditf(audit.Event{Kind: "hotkey.failed"})
+	}
+}
+
 // openInjector opens the injection backend for name; on failure dictation
 // keeps its transcripts for `last`.
 func (d *Daemon) openInjector(name string) {
@@ -420,13 +485,30 @@ func (d *Daemon) openInjector(name string) {
 		return
 	}
 	inj, err := d.opt.OpenInjector(name)
+	why := ""
 	if err != nil {
 		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)
-		inj = nil
+		inj, why = nil, err.Error()
 	}
 	d.injMu.Lock()
-	d.inj, d.injFor = inj, name
+	d.inj, d.injFor, d.injErr = inj, name, why
 	d.injMu.Unlock()
+}
+
+// typing reports the injection backends for status.
+func (d *Daemon) typing() daemonapi.TypingStatus {
+	d.injMu.Lock()
+	defer d.injMu.Unlock()
+	t := daemonapi.TypingStatus{Inject: d.injFor, Backends: []string{}, Error: d.injErr}
+	if t.Inject == "" {
+		t.Inject = d.config().Dictation.Inject
+	}
+	if d.inj != nil {
+		t.Backends = append(t.Backends, d.inj.Backends()...)
+	} else if t.Error == "" {
+		t.Error = "no typing backend: dictated text is kept for `yazsesd ctl last`"
+	}
+	return t
 }
 
 func (d *Daemon) injector() Injector {
@@ -446,9 +528,20 @@ func peerOf(ctx context.Context) peer {
 }
 
 // childStatus reports a supervised child for status.
-func childStatus(c *supervise.Child) daemonapi.ChildStatus {
+func (d *Daemon) childStatus(c *supervise.Child) daemonapi.ChildStatus {
 	s := c.Status()
-	return daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts, LastExit: s.LastExit}
+	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
+		LastExit: s.LastExit, Version: d.versions.get(s.Name), Cause: s.Cause}
+	switch {
+	case isDown(s.State), s.State == supervise.StateBackoff:
+		cs.Reason = reasonOf(s)
+		if cs.Cause == "" && s.State == supervise.StateCrashLoop {
+			cs.Cause = "crash_loop"
+		}
+	case s.Cause != "":
+		cs.Reason = s.Reason
+	}
+	return cs
 }
 
 // errShuttingDown is returned to calls that arrive while the daemon stops.

@@ -170,7 +170,11 @@ func (d *decoder) waitUp(ctx context.Context) error {
 
 // decode decodes one utterance. Its turn comes by prio; once the audio is
 // sent the turn is held until the decoder answers or dies, even if ctx
-// ends (the decoder cannot be interrupted mid-utterance).
+// ends: then the decoder is told to abandon the utterance (an X frame,
+// contract 1: it stops whisper at its next abort point and answers
+// "abandoned"), decode returns ctx.Err() at once, and the turn passes on
+// when that answer arrives, so the next caller (a hold waiting behind a
+// cancelled file) is served as soon as the decoder has stopped.
 //
 // prompt, when non-nil, replaces the decoder's --prompt for this utterance.
 func (d *decoder) decode(ctx context.Context, prio int, samples []int16, prompt *string) (frame.Result, error) {
@@ -207,20 +211,28 @@ func (d *decoder) decode(ctx context.Context, prio int, samples []int16, prompt 
 		res frame.Result
 		err error
 	}
+	// turn guards the writer: X may be written only while this call still
+	// holds the decoder's turn (answered is false); once the answer is in,
+	// the turn passes on and the next caller owns the writer.
+	var turn sync.Mutex
+	answered := false
 	done := make(chan out, 1)
 	go func() {
-		defer d.release()
+		var o out
 		select {
-		case res := <-results:
-			done <- out{res: res}
+		case o.res = <-results:
 		case <-lost:
 			select {
-			case res := <-results:
-				done <- out{res: res}
+			case o.res = <-results:
 			default:
-				done <- out{err: errDecoderLost}
+				o.err = errDecoderLost
 			}
 		}
+		turn.Lock()
+		answered = true
+		turn.Unlock()
+		d.release()
+		done <- o
 	}()
 	select {
 	case o := <-done:
@@ -229,6 +241,11 @@ func (d *decoder) decode(ctx context.Context, prio int, samples []int16, prompt 
 		}
 		return o.res, o.err
 	case <-ctx.Done():
+		turn.Lock()
+		if !answered {
+			_ = fw.Abandon() // a decoder that is gone answers nothing anyway
+		}
+		turn.Unlock()
 		return frame.Result{}, ctx.Err()
 	}
 }

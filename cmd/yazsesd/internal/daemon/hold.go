@@ -12,7 +12,6 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -206,7 +205,9 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		if !errors.Is(err, errDecoderLost) && !down {
 			ev.Reason = "decode_error"
 		}
-		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "audio_ms", audioDur.Milliseconds())
+		res.Cause, res.Reason = d.decodeFailure(ev.Reason)
+		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
+			"audio_ms", audioDur.Milliseconds())
 		d.auditf(ev)
 		d.notify("lost")
 		return res
@@ -228,6 +229,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 			res.Outcome, res.Backend = "typed", backend
 		case inj.IsNoTarget(err):
 			ev.Reason = "no_target"
+			d.log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
 			d.notify("no_target")
 		default:
 			ev.Reason = "inject_failed"
@@ -250,33 +252,57 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 
 // holdDecodeCtx is the context of a hold's decoding. It is not the
 // caller's (a client that hangs up after hold.stop still gets its text
-// typed), but it ends when the daemon stops or when the decoder child is
-// down for good (crash loop, exit 125, or exited 0 and not restarted):
-// hold.stop then reports the utterance lost instead of waiting forever for
-// a decoder that will not come up, holding the decoder's turn meanwhile.
+// typed), but it ends as decodeCtx's does.
 func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return d.decodeCtx(context.WithoutCancel(ctx))
+}
+
+// decodeCtx is parent, ended also when the daemon stops or when the
+// decoder child is down for good (exit 125, a crash loop, or exited 0 and
+// not restarted): a hold or a transcribe then fails at once with the
+// decoder's cause instead of waiting for a decoder that will not come up,
+// holding the decoder's turn meanwhile.
+func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(parent)
 	go func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
 		for {
 			d.state.mu.Lock()
 			closing, changed := d.state.closing, d.state.changed
 			d.state.mu.Unlock()
-			switch st := d.decodeC.Status().State; {
-			case closing, st == supervise.StateCrashLoop, st == supervise.StateExited, st == supervise.StateStopped:
+			_, down := d.health.status("decode")
+			if closing {
 				cancel()
 				return
 			}
 			select {
 			case <-dctx.Done():
 				return
+			case <-down:
+				cancel()
+				return
 			case <-changed:
-			case <-tick.C:
 			}
 		}
 	}()
 	return dctx, cancel
+}
+
+// decodeFailure says why a hold's decoding failed: the decoder's own cause
+// when it is down for one, else the kind of failure (decoder_failed: it
+// ended before answering; decode_error: it answered with an error).
+func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
+	st, _ := d.health.status("decode")
+	if isDown(st.State) {
+		cause = st.Cause
+		if cause == "" {
+			cause = "decoder_down"
+		}
+		return cause, "decode: " + reasonOf(st)
+	}
+	if kind == "decode_error" {
+		return kind, "decode: the decoder could not decode this utterance; see its log lines"
+	}
+	return kind, "decode: the decoder ended before answering; it is restarted"
 }
 
 func (d *Daemon) notify(kind string) {

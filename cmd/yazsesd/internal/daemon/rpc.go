@@ -109,7 +109,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	if on {
 		hold = daemonapi.HoldHolding
 	}
-	mic := childStatus(d.mic.child)
+	mic := d.childStatus(d.mic.child)
 	if mic.State == "stopped" && !d.mic.always {
 		mic.State = "idle" // on-demand: closed between holds
 	}
@@ -123,9 +123,23 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Hold:        hold,
 		Asking:      asking,
 		Waiting:     waiting + int(d.holdWaiters.Load()),
-		Children:    []daemonapi.ChildStatus{childStatus(d.gateC), childStatus(d.speakC), childStatus(d.decodeC), mic},
+		Children:    []daemonapi.ChildStatus{d.childStatus(d.gateC), d.childStatus(d.speakC), d.childStatus(d.decodeC), mic},
 		Budget:      d.budgetStatus(ctx),
+
+		Health:         d.health.summary(),
+		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
+		Language:       d.opt.Config.Decode.Language,
+		CaptureBackend: d.opt.Config.Capture.Backend,
+		CaptureDevice:  d.opt.Config.Capture.Device,
+		Typing:         d.typing(),
+		Hotkey:         d.hotkeyStatus(),
 	}
+}
+
+func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
+	d.hotkeyMu.Lock()
+	defer d.hotkeyMu.Unlock()
+	return d.hotkey
 }
 
 // budgetStatus asks the gate; a gate that is down reports unavailable.
@@ -151,7 +165,9 @@ func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
 }
 
 // transcribe decodes a file on the resident decoder, after any hold or
-// answer that is waiting.
+// answer that is waiting. A caller that goes away abandons the decoding
+// (contract 1); a decoder that is down for good fails the call at once
+// with CodeUnavailable, so the caller can decode elsewhere.
 func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -161,7 +177,9 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 	if err != nil {
 		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
 	}
-	r, err := d.decode.decode(ctx, prioFile, pcm.FromFloat32(nil, f32), nil)
+	dctx, cancel := d.decodeCtx(ctx)
+	r, err := d.decode.decode(dctx, prioFile, pcm.FromFloat32(nil, f32), nil)
+	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return daemonapi.TranscribeResult{}, ctx.Err()

@@ -1,0 +1,221 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/supervise"
+)
+
+// health follows the children's states (supervise's OnState hooks) and
+// makes what it sees visible:
+//
+//   - READY=1 (Options.Ready) once every child started at boot (gate,
+//     speak, decode, and capture in always mode) is up, or has ended its
+//     first start: failed for a known cause, crashed, or not ready in
+//     time. systemd then shows the status line below, not a healthy
+//     "active (running)" with nothing to say.
+//   - One line on what works ("ready", or each child that is down or
+//     restarting and why), for status and the systemd status line
+//     (Options.Health).
+//   - A child left down for a cause it named (exit 125) gets the daemon's
+//     own ERROR line ("decode: model not found: … — fetch one with
+//     yaz-fetch-model base.en"), an audit event child.exited with the
+//     cause, and one notification; a crash loop gets the notification
+//     too (its ERROR line is Run's).
+type health struct {
+	d *Daemon
+
+	mu       sync.Mutex
+	st       map[string]supervise.Status // latest status of each child
+	boot     map[string]bool             // boot children → settled
+	settled  chan struct{}               // closed once every boot child settled
+	down     map[string]chan struct{}    // closed while a child is down for good
+	logged   map[string]string           // child → the failure last logged
+	notified map[string]bool             // child+cause notified
+	line     string
+	order    []string
+}
+
+func newHealth(d *Daemon, order []string, boot ...string) *health {
+	h := &health{
+		d:        d,
+		st:       map[string]supervise.Status{},
+		boot:     map[string]bool{},
+		settled:  make(chan struct{}),
+		down:     map[string]chan struct{}{},
+		logged:   map[string]string{},
+		notified: map[string]bool{},
+		order:    order,
+	}
+	for _, n := range boot {
+		h.boot[n] = false
+	}
+	for _, n := range order {
+		h.down[n] = make(chan struct{})
+	}
+	if len(boot) == 0 {
+		close(h.settled)
+	}
+	return h
+}
+
+// watch follows c.
+func (h *health) watch(name string, c *supervise.Child) {
+	c.OnState(func(st supervise.Status) { h.changed(name, st) })
+}
+
+// isDown reports a state in which a child stays down until the daemon
+// restarts: exited 125, or left after a crash loop.
+func isDown(s supervise.State) bool {
+	return s == supervise.StateExited || s == supervise.StateCrashLoop
+}
+
+func (h *health) changed(name string, st supervise.Status) {
+	h.mu.Lock()
+	h.st[name] = st
+	if settled, ok := h.boot[name]; ok && !settled {
+		switch st.State {
+		case supervise.StateRunning, supervise.StateBackoff, supervise.StateExited,
+			supervise.StateCrashLoop, supervise.StateStopped:
+			h.boot[name] = true
+			all := true
+			for _, s := range h.boot {
+				all = all && s
+			}
+			if all {
+				close(h.settled)
+			}
+		}
+	}
+	ch := h.down[name]
+	downNow := isDown(st.State) || st.State == supervise.StateStopped
+	select {
+	case <-ch:
+		if !downNow {
+			h.down[name] = make(chan struct{})
+		}
+	default:
+		if downNow {
+			close(ch)
+		}
+	}
+	var logIt, notifyKind string
+	if isDown(st.State) {
+		key := string(st.State) + "/" + st.Cause + "/" + st.Reason
+		if h.logged[name] != key {
+			h.logged[name] = key
+			if st.State == supervise.StateExited {
+				logIt = name + ": " + reasonOf(st)
+			}
+			notifyKind = notifyKindOf(st.Cause)
+			if h.notified[name+"/"+notifyKind] {
+				notifyKind = ""
+			} else {
+				h.notified[name+"/"+notifyKind] = true
+			}
+		}
+	}
+	line := h.lineLocked()
+	changed := line != h.line
+	h.line = line
+	h.mu.Unlock()
+
+	if logIt != "" {
+		h.d.log.Error(logIt, "cause", st.Cause, "last_exit", st.LastExit)
+		ev := audit.Event{Kind: "child.exited", Child: name}
+		if audit.ValidWord(st.Cause) {
+			ev.Reason = st.Cause
+		}
+		h.d.auditf(ev)
+	}
+	if notifyKind != "" {
+		h.d.notify(notifyKind)
+	}
+	if changed && h.d.opt.Health != nil {
+		h.d.opt.Health(line)
+	}
+}
+
+// notifyKindOf is the notification for a child left down with cause.
+func notifyKindOf(cause string) string {
+	switch cause {
+	case "model_missing", "model_invalid", "language_unsupported":
+		return cause
+	}
+	return "child_down"
+}
+
+// reasonOf says in a sentence why a child is not running.
+func reasonOf(st supervise.Status) string {
+	if st.Reason != "" {
+		return st.Reason
+	}
+	switch st.State {
+	case supervise.StateExited:
+		return "exited (" + st.LastExit + ") and asked not to be restarted; see its log lines"
+	case supervise.StateCrashLoop:
+		return "kept failing (last: " + st.LastExit + ") and is left down; see its log lines"
+	case supervise.StateBackoff:
+		return "restarting after " + st.LastExit
+	}
+	return string(st.State)
+}
+
+// lineLocked is the one-line summary.
+func (h *health) lineLocked() string {
+	var problems []string
+	starting := false
+	for _, n := range h.order {
+		st, ok := h.st[n]
+		if !ok {
+			starting = starting || h.isBoot(n)
+			continue
+		}
+		switch {
+		case isDown(st.State), st.State == supervise.StateBackoff:
+			problems = append(problems, n+": "+reasonOf(st))
+		case st.State == supervise.StateStarting:
+			starting = starting || h.isBoot(n)
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		return strings.Join(problems, "; ")
+	case starting:
+		return "starting"
+	}
+	return "ready"
+}
+
+func (h *health) isBoot(name string) bool {
+	_, ok := h.boot[name]
+	return ok
+}
+
+// summary is the current line.
+func (h *health) summary() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lineLocked()
+}
+
+// status returns the latest status of a child and a channel that is
+// closed while it is down (exited, crash loop or stopped).
+func (h *health) status(name string) (supervise.Status, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.st[name], h.down[name]
+}
+
+// awaitSettled calls ready with the summary once every boot child has
+// settled, unless ctx ends first.
+func (h *health) awaitSettled(ctx context.Context, ready func(string)) {
+	select {
+	case <-h.settled:
+		ready(h.summary())
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,526 @@
+// Package modelfile tells what a ggml model file is without loading it: a
+// whisper model, a Silero VAD model, or something else (a truncated
+// download, an HTML error page, a model of another kind). It reads the
+// headers in pure Go (no cgo), so `yazsesd config check` can verify the
+// configured models although yazsesd builds with CGO_ENABLED=0.
+//
+// A whisper file (the legacy ggml layout whisper.cpp reads) is: the magic
+// 0x67676d6c; eleven int32 hyper-parameters (n_vocab, n_audio_ctx,
+// n_audio_state, n_audio_head, n_audio_layer, n_text_ctx, n_text_state,
+// n_text_head, n_text_layer, n_mels, ftype); the mel filters (int32 n_mel,
+// int32 n_fft, n_mel·n_fft float32); the vocabulary (int32 count, then a
+// uint32 length and the bytes of each token); then the tensors until the end
+// of the file, each an int32 n_dims, int32 name length, int32 type, n_dims
+// int32 dimensions, the name and the data. Inspect checks each part and walks
+// every tensor header (seeking over the data), so a file cut short is found,
+// and it counts the tensors against what the hyper-parameters call for
+// (whisper.cpp refuses a file with a tensor missing or unknown).
+//
+// A Silero VAD file (whisper.cpp's whisper_vad_* API) is the same magic,
+// then an int32 length and the model type ("silero-16k"), a version as three
+// int32s, the window and context sizes, and its own hyper-parameters.
+//
+// The messages of NotFound and of Inspect's errors name the file and the
+// fix; they are what yaz-decode and `yazsesd config check` show.
+package modelfile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+)
+
+// Magic is the first four bytes of every ggml file, read as a
+// little-endian uint32 ("lmgg" on disk).
+const Magic = 0x67676d6c
+
+// Kinds of model file.
+const (
+	KindWhisper = "whisper"
+	KindVAD     = "silero-vad"
+)
+
+// Errors of Inspect, for errors.Is. Each is wrapped in a message that names
+// the file.
+var (
+	// ErrMissing: no file at the path (it also matches fs.ErrNotExist).
+	ErrMissing = errors.New("model not found")
+	// ErrNotGGML: the file does not start with the ggml magic.
+	ErrNotGGML = errors.New("not a ggml model file")
+	// ErrBadHeader: a ggml file whose header makes no sense for its kind.
+	ErrBadHeader = errors.New("bad model header")
+	// ErrTruncated: the file ends before its last tensor does.
+	ErrTruncated = errors.New("model file is truncated")
+	// ErrWrongKind: a valid model of another kind than asked for.
+	ErrWrongKind = errors.New("wrong kind of model")
+)
+
+// Whisper is the header of a whisper model.
+type Whisper struct {
+	NVocab, NAudioCtx, NAudioState, NAudioHead, NAudioLayer int32
+	NTextCtx, NTextState, NTextHead, NTextLayer, NMels      int32
+	Ftype                                                   int32
+}
+
+// Multilingual reports whether the model knows languages other than
+// English (whisper.cpp: n_vocab ≥ 51865).
+func (w Whisper) Multilingual() bool { return w.NVocab >= 51865 }
+
+// Size names the checkpoint the dimensions belong to ("tiny", "base",
+// "small", "medium", "large"), or "" for other dimensions.
+func (w Whisper) Size() string {
+	switch w.NAudioLayer {
+	case 4:
+		return "tiny"
+	case 6:
+		return "base"
+	case 12:
+		return "small"
+	case 24:
+		return "medium"
+	case 32:
+		return "large"
+	}
+	return ""
+}
+
+// tensors is the number of tensors whisper.cpp loads for these dimensions:
+// 7 encoder-wide (positional embedding, two convolutions with biases, the
+// final norm) and 15 per encoder layer; 4 decoder-wide (positional and token
+// embeddings, the final norm) and 24 per decoder layer (self and cross
+// attention).
+func (w Whisper) tensors() int {
+	return 7 + 15*int(w.NAudioLayer) + 4 + 24*int(w.NTextLayer)
+}
+
+// VAD is the header of a Silero VAD model.
+type VAD struct {
+	Type    string // "silero-16k"
+	Version string // "6.2.0"
+}
+
+// Info is what Inspect found.
+type Info struct {
+	Kind    string   // KindWhisper or KindVAD
+	Whisper *Whisper // for KindWhisper
+	VAD     *VAD     // for KindVAD
+	Tensors int      // tensors walked (whisper files)
+	Bytes   int64
+}
+
+// Describe says what the file is in a few words: "whisper model (base,
+// English-only, f16)", "Silero VAD model (silero-16k 6.2.0)".
+func (i Info) Describe() string {
+	switch i.Kind {
+	case KindWhisper:
+		w := i.Whisper
+		parts := []string{}
+		if s := w.Size(); s != "" {
+			parts = append(parts, s)
+		}
+		if w.Multilingual() {
+			parts = append(parts, "multilingual")
+		} else {
+			parts = append(parts, "English-only")
+		}
+		if f := ftypeName(w.Ftype % 1000); f != "" {
+			parts = append(parts, f)
+		}
+		return "whisper model (" + strings.Join(parts, ", ") + ")"
+	case KindVAD:
+		return "Silero VAD model (" + i.VAD.Type + " " + i.VAD.Version + ")"
+	}
+	return "unknown model"
+}
+
+// FetchName is the name yaz-fetch-model knows for the model at path:
+// "tiny.en" for .../ggml-tiny.en.bin, else "base.en".
+func FetchName(path string) string {
+	base := filepath.Base(path)
+	if n, ok := strings.CutPrefix(base, "ggml-"); ok {
+		if n, ok := strings.CutSuffix(n, ".bin"); ok && n != "" && !strings.HasPrefix(n, "silero") {
+			return n
+		}
+	}
+	return "base.en"
+}
+
+// NotFound is the message for a whisper model that is not there: "model
+// not found: PATH — fetch one with yaz-fetch-model base.en".
+func NotFound(path string) string {
+	return "model not found: " + path + " — fetch one with yaz-fetch-model " + FetchName(path)
+}
+
+// Inspect reads the file at path and tells what model it is. A file that is
+// not a usable model is an error wrapping ErrMissing, ErrNotGGML,
+// ErrBadHeader or ErrTruncated, with a message that names the file.
+func Inspect(path string) (Info, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Info{}, fmt.Errorf("%w: %s: %w", ErrMissing, path, fs.ErrNotExist)
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("open model: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Info{}, fmt.Errorf("open model: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return Info{}, fmt.Errorf("%s is not a regular file: %w", path, ErrNotGGML)
+	}
+	info, err := Read(f, st.Size())
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
+}
+
+// CheckWhisper is Inspect for a file that must be a whisper model. Its
+// errors are sentences for a person (what is wrong with the file, and the
+// fix) that still match ErrMissing, ErrNotGGML, ErrBadHeader, ErrTruncated
+// or ErrWrongKind.
+func CheckWhisper(path string) (Info, error) {
+	info, err := Inspect(path)
+	switch {
+	case errors.Is(err, ErrMissing):
+		return Info{}, &sentence{NotFound(path), err}
+	case errors.Is(err, ErrTruncated):
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + FetchName(path), err}
+	case err != nil:
+		return Info{}, &sentence{err.Error() + " — not a whisper model; fetch one with yaz-fetch-model " + FetchName(path), err}
+	case info.Kind != KindWhisper:
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a whisper model — fetch one with yaz-fetch-model " +
+			FetchName(path), ErrWrongKind}
+	}
+	return info, nil
+}
+
+// CheckVAD is Inspect for a file that must be a Silero VAD model.
+func CheckVAD(path string) (Info, error) {
+	info, err := Inspect(path)
+	switch {
+	case errors.Is(err, ErrMissing):
+		return Info{}, &sentence{"VAD model not found: " + path, err}
+	case err != nil:
+		return Info{}, &sentence{err.Error() + " — not a Silero VAD model", err}
+	case info.Kind != KindVAD:
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a Silero VAD model", ErrWrongKind}
+	}
+	return info, nil
+}
+
+// sentence is an error whose text is written for a person and whose cause
+// is still there for errors.Is.
+type sentence struct {
+	msg string
+	err error
+}
+
+func (s *sentence) Error() string { return s.msg }
+func (s *sentence) Unwrap() error { return s.err }
+
+// Read reads a model file of size bytes from r.
+func Read(r io.ReadSeeker, size int64) (Info, error) {
+	rd := &reader{r: r, size: size}
+	var magic uint32
+	if err := binary.Read(r, binary.LittleEndian, &magic); err != nil || magic != Magic {
+		head := make([]byte, 16)
+		_, _ = r.Seek(0, io.SeekStart)
+		n, _ := io.ReadFull(r, head)
+		return Info{}, fmt.Errorf("%w (it starts with %s)", ErrNotGGML, quoteHead(head[:n]))
+	}
+	rd.pos = 4
+	// A VAD file has a short type string next; a whisper file n_vocab.
+	first, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if first > 0 && first <= 64 {
+		if info, ok := rd.vad(int(first)); ok {
+			info.Bytes = size
+			return info, nil
+		}
+	}
+	info, err := rd.whisper(first)
+	if err != nil {
+		return Info{}, err
+	}
+	info.Bytes = size
+	return info, nil
+}
+
+type reader struct {
+	r    io.ReadSeeker
+	pos  int64
+	size int64
+	ends []int64 // where each tensor walked ends
+}
+
+func (rd *reader) i32() (int32, error) {
+	var v int32
+	if err := binary.Read(rd.r, binary.LittleEndian, &v); err != nil {
+		return 0, fmt.Errorf("%w: ends at byte %d, inside the header", ErrTruncated, rd.size)
+	}
+	rd.pos += 4
+	return v, nil
+}
+
+// skip moves n bytes forward; past the end of the file is ErrTruncated
+// with what was being read.
+func (rd *reader) skip(n int64, what string) error {
+	if n < 0 || rd.pos+n > rd.size {
+		return fmt.Errorf("%w: ends at byte %d, inside %s", ErrTruncated, rd.size, what)
+	}
+	if _, err := rd.r.Seek(n, io.SeekCurrent); err != nil {
+		return fmt.Errorf("read model: %w", err)
+	}
+	rd.pos += n
+	return nil
+}
+
+func (rd *reader) bytes(n int, what string) ([]byte, error) {
+	if int64(n) > rd.size-rd.pos {
+		return nil, fmt.Errorf("%w: ends at byte %d, inside %s", ErrTruncated, rd.size, what)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rd.r, b); err != nil {
+		return nil, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
+	}
+	rd.pos += int64(n)
+	return b, nil
+}
+
+// vad reads the rest of a VAD header after the type length n; ok is false
+// when the type is not a Silero name (then it is no VAD file).
+func (rd *reader) vad(n int) (Info, bool) {
+	b, err := rd.bytes(n, "the model type")
+	if err != nil || !strings.HasPrefix(string(b), "silero") {
+		_, _ = rd.r.Seek(8, io.SeekStart)
+		rd.pos = 8
+		return Info{}, false
+	}
+	var ver [3]int32
+	for i := range ver {
+		if ver[i], err = rd.i32(); err != nil {
+			return Info{}, false
+		}
+	}
+	return Info{Kind: KindVAD, VAD: &VAD{Type: string(b), Version: fmt.Sprintf("%d.%d.%d", ver[0], ver[1], ver[2])}}, true
+}
+
+// whisper reads a whisper file whose n_vocab was already read.
+func (rd *reader) whisper(nVocab int32) (Info, error) {
+	h := Whisper{NVocab: nVocab}
+	for _, p := range []*int32{&h.NAudioCtx, &h.NAudioState, &h.NAudioHead, &h.NAudioLayer,
+		&h.NTextCtx, &h.NTextState, &h.NTextHead, &h.NTextLayer, &h.NMels, &h.Ftype} {
+		v, err := rd.i32()
+		if err != nil {
+			return Info{}, err
+		}
+		*p = v
+	}
+	if err := h.check(); err != nil {
+		return Info{}, err
+	}
+	// Mel filters.
+	nMel, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	nFFT, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if nMel != h.NMels || nFFT <= 0 || nFFT > 4096 {
+		return Info{}, fmt.Errorf("%w: mel filters %d×%d for %d mels", ErrBadHeader, nMel, nFFT, h.NMels)
+	}
+	if err := rd.skip(int64(nMel)*int64(nFFT)*4, "the mel filters"); err != nil {
+		return Info{}, err
+	}
+	// Vocabulary.
+	count, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if count < 0 || count > h.NVocab {
+		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
+	}
+	for i := int32(0); i < count; i++ {
+		n, err := rd.i32()
+		if err != nil {
+			return Info{}, err
+		}
+		if n < 0 || n > 1<<16 {
+			return Info{}, fmt.Errorf("%w: vocabulary entry %d of %d bytes", ErrBadHeader, i, n)
+		}
+		if err := rd.skip(int64(n), "the vocabulary"); err != nil {
+			return Info{}, err
+		}
+	}
+	// Tensors, until the end of the file.
+	want := h.tensors()
+	seen := map[string]bool{}
+	for rd.pos < rd.size {
+		stop, err := rd.tensor(len(seen), want, seen)
+		if err != nil {
+			return Info{}, err
+		}
+		if stop { // a tensor type this package does not know: no further check
+			return Info{Kind: KindWhisper, Whisper: &h, Tensors: len(seen)}, nil
+		}
+	}
+	if len(seen) != want {
+		return Info{}, fmt.Errorf("%w: %d of the %d tensors a model of these dimensions has",
+			ErrTruncated, len(seen), want)
+	}
+	return Info{Kind: KindWhisper, Whisper: &h, Tensors: len(seen)}, nil
+}
+
+// check rejects hyper-parameters no whisper model has.
+func (h Whisper) check() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadHeader, fmt.Sprintf(format, a...))
+	}
+	in := func(v, lo, hi int32) bool { return v >= lo && v <= hi }
+	switch {
+	case !in(h.NVocab, 1000, 1<<20):
+		return bad("n_vocab %d", h.NVocab)
+	case !in(h.NAudioCtx, 1, 1<<16), !in(h.NTextCtx, 1, 1<<16):
+		return bad("context sizes %d and %d", h.NAudioCtx, h.NTextCtx)
+	case !in(h.NAudioState, 1, 1<<16), h.NTextState != h.NAudioState:
+		return bad("state sizes %d and %d", h.NAudioState, h.NTextState)
+	case !in(h.NAudioHead, 1, 1024), !in(h.NTextHead, 1, 1024),
+		h.NAudioState%h.NAudioHead != 0, h.NTextState%h.NTextHead != 0:
+		return bad("%d and %d heads for a state of %d", h.NAudioHead, h.NTextHead, h.NAudioState)
+	case !in(h.NAudioLayer, 1, 256), !in(h.NTextLayer, 1, 256):
+		return bad("%d and %d layers", h.NAudioLayer, h.NTextLayer)
+	case h.NMels != 80 && h.NMels != 128:
+		return bad("%d mel bands", h.NMels)
+	case !in(h.Ftype%1000, 0, 63) || h.Ftype < 0:
+		return bad("ftype %d", h.Ftype)
+	}
+	return nil
+}
+
+// tensor reads one tensor header and skips its data. stop is true for a
+// tensor type whose size is not known here (a newer quantization): the walk
+// ends there without a verdict on the rest.
+func (rd *reader) tensor(i, want int, seen map[string]bool) (stop bool, err error) {
+	what := fmt.Sprintf("tensor %d of %d", i+1, want)
+	nDims, err := rd.i32()
+	if err != nil {
+		return false, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
+	}
+	nameLen, err := rd.i32()
+	if err != nil {
+		return false, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
+	}
+	typ, err := rd.i32()
+	if err != nil {
+		return false, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
+	}
+	if nDims < 1 || nDims > 4 || nameLen < 1 || nameLen > 256 {
+		return false, fmt.Errorf("%w: %s has %d dimensions and a name of %d bytes", ErrBadHeader, what, nDims, nameLen)
+	}
+	elems := int64(1)
+	for range nDims {
+		d, err := rd.i32()
+		if err != nil {
+			return false, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
+		}
+		if d < 1 {
+			return false, fmt.Errorf("%w: %s has a dimension of %d", ErrBadHeader, what, d)
+		}
+		elems *= int64(d)
+	}
+	name, err := rd.bytes(int(nameLen), what)
+	if err != nil {
+		return false, err
+	}
+	n := string(name)
+	if !strings.HasPrefix(n, "encoder.") && !strings.HasPrefix(n, "decoder.") {
+		return false, fmt.Errorf("%w: %s is named %s, not a whisper tensor", ErrBadHeader, what, quoteHead(name))
+	}
+	if seen[n] {
+		return false, fmt.Errorf("%w: tensor %s appears twice", ErrBadHeader, n)
+	}
+	seen[n] = true
+	bt, ok := typeSizes[typ]
+	if !ok {
+		return true, nil
+	}
+	if elems%bt.block != 0 {
+		return false, fmt.Errorf("%w: %s (%s) does not fill whole blocks of its type", ErrBadHeader, what, n)
+	}
+	if err := rd.skip(elems/bt.block*bt.bytes, what+" ("+n+")"); err != nil {
+		return false, err
+	}
+	rd.ends = append(rd.ends, rd.pos)
+	return false, nil
+}
+
+// typeSizes are ggml's block sizes (elements) and bytes per block of the
+// tensor types whisper files use.
+var typeSizes = map[int32]struct{ block, bytes int64 }{
+	0:  {1, 4},     // F32
+	1:  {1, 2},     // F16
+	2:  {32, 18},   // Q4_0
+	3:  {32, 20},   // Q4_1
+	6:  {32, 22},   // Q5_0
+	7:  {32, 24},   // Q5_1
+	8:  {32, 34},   // Q8_0
+	10: {256, 84},  // Q2_K
+	11: {256, 110}, // Q3_K
+	12: {256, 144}, // Q4_K
+	13: {256, 176}, // Q5_K
+	14: {256, 210}, // Q6_K
+	30: {1, 2},     // BF16
+}
+
+// ftypeName names a whisper file's ftype (the type of its big matrices).
+func ftypeName(f int32) string {
+	switch f {
+	case 0:
+		return "f32"
+	case 1:
+		return "f16"
+	case 2:
+		return "q4_0"
+	case 3:
+		return "q4_1"
+	case 7:
+		return "q8_0"
+	case 8:
+		return "q5_0"
+	case 9:
+		return "q5_1"
+	}
+	return ""
+}
+
+// quoteHead shows the first bytes of a file: printable text as a quoted
+// string, anything else as hex.
+func quoteHead(b []byte) string {
+	if len(b) == 0 {
+		return "nothing: the file is empty"
+	}
+	printable := true
+	for _, r := range string(b) {
+		if r == unicode.ReplacementChar || (!unicode.IsPrint(r) && !unicode.IsSpace(r)) {
+			printable = false
+			break
+		}
+	}
+	if printable {
+		return fmt.Sprintf("%q", strings.TrimSpace(string(b)))
+	}
+	return fmt.Sprintf("% x", b)
+}

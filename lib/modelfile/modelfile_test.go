@@ -1,0 +1,213 @@
+package modelfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/yazses/yazses/internal/testmodel"
+)
+
+var mini struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// miniModel is the generated mini whisper model (the one whisper.cpp loads
+// in the other packages' tests), in memory.
+func miniModel(t *testing.T) []byte {
+	t.Helper()
+	mini.once.Do(func() {
+		var b bytes.Buffer
+		mini.err = testmodel.Write(&b, testmodel.Mini, 1)
+		mini.b = b.Bytes()
+	})
+	if mini.err != nil {
+		t.Fatal(mini.err)
+	}
+	return mini.b
+}
+
+func read(b []byte) (Info, error) { return Read(bytes.NewReader(b), int64(len(b))) }
+
+// vadFile is the start of a Silero VAD file as whisper.cpp's converter
+// writes it: magic, type, version, window, context, then hparams.
+func vadFile() []byte {
+	var b bytes.Buffer
+	w := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	w(uint32(Magic))
+	w(int32(len("silero-16k")))
+	b.WriteString("silero-16k")
+	w([]int32{6, 2, 0, 512, 64, 4})
+	b.Write(make([]byte, 256))
+	return b.Bytes()
+}
+
+func TestWhisperModel(t *testing.T) {
+	info, err := read(miniModel(t))
+	if err != nil {
+		t.Fatalf("Read(mini model) = %v", err)
+	}
+	if info.Kind != KindWhisper || info.Whisper.Multilingual() || info.Tensors != 65 {
+		t.Errorf("Read(mini model) = %+v (%s), want an English-only whisper model with 65 tensors", info, info.Describe())
+	}
+	if got, want := info.Describe(), "whisper model (English-only, f16)"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	// The same file with a multilingual vocabulary size.
+	b := bytes.Clone(miniModel(t))
+	binary.LittleEndian.PutUint32(b[4:], 51865)
+	if info, err := read(b); err != nil || !info.Whisper.Multilingual() {
+		t.Errorf("Read(n_vocab 51865) = %+v, %v; want multilingual", info, err)
+	}
+}
+
+// A file cut anywhere is refused: inside the magic as not ggml, anywhere
+// after it as truncated (or, where the cut leaves a header that cannot be,
+// as a bad header). The cut points sweep the header, the vocabulary, the
+// tensors, and the exact end of each of the last tensors.
+func TestTruncated(t *testing.T) {
+	full := miniModel(t)
+	var cuts []int
+	for i := 0; i < 64; i++ {
+		cuts = append(cuts, i)
+	}
+	for c := 64; c < len(full); c += len(full)/997 + 1 {
+		cuts = append(cuts, c)
+	}
+	cuts = append(cuts, len(full)-1)
+	for _, c := range cuts {
+		_, err := read(full[:c])
+		switch {
+		case c < 4:
+			if !errors.Is(err, ErrNotGGML) {
+				t.Errorf("Read(first %d bytes) = %v, want ErrNotGGML", c, err)
+			}
+		case !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrBadHeader):
+			t.Errorf("Read(first %d of %d bytes) = %v, want ErrTruncated", c, len(full), err)
+		}
+	}
+	// Every cut at a tensor boundary (whole tensors missing) is found by
+	// the count.
+	rd := &reader{r: bytes.NewReader(full), size: int64(len(full))}
+	if _, err := Read(rd.r, rd.size); err != nil {
+		t.Fatal(err)
+	}
+	rd.r.Seek(4, 0)
+	rd.pos = 4
+	nv, _ := rd.i32()
+	if _, err := rd.whisper(nv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.ends) != 65 || rd.ends[64] != int64(len(full)) {
+		t.Fatalf("walked %d tensors ending at %v, want 65 ending at %d", len(rd.ends), rd.ends[len(rd.ends)-1:], len(full))
+	}
+	for _, end := range rd.ends[:64] {
+		if _, err := read(full[:end]); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "of the 65 tensors") {
+			t.Errorf("Read(cut after a tensor at byte %d) = %v, want the tensor count", end, err)
+		}
+	}
+}
+
+func TestNotAModel(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want error
+		msg  string
+	}{
+		{"empty", nil, ErrNotGGML, "the file is empty"},
+		{"html", []byte("<!DOCTYPE html><html><body>Not Found</body></html>"), ErrNotGGML, `"<!DOCTYPE html><"`},
+		{"binary", []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0}, ErrNotGGML, "7f 45 4c 46"},
+		{"magic only", []byte{0x6c, 0x6d, 0x67, 0x67}, ErrTruncated, "header"},
+	}
+	for _, tt := range tests {
+		_, err := read(tt.data)
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: Read = %v, want %v mentioning %s", tt.name, err, tt.want, tt.msg)
+		}
+	}
+	// Hyper-parameters no whisper model has.
+	for _, tc := range []struct {
+		off int
+		v   uint32
+	}{
+		{4, 12},       // n_vocab
+		{4 + 4*9, 81}, // n_mels
+		{4 + 4*2, 63}, // n_audio_state not divisible by the heads
+		{4 + 4*6, 32}, // n_text_state != n_audio_state
+		{4 + 4*4, 0},  // no encoder layer
+	} {
+		b := bytes.Clone(miniModel(t))
+		binary.LittleEndian.PutUint32(b[tc.off:], tc.v)
+		if _, err := read(b); !errors.Is(err, ErrBadHeader) {
+			t.Errorf("Read(%d at byte %d) = %v, want ErrBadHeader", tc.v, tc.off, err)
+		}
+	}
+}
+
+func TestVAD(t *testing.T) {
+	info, err := read(vadFile())
+	if err != nil || info.Kind != KindVAD || info.VAD.Type != "silero-16k" || info.VAD.Version != "6.2.0" {
+		t.Fatalf("Read(VAD file) = %+v, %v", info, err)
+	}
+	dir := t.TempDir()
+	vad := filepath.Join(dir, "ggml-silero-v6.2.0.bin")
+	whisper := filepath.Join(dir, "ggml-mini.bin")
+	os.WriteFile(vad, vadFile(), 0o644)
+	os.WriteFile(whisper, miniModel(t), 0o644)
+	if _, err := CheckVAD(vad); err != nil {
+		t.Errorf("CheckVAD(VAD file) = %v", err)
+	}
+	_, err = CheckWhisper(vad)
+	if want := vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper model — fetch one with yaz-fetch-model base.en"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
+		t.Errorf("CheckWhisper(VAD file) = %v", err)
+	}
+	if _, err := CheckVAD(whisper); !errors.Is(err, ErrWrongKind) {
+		t.Errorf("CheckVAD(whisper file) = %v, want ErrWrongKind", err)
+	}
+	if _, err := CheckWhisper(whisper); err != nil {
+		t.Errorf("CheckWhisper(whisper file) = %v", err)
+	}
+}
+
+func TestMissingAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "ggml-tiny.en.bin")
+	_, err := Inspect(p)
+	if !errors.Is(err, ErrMissing) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Inspect(missing) = %v, want ErrMissing and fs.ErrNotExist", err)
+	}
+	_, err = CheckWhisper(p)
+	if want := "model not found: " + p + " — fetch one with yaz-fetch-model tiny.en"; err == nil || err.Error() != want || !errors.Is(err, ErrMissing) {
+		t.Errorf("CheckWhisper(missing) = %v, want %q", err, want)
+	}
+	if _, err := Inspect(dir); !errors.Is(err, ErrNotGGML) {
+		t.Errorf("Inspect(a folder) = %v, want ErrNotGGML", err)
+	}
+	cut := filepath.Join(dir, "ggml-base.en.bin")
+	os.WriteFile(cut, miniModel(t)[:len(miniModel(t))/2], 0o644)
+	if _, err := CheckWhisper(cut); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "fetch it again with yaz-fetch-model base.en") {
+		t.Errorf("CheckWhisper(truncated) = %v", err)
+	}
+	for path, want := range map[string]string{
+		"/m/ggml-tiny.en.bin":           "tiny.en",
+		"/m/ggml-large-v3-q5_0.bin":     "large-v3-q5_0",
+		"/m/model.bin":                  "base.en",
+		"/m/ggml-.bin":                  "base.en",
+		"/m/ggml-silero-v6.2.0.bin":     "base.en",
+		"ggml-small.bin":                "small",
+		"/m/ggml-medium.en.bin.partial": "base.en",
+	} {
+		if got := FetchName(path); got != want {
+			t.Errorf("FetchName(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
