@@ -1,7 +1,8 @@
 // Package cli holds what every YazSes command line shares: kong parsing with
 // the Unix exit codes DESIGN.md fixes (2 for usage errors, 1 for runtime
-// failures), the --log-level/--log-format flags and the slog logger they
-// make, readiness signalling to a supervisor, and a terminal check.
+// failures), --version ("NAME VERSION" from lib/version), the
+// --log-level/--log-format flags and the slog logger they make, readiness
+// signalling to a supervisor, and a terminal check.
 package cli
 
 import (
@@ -15,6 +16,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/version"
 )
 
 // Exit codes shared by every binary.
@@ -62,6 +65,8 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		vars,
+		// Every program prints "NAME VERSION" (lib/version, set by the build).
+		kong.Vars{"version": version.String(name)},
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
