@@ -86,11 +86,18 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
 CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
 
-install: build ## binaries, yaz-fetch-model, the systemd user unit, a default config (kept if present)
-	install -d $(DESTDIR)$(BINDIR)
+install: build ## binaries, yaz-fetch-model, man pages, bash completion, the systemd user unit, a default config (kept if present)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
 	sed 's/^version=.*/version=$(VERSION)/' scripts/fetch-model.sh > $(DESTDIR)$(BINDIR)/yaz-fetch-model
 	chmod 0755 $(DESTDIR)$(BINDIR)/yaz-fetch-model
+	@# Man pages from each program's kong model; bash completion answered by
+	@# the program itself (kongplete) when bash runs it with COMP_LINE set.
+	@for b in $(BINS); do \
+		$(BIN)/$$b --man > $(DESTDIR)$(MANDIR)/$$b.1 || exit 1; \
+		echo "complete -o default -C '$(BINDIR)/$$b' $$b" > $(DESTDIR)$(BASHCOMPDIR)/$$b; \
+	done
+	scripts/fetch-model.sh --completion > $(DESTDIR)$(BASHCOMPDIR)/yaz-fetch-model
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
 	install -d -m 0700 $(DESTDIR)$(CONFDIR)
@@ -101,8 +108,9 @@ install: build ## binaries, yaz-fetch-model, the systemd user unit, a default co
 	fi
 	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now yazsesd"
 
-uninstall: ## binaries and the unit; your configuration and models stay
+uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
+	rm -f $(foreach b,$(BINS),$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
 lint:
 	$(GO) vet ./...
