@@ -75,8 +75,8 @@ bench: build ## yaz-decode next to whisper-cli; the daemon, the gate and yaz-mcp
 	$(GO) test -count=1 -run '^$$' -bench 'MCPTranscribeOverhead' -benchtime 5x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
 
-demo: setup build ## set up, speak a sentence and transcribe it, transcribe jfk.wav
-	@scripts/demo.sh
+demo: setup build ## set up, fetch tiny.en (offline: a generated model), transcribe jfk.wav and a spoken sentence
+	@BIN=$(BIN) scripts/demo.sh
 
 # Where install puts things; PREFIX=/usr/local make install for elsewhere,
 # DESTDIR=... for a staging root.
