@@ -41,7 +41,7 @@ func TestNoBackendChatter(t *testing.T) {
 			cmd.Env = append(os.Environ(), quietChildEnv+"=1",
 				"YAZ_AUDIO_BACKEND="+backend,
 				"PULSE_SERVER=unix:/nonexistent/pulse/native", // no sound server reachable
-				"XDG_RUNTIME_DIR="+t.TempDir(),                  // an empty one, as without a session
+				"XDG_RUNTIME_DIR="+t.TempDir(),                // an empty one, as without a session
 				"HOME="+t.TempDir(),
 				"ALSA_CARD=yaz-no-such-card", // no ALSA card either, even on a machine with one
 			)

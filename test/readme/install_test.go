@@ -70,7 +70,7 @@ func TestManPages(t *testing.T) {
 				}
 			}
 			text = regexp.MustCompile(`.\x08`).ReplaceAllString(text, "") // overstrike, if any
-			text = strings.ReplaceAll(text, "\u2010", "-")                 // groff's hyphen
+			text = strings.ReplaceAll(text, "\u2010", "-")                // groff's hyphen
 			for _, want := range []string{"NAME", "OPTIONS", "EXIT STATUS", "VERSION", "SEE ALSO"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("%s.1 lacks %q", name, want)

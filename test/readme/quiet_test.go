@@ -23,7 +23,7 @@ func TestQuietWithoutSoundServer(t *testing.T) {
 	}
 	env := []string{
 		"HOME=" + home, "PATH=" + inst.bin + ":/usr/bin:/bin",
-		"XDG_RUNTIME_DIR=" + runtimeDir,               // empty: no sound server's socket
+		"XDG_RUNTIME_DIR=" + runtimeDir,                // empty: no sound server's socket
 		"PULSE_SERVER=unix:" + runtimeDir + "/nowhere", // nothing listens there
 		"ALSA_CARD=yaz-no-such-card",                   // no card, even on a machine with one
 	}
