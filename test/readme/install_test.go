@@ -180,3 +180,70 @@ func TestCompletion(t *testing.T) {
 		}
 	})
 }
+
+// TestInstallUninstall: make install into a staging root (DESTDIR) puts
+// every file where the README says, with paths inside them that name the
+// final prefix, and make uninstall removes them all but the configuration.
+func TestInstallUninstall(t *testing.T) {
+	inst := install(t)
+	dest := t.TempDir()
+	vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
+		"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses"}
+	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, dest))
+		}
+		return nil
+	})
+	want := []string{"/etc/systemd/user/yazsesd.service", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model",
+		"/opt/yazses/share/bash-completion/completions/yaz-fetch-model"}
+	for _, p := range inst.programs {
+		want = append(want, "/opt/yazses/bin/"+p, "/opt/yazses/share/man/man1/"+p+".1",
+			"/opt/yazses/share/bash-completion/completions/"+p)
+	}
+	slices.Sort(files)
+	slices.Sort(want)
+	if !slices.Equal(files, want) {
+		t.Errorf("make install wrote\n%s\nwant\n%s", strings.Join(files, "\n"), strings.Join(want, "\n"))
+	}
+	unit, err := os.ReadFile(filepath.Join(dest, "etc/systemd/user/yazsesd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "ExecStart=/opt/yazses/bin/yazsesd") || strings.Contains(string(unit), dest) {
+		t.Errorf("the unit does not start /opt/yazses/bin/yazsesd:\n%s", unit)
+	}
+	comp, err := os.ReadFile(filepath.Join(dest, "opt/yazses/share/bash-completion/completions/yaz-decode"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(comp), "complete -o default -C '/opt/yazses/bin/yaz-decode' yaz-decode\n"; got != want {
+		t.Errorf("yaz-decode's completion = %q, want %q", got, want)
+	}
+	for path, mode := range map[string]os.FileMode{"etc/yazses": 0o700 | os.ModeDir, "etc/yazses/config.toml": 0o600} {
+		fi, err := os.Stat(filepath.Join(dest, path))
+		if err != nil {
+			t.Error(err)
+		} else if fi.Mode() != mode {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), mode)
+		}
+	}
+
+	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "uninstall"}, vars...)...); err != nil {
+		t.Fatal(err)
+	}
+	files = files[:0]
+	filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, dest))
+		}
+		return nil
+	})
+	if !slices.Equal(files, []string{"/etc/yazses/config.toml"}) {
+		t.Errorf("after make uninstall: %q, want only the configuration", files)
+	}
+}
