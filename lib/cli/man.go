@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 	mangokong "github.com/alecthomas/mango-kong"
@@ -14,9 +16,9 @@ import (
 	"github.com/yazses/yazses/lib/version"
 )
 
-// Programs are the YazSes programs with a kong command line, for the man
+// programs are the YazSes programs with a kong command line, for the man
 // pages' SEE ALSO.
-var Programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yazsesd", "yaz-mcp", "yaz-gate"}
+var programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yazsesd", "yaz-mcp", "yaz-gate"}
 
 // extraFlags are embedded into every command line by Parse.
 type extraFlags struct {
@@ -30,16 +32,16 @@ type manFlag bool
 // BeforeReset runs before any validation, so "yazsesd --man" needs no
 // subcommand (as --version).
 func (manFlag) BeforeReset(app *kong.Kong) error {
-	fmt.Fprint(app.Stdout, ManPage(app.Model))
+	fmt.Fprint(app.Stdout, manPage(app.Model))
 	app.Exit(0)
 	return nil
 }
 
-// ManPage renders the man page (section 1, roff) of a kong application:
+// manPage renders the man page (section 1, roff) of a kong application:
 // name, description, options and commands from the model (mango-kong), then
 // the arguments, the environment variables the flags read, the exit status,
 // the version and the other programs.
-func ManPage(app *kong.Application) string {
+func manPage(app *kong.Application) string {
 	man := mangokong.NewManPage(1, app)
 	dropHidden(&man.Root, app.Node)
 	if args := positionals(app.Node); args != "" {
@@ -54,7 +56,7 @@ func ManPage(app *kong.Application) string {
 		ExitOK, ExitFailure, app.Name, ExitUsage, ExitNoRestart))
 	man = man.WithSection("Version", version.String(app.Name))
 	var see []string
-	for _, p := range Programs {
+	for _, p := range programs {
 		if p != app.Name {
 			see = append(see, p+"(1)")
 		}
@@ -65,6 +67,10 @@ func ManPage(app *kong.Application) string {
 	// manual's name; the footer says which program and version.
 	if _, rest, ok := strings.Cut(page, "\n"); ok && strings.HasPrefix(page, ".TH ") {
 		date := strings.Fields(page)[3]
+		// Reproducible builds fix the date (reproducible-builds.org).
+		if sec, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+			date = strconv.Quote(time.Unix(sec, 0).UTC().Format(time.DateOnly))
+		}
 		page = fmt.Sprintf(".TH %s 1 %s %q \"YazSes manual\"\n", strings.ToUpper(app.Name), date, version.String(app.Name)) + rest
 	}
 	page = asciiRoff(page)

@@ -15,7 +15,7 @@ type manGrammar struct {
 	Secret bool `hidden:"" help:"Not for the page."`
 }
 
-func manPage(t *testing.T) string {
+func renderedPage(t *testing.T) string {
 	t.Helper()
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -30,7 +30,7 @@ func manPage(t *testing.T) string {
 }
 
 func TestManPage(t *testing.T) {
-	page := manPage(t)
+	page := renderedPage(t)
 	for _, want := range []string{
 		`.TH PROG 1 `, `"YazSes manual"`, ".SH NAME", "prog - Does things",
 		`\fB--model=`, `~/\&.local/share/m\&.bin`, `\fB--log-level=`,
@@ -59,9 +59,17 @@ func TestManPageRenders(t *testing.T) {
 		t.Skip("groff is not installed (make setup installs groff-base)")
 	}
 	cmd := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z")
-	cmd.Stdin = strings.NewReader(manPage(t))
+	cmd.Stdin = strings.NewReader(renderedPage(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("groff: %v\n%s", err, out)
+	}
+}
+
+// TestManPageDate: SOURCE_DATE_EPOCH fixes the date, for reproducible builds.
+func TestManPageDate(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	if page := renderedPage(t); !strings.HasPrefix(page, `.TH PROG 1 "2023-11-14" "prog `) {
+		t.Errorf("title line %q, want the date of SOURCE_DATE_EPOCH", strings.SplitN(page, "\n", 2)[0])
 	}
 }
