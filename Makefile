@@ -4,7 +4,13 @@ SHELL := bash
 
 PREFIX ?= $(HOME)/.local
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# One version for every program (lib/version, yaz-fetch-model): git describe
+# --tags when a tag exists, else 0.0.0-dev+<short commit>; see scripts/version.sh.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell scripts/version.sh)
+endif
+# Where build puts the binaries (install copies them from there).
+BIN ?= bin
 
 # whisper.cpp is built once into this cache and reused (scripts/setup-whisper.sh).
 WHISPER_VERSION := 1.9.1
@@ -17,7 +23,7 @@ export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/sr
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 
 BINS := $(notdir $(wildcard cmd/*))
-LDFLAGS := -s -w -X main.version=$(VERSION) $(foreach p,cmd/yaz-decode/internal/decode cmd/yaz-mcp/internal/mcpserve,-X github.com/yazses/yazses/$(p).Version=$(VERSION))
+LDFLAGS := -s -w -X github.com/yazses/yazses/lib/version.Version=$(VERSION)
 
 # Generated random-weight models for tests, benchmarks and the demo.
 GEN := .cache
@@ -48,9 +54,9 @@ $(INSPECTOR)/.installed-$(INSPECTOR_VERSION):
 	cd $(INSPECTOR) && npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
 	@touch $@
 
-build: whisper ## all binaries into bin/
-	@mkdir -p bin
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+build: whisper ## all binaries into bin/ (BIN=dir for elsewhere)
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-ng
 	$(GO) vet ./...
@@ -69,29 +75,42 @@ bench: build ## yaz-decode next to whisper-cli; the daemon, the gate and yaz-mcp
 	$(GO) test -count=1 -run '^$$' -bench 'MCPTranscribeOverhead' -benchtime 5x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
 
-demo: setup build ## set up, speak a sentence and transcribe it, transcribe jfk.wav
-	@scripts/demo.sh
+demo: setup build ## set up, fetch tiny.en (offline: a generated model), transcribe jfk.wav and a spoken sentence
+	@BIN=$(BIN) scripts/demo.sh
 
-# Where install puts the systemd user unit and the default configuration.
+# Where install puts things; PREFIX=/usr/local make install for elsewhere,
+# DESTDIR=... for a staging root.
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
 CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
 
-install: build ## binaries, the model fetcher, the systemd user unit, a default config (kept if present)
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(addprefix bin/,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 scripts/fetch-model.sh $(DESTDIR)$(PREFIX)/bin/yaz-fetch-model
+install: build ## binaries, yaz-fetch-model, man pages, bash completion, the systemd user unit, a default config (kept if present)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
+	sed 's/^version=.*/version=$(VERSION)/' scripts/fetch-model.sh > $(DESTDIR)$(BINDIR)/yaz-fetch-model
+	chmod 0755 $(DESTDIR)$(BINDIR)/yaz-fetch-model
+	@# Man pages from each program's kong model; bash completion answered by
+	@# the program itself (kongplete) when bash runs it with COMP_LINE set.
+	@for b in $(BINS); do \
+		$(BIN)/$$b --man > $(DESTDIR)$(MANDIR)/$$b.1 || exit 1; \
+		echo "complete -o default -C '$(BINDIR)/$$b' $$b" > $(DESTDIR)$(BASHCOMPDIR)/$$b; \
+	done
+	scripts/fetch-model.sh --completion > $(DESTDIR)$(BASHCOMPDIR)/yaz-fetch-model
 	install -d $(DESTDIR)$(UNITDIR)
-	sed 's#%h/.local/bin/#$(PREFIX)/bin/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
+	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
 	install -d -m 0700 $(DESTDIR)$(CONFDIR)
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.toml ]; then \
 		echo "install: keeping $(CONFDIR)/config.toml"; \
 	else \
-		bin/yazsesd config default > $(DESTDIR)$(CONFDIR)/config.toml && chmod 0600 $(DESTDIR)$(CONFDIR)/config.toml; \
+		$(BIN)/yazsesd config default > $(DESTDIR)$(CONFDIR)/config.toml && chmod 0600 $(DESTDIR)$(CONFDIR)/config.toml; \
 	fi
 	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now yazsesd"
 
-uninstall: ## binaries and the unit; your configuration and models stay
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
+uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
+	rm -f $(foreach b,$(BINS),$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
 lint:
 	$(GO) vet ./...

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# fetch-model.sh NAME: download a whisper.cpp ggml model into
-# $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models).
+# fetch-model.sh (installed as yaz-fetch-model): download a whisper.cpp ggml
+# model into $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models).
 #
 # Each file is checked against the SHA-1 that whisper.cpp 1.9.1 publishes in
 # models/README.md. An interrupted download resumes from its .part file;
 # only a verified file is renamed into place, atomically.
 #
-#   scripts/fetch-model.sh base.en        # the default model of yazsesd
-#   scripts/fetch-model.sh --list         # names, sizes
-#   YAZ_MODEL_URL=https://mirror/ggml-base.en.bin scripts/fetch-model.sh base.en
+#   yaz-fetch-model base.en        # the default model of yazsesd
+#   yaz-fetch-model --list         # names, sizes, and which are installed
+#   YAZ_MODEL_URL=https://mirror/ggml-base.en.bin yaz-fetch-model base.en
+#
+# Exit status: 0 done (or already there), 1 download or checksum failure,
+# 2 usage error.
 set -euo pipefail
+
+# Set by make install; empty in a checkout, where scripts/version.sh says it.
+version=
+prog=yaz-fetch-model
 
 base_url=${YAZ_MODEL_BASE_URL:-https://huggingface.co/ggerganov/whisper.cpp/resolve/main}
 dir=${YAZ_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/yazses/models}
@@ -26,22 +33,53 @@ medium     1.5GiB fd9727b6e1217c2f614f9b698455c4ffd82463b4
 medium.en  1.5GiB 8c30f0e44ce9560643ebd10bbe50cd20eafd3723
 large-v3-turbo 1.5GiB 4af2b29d7ec73d781377bfd1758ca957a807e941
 '
+names=$(echo "$table" | awk 'NF {print $1}' | paste -sd ' ')
 
-die() { printf 'fetch-model: %s\n' "$*" >&2; exit "${2:-1}"; }
-usage() {
-  echo "usage: fetch-model.sh NAME | --list" >&2
-  echo "names: $(echo "$table" | awk 'NF {printf "%s ", $1}')" >&2
-  exit 2
+die() { printf '%s: %s\n' "$prog" "$1" >&2; exit "${2:-1}"; }
+help() {
+  cat <<EOH
+usage: $prog NAME        download model NAME, verified, into $dir
+       $prog --list      the models, their sizes, and which are installed
+       $prog --help | --version
+
+names: $names
+The default model of yaz-decode and yazsesd is base.en. The folder is
+\$YAZ_MODEL_DIR, else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches
+NAME from another address (the checksum is still checked).
+EOH
+}
+usage() { echo "$prog: $1" >&2; echo "usage: $prog NAME | --list | --help | --version" >&2; exit 2; }
+show_version() {
+  local v=$version
+  if [ -z "$v" ]; then
+    v=$("$(dirname "$0")/version.sh" 2>/dev/null) || v=0.0.0-dev
+  fi
+  echo "$prog $v"
 }
 
-[ $# -eq 1 ] || usage
+[ $# -eq 1 ] || usage "want exactly one argument, got $#"
 case $1 in
-  -h|--help) usage ;;
-  --list) echo "$table" | awk 'NF {printf "%-16s %8s  ggml-%s.bin\n", $1, $2, $1}'; exit 0 ;;
+  -h|--help) help; exit 0 ;;
+  --version) show_version; exit 0 ;;
+  --list)
+    echo "$table" | while read -r n size _; do
+      [ -n "$n" ] || continue
+      mark=""
+      if [ -f "$dir/ggml-$n.bin" ]; then
+        mark="installed"
+      elif [ -f "$dir/ggml-$n.bin.part" ]; then
+        mark="partly downloaded (run again to resume)"
+      fi
+      printf '%-16s %8s  ggml-%-20s %s\n' "$n" "$size" "$n.bin" "$mark"
+    done | sed 's/ *$//'
+    exit 0 ;;
+  # For make install: a bash completion of the names and flags.
+  --completion) echo "complete -W '--list --help --version $names' $prog"; exit 0 ;;
+  -*) usage "unknown flag $1" ;;
 esac
 name=$1
 line=$(echo "$table" | awk -v n="$name" '$1 == n')
-[ -n "$line" ] || { echo "fetch-model: unknown model '$name'" >&2; usage; }
+[ -n "$line" ] || usage "unknown model '$name'; one of: $names"
 sha1=$(echo "$line" | awk '{print $3}')
 file="ggml-$name.bin"
 url=${YAZ_MODEL_URL:-$base_url/$file}
@@ -56,7 +94,7 @@ fi
 command -v curl >/dev/null || die "curl is missing (apt install curl)"
 mkdir -p "$dir"
 part="$dest.part"
-echo "fetch-model: downloading $file ($(echo "$line" | awk '{print $2}')) to $dir" >&2
+echo "$prog: downloading $file ($(echo "$line" | awk '{print $2}')) to $dir" >&2
 progress=--progress-bar
 [ -t 2 ] || progress=--silent
 if ! curl --fail --location --show-error $progress --connect-timeout 15 \

@@ -6,6 +6,11 @@ pkgs=(
   cmake            # builds whisper.cpp
   espeak-ng        # yaz-speak's voice
   sox              # demos, test fixtures
+  libsox-fmt-mp3   # the README's sox in.mp3 example (Debian's sox reads no MP3 without it)
+  jq               # the README's yaz-decode -o json | jq example
+  curl             # yaz-fetch-model downloads models
+  git              # the version of every program (scripts/version.sh), a README example
+  groff-base       # renders the man pages in the tests (make install writes them)
   pulseaudio pulseaudio-utils  # sound server (tests run a private one)
   xvfb xdotool xterm x11-utils # typing tests under a virtual X server
   x11-xserver-utils xclip xsel openbox # lib/inject: xmodmap (Unicode with xdotool), clipboard, a window manager

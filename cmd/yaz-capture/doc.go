@@ -39,7 +39,7 @@
 //	    --file PATH         replay PATH instead of recording
 //	    --log-level LEVEL   debug, info, warn, error (env YAZ_LOG_LEVEL)
 //	    --log-format FMT    text or json (env YAZ_LOG_FORMAT)
-//	    --version           print the version and exit
+//	    --version           print "yaz-capture VERSION" and exit
 //
 // Signals: SIGINT and SIGTERM stop the recording; what was captured is
 // flushed (whole samples only) and the exit status is 0. A reader that goes

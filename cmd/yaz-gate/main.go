@@ -20,9 +20,6 @@ import (
 
 const name = "yaz-gate"
 
-// Version is set by the build.
-var Version = "dev"
-
 // gateFD is the descriptor yazsesd passes: its socketpair end.
 const gateFD = 3
 
@@ -50,7 +47,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Holds YazSes's interruption budget; runs only as a child of yazsesd.",
-		&c, args, stdout, stderr, kong.Vars{"version": Version})
+		&c, args, stdout, stderr, nil)
 	if done {
 		return code
 	}

@@ -55,7 +55,7 @@
 //	--log-level=LEVEL    debug, info, warn or error (default info;
 //	                     $YAZ_LOG_LEVEL)
 //	--log-format=FORMAT  text or json (default text; $YAZ_LOG_FORMAT)
-//	--version            print the version and exit
+//	--version            print "yaz-speak VERSION" and exit
 //	-h, --help           print help and exit
 //
 // --out, --format and --serve choose what a run does and have no environment

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -23,9 +22,6 @@ import (
 )
 
 const name = "yaz-speak"
-
-// version is set by the build (-ldflags "-X main.version=…").
-var version = ""
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -52,7 +48,7 @@ type CLI struct {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Offline text to speech with espeak-ng.", &c, args, stdout, stderr,
-		kong.Vars{"version": buildVersion()})
+		nil)
 	if done {
 		return code
 	}
@@ -76,16 +72,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = nil
 	}
 	return cli.Report(name, stderr, err)
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 func (c *CLI) options() tts.Options {

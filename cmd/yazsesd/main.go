@@ -5,11 +5,9 @@ import (
 	"os"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/app"
+	"github.com/yazses/yazses/lib/version"
 )
 
-// version is set by the build (-ldflags "-X main.version=…").
-var version = "dev"
-
 func main() {
-	os.Exit(app.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, version))
+	os.Exit(app.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, version.Get()))
 }

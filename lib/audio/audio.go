@@ -129,6 +129,7 @@ func openContext(cfg Config) (*audioContext, error) {
 		return nil, err
 	}
 	log := cfg.logger()
+	quietBackends(log)
 	var errs []string
 	for _, b := range choices {
 		name := b.name

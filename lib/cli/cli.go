@@ -1,7 +1,10 @@
 // Package cli holds what every YazSes command line shares: kong parsing with
 // the Unix exit codes DESIGN.md fixes (2 for usage errors, 1 for runtime
-// failures), the --log-level/--log-format flags and the slog logger they
-// make, readiness signalling to a supervisor, and a terminal check.
+// failures), --version ("NAME VERSION" from lib/version), shell completion
+// (kongplete, answering when the shell sets COMP_LINE), a man page made from
+// the kong model (the hidden --man flag, which make install uses), the
+// --log-level/--log-format flags and the slog logger they make, readiness
+// signalling to a supervisor, and a terminal check.
 package cli
 
 import (
@@ -14,7 +17,10 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/version"
 )
 
 // Exit codes shared by every binary.
@@ -62,6 +68,9 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		vars,
+		// Every program prints "NAME VERSION" (lib/version, set by the build).
+		kong.Vars{"version": version.String(name)},
+		kong.Embed(&extraFlags{}),
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
@@ -76,6 +85,12 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 			k, code, done = nil, e.code, true
 		}
 	}()
+	// Shell completion: run by the shell with COMP_LINE set (bash's
+	// "complete -C PROGRAM PROGRAM", which make install writes), it prints
+	// the flags, commands and enum values that match and exits 0.
+	kongplete.Complete(parser,
+		kongplete.WithExitFunc(func(code int) { panic(errExit{code}) }),
+		kongplete.WithErrorHandler(func(err error) { fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err) }))
 	k, err = parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)

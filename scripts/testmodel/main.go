@@ -3,7 +3,7 @@
 //
 //	go run ./scripts/testmodel -size mini|tiny|tiny.en|base.en -seed N -o FILE
 //
-// It writes nothing to stdout. Exit status: 0 on success, 1 when the file
+// Missing parent folders of FILE are created. It writes nothing to stdout. Exit status: 0 on success, 1 when the file
 // cannot be written, 2 on a usage error.
 package main
 
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/yazses/yazses/internal/testmodel"
 )
@@ -44,6 +45,12 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "testmodel: error: %v\n", err)
 		fs.Usage()
 		return 2
+	}
+	// Like any tool that writes a file a person names, create the folders
+	// on the way: -o models/x.bin on a fresh checkout just works.
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		fmt.Fprintf(stderr, "testmodel: error: %v\n", err)
+		return 1
 	}
 	if err := testmodel.WriteFile(*out, size, *seed); err != nil {
 		fmt.Fprintf(stderr, "testmodel: error: %v\n", err)

@@ -21,9 +21,6 @@ import (
 
 const name = "yaz-capture"
 
-// Version is set by the build.
-var Version = "dev"
-
 // CLI is yaz-capture's command line.
 type CLI struct {
 	Device      string  `short:"d" help:"Capture device: an ID or a case-insensitive part of its name (see --list-devices); empty for the default." env:"YAZ_CAPTURE_DEVICE"`
@@ -41,7 +38,7 @@ type CLI struct {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Record 16 kHz mono s16le PCM from the microphone to stdout.", &c, args, stdout, stderr,
-		kong.Vars{"version": Version})
+		nil)
 	if done {
 		return code
 	}

@@ -20,9 +20,6 @@ import (
 
 const name = "yaz-decode"
 
-// Version is set by the build.
-var Version = "dev"
-
 // CLI is yaz-decode's command line.
 type CLI struct {
 	Files []string `arg:"" optional:"" name:"file" help:"WAV files to transcribe; none: read a PCM or WAV stream on stdin."`
@@ -63,7 +60,7 @@ type Recognizer interface {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp, offline.", &c, args, stdout, stderr,
-		kong.Vars{"model": models.DefaultPath(), "version": Version})
+		kong.Vars{"model": models.DefaultPath()})
 	if done {
 		return code
 	}

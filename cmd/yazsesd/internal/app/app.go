@@ -53,7 +53,7 @@ type env struct {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, version string) int {
 	var c CLI
 	k, code, done := cli.Parse(name, "YazSes daemon: push-to-talk dictation, ask_human and the one interruption budget.",
-		&c, args, stdout, stderr, kong.Vars{"version": version, "config_path": config.Path()})
+		&c, args, stdout, stderr, kong.Vars{"config_path": config.Path()})
 	if done {
 		return code
 	}

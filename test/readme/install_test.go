@@ -1,0 +1,249 @@
+package readme
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// helpFlags are the long flags a program's --help lists.
+func helpFlags(t *testing.T, prog string, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command(prog, append(args, "--help")...).Output()
+	if err != nil {
+		t.Fatalf("%s --help: %v", prog, err)
+	}
+	var flags []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)`).FindAllStringSubmatch(string(out), -1) {
+		flags = append(flags, m[1])
+	}
+	if len(flags) == 0 {
+		t.Fatalf("%s --help lists no flag:\n%s", prog, out)
+	}
+	return flags
+}
+
+// TestManPages: make install wrote a man page for every program, man (or
+// groff) renders it without a warning, and it documents every flag that
+// --help lists.
+func TestManPages(t *testing.T) {
+	inst := install(t)
+	mandir := filepath.Join(inst.prefix, "share", "man", "man1")
+	_, haveMan := exec.LookPath("man")
+	_, haveGroff := exec.LookPath("groff")
+	if haveMan != nil && haveGroff != nil {
+		t.Fatal("neither man nor groff is installed (make setup installs man-db and groff-base)")
+	}
+	for _, name := range inst.programs {
+		t.Run(name, func(t *testing.T) {
+			page := filepath.Join(mandir, name+".1")
+			src, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text string
+			if haveMan == nil {
+				cmd := exec.Command("man", "-l", "-Tutf8", page)
+				cmd.Env = append(os.Environ(), "MANWIDTH=80", "MAN_KEEP_FORMATTING=0", "MANPAGER=cat", "PAGER=cat", "LANG=C.UTF-8")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("man -l %s: %v\n%s", page, err, out)
+				}
+				text = string(out)
+			}
+			if haveGroff == nil {
+				cmd := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z", page)
+				if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+					t.Errorf("groff -ww %s: %v\n%s", page, err, out)
+				}
+				if text == "" {
+					out, err := exec.Command("groff", "-man", "-Tutf8", "-P-c", page).Output()
+					if err != nil {
+						t.Fatal(err)
+					}
+					text = string(out)
+				}
+			}
+			text = regexp.MustCompile(`.\x08`).ReplaceAllString(text, "") // overstrike, if any
+			text = strings.ReplaceAll(text, "\u2010", "-")                // groff's hyphen
+			for _, want := range []string{"NAME", "OPTIONS", "EXIT STATUS", "VERSION", "SEE ALSO"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s.1 lacks %q", name, want)
+				}
+			}
+			if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(name) + `\s+-\s+\S`).MatchString(text) {
+				t.Errorf("%s.1 has no \"%s - description\" line:\n%s", name, name, text)
+			}
+			for _, f := range helpFlags(t, filepath.Join(inst.bin, name)) {
+				if !strings.Contains(string(src), `\fB`+f) && !strings.Contains(string(src), `, `+f) {
+					t.Errorf("%s.1 does not document %s (listed by --help)", name, f)
+				}
+			}
+		})
+	}
+}
+
+// completeSpec sources an installed bash completion file in bash and
+// returns the program bash will run to complete name (complete -C).
+func completeSpec(t *testing.T, file, name string) string {
+	t.Helper()
+	out, err := exec.Command("bash", "--norc", "--noprofile", "-c", `source "$1" && complete -p "$2"`, "bash", file, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: source %s; complete -p %s: %v\n%s", file, name, err, out)
+	}
+	spec := strings.TrimSpace(string(out))
+	m := regexp.MustCompile(`-C '?([^' ]+)'? ` + regexp.QuoteMeta(name) + `$`).FindStringSubmatch(spec)
+	if m == nil {
+		t.Fatalf("complete -p %s = %q, want a -C PROGRAM completion", name, spec)
+	}
+	if !strings.Contains(spec, "-o default") {
+		t.Errorf("complete -p %s = %q: without -o default, file names are not completed", name, spec)
+	}
+	return m[1]
+}
+
+// bashComplete runs prog the way bash's "complete -C prog" does for the
+// command line line with the cursor at its end: arguments (command, word
+// being completed, previous word), COMP_LINE, COMP_POINT, COMP_TYPE, COMP_KEY.
+func bashComplete(t *testing.T, prog, line string) []string {
+	t.Helper()
+	words := strings.Fields(line)
+	cur, prev := "", words[len(words)-1]
+	if !strings.HasSuffix(line, " ") {
+		cur = words[len(words)-1]
+		prev = ""
+		if len(words) > 1 {
+			prev = words[len(words)-2]
+		}
+	}
+	cmd := exec.Command(prog, words[0], cur, prev)
+	cmd.Env = append(os.Environ(), "COMP_LINE="+line, "COMP_POINT="+strconv.Itoa(len(line)), "COMP_TYPE=9", "COMP_KEY=9")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("COMP_LINE=%q %s: %v", line, prog, err)
+	}
+	got := strings.Fields(string(out))
+	slices.Sort(got)
+	return got
+}
+
+// TestCompletion: make install wrote a bash completion for every program;
+// sourced in bash, it names the installed program, which answers a prefix
+// with the flags, commands and values that match.
+func TestCompletion(t *testing.T) {
+	inst := install(t)
+	dir := filepath.Join(inst.prefix, "share", "bash-completion", "completions")
+	extra := map[string]map[string][]string{
+		"yaz-capture": {"yaz-capture --backend ": {"alsa", "auto", "null", "pulseaudio"}, "yaz-capture --form": {"--format"}},
+		"yaz-decode":  {"yaz-decode --output-d": {"--output-dir"}, "yaz-decode -o ": {"json", "srt", "txt", "vtt"}},
+		"yaz-speak":   {"yaz-speak --ra": {"--rate"}},
+		"yazsesd":     {"yazsesd st": {"status"}, "yazsesd config ch": {"check"}, "yazsesd status --j": {"--json"}},
+		"yaz-mcp":     {"yaz-mcp --log-format ": {"json", "text"}},
+		"yaz-gate":    {"yaz-gate --per": {"--per-hour"}},
+	}
+	for _, name := range inst.programs {
+		t.Run(name, func(t *testing.T) {
+			prog := completeSpec(t, filepath.Join(dir, name), name)
+			if prog != filepath.Join(inst.bin, name) {
+				t.Errorf("completion runs %s, want the installed %s", prog, filepath.Join(inst.bin, name))
+			}
+			cases := map[string][]string{name + " --log-l": {"--log-level"}, name + " --vers": {"--version"}}
+			for line, want := range extra[name] {
+				cases[line] = want
+			}
+			if extra[name] == nil {
+				t.Errorf("no program-specific completion case for %s", name)
+			}
+			for line, want := range cases {
+				if got := bashComplete(t, prog, line); !slices.Equal(got, want) {
+					t.Errorf("completing %q: %q, want %q", line, got, want)
+				}
+			}
+		})
+	}
+	t.Run("yaz-fetch-model", func(t *testing.T) {
+		out, err := exec.Command("bash", "--norc", "--noprofile", "-c",
+			`source "$1" && spec=$(complete -p yaz-fetch-model) && spec=${spec#complete } && eval "compgen ${spec% yaz-fetch-model} -- tiny"`,
+			"bash", filepath.Join(dir, "yaz-fetch-model")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash: %v\n%s", err, out)
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		if want := []string{"tiny", "tiny.en"}; !slices.Equal(got, want) {
+			t.Errorf("completing yaz-fetch-model tiny: %q, want %q", got, want)
+		}
+	})
+}
+
+// TestInstallUninstall: make install into a staging root (DESTDIR) puts
+// every file where the README says, with paths inside them that name the
+// final prefix, and make uninstall removes them all but the configuration.
+func TestInstallUninstall(t *testing.T) {
+	inst := install(t)
+	dest := t.TempDir()
+	vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
+		"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses"}
+	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, dest))
+		}
+		return nil
+	})
+	want := []string{"/etc/systemd/user/yazsesd.service", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model",
+		"/opt/yazses/share/bash-completion/completions/yaz-fetch-model"}
+	for _, p := range inst.programs {
+		want = append(want, "/opt/yazses/bin/"+p, "/opt/yazses/share/man/man1/"+p+".1",
+			"/opt/yazses/share/bash-completion/completions/"+p)
+	}
+	slices.Sort(files)
+	slices.Sort(want)
+	if !slices.Equal(files, want) {
+		t.Errorf("make install wrote\n%s\nwant\n%s", strings.Join(files, "\n"), strings.Join(want, "\n"))
+	}
+	unit, err := os.ReadFile(filepath.Join(dest, "etc/systemd/user/yazsesd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "ExecStart=/opt/yazses/bin/yazsesd") || strings.Contains(string(unit), dest) {
+		t.Errorf("the unit does not start /opt/yazses/bin/yazsesd:\n%s", unit)
+	}
+	comp, err := os.ReadFile(filepath.Join(dest, "opt/yazses/share/bash-completion/completions/yaz-decode"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(comp), "complete -o default -C '/opt/yazses/bin/yaz-decode' yaz-decode\n"; got != want {
+		t.Errorf("yaz-decode's completion = %q, want %q", got, want)
+	}
+	for path, mode := range map[string]os.FileMode{"etc/yazses": 0o700 | os.ModeDir, "etc/yazses/config.toml": 0o600} {
+		fi, err := os.Stat(filepath.Join(dest, path))
+		if err != nil {
+			t.Error(err)
+		} else if fi.Mode() != mode {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), mode)
+		}
+	}
+
+	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "uninstall"}, vars...)...); err != nil {
+		t.Fatal(err)
+	}
+	files = files[:0]
+	filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, dest))
+		}
+		return nil
+	})
+	if !slices.Equal(files, []string{"/etc/yazses/config.toml"}) {
+		t.Errorf("after make uninstall: %q, want only the configuration", files)
+	}
+}
