@@ -32,12 +32,3 @@ func Path(name string) string { return filepath.Join(Dir(), "ggml-"+name+".bin")
 // DefaultPath is the file of DefaultName.
 func DefaultPath() string { return Path(DefaultName) }
 
-// FetchHint tells a person how to get the model at path.
-func FetchHint(path string) string {
-	base := filepath.Base(path)
-	name := base
-	if len(base) > len("ggml-.bin") && base[:5] == "ggml-" && filepath.Ext(base) == ".bin" {
-		name = base[5 : len(base)-4]
-	}
-	return "fetch it with: scripts/fetch-model.sh " + name + " (installed as yaz-fetch-model), or choose another with --model or YAZ_MODEL"
-}
