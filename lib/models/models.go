@@ -31,4 +31,3 @@ func Path(name string) string { return filepath.Join(Dir(), "ggml-"+name+".bin")
 
 // DefaultPath is the file of DefaultName.
 func DefaultPath() string { return Path(DefaultName) }
-
