@@ -147,7 +147,11 @@ func newProgress(stderr io.Writer, mode, label string, audio time.Duration) *pro
 	return &progress{w: stderr, label: label, on: on, last: -1, start: time.Now(), audio: audio}
 }
 
+// set draws pct. whisper.cpp's progress callback runs at the top of each
+// window, before its end-of-audio check, so it reports more than 100 % when
+// a window's seek jumps past the end: every value is clamped to 0–100.
 func (p *progress) set(pct int) {
+	pct = min(max(pct, 0), 100)
 	if !p.on || pct == p.last {
 		return
 	}
