@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/pcm"
 )
@@ -31,15 +33,15 @@ func TestTrimmedAudioCtx(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	if _, err := Load(filepath.Join(t.TempDir(), "none.bin"), false); !errors.Is(err, ErrModelMissing) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.bin"), nil); !errors.Is(err, ErrModelMissing) {
 		t.Errorf("Load(missing) = %v, want ErrModelMissing", err)
 	}
 	junk := filepath.Join(t.TempDir(), "junk.bin")
 	os.WriteFile(junk, []byte("not a model at all"), 0o644)
-	if _, err := Load(junk, false); !errors.Is(err, ErrModelInvalid) {
+	if _, err := Load(junk, nil); !errors.Is(err, ErrModelInvalid) {
 		t.Errorf("Load(junk) = %v, want ErrModelInvalid", err)
 	}
-	if _, err := Load(t.TempDir(), false); !errors.Is(err, ErrModelInvalid) {
+	if _, err := Load(t.TempDir(), nil); !errors.Is(err, ErrModelInvalid) {
 		t.Errorf("Load(dir) = %v, want ErrModelInvalid", err)
 	}
 }
@@ -50,7 +52,7 @@ func miniModel(t *testing.T) *Model {
 	if err := testmodel.WriteFile(path, testmodel.Mini, 1); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Load(path, false)
+	m, err := Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +117,58 @@ func TestTranscribeCancelled(t *testing.T) {
 	r, err := m.Transcribe(context.Background(), nil, Options{})
 	if err != nil || len(r.Segments) != 0 {
 		t.Errorf("Transcribe(no audio) = %v, %v; want nothing", r, err)
+	}
+}
+
+// speechLike is a loud, speech-like signal: syllables of a harmonic tone
+// whose pitch drifts, 180 ms each with 70 ms gaps.
+func speechLike(secs float64) []float32 {
+	out := make([]float32, int(secs*pcm.SampleRate))
+	for i := range out {
+		x := float64(i) / pcm.SampleRate
+		phase := math.Mod(x, 0.25)
+		if phase > 0.18 {
+			continue
+		}
+		f := 150 + 60*math.Sin(x/1.7)
+		env := math.Sin(math.Pi * phase / 0.18)
+		out[i] = float32(0.2 * env * (math.Sin(2*math.Pi*f*x) + 0.5*math.Sin(4*math.Pi*f*x) + 0.3*math.Sin(8*math.Pi*f*x)))
+	}
+	return out
+}
+
+// TestTranscribeIndependentOfHistory: the same audio gives the same
+// segments alone, after a long input (full audio context) and after a
+// short one (a smaller trimmed context), on one resident model.
+func TestTranscribeIndependentOfHistory(t *testing.T) {
+	m := miniModel(t)
+	opt := Options{Threads: 2, NoSpeechThreshold: 1}
+	note, long, short := speechLike(11), speechLike(66), chirp(3)
+	decode := func(a []float32) Result {
+		t.Helper()
+		r, err := m.Transcribe(context.Background(), a, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := decode(note)
+	if len(want.Segments) == 0 {
+		t.Fatal("no segments: the comparison proves nothing")
+	}
+	for _, h := range []struct {
+		name   string
+		before [][]float32
+	}{
+		{"after a long input", [][]float32{long}},
+		{"after a short input", [][]float32{short}},
+		{"after long and short", [][]float32{long, short}},
+	} {
+		for _, a := range h.before {
+			decode(a)
+		}
+		if diff := cmp.Diff(want.Segments, decode(note).Segments); diff != "" {
+			t.Errorf("the note decoded %s differs from the note decoded first (-first +now):\n%s", h.name, diff)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		log.Debug("language requested", "language", c.Language)
 	}
 	start := time.Now()
-	m, err := asr.Load(c.Model, c.Debug())
+	m, err := asr.Load(c.Model, log)
 	if errors.Is(err, asr.ErrModelMissing) {
 		return fmt.Errorf("model %s not found; %s", c.Model, models.FetchHint(c.Model))
 	}
