@@ -1,11 +1,15 @@
 package asr
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,4 +175,176 @@ func TestTranscribeIndependentOfHistory(t *testing.T) {
 			t.Errorf("the note decoded %s differs from the note decoded first (-first +now):\n%s", h.name, diff)
 		}
 	}
+}
+
+// TestAbortCheckedInsideGraphs: the abort flag is read during every graph
+// computation, node by node, not only once per encoder pass or decoder
+// step as whisper.cpp itself does: an abort lands within one node.
+func TestAbortCheckedInsideGraphs(t *testing.T) {
+	m := miniModel(t)
+	r, err := m.run(context.Background(), speechLike(3), Options{Threads: 2}, "en", TrimmedAudioCtx(3*pcm.SampleRate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d graphs, %d checks of the abort flag", r.graphs, r.checks)
+	if r.graphs == 0 {
+		t.Fatal("no graph computation went through the hook: is the --wrap link flag lost?")
+	}
+	// whisper.cpp alone reads the flag about once per graph; the hook has
+	// the CPU backend read it after every node (hundreds per encoder pass).
+	if r.checks < 10*r.graphs {
+		t.Errorf("%d checks for %d graphs: the abort flag is not read inside graph computations", r.checks, r.graphs)
+	}
+}
+
+// TestTranscribeCancelMidway: a context cancelled while whisper works
+// stops it at once, measured against the time the same call takes when
+// left alone (a quarter of it is the bound; an encoder pass alone is more
+// than that); the model then decodes the same audio as before.
+func TestTranscribeCancelMidway(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.en.bin")
+	if err := testmodel.WriteFile(path, testmodel.TinyEn, 1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	audio := speechLike(29)
+	opt := Options{Threads: 2, AudioCtx: -1, NoSpeechThreshold: 1}
+	start := time.Now()
+	want, err := m.Transcribe(context.Background(), audio, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := time.Since(start)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	timer := time.AfterFunc(full/4, func() { cancelled = time.Now(); cancel() })
+	defer timer.Stop()
+	_, err = m.Transcribe(ctx, audio, opt)
+	returned := time.Now()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Transcribe cancelled at %v of %v = %v, want context.Canceled", full/4, full, err)
+	}
+	stopped := returned.Sub(cancelled)
+	t.Logf("full decode %v; cancelled at %v, returned %v later", full, full/4, stopped)
+	if stopped > full/4 {
+		t.Errorf("Transcribe returned %v after the cancel, more than a quarter of the full decode (%v)", stopped, full)
+	}
+	again, err := m.Transcribe(context.Background(), audio, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Segments, again.Segments); diff != "" {
+		t.Errorf("after a cancelled call the same audio decodes differently (-before +after):\n%s", diff)
+	}
+}
+
+// TestLanguages: an English-only model refuses every language but English
+// (it would decode English and the output would claim the other); a
+// multilingual one takes any code whisper knows, and reports the language
+// it decoded.
+func TestLanguages(t *testing.T) {
+	en := miniModel(t)
+	path := filepath.Join(t.TempDir(), "tiny.bin")
+	if err := testmodel.WriteFile(path, testmodel.Tiny, 1); err != nil {
+		t.Fatal(err)
+	}
+	multi, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer multi.Close()
+	if en.Multilingual() || !multi.Multilingual() {
+		t.Fatalf("Multilingual() = %v, %v; want false for the mini model, true for tiny", en.Multilingual(), multi.Multilingual())
+	}
+	for _, tc := range []struct {
+		m       *Model
+		lang    string
+		ok      bool
+		decoded string // the language a transcription reports
+	}{
+		{en, "", true, "en"},
+		{en, "en", true, "en"},
+		{en, "EN", true, "en"},
+		{en, "english", true, "en"},
+		{en, "auto", true, "en"},
+		{en, "de", false, ""},
+		{en, "german", false, ""},
+		{en, "fr", false, ""},
+		{en, "xx", false, ""},
+		{multi, "de", true, "de"},
+		{multi, "en", true, "en"},
+		{multi, "xx", false, ""},
+		{multi, "auto", true, "*"},
+	} {
+		name := "en-only"
+		if tc.m == multi {
+			name = "multilingual"
+		}
+		err := tc.m.CheckLanguage(tc.lang)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s CheckLanguage(%q) = %v, want ok %v", name, tc.lang, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrLanguageUnsupported) {
+			t.Errorf("%s CheckLanguage(%q) = %v, want it to wrap ErrLanguageUnsupported", name, tc.lang, err)
+		}
+		r, err := tc.m.Transcribe(context.Background(), chirp(1), Options{Threads: 2, Language: tc.lang})
+		switch {
+		case !tc.ok && !errors.Is(err, ErrLanguageUnsupported):
+			t.Errorf("%s Transcribe(language %q) = %v, want ErrLanguageUnsupported", name, tc.lang, err)
+		case tc.ok && err != nil:
+			t.Errorf("%s Transcribe(language %q) = %v", name, tc.lang, err)
+		case tc.ok && tc.decoded == "*" && (len(r.Language) < 2 || r.Language == "auto"):
+			t.Errorf("%s Transcribe(language auto) reports language %q, want the detected code", name, r.Language)
+		case tc.ok && tc.decoded != "*" && r.Language != tc.decoded:
+			t.Errorf("%s Transcribe(language %q) reports language %q, want %q", name, tc.lang, r.Language, tc.decoded)
+		}
+	}
+}
+
+// TestWhisperLogThroughSlog: whisper.cpp's own lines become debug records of
+// the logger given to Load, and none at all when debug is off.
+func TestWhisperLogThroughSlog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mini.bin")
+	if err := testmodel.WriteFile(path, testmodel.Mini, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var buf bytes.Buffer
+		m, err := Load(path, slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Transcribe(context.Background(), chirp(2), Options{Threads: 2}); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			var rec struct {
+				Level, Msg, Src string
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("not a JSON record: %q", line)
+			}
+			if rec.Src != "whisper.cpp" || rec.Level != "DEBUG" || rec.Msg == "" || strings.Contains(rec.Msg, "\n") {
+				t.Errorf("record %q: want a one-line DEBUG record from whisper.cpp", line)
+			}
+			n++
+		}
+		if level == slog.LevelDebug && n < 5 {
+			t.Errorf("%d whisper.cpp records at debug level, want its load lines", n)
+		}
+		if level == slog.LevelInfo && n != 0 {
+			t.Errorf("%d whisper.cpp records at info level, want none", n)
+		}
+	}
+	setLogger(nil)
 }
