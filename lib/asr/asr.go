@@ -122,16 +122,12 @@ func Load(path string, log *slog.Logger) (*Model, error) {
 // Multilingual reports whether the model knows languages other than English.
 func (m *Model) Multilingual() bool { return m.multilingual }
 
-// CheckLanguage reports whether the model can transcribe lang ("" and
-// "auto" always can: on an English-only model they mean English). The
-// error wraps ErrLanguageUnsupported.
-func (m *Model) CheckLanguage(lang string) error {
-	_, err := m.language(lang)
-	return err
-}
-
-// language resolves lang to the code whisper is given.
-func (m *Model) language(lang string) (string, error) {
+// Language is the code the model decodes when asked for lang (a code or
+// an English name, any case): "en" for "" and, on an English-only model,
+// for "auto"; "auto" on a multilingual one (the language is then detected
+// per call). A language the model cannot transcribe is an error wrapping
+// ErrLanguageUnsupported.
+func (m *Model) Language(lang string) (string, error) {
 	l := strings.ToLower(strings.TrimSpace(lang))
 	switch {
 	case l == "":
@@ -144,9 +140,9 @@ func (m *Model) language(lang string) (string, error) {
 	id := m.ctx.Whisper_lang_id(l)
 	switch {
 	case id < 0:
-		return "", fmt.Errorf("unknown language %q: %w", lang, ErrLanguageUnsupported)
+		return "", fmt.Errorf("%w: unknown language %q", ErrLanguageUnsupported, lang)
 	case id != 0 && !m.multilingual:
-		return "", fmt.Errorf("language %q: %s is an English-only model: %w", lang, filepath.Base(m.path), ErrLanguageUnsupported)
+		return "", fmt.Errorf("%w: language %q needs a multilingual model, and %s is English-only", ErrLanguageUnsupported, lang, filepath.Base(m.path))
 	}
 	return langStr(id), nil
 }
@@ -198,7 +194,7 @@ func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) 
 	if m.ctx == nil {
 		return Result{}, errors.New("transcribe: model closed")
 	}
-	lang, err := m.language(opt.Language)
+	lang, err := m.Language(opt.Language)
 	if err != nil {
 		return Result{}, fmt.Errorf("transcribe: %w", err)
 	}

@@ -285,12 +285,15 @@ func TestLanguages(t *testing.T) {
 		if tc.m == multi {
 			name = "multilingual"
 		}
-		err := tc.m.CheckLanguage(tc.lang)
+		code, err := tc.m.Language(tc.lang)
 		if tc.ok != (err == nil) {
-			t.Errorf("%s CheckLanguage(%q) = %v, want ok %v", name, tc.lang, err, tc.ok)
+			t.Errorf("%s Language(%q) = %q, %v; want ok %v", name, tc.lang, code, err, tc.ok)
 		}
 		if err != nil && !errors.Is(err, ErrLanguageUnsupported) {
-			t.Errorf("%s CheckLanguage(%q) = %v, want it to wrap ErrLanguageUnsupported", name, tc.lang, err)
+			t.Errorf("%s Language(%q) = %v, want it to wrap ErrLanguageUnsupported", name, tc.lang, err)
+		}
+		if want := tc.decoded; err == nil && want != "*" && code != want || want == "*" && code != "auto" {
+			t.Errorf("%s Language(%q) = %q, want %q", name, tc.lang, code, want)
 		}
 		r, err := tc.m.Transcribe(context.Background(), chirp(1), Options{Threads: 2, Language: tc.lang})
 		switch {

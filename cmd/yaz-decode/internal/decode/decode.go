@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -51,6 +52,7 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	audioCtx int
+	lang     string // the language the model decodes for --language ("auto": detected)
 }
 
 type duration = time.Duration
@@ -120,10 +122,8 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if len(c.Files) > 0 && c.OutputDir == "" && c.Output != "txt" && c.Output != "json" && len(c.Files) > 1 {
 		return cli.Usagef("--output %s of several files needs --output-dir", c.Output)
 	}
-	if c.OutputDir != "" {
-		if st, err := os.Stat(c.OutputDir); err != nil || !st.IsDir() {
-			return cli.Usagef("--output-dir %s is not a folder", c.OutputDir)
-		}
+	if err := c.checkOutputDir(); err != nil {
+		return err
 	}
 	if c.Language != "en" && c.Language != "" {
 		log.Debug("language requested", "language", c.Language)
@@ -137,16 +137,54 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		return err
 	}
 	defer m.Close()
+	if c.lang, err = m.Language(c.Language); err != nil {
+		return fmt.Errorf("%w; use -l en, or a multilingual model (one without .en in its name, e.g. ggml-base.bin)", err)
+	}
 	if c.Language == "auto" && !m.Multilingual() {
-		log.Warn("--language auto needs a multilingual model; this one is English-only")
+		log.Warn("--language auto needs a multilingual model; this one is English-only: decoding English")
 	}
 	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "multilingual", m.Multilingual())
 	switch {
 	case c.Serve:
 		return c.serve(ctx, log, m, stdin, stdout)
 	case len(c.Files) > 0:
+		if err := c.makeOutputDir(); err != nil {
+			return err
+		}
 		return c.files(ctx, log, m, stdout, stderr)
 	default:
 		return c.stream(ctx, log, m, stdin, stdout)
 	}
+}
+
+// checkOutputDir refuses an --output-dir that exists and is not a folder,
+// before anything is loaded.
+func (c *CLI) checkOutputDir() error {
+	if c.OutputDir == "" {
+		return nil
+	}
+	st, err := os.Stat(c.OutputDir)
+	switch {
+	case err == nil && !st.IsDir():
+		return cli.Usagef("--output-dir %s exists and is not a folder", c.OutputDir)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
+	}
+	return nil
+}
+
+// makeOutputDir creates a missing --output-dir and its parents (0755, as
+// mkdir -p does).
+func (c *CLI) makeOutputDir() error {
+	if c.OutputDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(c.OutputDir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
+	}
+	return nil
 }
