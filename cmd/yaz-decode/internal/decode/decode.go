@@ -31,7 +31,7 @@ type CLI struct {
 	Files []string `arg:"" optional:"" name:"file" help:"WAV files to transcribe; none: read a PCM or WAV stream on stdin."`
 
 	Model             string   `short:"m" help:"Whisper ggml model file." default:"${model}" env:"YAZ_MODEL"`
-	Language          string   `short:"l" help:"Spoken language code, or auto (multilingual models only)." default:"en" env:"YAZ_LANGUAGE"`
+	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual model (auto: detect it)." default:"en" env:"YAZ_LANGUAGE"`
 	Threads           int      `short:"t" help:"CPU threads for whisper (0: up to 4)." default:"0" env:"YAZ_THREADS"`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect." env:"YAZ_PROMPT"`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default." default:"1" env:"YAZ_BEAM_SIZE"`
@@ -40,7 +40,7 @@ type CLI struct {
 	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
 	VADGate           bool     `help:"Skip decoding audio that holds no speech." default:"true" negatable:""`
 	Output            string   `short:"o" help:"File output format: txt, json, srt or vtt." default:"txt" enum:"txt,json,srt,vtt"`
-	OutputDir         string   `help:"Write one transcript per input file into this folder instead of stdout." type:"path"`
+	OutputDir         string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
 	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
 	Serve             bool     `help:"Supervised mode for yazsesd: framed audio on stdin, JSON results on stdout."`
 	Progress          string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`
