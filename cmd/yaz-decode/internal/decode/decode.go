@@ -131,7 +131,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	start := time.Now()
 	m, err := asr.Load(c.Model, log)
 	if errors.Is(err, asr.ErrModelMissing) {
-		return fmt.Errorf("model %s not found; %s", c.Model, models.FetchHint(c.Model))
+		return &hintError{msg: fmt.Sprintf("model %s not found; %s", c.Model, models.FetchHint(c.Model)), err: err}
 	}
 	if err != nil {
 		return err
@@ -188,3 +188,13 @@ func (c *CLI) makeOutputDir() error {
 	}
 	return nil
 }
+
+// hintError is a startup failure told in its own words that still wraps
+// its cause (asr.ErrModelMissing ...) for errors.Is.
+type hintError struct {
+	msg string
+	err error
+}
+
+func (e *hintError) Error() string { return e.msg }
+func (e *hintError) Unwrap() error { return e.err }

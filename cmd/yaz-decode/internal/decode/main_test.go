@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/transcript"
@@ -190,5 +195,36 @@ func TestFileHeaders(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "==>") || strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("JSON of two files = %q, want two JSON lines without headers", out.String())
+	}
+}
+
+// TestStartupErrorsWrapCauses: the errors that end yaz-decode before it
+// decodes anything wrap asr's sentinels, so a supervisor hook can tell a
+// missing model, a file that is not a model and an unsupported language
+// apart.
+func TestStartupErrorsWrapCauses(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	junk := filepath.Join(dir, "junk.bin")
+	if err := os.WriteFile(junk, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"--serve", "-m", filepath.Join(dir, "none.bin")}, asr.ErrModelMissing},
+		{[]string{"--serve", "-m", junk}, asr.ErrModelInvalid},
+		{[]string{"--serve", "-m", model, "-l", "de"}, asr.ErrLanguageUnsupported},
+	} {
+		var c CLI
+		var out, errb bytes.Buffer
+		if _, code, done := cli.Parse(name, "", &c, tc.args, &out, &errb, kong.Vars{"model": "", "version": "test"}); done {
+			t.Fatalf("parse %q: exit %d: %s", tc.args, code, errb.String())
+		}
+		err := c.run(context.Background(), discard, bytes.NewReader(nil), &out, &errb)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("run(%q) = %v, want it to wrap %v", tc.args, err, tc.want)
+		}
 	}
 }
