@@ -19,7 +19,8 @@
 //	==> b.wav <==
 //	text of b
 //
-// (one file: no header; json prints one object per line with its "file").
+// (one file: no header; a file with no speech: nothing at all; json prints
+// one object per line with its "file").
 // Other formats are refused with the sox or ffmpeg command that converts
 // them. --progress always draws a bar on stderr while a file decodes (auto:
 // on a terminal, for files over 30 s).

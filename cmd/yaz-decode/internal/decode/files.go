@@ -23,7 +23,8 @@ import (
 // files transcribes each file; a failed file is reported and the others
 // still run. The error at the end says how many failed. Several files
 // printed as text on stdout each get a header line, as head(1) prints them
-// ("==> PATH <==", a blank line between files).
+// ("==> PATH <==", a blank line between files); a file with no speech
+// prints nothing at all.
 func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
 	if len(c.Files) == 1 {
 		err := c.file(ctx, log, m, c.Files[0], stdout, stderr, nil)
@@ -64,7 +65,7 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 }
 
 // file transcribes one file. header, if not nil, is called before its
-// transcript goes to stdout.
+// transcript goes to stdout, if there is one.
 func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	samples, info, err := wav.ReadFile16k(path, maxSamples)
@@ -96,7 +97,8 @@ func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path str
 	}
 	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: lang}
 	if c.OutputDir == "" {
-		if header != nil {
+		// Silence prints nothing, not even its header.
+		if header != nil && transcript.Text(res.Segments) != "" {
 			if err := header(); err != nil {
 				return err
 			}

@@ -154,7 +154,8 @@ func TestOutputDir(t *testing.T) {
 
 // TestFileHeaders: several files printed as text on stdout get a header
 // line each, as head(1) prints them, with a blank line between files; one
-// file gets none; JSON lines carry the file name instead.
+// file gets none, nor does a file with no speech (silence prints nothing);
+// JSON lines carry the file name instead.
 func TestFileHeaders(t *testing.T) {
 	dir := t.TempDir()
 	a := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
@@ -169,8 +170,8 @@ func TestFileHeaders(t *testing.T) {
 	}{
 		{"one file", []string{a}, "txt", "2s\n"},
 		{"two files", []string{a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
-		{"a silent file keeps its header", []string{a, quiet, b}, "txt",
-			"==> " + a + " <==\n2s\n\n==> " + quiet + " <==\n\n==> " + b + " <==\n3s\n"},
+		{"a silent file prints nothing", []string{a, quiet, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+		{"silence alone prints nothing", []string{quiet, quiet}, "txt", ""},
 		{"a failed file has none", []string{missing, a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
