@@ -175,7 +175,8 @@ func TrimmedAudioCtx(n int) int {
 
 // Transcribe decodes samples (16 kHz mono float32 in [-1, 1]). Once ctx is
 // done, whisper stops at its next check, after at most one graph node, and
-// Transcribe returns ctx.Err().
+// Transcribe returns ctx.Err(); a call that finished before whisper saw the
+// cancel returns its whole result.
 //
 // Each call runs on a fresh whisper state. whisper.cpp 1.9.1 runs
 // cross-attention with flash attention over the audio context padded to a

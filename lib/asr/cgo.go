@@ -168,6 +168,11 @@ func (j *job) free() {
 	C.free(unsafe.Pointer(j.c))
 }
 
+// aborted reports whether whisper.cpp saw the abort flag, so that its
+// output is partial. A flag set after whisper.cpp finished leaves a whole
+// result.
+func (j *job) aborted() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&j.c.aborted))) != 0 }
+
 // counters reports how often the abort flag was read and how many graphs
 // ran during the call.
 func (j *job) counters() (checks, graphs int64) {
@@ -177,6 +182,9 @@ func (j *job) counters() (checks, graphs int64) {
 // ---- one transcription
 
 func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang string, audioCtx int) (run, error) {
+	if err := ctx.Err(); err != nil {
+		return run{}, err
+	}
 	c := (*C.struct_whisper_context)(unsafe.Pointer(m.ctx))
 	st := C.yaz_init_state(c)
 	if st == nil {
@@ -205,8 +213,8 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 	rc := C.yaz_full(c, st, &o, j.c, (*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)))
 	var r run
 	r.checks, r.graphs = j.counters()
-	if err := ctx.Err(); err != nil {
-		return r, err
+	if j.aborted() {
+		return r, ctx.Err()
 	}
 	if rc != 0 {
 		return r, fmt.Errorf("transcribe: whisper_full failed (%d)", int(rc))

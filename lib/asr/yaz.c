@@ -30,7 +30,11 @@ void yaz_log_enable(int on) { __atomic_store_n(&yaz_log_on, on, __ATOMIC_RELAXED
 static bool yaz_should_abort(void *data) {
 	yaz_job *j = data;
 	__atomic_fetch_add(&j->checks, 1, __ATOMIC_RELAXED);
-	return __atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0;
+	if (__atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0) {
+		__atomic_store_n(&j->aborted, 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	return false;
 }
 
 static bool yaz_encoder_begin(struct whisper_context *ctx, struct whisper_state *st, void *data) {

@@ -13,6 +13,7 @@
 typedef struct {
 	int32_t abort;      // non-zero: stop at the next check
 	uintptr_t progress; // cgo.Handle of the Go progress function; 0: none
+	int32_t aborted;    // whisper.cpp saw the flag: its output is partial
 	int64_t checks;     // how often the flag was read (tests)
 	int64_t graphs;     // graph computations run (tests)
 } yaz_job;
