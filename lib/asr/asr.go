@@ -13,9 +13,10 @@
 // of its context being done. whisper.cpp's own log lines become slog records
 // at debug level.
 //
-// The Go bindings of whisper.cpp cover loading-free context queries; the
-// state API, the abort flag and the log hook are cgo here. It is the only
-// cgo package for speech recognition; nothing here logs transcript text.
+// whisper.cpp's Go bindings serve the context queries they wrap (language
+// ids, multilingual or not, free); loading, the state API, the abort flag,
+// progress and the log hook are cgo here (cgo.go, yaz.c). It is the only cgo
+// package for speech recognition; nothing here logs transcript text.
 package asr
 
 import (
