@@ -31,7 +31,7 @@ var histories = []struct {
 	{"alone", func(long, short string) []string { return nil }},
 	{"after a long file", func(long, short string) []string { return []string{long} }},
 	{"after a short file", func(long, short string) []string { return []string{short} }},
-	{"after long and short", func(long, short string) []string { return []string{long, short, long} }},
+	{"after long and short", func(long, short string) []string { return []string{long, short} }},
 }
 
 // determinismFiles writes the note (jfk.wav, 11 s), a 66 s file and a 3 s
