@@ -9,8 +9,21 @@
 // With files as arguments, each WAV file (8/16/24/32-bit integer or 32/64-bit
 // float PCM, any rate, any channel count) is converted to 16 kHz mono and
 // transcribed; --output picks txt (default), json, srt or vtt, written to
-// stdout or, with --output-dir, to DIR/NAME.EXT. Other formats are refused
-// with the sox or ffmpeg command that converts them.
+// stdout or, with --output-dir, to DIR/NAME.EXT (DIR and its parents are
+// created if missing, as mkdir -p does). Several files printed as text on
+// stdout each get a header line, as head(1) prints them:
+//
+//	==> a.wav <==
+//	text of a
+//
+//	==> b.wav <==
+//	text of b
+//
+// (one file: no header; a file with no speech: nothing at all; json prints
+// one object per line with its "file").
+// Other formats are refused with the sox or ffmpeg command that converts
+// them. --progress always draws a bar on stderr while a file decodes (auto:
+// on a terminal, for files over 30 s).
 //
 // Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
 // (detected from its header). A voice-activity detector cuts it into
@@ -21,12 +34,27 @@
 // With --serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
 // 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon, 'P' a vocabulary
 // hint (UTF-8, at most 4096 bytes) that replaces --prompt for the current
-// utterance only; stdout answers one JSON line per ended utterance:
+// utterance only; stdout answers one JSON line per ended utterance, in order:
 //
 //	{"utt":N,"text":…,"segments":[{"start_ms","end_ms","text"}…],"audio_ms":…,"decode_ms":…}
 //
-// The model stays loaded. If YAZ_READY_FD names a file descriptor, a newline
-// is written to it once the model is loaded.
+// with "error" set to abandoned, too_long or decode_failed when there is no
+// transcript. 'X' after audio or a prompt discards them; 'X' with nothing
+// since the last 'E' abandons the utterance that 'E' ended: if it waits it is
+// never decoded, if it is decoding whisper stops within milliseconds, and its
+// one result says "error":"abandoned" (see package lib/frame). The model
+// stays loaded. If YAZ_READY_FD names a file descriptor, a newline is written
+// to it once the model is loaded.
+//
+// The same audio with the same flags always gives the same transcript,
+// whatever the process decoded before. SIGINT or SIGTERM stop whisper at
+// once (files and serve mode; stream mode still decodes what it heard).
+//
+// --language picks the spoken language. An English-only model (a .en name)
+// decodes English only: any other language is refused at start with an error
+// (auto means English there); a multilingual model takes any language code
+// whisper knows, or auto to detect it. JSON output names the language
+// decoded.
 //
 // Silence and steady low noise print nothing: a voice-activity gate runs
 // before whisper, and segments whisper itself marks as no-speech are dropped.
@@ -54,9 +82,14 @@
 // the file and the fix ("model not found: PATH — fetch one with
 // yaz-fetch-model base.en").
 //
-// Exit status: 0 success; 1 a file or the model failed (other files are still
-// transcribed); 2 usage error; 125 under a supervisor (--serve, or
-// YAZ_READY_FD set) when the model is missing or not a whisper model: a
-// restart cannot fix that, so the one log record says why (attribute cause:
-// model_missing or model_invalid) and yazsesd does not restart it.
+// Logs are slog records on stderr (--log-format json: one JSON object per
+// line); whisper.cpp's own lines are among them at --log-level debug.
+//
+// Exit status: 0 success (also after SIGINT or SIGTERM); 1 a file, the model
+// or the language failed (other files are still transcribed); 2 usage error;
+// 125 under a supervisor (--serve, or YAZ_READY_FD set) when the model is
+// missing or not a whisper model, or -l names a language the model does not
+// know: a restart cannot fix that, so the one log record says why (attribute
+// cause: model_missing, model_invalid or language_unsupported) and yazsesd
+// does not restart it.
 package main

@@ -14,7 +14,27 @@
 // splits longer audio.
 //
 // The decoder answers each ended utterance with one Result, a JSON object on
-// one line of stdout.
+// one line of stdout, in the order the End frames arrived: exactly one per
+// End, whatever happens to the utterance. Error is empty for a transcript
+// (an empty one for silence), or one of ErrorAbandoned, ErrorTooLong and
+// ErrorDecodeFailed.
+//
+// Abandon means two things, told apart by what arrived since the last End:
+//
+//   - With an Audio or Prompt frame since the last End (an utterance being
+//     sent), Abandon discards that audio and prompt; no result is owed for
+//     them, as they were never ended.
+//   - With nothing since the last End, Abandon abandons the utterance that
+//     End ended, N. If N is still queued it is never decoded; if it is being
+//     decoded the decoder stops whisper at its next check (within one graph
+//     node, milliseconds) and frees itself for the next utterance. Either
+//     way N's one Result says {"utt":N,"error":"abandoned",...}. If N's
+//     result was already written, the Abandon changes nothing; a second
+//     Abandon does not reach back to N-1.
+//
+// A supervisor that gives up on utterance N therefore writes Abandon right
+// after N's End (or later, with nothing in between), and waits for N's
+// result, normal or abandoned, before it counts the decoder free.
 package frame
 
 import (
@@ -243,6 +263,17 @@ type Segment struct {
 	Text    string `json:"text"`
 }
 
+// Error codes of a Result: short, fixed words, never transcript text.
+const (
+	// ErrorAbandoned: an Abandon frame abandoned the utterance after its
+	// End, before or while it was decoded.
+	ErrorAbandoned = "abandoned"
+	// ErrorTooLong: the utterance held more audio than the decoder takes.
+	ErrorTooLong = "too_long"
+	// ErrorDecodeFailed: whisper failed on the utterance.
+	ErrorDecodeFailed = "decode_failed"
+)
+
 // Result is the decoder's answer to one ended utterance: one JSON object on
 // one line of stdout. Utt numbers the utterance in the order its End frame
 // arrived.
@@ -252,5 +283,5 @@ type Result struct {
 	Segments []Segment `json:"segments"`
 	AudioMs  int64     `json:"audio_ms"`
 	DecodeMs int64     `json:"decode_ms"`
-	Error    string    `json:"error,omitempty"` // a short code, never transcript text
+	Error    string    `json:"error,omitempty"` // one of the Error codes, never transcript text
 }

@@ -20,11 +20,12 @@ import (
 // message as the one error line, with exit 1.
 
 // Causes: closed-vocabulary words.
-// language_unsupported comes with the refusal of a language the model
-// does not know (see cause).
 const (
 	causeModelMissing = "model_missing"
 	causeModelInvalid = "model_invalid"
+	// causeLanguageUnsupported: -l names a language the model does not
+	// know (any but en with an English-only model).
+	causeLanguageUnsupported = "language_unsupported"
 )
 
 // startupError is a failure with a known cause.
@@ -67,13 +68,8 @@ func cause(model string, err error) *startupError {
 	case errors.Is(err, asr.ErrModelInvalid):
 		return &startupError{cause: causeModelInvalid, err: err,
 			msg: model + ": whisper.cpp could not load it as a model — fetch one with yaz-fetch-model " + modelfile.FetchName(model)}
-		// TODO(contract 2, language): when lib/asr has ErrLanguageUnsupported
-		// (the refusal of `-l de` on an English-only model), add:
-		//
-		//	case errors.Is(err, asr.ErrLanguageUnsupported):
-		//		return &startupError{cause: "language_unsupported", msg: err.Error(), err: err}
-		//
-		// The daemon already knows the word language_unsupported.
+	case errors.Is(err, asr.ErrLanguageUnsupported):
+		return &startupError{cause: causeLanguageUnsupported, msg: err.Error(), err: err}
 	}
 	return nil
 }

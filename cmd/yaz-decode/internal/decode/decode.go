@@ -4,7 +4,10 @@ package decode
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -25,7 +28,7 @@ type CLI struct {
 	Files []string `arg:"" optional:"" name:"file" help:"WAV files to transcribe; none: read a PCM or WAV stream on stdin."`
 
 	Model             string   `short:"m" help:"Whisper ggml model file." default:"${model}" env:"YAZ_MODEL"`
-	Language          string   `short:"l" help:"Spoken language code, or auto (multilingual models only)." default:"en" env:"YAZ_LANGUAGE"`
+	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual model (auto: detect it)." default:"en" env:"YAZ_LANGUAGE"`
 	Threads           int      `short:"t" help:"CPU threads for whisper (0: up to 4)." default:"0" env:"YAZ_THREADS"`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect." env:"YAZ_PROMPT"`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default." default:"1" env:"YAZ_BEAM_SIZE"`
@@ -34,7 +37,7 @@ type CLI struct {
 	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
 	VADGate           bool     `help:"Skip decoding audio that holds no speech." default:"true" negatable:""`
 	Output            string   `short:"o" help:"File output format: txt, json, srt or vtt." default:"txt" enum:"txt,json,srt,vtt"`
-	OutputDir         string   `help:"Write one transcript per input file into this folder instead of stdout." type:"path"`
+	OutputDir         string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
 	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
 	Serve             bool     `help:"Supervised mode for yazsesd: framed audio on stdin, JSON results on stdout."`
 	Progress          string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`
@@ -46,6 +49,7 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	audioCtx int
+	lang     string // the language the model decodes for --language ("auto": detected)
 }
 
 type duration = time.Duration
@@ -116,10 +120,8 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if len(c.Files) > 0 && c.OutputDir == "" && c.Output != "txt" && c.Output != "json" && len(c.Files) > 1 {
 		return cli.Usagef("--output %s of several files needs --output-dir", c.Output)
 	}
-	if c.OutputDir != "" {
-		if st, err := os.Stat(c.OutputDir); err != nil || !st.IsDir() {
-			return cli.Usagef("--output-dir %s is not a folder", c.OutputDir)
-		}
+	if err := c.checkOutputDir(); err != nil {
+		return err
 	}
 	if c.Language != "en" && c.Language != "" {
 		log.Debug("language requested", "language", c.Language)
@@ -128,21 +130,59 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if err := checkModel(c.Model); err != nil { // cause.go: before whisper.cpp sees the file
 		return err
 	}
-	m, err := asr.Load(c.Model, c.Debug())
+	m, err := asr.Load(c.Model, log)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	if c.lang, err = m.Language(c.Language); err != nil {
+		return fmt.Errorf("%w; use -l en, or a multilingual model (one without .en in its name, e.g. ggml-base.bin)", err)
+	}
 	if c.Language == "auto" && !m.Multilingual() {
-		log.Warn("--language auto needs a multilingual model; this one is English-only")
+		log.Warn("--language auto needs a multilingual model; this one is English-only: decoding English")
 	}
 	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "multilingual", m.Multilingual())
 	switch {
 	case c.Serve:
 		return c.serve(ctx, log, m, stdin, stdout)
 	case len(c.Files) > 0:
+		if err := c.makeOutputDir(); err != nil {
+			return err
+		}
 		return c.files(ctx, log, m, stdout, stderr)
 	default:
 		return c.stream(ctx, log, m, stdin, stdout)
 	}
+}
+
+// checkOutputDir refuses an --output-dir that exists and is not a folder,
+// before anything is loaded.
+func (c *CLI) checkOutputDir() error {
+	if c.OutputDir == "" {
+		return nil
+	}
+	st, err := os.Stat(c.OutputDir)
+	switch {
+	case err == nil && !st.IsDir():
+		return cli.Usagef("--output-dir %s exists and is not a folder", c.OutputDir)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
+	}
+	return nil
+}
+
+// makeOutputDir creates a missing --output-dir and its parents (0755, as
+// mkdir -p does).
+func (c *CLI) makeOutputDir() error {
+	if c.OutputDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(c.OutputDir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
+	}
+	return nil
 }

@@ -21,10 +21,13 @@ import (
 )
 
 // files transcribes each file; a failed file is reported and the others
-// still run. The error at the end says how many failed.
+// still run. The error at the end says how many failed. Several files
+// printed as text on stdout each get a header line, as head(1) prints them
+// ("==> PATH <==", a blank line between files); a file with no speech
+// prints nothing at all.
 func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
 	if len(c.Files) == 1 {
-		err := c.file(ctx, log, m, c.Files[0], stdout, stderr)
+		err := c.file(ctx, log, m, c.Files[0], stdout, stderr, nil)
 		if err != nil && ctx.Err() != nil {
 			return nil // interrupted: not an error
 		}
@@ -33,9 +36,21 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 		}
 		return nil
 	}
-	failed := 0
+	failed, headed := 0, 0
 	for _, path := range c.Files {
-		if err := c.file(ctx, log, m, path, stdout, stderr); err != nil {
+		var header func() error
+		if c.OutputDir == "" && c.Output == "txt" {
+			header = func() error {
+				sep := ""
+				if headed > 0 {
+					sep = "\n"
+				}
+				headed++
+				_, err := fmt.Fprintf(stdout, "%s==> %s <==\n", sep, path)
+				return err
+			}
+		}
+		if err := c.file(ctx, log, m, path, stdout, stderr, header); err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted: not an error
 			}
@@ -49,7 +64,9 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 	return nil
 }
 
-func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer) error {
+// file transcribes one file. header, if not nil, is called before its
+// transcript goes to stdout, if there is one.
+func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	samples, info, err := wav.ReadFile16k(path, maxSamples)
 	if err != nil {
@@ -74,8 +91,18 @@ func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path str
 	} else {
 		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
 	}
-	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: c.Language}
+	lang := res.Language // the one decoded, or detected
+	if lang == "" && c.lang != "auto" {
+		lang = c.lang // nothing decoded
+	}
+	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: lang}
 	if c.OutputDir == "" {
+		// Silence prints nothing, not even its header.
+		if header != nil && transcript.Text(res.Segments) != "" {
+			if err := header(); err != nil {
+				return err
+			}
+		}
 		return transcript.Write(stdout, c.Output, res.Segments, doc)
 	}
 	var buf bytes.Buffer
@@ -147,7 +174,11 @@ func newProgress(stderr io.Writer, mode, label string, audio time.Duration) *pro
 	return &progress{w: stderr, label: label, on: on, last: -1, start: time.Now(), audio: audio}
 }
 
+// set draws pct. whisper.cpp's progress callback runs at the top of each
+// window, before its end-of-audio check, so it reports more than 100 % when
+// a window's seek jumps past the end: every value is clamped to 0–100.
 func (p *progress) set(pct int) {
+	pct = min(max(pct, 0), 100)
 	if !p.on || pct == p.last {
 		return
 	}

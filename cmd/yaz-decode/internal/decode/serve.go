@@ -26,7 +26,18 @@ type job struct {
 	samples []int16
 	tooLong bool
 	prompt  *string // from a Prompt frame; nil: --prompt
+	// ctx is the utterance's own: an Abandon frame that names it cancels
+	// it with errAbandoned, which stops whisper at its next check.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
+
+// errAbandoned is the cause of an utterance's context cancelled by an
+// Abandon frame.
+var errAbandoned = errors.New("utterance abandoned")
+
+// abandoned reports whether an Abandon frame cancelled j.
+func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbandoned) }
 
 // serve runs the framed supervised mode: frames on stdin, one JSON result per
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
@@ -56,11 +67,17 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 	return derr
 }
 
+// readFrames turns frames into jobs. An Abandon frame discards what has
+// arrived of the next utterance; when nothing has (no Audio or Prompt frame
+// since the last End), it abandons the utterance that End ended instead,
+// whether it is queued or decoding (see package frame).
 func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 	fr := frame.NewReader(stdin)
 	var cur []int16
 	var prompt *string
 	tooLong := false
+	open := false // an Audio or Prompt frame arrived since the last End or Abandon
+	var abandonLast context.CancelCauseFunc
 	utt := 0
 	limit := pcm.Samples(maxUtterance)
 	for ctx.Err() == nil {
@@ -73,6 +90,7 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 		}
 		switch f.Type {
 		case frame.Audio:
+			open = true
 			if len(cur)+len(f.Payload)/2 > limit {
 				tooLong = true
 				continue
@@ -80,15 +98,24 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 			cur = pcm.Decode(cur, f.Payload)
 		case frame.End:
 			utt++
+			jctx, cancel := context.WithCancelCause(ctx)
 			select {
-			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong, prompt: prompt}:
+			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong, prompt: prompt, ctx: jctx, cancel: cancel}:
 			case <-ctx.Done():
+				cancel(nil)
 				return nil
 			}
-			cur, tooLong, prompt = nil, false, nil
+			abandonLast = cancel
+			cur, tooLong, prompt, open = nil, false, nil, false
 		case frame.Abandon:
-			cur, tooLong, prompt = nil, false, nil
+			if !open && abandonLast != nil {
+				// A no-op once its result is out.
+				abandonLast(errAbandoned)
+				abandonLast = nil
+			}
+			cur, tooLong, prompt, open = nil, false, nil, false
 		case frame.Prompt:
+			open = true
 			p := strings.ToValidUTF8(string(f.Payload), "")
 			prompt = &p
 		}
@@ -112,8 +139,10 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		res := frame.Result{Utt: j.utt, Segments: []frame.Segment{}, AudioMs: pcm.Millis(len(j.samples))}
 		start := time.Now()
 		switch {
+		case j.abandoned():
+			res.Error = frame.ErrorAbandoned // abandoned while it waited
 		case j.tooLong:
-			res.Error = "too_long"
+			res.Error = frame.ErrorTooLong
 		case len(j.samples) == 0 || (c.VADGate && !vad.HasSpeech(j.samples, c.vadConfig())):
 			// No speech: nothing to decode, and nothing to hallucinate.
 		default:
@@ -121,13 +150,18 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			if j.prompt != nil {
 				opt.Prompt = *j.prompt
 			}
-			r, err := m.Transcribe(ctx, pcm.ToFloat32(nil, j.samples), opt)
+			r, err := m.Transcribe(j.ctx, pcm.ToFloat32(nil, j.samples), opt)
 			if ctx.Err() != nil {
+				j.cancel(nil)
 				return nil
+			}
+			if err != nil && j.abandoned() {
+				res.Error = frame.ErrorAbandoned // stopped at whisper's next check
+				break
 			}
 			if err != nil {
 				log.Error("decode failed", "utt", j.utt, "err", err)
-				res.Error = "decode_failed"
+				res.Error = frame.ErrorDecodeFailed
 				break
 			}
 			res.Text = r.Text()
@@ -135,6 +169,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 				res.Segments = append(res.Segments, frame.Segment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
 			}
 		}
+		j.cancel(nil)
 		res.DecodeMs = time.Since(start).Milliseconds()
 		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error)
 		if err := enc.Encode(res); err != nil {

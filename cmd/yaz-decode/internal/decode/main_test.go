@@ -1,0 +1,233 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+)
+
+// miniModel writes the generated mini model (English-only) into dir.
+func miniModel(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "ggml-mini.bin")
+	if err := testmodel.WriteFile(p, testmodel.Mini, 1); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeWAV writes samples as a 16 kHz mono WAV file.
+func writeWAV(t *testing.T, path string, samples []int16) string {
+	t.Helper()
+	data := append(pcm.WAVHeader(int64(2*len(samples))), pcm.Encode(nil, samples)...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runMain(stdin []byte, args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, bytes.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestLanguageRefused: -l with a language other than English on an
+// English-only model is refused with an error that says so, in every mode,
+// instead of decoding English and labelling the output with the language
+// asked for.
+func TestLanguageRefused(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	var frames bytes.Buffer
+	w := frame.NewWriter(&frames)
+	w.Audio(speech(2 * time.Second))
+	w.End()
+	for _, mode := range []struct {
+		name  string
+		args  []string
+		stdin []byte
+	}{
+		{"files", []string{"-o", "json", wav}, nil},
+		{"stream", []string{"--json"}, pcm.Encode(nil, speech(2*time.Second))},
+		{"serve", []string{"--serve"}, frames.Bytes()},
+	} {
+		for _, lang := range []string{"de", "fr", "german", "xx"} {
+			t.Run(mode.name+"/"+lang, func(t *testing.T) {
+				args := append([]string{"-m", model, "-t", "2", "-l", lang}, mode.args...)
+				stdout, stderr, code := runMain(mode.stdin, args...)
+				if code == 0 {
+					t.Fatalf("-l %s on an English-only model: exit 0, stdout %q", lang, stdout)
+				}
+				if stdout != "" {
+					t.Errorf("-l %s: stdout %q, want nothing", lang, stdout)
+				}
+				// Under --serve the message is a slog record (quotes escaped).
+				named := strings.Contains(stderr, `"`+lang+`"`) || strings.Contains(stderr, `\"`+lang+`\"`)
+				if !named || !strings.Contains(stderr, "language") {
+					t.Errorf("-l %s: stderr %q does not name the language", lang, stderr)
+				}
+				if lang != "xx" && !strings.Contains(stderr, "English-only") {
+					t.Errorf("-l %s: stderr %q does not say the model is English-only", lang, stderr)
+				}
+			})
+		}
+	}
+	// English, and auto (English on this model), are decoded and labelled
+	// with the language decoded.
+	for _, lang := range []string{"en", "auto", "EN"} {
+		stdout, stderr, code := runMain(nil, "-m", model, "-t", "2", "-l", lang, "-o", "json", wav)
+		if code != 0 {
+			t.Fatalf("-l %s: exit %d: %s", lang, code, stderr)
+		}
+		var doc transcript.JSONDoc
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Language != "en" {
+			t.Errorf("-l %s: JSON language %q, want en", lang, doc.Language)
+		}
+	}
+}
+
+// TestOutputDir: --output-dir creates a missing folder (and its parents);
+// a path that exists and is not a folder is named precisely.
+func TestOutputDir(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	a := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	b := writeWAV(t, filepath.Join(dir, "b.wav"), speech(3*time.Second))
+
+	out := filepath.Join(dir, "subs", "2024")
+	stdout, stderr, code := runMain(nil, "-m", model, "-t", "2", "-o", "srt", "--output-dir", out, a, b)
+	if code != 0 {
+		t.Fatalf("--output-dir missing: exit %d: %s", code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing with --output-dir", stdout)
+	}
+	for _, p := range []string{filepath.Join(dir, "subs"), out} {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			t.Fatalf("%s not created: %v", p, err)
+		}
+		if perm := st.Mode().Perm(); perm&^0o755 != 0 || perm&0o700 != 0o700 {
+			t.Errorf("%s created with mode %v, want 0755 (less with a umask)", p, perm)
+		}
+	}
+	for _, name := range []string{"a.srt", "b.srt"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
+	file := writeWAV(t, filepath.Join(dir, "taken"), nil)
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{file, file + " exists and is not a folder"},
+		{filepath.Join(file, "sub"), "--output-dir " + filepath.Join(file, "sub")},
+	} {
+		_, stderr, code := runMain(nil, "-m", model, "-o", "srt", "--output-dir", tc.path, a)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--output-dir %s: exit %d, stderr %q; want a failure saying %q", tc.path, code, stderr, tc.want)
+		}
+		if strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("--output-dir %s: %d lines on stderr, want one", tc.path, strings.Count(stderr, "\n"))
+		}
+	}
+}
+
+// TestFileHeaders: several files printed as text on stdout get a header
+// line each, as head(1) prints them, with a blank line between files; one
+// file gets none, nor does a file with no speech (silence prints nothing);
+// JSON lines carry the file name instead.
+func TestFileHeaders(t *testing.T) {
+	dir := t.TempDir()
+	a := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	b := writeWAV(t, filepath.Join(dir, "b.wav"), speech(3*time.Second))
+	quiet := writeWAV(t, filepath.Join(dir, "quiet.wav"), silence(2*time.Second))
+	missing := filepath.Join(dir, "missing.wav")
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		output string
+		want   string
+	}{
+		{"one file", []string{a}, "txt", "2s\n"},
+		{"two files", []string{a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+		{"a silent file prints nothing", []string{a, quiet, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+		{"silence alone prints nothing", []string{quiet, quiet}, "txt", ""},
+		{"a failed file has none", []string{missing, a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI()
+			c.Files = tc.files
+			c.Output = tc.output
+			c.MaxDuration = time.Hour
+			var out, errb bytes.Buffer
+			c.files(context.Background(), discard, &fakeRecognizer{}, &out, &errb)
+			if got := out.String(); got != tc.want {
+				t.Errorf("stdout = %q\nwant     %q", out.String(), tc.want)
+			}
+		})
+	}
+	c := newCLI()
+	c.Files = []string{a, b}
+	c.Output = "json"
+	c.MaxDuration = time.Hour
+	var out bytes.Buffer
+	if err := c.files(context.Background(), discard, &fakeRecognizer{}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "==>") || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("JSON of two files = %q, want two JSON lines without headers", out.String())
+	}
+}
+
+// TestStartupErrorsWrapCauses: the errors that end yaz-decode before it
+// decodes anything wrap asr's sentinels, so a supervisor hook can tell a
+// missing model, a file that is not a model and an unsupported language
+// apart.
+func TestStartupErrorsWrapCauses(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	junk := filepath.Join(dir, "junk.bin")
+	if err := os.WriteFile(junk, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"--serve", "-m", filepath.Join(dir, "none.bin")}, asr.ErrModelMissing},
+		{[]string{"--serve", "-m", junk}, asr.ErrModelInvalid},
+		{[]string{"--serve", "-m", model, "-l", "de"}, asr.ErrLanguageUnsupported},
+	} {
+		var c CLI
+		var out, errb bytes.Buffer
+		if _, code, done := cli.Parse(name, "", &c, tc.args, &out, &errb, kong.Vars{"model": "", "version": "test"}); done {
+			t.Fatalf("parse %q: exit %d: %s", tc.args, code, errb.String())
+		}
+		err := c.run(context.Background(), discard, bytes.NewReader(nil), &out, &errb)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("run(%q) = %v, want it to wrap %v", tc.args, err, tc.want)
+		}
+	}
+}

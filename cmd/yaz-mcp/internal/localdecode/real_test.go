@@ -1,0 +1,96 @@
+package localdecode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// realDecoder builds the real yaz-decode and writes the generated mini
+// model into dir; it returns them and the path of jfk.wav.
+func realDecoder(t *testing.T, dir string) (bin, model, jfk string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	bin = filepath.Join(dir, "yaz-decode")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/yaz-decode")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/yaz-decode: %v\n%s", err, out)
+	}
+	model = filepath.Join(dir, "ggml-mini.bin")
+	if err := testmodel.WriteFile(model, testmodel.Mini, 1); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOMODCACHE: %v", err)
+	}
+	jfk = filepath.Join(strings.TrimSpace(string(mod)),
+		"github.com/ggerganov/whisper.cpp/bindings/go@v0.0.0-20260227185758-9453b4b9be9b/samples/jfk.wav")
+	if _, err := os.Stat(jfk); err != nil {
+		t.Fatal(err)
+	}
+	return bin, model, jfk
+}
+
+// TestRealDecoderLengths runs the real yaz-decode (which this package starts
+// with --progress=always) over file lengths whose progress once crashed it:
+// each gives a transcript, and progress rises to at most 100.
+func TestRealDecoderLengths(t *testing.T) {
+	dir := t.TempDir()
+	bin, model, jfk := realDecoder(t, dir)
+	f32, _, err := wav.ReadFile16k(jfk, 60*pcm.SampleRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := pcm.FromFloat32(nil, f32)
+	for _, secs := range []int{40, 45, 50, 55, 66, 70, 75, 80, 100} {
+		t.Run(fmt.Sprintf("%ds", secs), func(t *testing.T) {
+			n := secs * pcm.SampleRate
+			samples := make([]int16, 0, n)
+			for len(samples) < n {
+				samples = append(samples, one[:min(len(one), n-len(samples))]...)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("%ds.wav", secs))
+			data := append(pcm.WAVHeader(int64(2*len(samples))), pcm.Encode(nil, samples)...)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var got []int
+			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2}, f, func(p int) { got = append(got, p) }, nil)
+			if err != nil {
+				t.Fatalf("Run on %d s: %v", secs, err)
+			}
+			if res.AudioMs != int64(secs)*1000 {
+				t.Errorf("audio_ms = %d, want %d", res.AudioMs, secs*1000)
+			}
+			if len(got) == 0 {
+				t.Errorf("no progress reported")
+			}
+			for i, p := range got {
+				if p < 0 || p > 100 || i > 0 && p <= got[i-1] {
+					t.Errorf("progress %v does not rise within 0–100", got)
+					break
+				}
+			}
+		})
+	}
+}

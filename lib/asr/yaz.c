@@ -1,0 +1,134 @@
+// The C side of package asr: whisper_full on a state of its own, its abort
+// flag and progress, whisper.cpp's log lines, and the graph hook that makes
+// an abort land within one graph node. See cgo.go.
+
+#include "yaz.h"
+#include <ggml-backend.h>
+
+// ---- logging ---------------------------------------------------------------
+
+// whisper.cpp's and ggml's log lines go to Go (yazLog), which writes them as
+// slog records at debug level. yaz_log_on is off unless that level is on, so
+// a quiet run makes no call into Go at all.
+extern void yazLog(int level, char *text);
+static int yaz_log_on;
+static __thread int yaz_log_muted;
+
+static void yaz_log(enum ggml_log_level level, const char *text, void *user_data) {
+	(void)user_data;
+	if (yaz_log_muted || !__atomic_load_n(&yaz_log_on, __ATOMIC_RELAXED)) {
+		return;
+	}
+	yazLog((int)level, (char *)text);
+}
+
+void yaz_log_install(void) { whisper_log_set(yaz_log, NULL); }
+void yaz_log_enable(int on) { __atomic_store_n(&yaz_log_on, on, __ATOMIC_RELAXED); }
+
+// ---- one transcription -----------------------------------------------------
+
+static bool yaz_should_abort(void *data) {
+	yaz_job *j = data;
+	__atomic_fetch_add(&j->checks, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0) {
+		__atomic_store_n(&j->aborted, 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	return false;
+}
+
+static bool yaz_encoder_begin(struct whisper_context *ctx, struct whisper_state *st, void *data) {
+	(void)ctx; (void)st;
+	return !yaz_should_abort(data);
+}
+
+extern void yazProgress(uintptr_t handle, int percent);
+
+static void yaz_progress(struct whisper_context *ctx, struct whisper_state *st, int percent, void *data) {
+	(void)ctx; (void)st;
+	yaz_job *j = data;
+	if (j->progress) {
+		yazProgress(j->progress, percent);
+	}
+}
+
+// The job of the whisper_full call running on this thread, for the graph
+// hook below.
+static __thread yaz_job *yaz_current;
+
+// whisper.cpp 1.9.1 checks whisper_full_params.abort_callback only after a
+// whole encoder pass (0.7 s for tiny.en, 1.5 s for base.en at the full
+// context here; many seconds for larger models) and after each decoder step.
+// The CPU backend can check it after every node of a graph, but whisper.cpp
+// never hands the callback to the backends of its schedulers. The link flag
+// --wrap=ggml_backend_sched_graph_compute routes whisper.cpp's calls through
+// this function, which hands the running job's flag to every backend of the
+// scheduler first: an abort then lands within one graph node. With a shared
+// libwhisper the wrap does not apply and the per-pass checks remain.
+enum ggml_status __real_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph);
+
+enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
+	yaz_job *j = yaz_current;
+	if (j) {
+		__atomic_fetch_add(&j->graphs, 1, __ATOMIC_RELAXED);
+	}
+	for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); i++) {
+		ggml_backend_t b = ggml_backend_sched_get_backend(sched, i);
+		ggml_backend_dev_t dev = ggml_backend_get_device(b);
+		ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : NULL;
+		if (!reg) {
+			continue;
+		}
+		ggml_backend_set_abort_callback_t set =
+			(ggml_backend_set_abort_callback_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
+		if (set) {
+			set(b, j ? yaz_should_abort : NULL, j);
+		}
+	}
+	return __real_ggml_backend_sched_graph_compute(sched, graph);
+}
+
+// yaz_init_state makes a fresh state. Its log lines (buffer sizes) are the
+// same every time: only the first state of the process logs them.
+static int yaz_states;
+
+struct whisper_state *yaz_init_state(struct whisper_context *ctx) {
+	yaz_log_muted = __atomic_fetch_add(&yaz_states, 1, __ATOMIC_RELAXED) > 0;
+	struct whisper_state *st = whisper_init_state(ctx);
+	yaz_log_muted = 0;
+	return st;
+}
+
+int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_opts *o, yaz_job *job,
+		const float *samples, int n) {
+	struct whisper_full_params p = whisper_full_default_params(
+		o->beam_size > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY);
+	p.n_threads = o->threads;
+	p.print_progress = false;
+	p.print_realtime = false;
+	p.print_timestamps = false;
+	p.print_special = false;
+	p.translate = false;
+	if (o->beam_size > 1) {
+		p.beam_search.beam_size = o->beam_size;
+	}
+	if (o->no_fallback) {
+		p.temperature_inc = 0;
+	}
+	p.audio_ctx = o->audio_ctx;
+	p.language = o->language;
+	p.initial_prompt = o->prompt;
+	// Non-speech tokens ([Music], (laughs) ...) are suppressed, as
+	// whisper-cli -sns does.
+	p.suppress_nst = true;
+	p.progress_callback = yaz_progress;
+	p.progress_callback_user_data = job;
+	p.encoder_begin_callback = yaz_encoder_begin;
+	p.encoder_begin_callback_user_data = job;
+	p.abort_callback = yaz_should_abort;
+	p.abort_callback_user_data = job;
+	yaz_current = job;
+	int rc = whisper_full_with_state(ctx, st, p, samples, n);
+	yaz_current = NULL;
+	return rc;
+}

@@ -1,0 +1,37 @@
+// Declarations shared by yaz.c and cgo.go (package asr).
+#ifndef YAZ_ASR_H
+#define YAZ_ASR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <whisper.h>
+
+// yaz_job is the C side of one whisper_full call. Go sets abort (atomically)
+// once the call's context is done; whisper.cpp reads it at every check
+// without calling into Go.
+typedef struct {
+	int32_t abort;      // non-zero: stop at the next check
+	uintptr_t progress; // cgo.Handle of the Go progress function; 0: none
+	int32_t aborted;    // whisper.cpp saw the flag: its output is partial
+	int64_t checks;     // how often the flag was read (tests)
+	int64_t graphs;     // graph computations run (tests)
+} yaz_job;
+
+// yaz_opts are the settings of one call.
+typedef struct {
+	int threads;
+	int beam_size;        // > 1: beam search
+	int audio_ctx;        // 0: full
+	int no_fallback;      // no temperature fallback
+	const char *language; // a code, or "auto"
+	const char *prompt;   // NULL: none
+} yaz_opts;
+
+void yaz_log_install(void);
+void yaz_log_enable(int on);
+struct whisper_state *yaz_init_state(struct whisper_context *ctx);
+int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_opts *o, yaz_job *job,
+	const float *samples, int n);
+
+#endif
