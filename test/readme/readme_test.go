@@ -176,7 +176,7 @@ var checks = map[string]func(stdout, stderr string) error{
 
 // TestREADMEExamples runs every shell example of README.md as written, in
 // order, in one session: a copy of the source tree as the working folder
-// (with meeting.wav, talk.wav, question.wav and in.mp3 made from jfk.wav), a
+// (with meeting.wav, talk.wav, question.wav, a.wav, b.wav and in.mp3 made from jfk.wav), a
 // fresh HOME whose models folder holds a generated model under the default
 // name, the installed programs first on PATH, no display, and a private
 // PulseAudio server with a null sink as microphone and speaker.
@@ -354,7 +354,7 @@ func newSession(t *testing.T, inst installed) *session {
 	if err != nil {
 		t.Fatalf("jfk.wav: %v (go mod download)", err)
 	}
-	for _, f := range []string{"meeting.wav", "talk.wav", "question.wav"} {
+	for _, f := range []string{"meeting.wav", "talk.wav", "question.wav", "a.wav", "b.wav"} {
 		if err := os.WriteFile(filepath.Join(src, f), jfk, 0o644); err != nil {
 			t.Fatal(err)
 		}
