@@ -1,0 +1,179 @@
+package adversarial
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/jsonrpc"
+)
+
+// flood opens n connections to the daemon socket that never finish a
+// request: every other one sends nothing, the rest half a line. closed
+// counts those the daemon has closed.
+func flood(t *testing.T, sock string, n int, closed *atomic.Int64, changed chan<- struct{}) {
+	t.Helper()
+	for i := range n {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if i%2 == 1 {
+			io.WriteString(conn, `{"jsonrpc":"2.0","id":1,"meth`)
+		}
+		go func() {
+			io.Copy(io.Discard, conn) // until the daemon closes it
+			closed.Add(1)
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}()
+	}
+}
+
+// waitClosed waits until at least n flood connections were closed by the
+// daemon, or fails after limit.
+func waitClosed(t *testing.T, closed *atomic.Int64, changed <-chan struct{}, n int64, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for closed.Load() < n {
+		select {
+		case <-changed:
+		case <-time.After(100 * time.Millisecond): // a missed signal
+		case <-deadline:
+			t.Fatalf("%d flood connections closed by the daemon after %v, want at least %d", closed.Load(), limit, n)
+		}
+	}
+}
+
+// TestIdleConnectionsDoNotStarveControl (issue 11, item 4): 300 and then
+// 300 more same-uid connections that never send a whole request do not
+// lock out the compositor's `yazsesd ctl hold start|stop` or `status`, and
+// the daemon's log holds a few summary lines about them, not one per
+// connection.
+func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
+	d := startDaemon(t)
+	sock := d.socket()
+	var closed atomic.Int64
+	changed := make(chan struct{}, 1)
+	const wave = 300
+	free := int64(wave - jsonrpc.DefaultMaxConns) // beyond the ordinary slots
+
+	flood(t, sock, wave, &closed, changed)
+	// Whatever the policy (refuse the newcomers, or evict the idlest),
+	// 44 of the 300 are closed at once: then all 300 have been dealt with.
+	waitClosed(t, &closed, changed, free, 30*time.Second)
+
+	ctl := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := d.ctl(args...)
+		if code != 0 {
+			t.Errorf("ctl %s with %d idle connections open: exit %d: %s", strings.Join(args, " "), wave, code, strings.TrimSpace(errOut))
+		}
+		return out
+	}
+	var h daemonapi.HoldResult
+	if out := ctl("hold", "start"); json.Unmarshal([]byte(out), &h) != nil || h.Hold != daemonapi.HoldHolding {
+		t.Errorf("ctl hold start printed %q, want the hold state holding", out)
+	}
+	if out := ctl("hold", "stop"); json.Unmarshal([]byte(out), &h) != nil || h.Hold != daemonapi.HoldIdle || h.Outcome == "" {
+		t.Errorf("ctl hold stop printed %q, want the hold state idle and an outcome", out)
+	}
+	var st daemonapi.Status
+	if out := ctl("status"); json.Unmarshal([]byte(out), &st) != nil || st.PID == 0 {
+		t.Errorf("ctl status printed %q, want the daemon's status", out)
+	}
+
+	// A second wave, then status again.
+	before := closed.Load()
+	flood(t, sock, wave, &closed, changed)
+	waitClosed(t, &closed, changed, before+wave, 60*time.Second)
+	if out := ctl("status"); json.Unmarshal([]byte(out), &st) != nil || st.PID == 0 {
+		t.Errorf("ctl status after %d connections printed %q, want the daemon's status", 2*wave, out)
+	}
+	opened := int64(2 * wave)
+	closedByDaemon := closed.Load()
+
+	d.stop() // the last summary line is written at the end
+	lines, total := 0, int64(0)
+	for _, m := range d.logRecords() {
+		msg, _ := m["msg"].(string)
+		if m["part"] != "socket" || m["level"] != "WARN" || !strings.Contains(msg, "connection") {
+			continue
+		}
+		lines++
+		if n, ok := m["count"].(float64); ok {
+			total += int64(n)
+		} else {
+			total++
+		}
+	}
+	t.Logf("%d flood connections opened, %d closed by the daemon; %d WARN lines about connections, accounting for %d refused or evicted", opened, closedByDaemon, lines, total)
+	if lines > 4 {
+		t.Errorf("the daemon logged %d WARN lines about %d connections; want a few summary lines (at most 4)", lines, total)
+	}
+	if total < opened-jsonrpc.DefaultMaxConns {
+		t.Errorf("the WARN lines account for %d connections; want at least the %d turned away or evicted", total, opened-jsonrpc.DefaultMaxConns)
+	}
+}
+
+// TestSlowlorisCannotHoldASlot (issue 11, item 4): a client that sends a
+// request one byte a second is closed before its line is complete; the
+// request never runs.
+func TestSlowlorisCannotHoldASlot(t *testing.T) {
+	d := startDaemon(t)
+	conn, err := net.Dial("unix", d.socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	line := `{"jsonrpc":"2.0","id":1,"method":"status"}` + "\n"
+	closed := make(chan []string, 1)
+	go func() {
+		var got []string
+		sc := bufio.NewScanner(conn)
+		for sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		closed <- got
+	}()
+	var got []string
+	ended := false
+	sent := 0
+	start := time.Now()
+	for !ended && sent < len(line) {
+		if _, err := conn.Write([]byte{line[sent]}); err != nil {
+			break
+		}
+		sent++
+		select {
+		case got = <-closed:
+			ended = true
+		case <-time.After(time.Second):
+		}
+	}
+	if !ended {
+		select {
+		case got = <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the slow client sent its whole line (%d bytes, one a second) and is still connected", sent)
+		}
+	}
+	t.Logf("slow client closed after %d of %d bytes, %v", sent, len(line), time.Since(start).Round(time.Second))
+	if sent >= len(line) {
+		t.Errorf("the daemon let the slow client send its whole %d-byte line", len(line))
+	}
+	for _, l := range got {
+		if strings.Contains(l, `"result"`) {
+			t.Errorf("the slow client's request ran: %s", l)
+		}
+	}
+}
