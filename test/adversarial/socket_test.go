@@ -177,3 +177,46 @@ func TestSlowlorisCannotHoldASlot(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyConnectionsLeaveRoomForControl (issue 11, item 4): with every
+// ordinary connection running a request (256 questions waiting for a hold
+// to end), the compositor's `ctl hold stop` and `ctl status` still get
+// through on the reserved connections; other methods there are told the
+// server is busy.
+func TestBusyConnectionsLeaveRoomForControl(t *testing.T) {
+	d := startDaemon(t)
+	if _, errOut, code := d.ctl("hold", "start"); code != 0 {
+		t.Fatalf("ctl hold start: exit %d: %s", code, errOut)
+	}
+	sock := d.socket()
+	for i := range jsonrpc.DefaultMaxConns {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		// The status reply (id 2) comes after the question (id 1) was
+		// read: then this connection has a request in flight.
+		io.WriteString(conn, `{"jsonrpc":"2.0","id":1,"method":"ask_human","params":{"question":"Waiting?","timeout_s":40}}`+"\n"+
+			`{"jsonrpc":"2.0","id":2,"method":"status"}`+"\n")
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"id":2`) || !strings.Contains(line, `"result"`) {
+			t.Fatalf("connection %d: status after the question = %q, %v", i, line, err)
+		}
+		conn.SetReadDeadline(time.Time{})
+	}
+	if out, errOut, code := d.ctl("last"); code == 0 || !strings.Contains(errOut, "server busy") {
+		t.Errorf("ctl last with every connection busy: exit %d, %q %q; want server busy", code, out, errOut)
+	}
+	var st daemonapi.Status
+	out, errOut, code := d.ctl("status")
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Hold != daemonapi.HoldHolding || st.Waiting < jsonrpc.DefaultMaxConns {
+		t.Errorf("ctl status with every connection busy: exit %d, %q %q; want holding and %d questions waiting", code, out, errOut, jsonrpc.DefaultMaxConns)
+	}
+	var h daemonapi.HoldResult
+	out, errOut, code = d.ctl("hold", "stop")
+	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Hold != daemonapi.HoldIdle {
+		t.Errorf("ctl hold stop with every connection busy: exit %d, %q %q; want idle", code, out, errOut)
+	}
+}
