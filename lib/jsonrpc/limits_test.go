@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -332,5 +333,49 @@ func TestLineTimeoutPerLine(t *testing.T) {
 			t.Fatalf("line %d: %+v, %v", i, resp, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestLineClockPausedWhileServerWaits: while the in-flight cap stops the
+// server from reading, a line it had begun to read is not the client's
+// delay: its clock starts again when reading resumes.
+func TestLineClockPausedWhileServerWaits(t *testing.T) {
+	s, started, _ := blockServer(t)
+	s.MaxInFlight = 1
+	s.LineTimeout = 300 * time.Millisecond
+	s.IdleTimeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	s.Handle("hold", func(ctx context.Context, params json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-release
+		return "held", nil
+	})
+	path := serve(t, s)
+	c := dialRaw(t, path)
+	// One write: a call that holds the only in-flight place, a second
+	// call that must wait for it, and the first half of a third.
+	io.WriteString(c.conn, `{"jsonrpc":"2.0","id":1,"method":"hold"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0",`)
+	wait(t, started, "the holding request")
+	// An idle connection closed after the hold began: more than
+	// LineTimeout has passed since the half line was read.
+	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	io.WriteString(c.conn, `"id":3,"method":"ping"}`+"\n")
+	ids := map[string]bool{}
+	for range 3 {
+		resp, err := c.recv(5 * time.Second)
+		if err != nil {
+			t.Fatalf("after %v: %v", ids, err)
+		}
+		if resp.Error != nil {
+			t.Fatalf("response %s: error %+v", resp.ID, resp.Error)
+		}
+		ids[string(resp.ID)] = true
 	}
 }

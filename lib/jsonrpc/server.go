@@ -255,7 +255,7 @@ func (a *admission) leave(c *serverConn) {
 // (no request in flight) as evicted, and returns it; nil if every one has
 // a request in flight.
 func evictIdlest(pool map[*serverConn]struct{}) *serverConn {
-	for {
+	for range 3 {
 		var best *serverConn
 		var since time.Time
 		for c := range pool {
@@ -273,6 +273,7 @@ func evictIdlest(pool map[*serverConn]struct{}) *serverConn {
 		}
 		// It started a request meanwhile: look again.
 	}
+	return nil
 }
 
 // refuse tells a connection beyond the limit why it is closed. The reply is
@@ -407,6 +408,15 @@ func (c *serverConn) readDeadline() time.Time {
 	}
 }
 
+// restartLineClock gives a line already begun its full LineTimeout again.
+func (c *serverConn) restartLineClock() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.midLine {
+		c.lineStart = time.Now()
+	}
+}
+
 // start counts a request in flight, unless c was evicted.
 func (c *serverConn) start() bool {
 	c.mu.Lock()
@@ -474,8 +484,16 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		select {
 		case inflight <- struct{}{}:
-		case <-ctx.Done():
-			return nil
+		default:
+			// The cap is reached: the server stops reading until a
+			// request ends. That pause is not the client's, so a line
+			// already begun gets its full LineTimeout from now on.
+			select {
+			case inflight <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			c.restartLineClock()
 		}
 		if !c.start() {
 			<-inflight
