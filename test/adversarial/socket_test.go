@@ -3,6 +3,7 @@ package adversarial
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -14,10 +15,15 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
+// floodStats counts the flood connections the daemon closed, and those
+// of them told "server busy" (refused or evicted) first.
+type floodStats struct {
+	closed, busy atomic.Int64
+}
+
 // flood opens n connections to the daemon socket that never finish a
-// request: every other one sends nothing, the rest half a line. closed
-// counts those the daemon has closed.
-func flood(t *testing.T, sock string, n int, closed *atomic.Int64, changed chan<- struct{}) {
+// request: every other one sends nothing, the rest half a line.
+func flood(t *testing.T, sock string, n int, stats *floodStats, changed chan<- struct{}) {
 	t.Helper()
 	for i := range n {
 		conn, err := net.Dial("unix", sock)
@@ -29,8 +35,11 @@ func flood(t *testing.T, sock string, n int, closed *atomic.Int64, changed chan<
 			io.WriteString(conn, `{"jsonrpc":"2.0","id":1,"meth`)
 		}
 		go func() {
-			io.Copy(io.Discard, conn) // until the daemon closes it
-			closed.Add(1)
+			b, _ := io.ReadAll(conn) // until the daemon closes it
+			if strings.Contains(string(b), fmt.Sprintf(`"code":%d`, jsonrpc.ServerBusy)) {
+				stats.busy.Add(1)
+			}
+			stats.closed.Add(1)
 			select {
 			case changed <- struct{}{}:
 			default:
@@ -62,15 +71,15 @@ func waitClosed(t *testing.T, closed *atomic.Int64, changed <-chan struct{}, n i
 func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 	d := startDaemon(t)
 	sock := d.socket()
-	var closed atomic.Int64
+	var stats floodStats
 	changed := make(chan struct{}, 1)
 	const wave = 300
 	free := int64(wave - jsonrpc.DefaultMaxConns) // beyond the ordinary slots
 
-	flood(t, sock, wave, &closed, changed)
+	flood(t, sock, wave, &stats, changed)
 	// Whatever the policy (refuse the newcomers, or evict the idlest),
 	// 44 of the 300 are closed at once: then all 300 have been dealt with.
-	waitClosed(t, &closed, changed, free, 30*time.Second)
+	waitClosed(t, &stats.closed, changed, free, 30*time.Second)
 
 	ctl := func(args ...string) string {
 		t.Helper()
@@ -93,14 +102,14 @@ func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 	}
 
 	// A second wave, then status again.
-	before := closed.Load()
-	flood(t, sock, wave, &closed, changed)
-	waitClosed(t, &closed, changed, before+wave, 60*time.Second)
+	before := stats.closed.Load()
+	flood(t, sock, wave, &stats, changed)
+	waitClosed(t, &stats.closed, changed, before+wave, 60*time.Second)
 	if out := ctl("status"); json.Unmarshal([]byte(out), &st) != nil || st.PID == 0 {
 		t.Errorf("ctl status after %d connections printed %q, want the daemon's status", 2*wave, out)
 	}
 	opened := int64(2 * wave)
-	closedByDaemon := closed.Load()
+	closedByDaemon, busy := stats.closed.Load(), stats.busy.Load()
 
 	d.stop() // the last summary line is written at the end
 	lines, total := 0, int64(0)
@@ -116,12 +125,16 @@ func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 			total++
 		}
 	}
-	t.Logf("%d flood connections opened, %d closed by the daemon; %d WARN lines about connections, accounting for %d refused or evicted", opened, closedByDaemon, lines, total)
+	t.Logf("%d flood connections opened, %d closed by the daemon, %d of them told server busy; %d WARN lines about connections, accounting for %d refused or evicted",
+		opened, closedByDaemon, busy, lines, total)
+	if busy < free {
+		t.Errorf("only %d flood connections were told server busy; want at least %d (else this test proves nothing)", busy, free)
+	}
 	if lines > 4 {
 		t.Errorf("the daemon logged %d WARN lines about %d connections; want a few summary lines (at most 4)", lines, total)
 	}
-	if total < opened-jsonrpc.DefaultMaxConns {
-		t.Errorf("the WARN lines account for %d connections; want at least the %d turned away or evicted", total, opened-jsonrpc.DefaultMaxConns)
+	if total < busy {
+		t.Errorf("the WARN lines account for %d connections; want at least the %d told server busy", total, busy)
 	}
 }
 
