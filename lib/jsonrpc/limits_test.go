@@ -277,7 +277,7 @@ func TestReserveForPriority(t *testing.T) {
 	if resp, err := next.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
 		t.Fatalf("ping with the reserve idle = %+v, %v; want pong", resp, err)
 	}
-	if got, err := reserved.waitClosed(5 * time.Second); err != nil || len(got) == 0 || got[0].Error.Code != ServerBusy {
+	if got, err := reserved.waitClosed(5 * time.Second); err != nil || len(got) == 0 || got[0].Error == nil || got[0].Error.Code != ServerBusy {
 		t.Errorf("evicted reserved connection got %+v, %v; want a ServerBusy notice and the end", got, err)
 	}
 
