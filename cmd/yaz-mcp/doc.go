@@ -35,8 +35,9 @@
 //	    otherwise the tool does not exist and a call to it is an unknown
 //	    tool. The daemon speaks "An MCP client asks: …", listens for the
 //	    answer and charges the one interruption budget it holds. The
-//	    question is stripped of control characters and must then be 1 to 500
-//	    characters. timeout_s is in seconds: 0 or absent takes
+//	    question is checked as the daemon checks it: control and invisible
+//	    characters are removed, and it must then be 1 to 500 characters
+//	    with something visible, in valid UTF-8. timeout_s is in seconds: 0 or absent takes
 //	    ask.default_timeout_s (45), more than ask.max_timeout_s (45) is cut
 //	    to it, a fraction is rounded up. The structured result is one of
 //	    answered {answer}, no_answer {reason}, deferred {reason},

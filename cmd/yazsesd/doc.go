@@ -71,7 +71,12 @@
 // Methods: status, hold.start, hold.stop, hold.toggle, hold.cancel,
 // ask_human {question, timeout_s}, budget.status, last, audit {max},
 // transcribe {path}. No method changes the budget or the opt-in: those
-// come from the configuration file (SIGHUP reloads it).
+// come from the configuration file (SIGHUP reloads it). Parameter names are
+// exact (case-sensitive, each once) and must be valid UTF-8, else invalid
+// params. A connection idle for 30 s, or 5 s into an unfinished line, is
+// closed; with 256 connections open the idlest gives way to a new one, and
+// 16 more are kept for hold.* and status while all 256 are busy; refusals
+// are logged once per 30 s with a count.
 //
 // The resident decoder serves one utterance at a time: a hold before an
 // answer, an answer before a file. A call whose client goes away while its

@@ -6,6 +6,20 @@
 // the unix socket of package safesocket. No method changes the budget or the
 // ask_human opt-in: those come from the configuration file only.
 //
+// Parameters are strict (jsonrpc.DecodeParams): member names exactly as the
+// json tags below spell them, letter case included ({"QUESTION":…} is
+// refused), each at most once, no other members, valid UTF-8 only; a
+// method without parameters takes none, {} or []. Anything else is
+// InvalidParams (-32602), before the method does anything. An ask_human
+// question must also pass CheckQuestion (invisible characters removed and
+// not counted, something visible left, at most MaxQuestionRunes, no
+// invalid UTF-8 or U+FFFD); the daemon speaks the cleaned text.
+//
+// The daemon keeps room for the compositor: hold.start, hold.stop,
+// hold.toggle, hold.cancel and status are served on reserved connections
+// when every other connection has a request in flight, and idle
+// connections give way to new ones (see package jsonrpc).
+//
 // The ask_human result is a closed vocabulary (DESIGN.md, invariant 8):
 //
 //	{"result":"answered","answer":"…"}
@@ -83,15 +97,18 @@ const (
 
 // AskParams are the parameters of ask_human.
 type AskParams struct {
-	// Question is untrusted text: the daemon strips control characters
-	// and refuses one that is empty or longer than MaxQuestionRunes.
+	// Question is untrusted text, checked with CheckQuestion: control and
+	// invisible format characters are removed (but for joiners between
+	// visible characters), and a question that is then empty, longer than
+	// MaxQuestionRunes, or not valid UTF-8 is refused as invalid params.
 	Question string `json:"question"`
 	// TimeoutS is the longest wait in seconds; 0 takes the configured
 	// default, more than the configured maximum is cut to it.
 	TimeoutS int `json:"timeout_s,omitempty"`
 }
 
-// MaxQuestionRunes caps a question after control characters are stripped.
+// MaxQuestionRunes caps a question, counted after CheckQuestion has
+// removed control and invisible characters.
 const MaxQuestionRunes = 500
 
 // AskResult is the result of ask_human.

@@ -23,6 +23,43 @@
 //   - End of input on a connection means the client is gone: the contexts of
 //     its running requests are cancelled and no more responses are written.
 //     A client must keep its write side open until every reply has arrived.
+//   - "params" is decoded by each handler; [DecodeParams] is the strict way
+//     (member names exactly as documented, letter case included, each
+//     once; valid UTF-8 only), which every yazsesd method uses.
+//
+// # Connections: a budget that always leaves room
+//
+// A connection is idle while it has no request in flight; a request is in
+// flight from the moment its line is read until its response is written.
+// The server bounds what connections can hold:
+//
+//   - Idle: a connection idle for IdleTimeout (30 s by default) since it
+//     was accepted or since its last request was answered is closed. Bytes
+//     that do not make up a request (blank lines, half a line) do not
+//     count as activity. A request that runs long (ask_human waits for a
+//     person) is never cut: there is no idle clock while it runs.
+//   - Slow lines: once a line's first byte has arrived, the whole line
+//     must arrive within LineTimeout (5 s by default), however steadily
+//     the bytes trickle in; otherwise the connection gets an InvalidRequest
+//     notice (null id) and is closed, with any request it had in flight.
+//   - Slots: MaxConns connections (256) may call any method. When all are
+//     taken, a new connection takes the place of the one that has been
+//     idle the longest; that one gets a ServerBusy notice (null id) and is
+//     closed. So connections that never send, or only trickle, can never
+//     lock out a client that has something to ask: they are the first to
+//     go. Only when every connection has a request in flight does a new
+//     one get ReservedConns (16) further slots, on which only the methods
+//     Priority names run (yazsesd: hold.* and status, so a compositor's
+//     `yazsesd ctl hold start` still works while, say, 256 ask_human calls
+//     wait); other calls there get a ServerBusy error. A full reserve
+//     evicts its idle connections the same way. Only when every ordinary
+//     and reserved connection has a request in flight is a new one refused
+//     (a ServerBusy notice, then closed).
+//   - Logging: refusals and evictions are logged at WARN at most once per
+//     LogEvery (30 s) each: the first at once, then one line per interval
+//     with the count of the events in it, so a flood of connections costs
+//     a few lines, not one per connection. Idle and slow-line closes are
+//     logged at DEBUG.
 //
 // [Request], [Response] and [Error] are shared by [Server] and [Client].
 package jsonrpc

@@ -518,17 +518,17 @@ func TestManyIdleConnections(t *testing.T) {
 	}
 }
 
+// TestConnectionLimit: with every connection busy (a request in flight on
+// each; idle ones would be evicted instead), one more is refused.
 func TestConnectionLimit(t *testing.T) {
-	s := testServer(t, nil)
+	s, started, _ := blockServer(t)
 	s.MaxConns = 2
 	path := serve(t, s)
 	var held []*rawConn
 	for range 2 {
 		c := dialRaw(t, path)
-		c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-		if _, err := c.recv(5 * time.Second); err != nil {
-			t.Fatal(err)
-		}
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+		wait(t, started, "a blocking request")
 		held = append(held, c)
 	}
 	extra := dialRaw(t, path)
@@ -558,7 +558,9 @@ func TestConnectionLimit(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c := dialRaw(t, path)
-		c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		// Not c.send: while the slot is still taken the server hangs up,
+		// and the write may fail.
+		io.WriteString(c.conn, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
 		resp, err := c.recv(5 * time.Second)
 		if err == nil && string(resp.Result) == `"pong"` {
 			break

@@ -18,11 +18,20 @@ import (
 
 // Defaults for the Server limits.
 const (
-	DefaultMaxConns     = 256
-	DefaultMaxLineBytes = 1 << 20
-	DefaultMaxInFlight  = 32
-	DefaultWriteTimeout = 10 * time.Second
+	DefaultMaxConns      = 256
+	DefaultReservedConns = 16
+	DefaultMaxLineBytes  = 1 << 20
+	DefaultMaxInFlight   = 32
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultIdleTimeout   = 30 * time.Second
+	DefaultLineTimeout   = 5 * time.Second
+	DefaultLogEvery      = 30 * time.Second
 )
+
+// noticeTimeout bounds the write of a connection-level notice (refused,
+// evicted, line timeout): a small line into a socket buffer that is
+// normally empty, so a peer that does not read never holds anyone up.
+const noticeTimeout = 100 * time.Millisecond
 
 // internalErrorMessage is the only message a non-*Error handler failure
 // produces: the error's own text never leaves the server.
@@ -38,9 +47,18 @@ type Handler func(ctx context.Context, params json.RawMessage) (any, error)
 // Server dispatches requests to handlers. Set the limit fields before the
 // first Serve or ServeConn; Handle may be called at any time.
 type Server struct {
-	// MaxConns caps the connections Serve serves at once; a connection
-	// beyond it gets a ServerBusy error and is closed.
+	// MaxConns caps the connections Serve serves at once for any method.
+	// When they are all taken, a new connection takes the place of the
+	// one idle longest; see the package comment.
 	MaxConns int
+	// ReservedConns are further connections, used only while each of
+	// the MaxConns has a request in flight. Only methods for which
+	// Priority is true run on them; other calls get ServerBusy. Unused
+	// when Priority is nil.
+	ReservedConns int
+	// Priority reports the methods that must always find a connection
+	// (yazsesd: hold.* and status).
+	Priority func(method string) bool
 	// MaxLineBytes caps one request line.
 	MaxLineBytes int
 	// MaxInFlight caps the running requests of one connection; the server
@@ -49,6 +67,19 @@ type Server struct {
 	// WriteTimeout bounds the writing of one response. A client that does
 	// not read its replies within it is dropped.
 	WriteTimeout time.Duration
+	// IdleTimeout closes a connection that has no request in flight and
+	// has sent no request for this long (accepted, or its last request
+	// answered, that long ago). A request that runs longer is never cut.
+	// Zero: no limit.
+	IdleTimeout time.Duration
+	// LineTimeout closes a connection that began a line and did not
+	// finish it within this time, counted from its first byte (a client
+	// trickling bytes cannot hold a connection). Zero: no limit.
+	LineTimeout time.Duration
+	// LogEvery is the interval of the refusal and eviction log lines:
+	// the first of a burst is logged at once, the rest as one line with
+	// their count per interval. Zero or less logs each.
+	LogEvery time.Duration
 	// ConnContext, when non-nil, derives the context of a connection's
 	// requests from the server's context and the connection (to carry
 	// the peer's credentials to handlers, for example).
@@ -66,12 +97,16 @@ func NewServer(logger *slog.Logger) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		MaxConns:     DefaultMaxConns,
-		MaxLineBytes: DefaultMaxLineBytes,
-		MaxInFlight:  DefaultMaxInFlight,
-		WriteTimeout: DefaultWriteTimeout,
-		logger:       logger,
-		handlers:     make(map[string]Handler),
+		MaxConns:      DefaultMaxConns,
+		ReservedConns: DefaultReservedConns,
+		MaxLineBytes:  DefaultMaxLineBytes,
+		MaxInFlight:   DefaultMaxInFlight,
+		WriteTimeout:  DefaultWriteTimeout,
+		IdleTimeout:   DefaultIdleTimeout,
+		LineTimeout:   DefaultLineTimeout,
+		LogEvery:      DefaultLogEvery,
+		logger:        logger,
+		handlers:      make(map[string]Handler),
 	}
 }
 
@@ -95,17 +130,35 @@ func (s *Server) handler(method string) Handler {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	a := &admission{
+		s:       s,
+		general: make(map[*serverConn]struct{}),
+		reserve: make(map[*serverConn]struct{}),
+		refused: newLogLimiter(s.logger, s.LogEvery, "jsonrpc connections refused: every connection has a request in flight",
+			"max_conns", max(s.MaxConns, 1), "reserved", s.reserved()),
+		evicted: newLogLimiter(s.logger, s.LogEvery, "jsonrpc idle connections closed to make room for new ones",
+			"max_conns", max(s.MaxConns, 1), "reserved", s.reserved()),
+	}
 	var wg sync.WaitGroup
-	err := s.acceptLoop(ctx, ln, &wg)
+	err := s.acceptLoop(ctx, ln, &wg, a)
 	stop()
 	cancel()
 	ln.Close()
 	wg.Wait()
+	a.refused.close()
+	a.evicted.close()
 	return err
 }
 
-func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) error {
-	slots := make(chan struct{}, max(s.MaxConns, 1))
+// reserved is the number of reserved connections in use.
+func (s *Server) reserved() int {
+	if s.Priority == nil {
+		return 0
+	}
+	return max(s.ReservedConns, 0)
+}
+
+func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitGroup, a *admission) error {
 	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
@@ -126,21 +179,101 @@ func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitG
 			continue
 		}
 		backoff = 0
-		select {
-		case slots <- struct{}{}:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				if err := s.ServeConn(ctx, conn); err != nil {
-					s.logger.Debug("jsonrpc connection ended", "err", err)
-				}
-			}()
-		default:
-			s.logger.Warn("jsonrpc connection refused: too many connections", "max", cap(slots))
+		c := s.newConn(conn)
+		victim, ok := a.admit(c)
+		if !ok {
 			refuse(conn)
+			a.refused.note()
+			continue
 		}
+		if victim != nil {
+			a.evicted.note()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer a.leave(c)
+			if err := c.serve(ctx); err != nil {
+				s.logger.Debug("jsonrpc connection ended", "err", err)
+			}
+		}()
 	}
+}
+
+// admission is Serve's account of its connections: the ordinary ones and
+// the reserved ones.
+type admission struct {
+	s                *Server
+	mu               sync.Mutex
+	general, reserve map[*serverConn]struct{}
+	refused, evicted *logLimiter
+}
+
+// admit finds c a place: a free ordinary slot; else the place of the
+// ordinary connection idle longest; else (every ordinary connection has a
+// request in flight) a free reserved slot, or the place of the reserved
+// connection idle longest. The connection whose place is taken is
+// returned, already told to go. ok is false when every connection has a
+// request in flight.
+func (a *admission) admit(c *serverConn) (victim *serverConn, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.general) < max(a.s.MaxConns, 1) {
+		a.general[c] = struct{}{}
+		return nil, true
+	}
+	if v := evictIdlest(a.general); v != nil {
+		delete(a.general, v)
+		a.general[c] = struct{}{}
+		return v, true
+	}
+	if a.s.reserved() == 0 {
+		return nil, false
+	}
+	c.reserved = true
+	if len(a.reserve) < a.s.reserved() {
+		a.reserve[c] = struct{}{}
+		return nil, true
+	}
+	if v := evictIdlest(a.reserve); v != nil {
+		delete(a.reserve, v)
+		a.reserve[c] = struct{}{}
+		return v, true
+	}
+	return nil, false
+}
+
+// leave frees c's place, unless it was already given away.
+func (a *admission) leave(c *serverConn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.general, c)
+	delete(a.reserve, c)
+}
+
+// evictIdlest marks the connection of pool that has been idle longest
+// (no request in flight) as evicted, and returns it; nil if every one has
+// a request in flight.
+func evictIdlest(pool map[*serverConn]struct{}) *serverConn {
+	for range 3 {
+		var best *serverConn
+		var since time.Time
+		for c := range pool {
+			c.mu.Lock()
+			if c.inflight == 0 && !c.evicted && (best == nil || c.idleSince.Before(since)) {
+				best, since = c, c.idleSince
+			}
+			c.mu.Unlock()
+		}
+		if best == nil {
+			return nil
+		}
+		if best.evict() {
+			return best
+		}
+		// It started a request meanwhile: look again.
+	}
+	return nil
 }
 
 // refuse tells a connection beyond the limit why it is closed. The reply is
@@ -151,7 +284,7 @@ func refuse(conn net.Conn) {
 		JSONRPC: Version,
 		Error:   &Error{Code: ServerBusy, Message: "server busy: too many connections"},
 	})
-	conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	conn.SetWriteDeadline(time.Now().Add(noticeTimeout))
 	conn.Write(append(b, '\n'))
 	conn.Close()
 }
@@ -166,22 +299,52 @@ func temporary(err error) bool {
 }
 
 // ServeConn serves one connection until the client ends it, a response
-// cannot be written in time, a line is too long, or ctx is done. It closes
-// conn and waits for the connection's handlers before it returns. The
-// client ending the connection is not an error.
+// cannot be written in time, a line is too long or too slow, the
+// connection stays idle past IdleTimeout, or ctx is done. It closes conn
+// and waits for the connection's handlers before it returns. The client
+// ending the connection is not an error.
 func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
-	if s.ConnContext != nil {
-		ctx = s.ConnContext(ctx, conn)
+	return s.newConn(conn).serve(ctx)
+}
+
+func (s *Server) newConn(conn net.Conn) *serverConn {
+	return &serverConn{s: s, conn: conn, idleSince: time.Now()}
+}
+
+type serverConn struct {
+	s        *Server
+	conn     net.Conn
+	cancel   context.CancelFunc
+	reserved bool // on a reserved slot: priority methods only
+
+	wmu    sync.Mutex
+	broken bool // a write failed: nothing more is written
+
+	// mu guards the fields below and the setting of the read deadline.
+	mu        sync.Mutex
+	inflight  int       // requests running or being answered
+	idleSince time.Time // accepted, or last request started or answered
+	midLine   bool      // the bytes read so far end inside a line
+	lineStart time.Time // when that line's first byte was read
+	evicted   bool      // its place was given to a new connection
+}
+
+// errEvicted ends the reading of an evicted connection.
+var errEvicted = errors.New("connection evicted")
+
+func (c *serverConn) serve(ctx context.Context) error {
+	if c.s.ConnContext != nil {
+		ctx = c.s.ConnContext(ctx, c.conn)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &serverConn{s: s, conn: conn, cancel: cancel}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	c.cancel = cancel
+	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	defer stop()
 
 	var wg sync.WaitGroup
 	err := c.readLoop(ctx, &wg)
 	cancel()
-	conn.Close()
+	c.conn.Close()
 	wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil // closed on our side: ctx ended or a write failed
@@ -189,17 +352,99 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	return err
 }
 
-type serverConn struct {
-	s      *Server
-	conn   net.Conn
-	cancel context.CancelFunc
+// evict marks c evicted unless it has a request in flight, and wakes its
+// reader, which tells the client and closes the connection.
+func (c *serverConn) evict() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight > 0 || c.evicted {
+		return false
+	}
+	c.evicted = true
+	c.conn.SetReadDeadline(time.Unix(1, 0))
+	return true
+}
 
-	wmu    sync.Mutex
-	broken bool // a write failed: nothing more is written
+// Read reads from the connection under the deadline its state calls for:
+// the end of LineTimeout inside a line; none while a request is in flight;
+// else the end of IdleTimeout. It keeps track of whether the bytes read
+// end inside a line.
+func (c *serverConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.evicted {
+		c.mu.Unlock()
+		return 0, errEvicted
+	}
+	c.conn.SetReadDeadline(c.readDeadline())
+	c.mu.Unlock()
+	n, err := c.conn.Read(p)
+	if n > 0 {
+		now := time.Now()
+		c.mu.Lock()
+		switch i := bytes.LastIndexByte(p[:n], '\n'); {
+		case i < 0:
+			if !c.midLine {
+				c.midLine, c.lineStart = true, now
+			}
+		case i == n-1:
+			c.midLine = false
+		default:
+			c.midLine, c.lineStart = true, now
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// readDeadline is the deadline for the next read; c.mu is held.
+func (c *serverConn) readDeadline() time.Time {
+	switch {
+	case c.midLine && c.s.LineTimeout > 0:
+		return c.lineStart.Add(c.s.LineTimeout)
+	case c.inflight > 0 || c.s.IdleTimeout <= 0:
+		return time.Time{}
+	default:
+		return c.idleSince.Add(c.s.IdleTimeout)
+	}
+}
+
+// restartLineClock gives a line already begun its full LineTimeout again.
+func (c *serverConn) restartLineClock() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.midLine {
+		c.lineStart = time.Now()
+	}
+}
+
+// start counts a request in flight, unless c was evicted.
+func (c *serverConn) start() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.inflight++
+	c.idleSince = time.Now()
+	return true
+}
+
+// done ends a request in flight; the last one starts the idle clock.
+func (c *serverConn) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	if c.inflight > 0 {
+		return
+	}
+	c.idleSince = time.Now()
+	if !c.midLine && !c.evicted && c.s.IdleTimeout > 0 {
+		c.conn.SetReadDeadline(c.idleSince.Add(c.s.IdleTimeout))
+	}
 }
 
 func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
-	r := bufio.NewReaderSize(c.conn, min(64<<10, max(c.s.MaxLineBytes, 16)+1))
+	r := bufio.NewReaderSize(c, min(64<<10, max(c.s.MaxLineBytes, 16)+1))
 	inflight := make(chan struct{}, max(c.s.MaxInFlight, 1))
 	for {
 		line, err := readLine(r, c.s.MaxLineBytes)
@@ -213,6 +458,10 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil
 		}
+		if ne := net.Error(nil); errors.Is(err, errEvicted) || errors.As(err, &ne) && ne.Timeout() {
+			c.timedOut()
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("jsonrpc read request: %w", err)
 		}
@@ -224,20 +473,74 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 			c.send(rerr)
 			continue
 		}
+		if c.reserved && !c.s.Priority(req.Method) {
+			if req.ID != nil {
+				c.send(&Response{JSONRPC: Version, ID: req.ID, Error: &Error{
+					Code:    ServerBusy,
+					Message: "server busy: every connection is in use; this one serves priority methods only",
+				}})
+			}
+			continue
+		}
 		select {
 		case inflight <- struct{}{}:
-		case <-ctx.Done():
+		default:
+			// The cap is reached: the server stops reading until a
+			// request ends. That pause is not the client's, so a line
+			// already begun gets its full LineTimeout from now on.
+			select {
+			case inflight <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			c.restartLineClock()
+		}
+		if !c.start() {
+			<-inflight
+			c.timedOut()
 			return nil
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-inflight }()
+			defer c.done()
 			if resp := c.s.call(ctx, req); resp != nil {
 				c.send(resp)
 			}
 		}()
 	}
+}
+
+// timedOut ends a connection whose read deadline passed: evicted, a line
+// not finished in time, or idle.
+func (c *serverConn) timedOut() {
+	c.mu.Lock()
+	evicted, midLine := c.evicted, c.midLine
+	c.mu.Unlock()
+	switch {
+	case evicted:
+		c.notice(ServerBusy, "server busy: idle connection closed to make room")
+	case midLine:
+		c.s.logger.Debug("jsonrpc connection closed: request line not finished in time", "line_timeout", c.s.LineTimeout)
+		c.notice(InvalidRequest, fmt.Sprintf("request line not finished within %v", c.s.LineTimeout))
+	default:
+		c.s.logger.Debug("jsonrpc connection closed: idle", "idle_timeout", c.s.IdleTimeout)
+	}
+}
+
+// notice writes a connection-level error (null id) that explains the close
+// that follows, giving up after noticeTimeout.
+func (c *serverConn) notice(code int, msg string) {
+	b, _ := json.Marshal(&Response{JSONRPC: Version, Error: &Error{Code: code, Message: msg}})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.broken {
+		return
+	}
+	c.broken = true // nothing after it
+	c.conn.SetWriteDeadline(time.Now().Add(noticeTimeout))
+	c.conn.Write(append(b, '\n'))
 }
 
 // send writes one whole response line. The first write that fails or times

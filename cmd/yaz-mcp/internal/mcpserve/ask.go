@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/tts"
 )
 
-// askArgs checks the arguments of ask_human: the question, control
-// characters stripped (tts.Sanitize), non-empty and at most
-// daemonapi.MaxQuestionRunes; timeout_s a number of seconds, 0 or absent for
+// askArgs checks the arguments of ask_human: the question as the daemon
+// checks it (daemonapi.CheckQuestion: valid text, control and invisible
+// characters removed, something visible, at most
+// daemonapi.MaxQuestionRunes); timeout_s a number of seconds, 0 or absent for
 // the configured default, cut to the configured maximum, fractions rounded
 // up. ok is false with a fixed detail when an argument is wrong.
 func askArgs(args map[string]any, ask config.Ask) (p daemonapi.AskParams, detail string, ok bool) {
@@ -26,8 +25,8 @@ func askArgs(args map[string]any, ask config.Ask) (p daemonapi.AskParams, detail
 	if !isString {
 		return p, detailQuestion, false
 	}
-	q = tts.Sanitize(q, 0)
-	if q == "" || utf8.RuneCountInString(q) > daemonapi.MaxQuestionRunes {
+	q, err := daemonapi.CheckQuestion(q)
+	if err != nil {
 		return p, detailQuestion, false
 	}
 	timeout := ask.DefaultTimeoutS

@@ -2,11 +2,13 @@ package mcpserve
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/audiofile"
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/localdecode"
+	"github.com/yazses/yazses/lib/daemonapi"
 )
 
 // Code is one word of the public error vocabulary. A tool error result's
@@ -40,10 +42,11 @@ var Sentences = map[Code]string{
 
 // Fixed details of invalid_argument, one per argument rule.
 const (
-	detailPath     = "path must be a non-empty string: the absolute path of a WAV file."
-	detailQuestion = "question must be a non-empty string of at most 500 characters."
-	detailTimeout  = "timeout_s must be a number of seconds, 0 or more (0: the configured default)."
+	detailPath    = "path must be a non-empty string: the absolute path of a WAV file."
+	detailTimeout = "timeout_s must be a number of seconds, 0 or more (0: the configured default)."
 )
+
+var detailQuestion = fmt.Sprintf("question must be a non-empty string of at most %d characters.", daemonapi.MaxQuestionRunes)
 
 // toolError makes the isError result of code, with its fixed sentence or,
 // for invalid_argument, one of the fixed details.

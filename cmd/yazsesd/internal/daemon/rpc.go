@@ -17,8 +17,13 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// register installs every socket method.
+// register installs every socket method. Parameters are decoded strictly
+// (jsonrpc.DecodeParams: member names exactly as documented, letter case
+// included, each once; valid UTF-8). hold.* and status are the priority
+// methods that reserved connections serve when every other connection is
+// busy, so the compositor's bindings always get through.
 func (d *Daemon) register(s *jsonrpc.Server) {
+	s.Priority = priorityMethod
 	noParams := func(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
 		return func(ctx context.Context, params json.RawMessage) (any, error) {
 			if !emptyParams(params) {
@@ -49,15 +54,20 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 	}))
 	s.Handle(daemonapi.MethodAskHuman, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.AskParams
-		if err := strictDecode(params, &p); err != nil {
+		if err := jsonrpc.DecodeParams(params, &p); err != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "ask_human takes {\"question\": string, \"timeout_s\": integer}")
 		}
+		q, err := daemonapi.CheckQuestion(p.Question)
+		if err != nil {
+			return nil, questionError(err)
+		}
+		p.Question = q
 		return d.askHuman(ctx, p)
 	})
 	s.Handle(daemonapi.MethodAudit, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.AuditParams
 		if !emptyParams(params) {
-			if err := strictDecode(params, &p); err != nil || p.Max < 0 {
+			if err := jsonrpc.DecodeParams(params, &p); err != nil || p.Max < 0 {
 				return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "audit takes {\"max\": integer >= 0}")
 			}
 		}
@@ -75,7 +85,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 	})
 	s.Handle(daemonapi.MethodTranscribe, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.TranscribeParams
-		if err := strictDecode(params, &p); err != nil || !filepath.IsAbs(p.Path) {
+		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
 		}
 		return d.transcribe(ctx, p.Path)
@@ -87,14 +97,27 @@ func emptyParams(p json.RawMessage) bool {
 	return len(p) == 0 || string(p) == "null" || string(p) == "{}" || string(p) == "[]"
 }
 
-// strictDecode decodes an object, refusing unknown fields.
-func strictDecode(params json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(params)) == 0 {
-		params = []byte("{}")
+// priorityMethod reports the methods a reserved connection serves.
+func priorityMethod(method string) bool {
+	switch method {
+	case daemonapi.MethodHoldStart, daemonapi.MethodHoldStop, daemonapi.MethodHoldToggle,
+		daemonapi.MethodHoldCancel, daemonapi.MethodStatus:
+		return true
 	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return false
+}
+
+// questionError is the InvalidParams error for a question CheckQuestion
+// refused: a fixed sentence, never the question.
+func questionError(err error) *jsonrpc.Error {
+	switch {
+	case errors.Is(err, daemonapi.ErrQuestionInvalid):
+		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is not valid UTF-8 text")
+	case errors.Is(err, daemonapi.ErrQuestionTooLong):
+		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is longer than %d characters", daemonapi.MaxQuestionRunes)
+	default:
+		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is empty")
+	}
 }
 
 // status is the status method.

@@ -1,0 +1,381 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// logRecords is a slog handler that keeps every record with its attributes.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+// matching returns the records whose message contains substr, and the sum
+// of their "count" attributes (a record without one counts 1).
+func (l *logRecords) matching(substr string) (lines int, total int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if !strings.Contains(r.Message, substr) {
+			continue
+		}
+		lines++
+		n := int64(1)
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "count" {
+				n = a.Value.Int64()
+			}
+			return true
+		})
+		total += n
+	}
+	return lines, total
+}
+
+// serveStoppable is serve with an explicit stop, which waits for Serve to
+// return (so that everything the server logs at its end is logged).
+func serveStoppable(t *testing.T, s *Server) (path string, stop func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve = %v, want nil", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("Serve did not return within 5 s of cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return path, stop
+}
+
+// waitClosed reads c until the server closes it, within limit. It returns
+// the responses that came before the end.
+func (c *rawConn) waitClosed(limit time.Duration) ([]*Response, error) {
+	c.t.Helper()
+	var got []*Response
+	c.conn.SetReadDeadline(time.Now().Add(limit))
+	for {
+		line, err := c.r.ReadBytes('\n')
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return got, err
+			}
+			return got, nil // closed by the server
+		}
+		var resp Response
+		if err := json.Unmarshal(line, &resp); err != nil {
+			return got, err
+		}
+		got = append(got, &resp)
+	}
+}
+
+// TestIdleConnectionClosed: a connection that never sends anything is
+// closed once IdleTimeout has passed.
+func TestIdleConnectionClosed(t *testing.T) {
+	s := testServer(t, nil)
+	s.IdleTimeout = 200 * time.Millisecond
+	c := dialRaw(t, serve(t, s))
+	got, err := c.waitClosed(5 * time.Second)
+	if err != nil {
+		t.Fatalf("idle connection still open after 5 s (IdleTimeout %v): %v", s.IdleTimeout, err)
+	}
+	if len(got) != 0 {
+		t.Errorf("idle connection got %d responses before its end, want none", len(got))
+	}
+}
+
+// TestIdleDoesNotCutRunningRequest: a request that runs longer than
+// IdleTimeout (ask_human waits for a person) keeps its connection; once it
+// has answered, the connection is idle and is closed in its turn.
+func TestIdleDoesNotCutRunningRequest(t *testing.T) {
+	s := testServer(t, nil)
+	s.IdleTimeout = 100 * time.Millisecond
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s.Handle("slow", func(ctx context.Context, params json.RawMessage) (any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return "slow done", nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	path := serve(t, s)
+	busy := dialRaw(t, path)
+	busy.send(`{"jsonrpc":"2.0","id":1,"method":"slow"}`)
+	wait(t, started, "the slow handler")
+	// Two idle connections opened after the request started are closed one
+	// after the other: by then the request has run for two idle periods.
+	for i := range 2 {
+		if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+			t.Fatalf("idle connection %d not closed: %v", i, err)
+		}
+	}
+	close(release)
+	resp, err := busy.recv(5 * time.Second)
+	if err != nil || string(resp.Result) != `"slow done"` {
+		t.Fatalf("slow request after %d idle periods = %+v, %v; want its result", 2, resp, err)
+	}
+	if _, err := busy.waitClosed(5 * time.Second); err != nil {
+		t.Errorf("connection not closed once idle after its request: %v", err)
+	}
+}
+
+// TestSlowloris: a client that sends a line one byte at a time, each byte
+// well within IdleTimeout, is closed once LineTimeout has passed since the
+// line began, before the line is complete, and the request never runs.
+func TestSlowloris(t *testing.T) {
+	var count atomic.Int64
+	s := testServer(t, &count)
+	s.IdleTimeout = time.Second
+	s.LineTimeout = 300 * time.Millisecond
+	c := dialRaw(t, serve(t, s))
+	line := `{"jsonrpc":"2.0","id":1,"method":"count","params":{"pad":"` + strings.Repeat("x", 100) + `"}}` + "\n"
+	closed := make(chan struct{})
+	var written atomic.Int64
+	go func() {
+		for i := range len(line) {
+			if _, err := c.conn.Write([]byte{line[i]}); err != nil {
+				return
+			}
+			written.Add(1)
+			select {
+			case <-closed:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	got, err := c.waitClosed(time.Duration(len(line)) * 50 * time.Millisecond * 2)
+	close(closed)
+	if err != nil {
+		t.Fatalf("slow client not closed: %v", err)
+	}
+	if n := written.Load(); n >= int64(len(line)) {
+		t.Errorf("the server read the whole line (%d bytes) before closing", n)
+	}
+	if n := count.Load(); n != 0 {
+		t.Errorf("the half-sent request ran %d times", n)
+	}
+	for _, r := range got {
+		if r.Error == nil || r.Error.Code != InvalidRequest {
+			t.Errorf("slow client got %+v, want at most an InvalidRequest notice", r)
+		}
+	}
+}
+
+// TestFullServerEvictsIdle: when every slot is taken by connections that
+// have nothing in flight, a new connection takes the place of the one idle
+// longest, which is told why and closed; the newcomer is served.
+func TestFullServerEvictsIdle(t *testing.T) {
+	logs := &logRecords{}
+	s := testServer(t, nil)
+	s.logger = slog.New(logs)
+	s.MaxConns = 4
+	s.LogEvery = time.Hour
+	path, stop := serveStoppable(t, s)
+	// Ten connections that never send: accepted in the order dialled, so
+	// idle since then in that order.
+	var idle []*rawConn
+	for range 10 {
+		idle = append(idle, dialRaw(t, path))
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(conn)
+	defer cl.Close()
+	var got string
+	if err := cl.Call(context.Background(), "ping", nil, &got); err != nil || got != "pong" {
+		t.Fatalf("ping with every slot idle = %q, %v; want pong", got, err)
+	}
+	// The client's connection evicted one more: seven of the ten are gone,
+	// the oldest first, each told with a ServerBusy notice.
+	for i, c := range idle[:7] {
+		got, err := c.waitClosed(5 * time.Second)
+		if err != nil {
+			t.Fatalf("idle connection %d not closed: %v", i, err)
+		}
+		if len(got) == 0 || got[len(got)-1].Error == nil || got[len(got)-1].Error.Code != ServerBusy {
+			t.Errorf("evicted connection %d got %+v, want a ServerBusy notice last", i, got)
+		}
+	}
+	stop()
+	lines, total := logs.matching("to make room")
+	if lines > 2 || total != 7 {
+		t.Errorf("eviction log: %d lines counting %d evictions; want at most 2 lines counting 7", lines, total)
+	}
+}
+
+// TestReserveForPriority: with every ordinary slot busy (a request in
+// flight on each), a new connection gets a reserved slot on which only
+// priority methods run; a full reserve evicts its idle connections, and
+// only a reserve that is busy too refuses.
+func TestReserveForPriority(t *testing.T) {
+	s, started, _ := blockServer(t)
+	s.MaxConns = 2
+	s.ReservedConns = 1
+	s.Priority = func(method string) bool { return method == "ping" || method == "block" }
+	path := serve(t, s)
+	for range 2 {
+		dialRaw(t, path).send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+		wait(t, started, "a blocking request")
+	}
+	reserved := dialRaw(t, path)
+	reserved.send(`{"jsonrpc":"2.0","id":"e","method":"echo","params":[1]}`)
+	resp, err := reserved.recv(5 * time.Second)
+	if err != nil || resp.Error == nil || resp.Error.Code != ServerBusy || string(resp.ID) != `"e"` {
+		t.Fatalf("echo on a reserved slot = %+v, %v; want ServerBusy for id \"e\"", resp, err)
+	}
+	reserved.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	if resp, err := reserved.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+		t.Fatalf("ping on a reserved slot = %+v, %v; want pong", resp, err)
+	}
+
+	// The reserve is full but idle: the next connection takes its place.
+	next := dialRaw(t, path)
+	next.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if resp, err := next.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+		t.Fatalf("ping with the reserve idle = %+v, %v; want pong", resp, err)
+	}
+	if got, err := reserved.waitClosed(5 * time.Second); err != nil || len(got) == 0 || got[0].Error == nil || got[0].Error.Code != ServerBusy {
+		t.Errorf("evicted reserved connection got %+v, %v; want a ServerBusy notice and the end", got, err)
+	}
+
+	// Everything busy: refused.
+	next.send(`{"jsonrpc":"2.0","id":2,"method":"block"}`)
+	wait(t, started, "the reserved blocking request")
+	refused := dialRaw(t, path)
+	got, err := refused.waitClosed(5 * time.Second)
+	if err != nil || len(got) != 1 || got[0].Error == nil || got[0].Error.Code != ServerBusy || string(got[0].ID) != "null" {
+		t.Errorf("connection with every slot busy got %+v, %v; want one ServerBusy notice and the end", got, err)
+	}
+}
+
+// TestRefusalLogRateLimited: many refused connections make one log line
+// per LogEvery, with their count, not one line each.
+func TestRefusalLogRateLimited(t *testing.T) {
+	logs := &logRecords{}
+	s, started, _ := blockServer(t)
+	s.logger = slog.New(logs)
+	s.MaxConns = 1
+	s.LogEvery = time.Hour
+	path, stop := serveStoppable(t, s)
+	dialRaw(t, path).send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	wait(t, started, "the blocking request")
+	const n = 50
+	for i := range n {
+		c := dialRaw(t, path)
+		resp, err := c.recv(5 * time.Second)
+		if err != nil || resp.Error == nil || resp.Error.Code != ServerBusy {
+			t.Fatalf("connection %d: %+v, %v; want ServerBusy", i, resp, err)
+		}
+		c.conn.Close()
+	}
+	stop()
+	lines, total := logs.matching("refused")
+	if lines > 2 || total != n {
+		t.Errorf("refusal log: %d lines counting %d; want at most 2 lines counting %d", lines, total, n)
+	}
+}
+
+// TestLineTimeoutPerLine: LineTimeout bounds each line, not the
+// connection: lines written whole, spaced so that together they take
+// several LineTimeouts, are all served.
+func TestLineTimeoutPerLine(t *testing.T) {
+	s := testServer(t, nil)
+	s.LineTimeout = 300 * time.Millisecond
+	s.IdleTimeout = time.Second
+	c := dialRaw(t, serve(t, s))
+	for i := range 10 {
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("z", 64<<10) + `"]}`)
+		resp, err := c.recv(5 * time.Second)
+		if err != nil || resp.Error != nil {
+			t.Fatalf("line %d: %+v, %v", i, resp, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestLineClockPausedWhileServerWaits: while the in-flight cap stops the
+// server from reading, a line it had begun to read is not the client's
+// delay: its clock starts again when reading resumes.
+func TestLineClockPausedWhileServerWaits(t *testing.T) {
+	s, started, _ := blockServer(t)
+	s.MaxInFlight = 1
+	s.LineTimeout = 300 * time.Millisecond
+	s.IdleTimeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	s.Handle("hold", func(ctx context.Context, params json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-release
+		return "held", nil
+	})
+	path := serve(t, s)
+	c := dialRaw(t, path)
+	// One write: a call that holds the only in-flight place, a second
+	// call that must wait for it, and the first half of a third.
+	io.WriteString(c.conn, `{"jsonrpc":"2.0","id":1,"method":"hold"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0",`)
+	wait(t, started, "the holding request")
+	// An idle connection closed after the hold began: more than
+	// LineTimeout has passed since the half line was read.
+	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	io.WriteString(c.conn, `"id":3,"method":"ping"}`+"\n")
+	ids := map[string]bool{}
+	for range 3 {
+		resp, err := c.recv(5 * time.Second)
+		if err != nil {
+			t.Fatalf("after %v: %v", ids, err)
+		}
+		if resp.Error != nil {
+			t.Fatalf("response %s: error %+v", resp.ID, resp.Error)
+		}
+		ids[string(resp.ID)] = true
+	}
+}
