@@ -504,10 +504,16 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-inflight }()
-			defer c.done()
-			if resp := c.s.call(ctx, req); resp != nil {
-				c.send(resp)
+			resp := c.s.call(ctx, req)
+			if resp == nil {
+				c.done()
+				return
 			}
+			// The request ends before its answer leaves, under the write
+			// lock: a client that has its answer finds this connection
+			// idle (evictable), and an eviction's notice cannot overtake
+			// the answer.
+			c.sendAfter(resp, c.done)
 		}()
 	}
 }
@@ -545,7 +551,11 @@ func (c *serverConn) notice(code int, msg string) {
 
 // send writes one whole response line. The first write that fails or times
 // out drops the connection.
-func (c *serverConn) send(resp *Response) {
+func (c *serverConn) send(resp *Response) { c.sendAfter(resp, nil) }
+
+// sendAfter is send, running before (when non-nil) with the write lock held,
+// before the line is written.
+func (c *serverConn) sendAfter(resp *Response, before func()) {
 	b, err := json.Marshal(resp)
 	if err != nil {
 		c.s.logger.Warn("jsonrpc marshal response failed", "err_type", fmt.Sprintf("%T", err))
@@ -554,6 +564,9 @@ func (c *serverConn) send(resp *Response) {
 	b = append(b, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if before != nil {
+		before()
+	}
 	if c.broken {
 		return
 	}
