@@ -114,10 +114,11 @@ type Log struct {
 	maxBytes int64
 	keep     int
 
-	mu     sync.Mutex
-	f      *os.File // nil after a failed reopen or Close
-	size   int64
-	closed bool
+	mu      sync.Mutex
+	f       *os.File // nil after a failed reopen or Close
+	size    int64
+	closed  bool
+	failing bool // the last write failed
 }
 
 // Open opens (creating if needed) the audit log at path for appending. The
@@ -169,7 +170,7 @@ func prepareDir(dir string) error {
 // openFile opens l.path for appending and records its size. Caller holds
 // l.mu (or has the only reference).
 func (l *Log) openFile() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return fmt.Errorf("%s: %w", l.path, ErrSymlink)
@@ -196,7 +197,20 @@ func (l *Log) openFile() error {
 			return fmt.Errorf("tighten mode: %w", err)
 		}
 	}
-	l.f, l.size = f, fi.Size()
+	size := fi.Size()
+	if size > 0 {
+		// A record cut by a crash mid-write: end its line, so the next
+		// record stands alone (Read reports the cut one as damaged).
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err == nil && last[0] != '\n' {
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				f.Close()
+				return fmt.Errorf("end partial line: %w", err)
+			}
+			size++
+		}
+	}
+	l.f, l.size = f, size
 	return nil
 }
 
@@ -256,16 +270,33 @@ func (l *Log) Write(e Event) error {
 	if l.closed {
 		return fmt.Errorf("write audit event: %w", ErrClosed)
 	}
+	err = l.append(line)
+	l.failing = err != nil
+	return err
+}
+
+// append writes line whole or not at all. Caller holds l.mu.
+func (l *Log) append(line []byte) error {
 	if l.f == nil || (l.size > 0 && l.size+int64(len(line)) > l.maxBytes) {
 		if err := l.rotate(); err != nil {
 			return fmt.Errorf("write audit event: rotate: %w", err)
 		}
 	}
 	n, err := l.f.Write(line)
-	l.size += int64(n)
 	if err != nil {
+		if n > 0 {
+			// A short write (a full disk): take the partial record back,
+			// so the next one is not glued to it. If even that fails,
+			// end the partial line; Read reports it as damaged.
+			if terr := l.f.Truncate(l.size); terr != nil {
+				if m, _ := l.f.Write([]byte{'\n'}); m == 1 {
+					l.size += int64(n) + 1
+				}
+			}
+		}
 		return fmt.Errorf("write audit event: %w", err)
 	}
+	l.size += int64(n)
 	return nil
 }
 
@@ -295,9 +326,10 @@ func (l *Log) Close() error {
 
 // Read returns the last max events (all of them when max <= 0) of the log
 // at path and its rotated files path.1, path.2 …, oldest first, newest
-// last. Malformed lines, over-long lines and lines whose words fail the
-// closed-vocabulary check are skipped. A missing log is no events and no
-// error.
+// last. A line that cannot be read back (malformed, cut short, over-long,
+// or with words that fail the closed-vocabulary check) is reported in its
+// place as an event of kind [KindDamaged] that carries none of its content;
+// it is never hidden. A missing log is no events and no error.
 func Read(path string, max int) ([]Event, error) {
 	// Find the rotated files: path.1 … path.n, contiguous.
 	n := 0
@@ -348,9 +380,14 @@ func readFile(path string, add func(Event)) error {
 	r := bufio.NewReaderSize(f, maxLine)
 	for {
 		line, long, err := readLine(r)
-		if len(line) > 0 && !long {
+		switch {
+		case long:
+			add(Event{Kind: KindDamaged, Count: 1})
+		case len(bytes.TrimSpace(line)) > 0:
 			if e, ok := parse(line); ok {
 				add(e)
+			} else {
+				add(Event{Kind: KindDamaged, Count: 1})
 			}
 		}
 		if err == io.EOF {
@@ -393,4 +430,19 @@ func parse(line []byte) (Event, bool) {
 	}
 	e.Duration = time.Duration(e.DurationMs) * time.Millisecond
 	return e, true
+}
+
+// KindDamaged is the kind [Read] reports, in its place and with Count 1, for
+// a line it cannot read back (cut short, edited, not ours). The event
+// carries nothing of the line.
+const KindDamaged = "audit.damaged"
+
+// Failing reports whether the last write failed (the disk is full, the
+// file or its folder cannot be opened). It is false again after a write
+// succeeds. The daemon asks before an ask_human: a question that cannot be
+// audited is not asked.
+func (l *Log) Failing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failing
 }

@@ -451,7 +451,7 @@ func TestReadAcrossRotatedFiles(t *testing.T) {
 	}
 }
 
-func TestReadSkipsMalformedAndText(t *testing.T) {
+func TestReadReportsMalformedAndText(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	lines := []string{
 		`{"time":"2026-01-01T00:00:00Z","kind":"ask.spoken","duration_ms":250}`,
@@ -472,9 +472,14 @@ func TestReadSkipsMalformedAndText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each damaged line is reported where it was, as an audit.damaged
+	// event that carries none of its content; blank lines are nothing.
+	damaged := Event{Kind: KindDamaged, Count: 1}
 	want := []Event{
 		{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Kind: "ask.spoken", DurationMs: 250, Duration: 250 * time.Millisecond},
+		damaged, damaged, damaged, damaged, damaged, damaged,
 		{Time: time.Date(2026, 1, 1, 0, 0, 6, 0, time.UTC), Kind: "ask.refused", Reason: "budget_spent"},
+		damaged,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Read (-want +got):\n%s", diff)

@@ -27,6 +27,14 @@
 // is dropped) and the line starts a fresh file. So no file ever exceeds
 // maxBytes, except a file holding a single line longer than maxBytes.
 //
+// Records are written whole or not at all: a short write (a full disk) is
+// truncated back, and a log found ending in a cut record (a crash
+// mid-write) gets a newline before the next one, so records never glue
+// together. [Read] reports every line it cannot read back as an event of
+// kind [KindDamaged] in its place, never hiding it. [Log.Failing] tells
+// whether the last write failed, so the daemon can refuse what must not
+// happen unaudited (an ask_human) while dictation goes on.
+//
 // A [Log] is safe for concurrent use by the goroutines of one process; it
 // assumes it is the only writer (yazsesd holds a per-user lock).
 package audit
