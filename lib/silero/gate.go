@@ -32,8 +32,8 @@ type Gate struct {
 var DigitalSilence = Gate{Level: -90}
 
 type gate struct {
-	on        bool
-	power     float64 // mean square at Level
+	on         bool
+	power      float64 // mean square at Level
 	hang, warm int
 }
 

@@ -229,11 +229,11 @@ func TestEspeakSentences(t *testing.T) {
 func noises() map[string][]float32 {
 	rng := rand.New(rand.NewPCG(9, 10))
 	n := map[string][]float32{
-		"digital silence": silence(10),
-		"hum 50 Hz -20 dBFS": hum(10, -20),
-		"hum 50 Hz -40 dBFS": hum(10, -40),
-		"clicks 4/s":         clicks(10, 0.25, 0.5),
-		"clicks 1/s loud":    clicks(10, 1, 0.99),
+		"digital silence":          silence(10),
+		"hum 50 Hz -20 dBFS":       hum(10, -20),
+		"hum 50 Hz -40 dBFS":       hum(10, -40),
+		"clicks 4/s":               clicks(10, 0.25, 0.5),
+		"clicks 1/s loud":          clicks(10, 1, 0.99),
 		"abrupt white after zeros": concat(silence(5), white(rng, 5, -20)),
 		"abrupt pink after zeros":  concat(silence(5), pink(rng, 5, -20)),
 	}
