@@ -42,6 +42,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/yazses/yazses/lib/models"
 )
 
 // Magic is the first four bytes of every ggml file, read as a
@@ -213,9 +215,6 @@ func CheckWhisper(path string) (Info, error) {
 	return info, nil
 }
 
-// VADFetchName is the name yaz-fetch-model knows the Silero VAD model by.
-const VADFetchName = "silero-v5.1.2"
-
 // CheckVAD is Inspect for a file that must be a Silero VAD model
 // whisper.cpp can run: the whole file is checked (see the package
 // comment). Its errors are one-line sentences that name the file and match
@@ -236,12 +235,12 @@ func CheckVADData(path string, data []byte) (Info, error) {
 }
 
 func vadSentence(path string, info Info, err error) (Info, error) {
-	fetch := " — fetch one with yaz-fetch-model " + VADFetchName
+	fetch := " — fetch one with yaz-fetch-model " + models.DefaultVADName
 	switch {
 	case errors.Is(err, ErrMissing):
 		return Info{}, &sentence{"VAD model not found: " + path + fetch, err}
 	case errors.Is(err, ErrTruncated) && info.Kind == KindVAD:
-		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + VADFetchName, err}
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + models.DefaultVADName, err}
 	case err != nil:
 		return Info{}, &sentence{err.Error() + " — not a Silero VAD model whisper.cpp can run" + fetch, err}
 	case info.Kind != KindVAD:
