@@ -343,3 +343,21 @@ func TestCheckVADWhole(t *testing.T) {
 		t.Errorf("CheckVAD(a folder) = %v", err)
 	}
 }
+
+// FuzzCheckVADData: no input makes the VAD walk panic, and what it accepts
+// is exactly the size of a whole model.
+func FuzzCheckVADData(f *testing.F) {
+	good := vadFile(nil)
+	f.Add(good[:200])
+	f.Add(vadHeader())
+	f.Add(good[:len(vadHeader())+4*len(vadHParams)+40])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The fuzzer mutates the start of a model; the tensor data after
+		// it is the good file's.
+		data := append(slices.Clone(b), good[min(len(b), len(good)):]...)
+		info, err := CheckVADData("fuzz.bin", data)
+		if err == nil && (info.Kind != KindVAD || len(data) != len(good)) {
+			t.Errorf("accepted %d bytes as %+v", len(data), info)
+		}
+	})
+}

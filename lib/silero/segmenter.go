@@ -16,8 +16,9 @@ import (
 // An utterance is a span, padding included (Params.SpeechPad: more pad
 // keeps more of the first and last syllables, and delays each end by twice
 // the pad where that is more than the 200 ms merge gap). It is returned by
-// the Write that settles its end (MinSilence plus the merge gap after the
-// speech, at the defaults about 200 ms). An utterance longer than
+// the Write that settles its end: the longer of MinSilence and the 200 ms
+// merge gap after the speech (about 220 ms at the defaults). An utterance
+// longer than
 // maxUtterance is cut at the window of lowest speech probability in its
 // last second, the rest going on as the next utterance.
 //

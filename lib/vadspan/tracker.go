@@ -20,9 +20,10 @@ func (k EventKind) String() string {
 }
 
 // Event is a settled span boundary: At is a sample offset of the stream,
-// padding included. It may lie before the audio that settled it (by up to
-// about MinSpeech plus SpeechPad for a start, MinSilence plus the merge gap
-// for an end): keep that much audio (see Tracker.Earliest).
+// padding included. It lies before the audio that settled it, by about
+// MinSpeech plus SpeechPad for a start (more when probabilities linger
+// between the thresholds) and the longer of MinSilence and the merge gap
+// for an end: keep that audio (see Tracker.Earliest).
 type Event struct {
 	Kind EventKind
 	At   int64

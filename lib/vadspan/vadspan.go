@@ -29,9 +29,10 @@
 // MinSpeech long before padding. A Tracker fed the same probabilities, in
 // blocks of any size, reports exactly the spans Spans returns, as
 // SpeechStart/SpeechEnd events in strict alternation, each as soon as no
-// later probability can change it and never taken back: a start once the
-// span is sure to survive (MinSpeech of it seen), an end once MinSilence
-// and the 200 ms merge gap (or 2·SpeechPad, if longer) have passed.
+// later probability can change it, and never taken back: a start once the
+// span is sure to be kept (MinSpeech of it above Threshold), an end once
+// the longer of MinSilence and the 200 ms merge gap (or 2·SpeechPad, if
+// that is longer still) has passed since the speech.
 package vadspan
 
 import (
@@ -153,9 +154,6 @@ func (s Span) EndTime() time.Duration { return samplesToDur(s.End) }
 func (s Span) String() string { return fmt.Sprintf("%v–%v", s.StartTime(), s.EndTime()) }
 
 func samplesToDur(n int64) time.Duration { return time.Duration(n) * time.Second / SampleRate }
-
-// Samples is the sample offset of a duration at 16 kHz, rounded down.
-func Samples(d time.Duration) int64 { return int64(d * SampleRate / time.Second) }
 
 type raw struct{ s, e int64 }
 
