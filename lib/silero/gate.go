@@ -13,15 +13,15 @@ import (
 // window gets probability 0 without running. The first window above Level
 // wakes it: its LSTM state restarts from zero and the Warmup quiet windows
 // just before run first (their probabilities are dropped, 0 stands), so the
-// network sees the onset in context. A span therefore ends at most
-// Hangover windows after the last window above Level.
+// network sees the onset in context. So a span stays open at most Hangover
+// windows (and then MinSilence) past the last window above Level.
 //
 // What it is for: digital silence (Level −90 or so: zeros and dither, as in
-// edited or generated files) and, with Level a few dB above a quiet
-// microphone's noise floor (−60 on a desk microphone), the idle stretches
-// of an always-open microphone. Speech quieter than Level is lost, so keep
-// it well below the quietest speech. Measured effect: see BenchmarkGate
-// and the README.
+// edited or generated files) and, with Level some dB above a quiet room's
+// noise floor (−60 over a −70 dBFS floor, say), the idle stretches of an
+// always-open microphone. Speech quieter than Level is lost, so keep it
+// well below the quietest speech. Measured effect: see BenchmarkGate and
+// the README.
 type Gate struct {
 	Level    float64 // dBFS; 0: the gate is off
 	Hangover int     // quiet windows that still run after a loud one; 0: 16 (512 ms)

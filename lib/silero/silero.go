@@ -15,8 +15,8 @@
 // settled.
 //
 // Invariants:
-//   - The probabilities depend only on the audio and the thread count, not
-//     on how a stream is cut into blocks: a Stream buffers partial windows,
+//   - The probabilities depend only on the audio, the thread count and the
+//     Gate, not on how a stream is cut into blocks: a Stream buffers partial windows,
 //     runs whole ones, and zero-pads only the last at Flush, as whisper.cpp
 //     pads a file's last window. So a Stream's events are exactly
 //     Model.Spans of the same audio.
@@ -39,8 +39,8 @@
 // speech, so Options.Gate can skip the windows whose level is below a
 // threshold (digital silence, or a quiet room's noise floor), reporting
 // probability 0 for them; see Gate. On a two-minute file that is half quiet
-// it skips 44 % of the windows and saves about 40 % of the CPU, with the
-// same spans (BenchmarkGate).
+// it skips 44 % of the windows and saves about 40 % of the CPU
+// (BenchmarkGate), with the same spans (TestGate).
 //
 // For callers: "was anything said?" is len(Spans) > 0; the end of an
 // answer is a Stream's SpeechEnd with Params.MinSilence set to the pause
@@ -73,7 +73,7 @@ const maxFileBytes = 16 << 20
 // Options set up a Model.
 type Options struct {
 	Threads int  // whisper.cpp threads per detector; 0: 1
-	Verbose bool // let whisper.cpp's own log lines through to stderr
+	Verbose bool // let whisper.cpp's log lines through to stderr (process-wide: pass what lib/asr's Load gets)
 	Gate    Gate // skip windows that are quiet by level; the zero Gate is off
 }
 
