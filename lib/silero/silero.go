@@ -25,8 +25,9 @@
 //     Model is safe for concurrent use; a Stream is not.
 //   - Threads default to 1: on one thread the detector costs about 2.5 ms
 //     of CPU per second of audio (0.25 % of a core, BenchmarkDetector); two
-//     threads cost 2.7 times that for a shorter wall time, and whisper.cpp's
-//     own default of 4 (what whisper-cli --vad uses) 6.6 times.
+//     threads cost 2.3 to 2.7 times that for a shorter wall time, and
+//     whisper.cpp's own default of 4 (what whisper-cli --vad uses) about 7
+//     times.
 //   - whisper.cpp's log lines are silenced process-wide unless
 //     Options.Verbose (lib/asr does the same, with the same kind of hook).
 //
@@ -39,7 +40,7 @@
 // speech, so Options.Gate can skip the windows whose level is below a
 // threshold (digital silence, or a quiet room's noise floor), reporting
 // probability 0 for them; see Gate. On a two-minute file that is half quiet
-// it skips 44 % of the windows and saves about 40 % of the CPU
+// it skips 44 % of the windows and saves 42–48 % of the CPU
 // (BenchmarkGate), with the same spans (TestGate).
 //
 // For callers: "was anything said?" is len(Spans) > 0; the end of an
