@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # fetch-model.sh (installed as yaz-fetch-model): download a whisper.cpp ggml
-# model into $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models).
+# model, or the Silero voice-activity detector's model, into
+# $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models).
 #
-# Each file is checked against the SHA-1 that whisper.cpp 1.9.1 publishes in
-# models/README.md. An interrupted download resumes from its .part file;
-# only a verified file is renamed into place, atomically.
+# Each whisper model is checked against the SHA-1 that whisper.cpp 1.9.1
+# publishes in models/README.md; the VAD model against its size and SHA-256.
+# An interrupted download resumes from its .part file; only a verified file
+# is renamed into place, atomically.
 #
 #   yaz-fetch-model base.en        # the default model of yazsesd
+#   yaz-fetch-model silero-v5.1.2  # the voice-activity detector (864 KiB)
 #   yaz-fetch-model --list         # names, sizes, and which are installed
 #   YAZ_MODEL_URL=https://mirror/ggml-base.en.bin yaz-fetch-model base.en
 #
@@ -18,10 +21,17 @@ set -euo pipefail
 version=
 prog=yaz-fetch-model
 
-base_url=${YAZ_MODEL_BASE_URL:-https://huggingface.co/ggerganov/whisper.cpp/resolve/main}
+# The model hub; each model's repository is in the table. YAZ_MODEL_BASE_URL
+# replaces https://huggingface.co/REPOSITORY/resolve/main for every model.
+hub=https://huggingface.co
+base_url=${YAZ_MODEL_BASE_URL:-}
 dir=${YAZ_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/yazses/models}
 
-# name size sha1 (from whisper.cpp v1.9.1 models/README.md)
+# name size checksum [repository bytes]
+# The whisper models (repository ggerganov/whisper.cpp) with the SHA-1 that
+# whisper.cpp v1.9.1 publishes in models/README.md; the Silero VAD model
+# (repository ggml-org/whisper-vad, as whisper.cpp's
+# models/download-vad-model.sh fetches it) with its exact size and SHA-256.
 table='
 tiny       75MiB  bd577a113a864445d4c299885e0cb97d4ba92b5f
 tiny.en    75MiB  c78c86eb1a8faa21b369bcd33207cc90d64ae9df
@@ -32,6 +42,7 @@ small.en   466MiB db8a495a91d927739e50b3fc1cc4c6b8f6c2d022
 medium     1.5GiB fd9727b6e1217c2f614f9b698455c4ffd82463b4
 medium.en  1.5GiB 8c30f0e44ce9560643ebd10bbe50cd20eafd3723
 large-v3-turbo 1.5GiB 4af2b29d7ec73d781377bfd1758ca957a807e941
+silero-v5.1.2  864KiB 29940d98d42b91fbd05ce489f3ecf7c72f0a42f027e4875919a28fb4c04ea2cf ggml-org/whisper-vad 885098
 '
 names=$(echo "$table" | awk 'NF {print $1}' | paste -sd ' ')
 
@@ -43,9 +54,11 @@ usage: $prog NAME        download model NAME, verified, into $dir
        $prog --help | --version
 
 names: $names
-The default model of yaz-decode and yazsesd is base.en. The folder is
-\$YAZ_MODEL_DIR, else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches
-NAME from another address (the checksum is still checked).
+The default model of yaz-decode and yazsesd is base.en; silero-v5.1.2 is
+the Silero voice-activity detector's model. The folder is \$YAZ_MODEL_DIR,
+else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches NAME from another
+address, YAZ_MODEL_BASE_URL every model from a mirror (the checksum is still
+checked).
 EOH
 }
 usage() { echo "$prog: $1" >&2; echo "usage: $prog NAME | --list | --help | --version" >&2; exit 2; }
@@ -80,12 +93,18 @@ esac
 name=$1
 line=$(echo "$table" | awk -v n="$name" '$1 == n')
 [ -n "$line" ] || usage "unknown model '$name'; one of: $names"
-sha1=$(echo "$line" | awk '{print $3}')
+sum=$(echo "$line" | awk '{print $3}')
+repo=$(echo "$line" | awk '{print $4}')
+bytes=$(echo "$line" | awk '{print $5}')
 file="ggml-$name.bin"
-url=${YAZ_MODEL_URL:-$base_url/$file}
+url=${YAZ_MODEL_URL:-${base_url:-$hub/${repo:-ggerganov/whisper.cpp}/resolve/main}/$file}
 dest="$dir/$file"
+hash=sha1
+[ ${#sum} -eq 64 ] && hash=sha256
 
-check() { [ "$(sha1sum "$1" | cut -d' ' -f1)" = "$sha1" ]; }
+size() { wc -c < "$1" | tr -d ' '; }
+sized() { [ -z "$bytes" ] || [ "$(size "$1")" = "$bytes" ]; }
+check() { sized "$1" && [ "$("${hash}sum" "$1" | cut -d' ' -f1)" = "$sum" ]; }
 
 if [ -f "$dest" ]; then
   check "$dest" && { echo "$dest"; exit 0; }
@@ -97,14 +116,21 @@ part="$dest.part"
 echo "$prog: downloading $file ($(echo "$line" | awk '{print $2}')) to $dir" >&2
 progress=--progress-bar
 [ -t 2 ] || progress=--silent
-if ! curl --fail --location --show-error $progress --connect-timeout 15 \
+# A .part of the pinned size is complete: only the checks are left.
+if [ -n "$bytes" ] && [ -f "$part" ] && [ "$(size "$part")" -ge "$bytes" ]; then
+  :
+elif ! curl --fail --location --show-error $progress --connect-timeout 15 \
      --continue-at - --output "$part" "$url"; then
   [ -s "$part" ] || rm -f "$part"
   die "download of $url failed (offline? behind a proxy?); run again to resume what was fetched, or copy a $file you have into $dir"
 fi
+if ! sized "$part"; then
+  mv -f "$part" "$part.bad"
+  die "size mismatch for $file: $(size "$part.bad") bytes, want $bytes; the download was moved to $part.bad"
+fi
 if ! check "$part"; then
   mv -f "$part" "$part.bad"
-  die "checksum mismatch for $file (want sha1 $sha1); the download was moved to $part.bad"
+  die "checksum mismatch for $file (want $hash $sum); the download was moved to $part.bad"
 fi
 mv -f "$part" "$dest"
 echo "$dest"

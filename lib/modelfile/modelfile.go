@@ -18,13 +18,20 @@
 //
 // A Silero VAD file (whisper.cpp's whisper_vad_* API) is the same magic,
 // then an int32 length and the model type ("silero-16k"), a version as three
-// int32s, the window and context sizes, and its own hyper-parameters.
+// int32s, the window and context sizes, and its own hyper-parameters, then
+// its 15 tensors in the same layout as a whisper file's. Inspect reads a VAD
+// file's header only (enough to tell what it is); CheckVAD and
+// CheckVADData walk all of it, because whisper.cpp 1.9.1 trusts every number
+// in a VAD file and crashes or aborts on a bad one: they accept only the
+// hyper-parameters, tensor names, types and shapes the whisper.cpp graph is
+// built for, every tensor whole, and nothing after the last.
 //
 // The messages of NotFound and of Inspect's errors name the file and the
 // fix; they are what yaz-decode and `yazsesd config check` show.
 package modelfile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,8 +39,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/yazses/yazses/lib/models"
 )
 
 // Magic is the first four bytes of every ggml file, read as a
@@ -160,7 +170,9 @@ func NotFound(path string) string {
 // Inspect reads the file at path and tells what model it is. A file that is
 // not a usable model is an error wrapping ErrMissing, ErrNotGGML,
 // ErrBadHeader or ErrTruncated, with a message that names the file.
-func Inspect(path string) (Info, error) {
+func Inspect(path string) (Info, error) { return inspect(path, false) }
+
+func inspect(path string, fullVAD bool) (Info, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Info{}, fmt.Errorf("%w: %s: %w", ErrMissing, path, fs.ErrNotExist)
@@ -176,7 +188,7 @@ func Inspect(path string) (Info, error) {
 	if !st.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("%s is not a regular file: %w", path, ErrNotGGML)
 	}
-	info, err := Read(f, st.Size())
+	info, err := readModel(f, st.Size(), fullVAD)
 	if err != nil {
 		return Info{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -203,16 +215,36 @@ func CheckWhisper(path string) (Info, error) {
 	return info, nil
 }
 
-// CheckVAD is Inspect for a file that must be a Silero VAD model.
+// CheckVAD is Inspect for a file that must be a Silero VAD model
+// whisper.cpp can run: the whole file is checked (see the package
+// comment). Its errors are one-line sentences that name the file and match
+// ErrMissing, ErrNotGGML, ErrBadHeader, ErrTruncated or ErrWrongKind.
 func CheckVAD(path string) (Info, error) {
-	info, err := Inspect(path)
+	info, err := inspect(path, true)
+	return vadSentence(path, info, err)
+}
+
+// CheckVADData is CheckVAD for the content of the file at path, already
+// read (so that what is checked is what is loaded).
+func CheckVADData(path string, data []byte) (Info, error) {
+	info, err := readModel(bytes.NewReader(data), int64(len(data)), true)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
+	}
+	return vadSentence(path, info, err)
+}
+
+func vadSentence(path string, info Info, err error) (Info, error) {
+	fetch := " — fetch one with yaz-fetch-model " + models.DefaultVADName
 	switch {
 	case errors.Is(err, ErrMissing):
-		return Info{}, &sentence{"VAD model not found: " + path, err}
+		return Info{}, &sentence{"VAD model not found: " + path + fetch, err}
+	case errors.Is(err, ErrTruncated) && info.Kind == KindVAD:
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + models.DefaultVADName, err}
 	case err != nil:
-		return Info{}, &sentence{err.Error() + " — not a Silero VAD model", err}
+		return Info{}, &sentence{err.Error() + " — not a Silero VAD model whisper.cpp can run" + fetch, err}
 	case info.Kind != KindVAD:
-		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a Silero VAD model", ErrWrongKind}
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a Silero VAD model" + fetch, ErrWrongKind}
 	}
 	return info, nil
 }
@@ -227,8 +259,11 @@ type sentence struct {
 func (s *sentence) Error() string { return s.msg }
 func (s *sentence) Unwrap() error { return s.err }
 
-// Read reads a model file of size bytes from r.
-func Read(r io.ReadSeeker, size int64) (Info, error) {
+// Read reads a model file of size bytes from r (a VAD file's header only).
+func Read(r io.ReadSeeker, size int64) (Info, error) { return readModel(r, size, false) }
+
+// readModel reads a model file; fullVAD walks all of a VAD file.
+func readModel(r io.ReadSeeker, size int64, fullVAD bool) (Info, error) {
 	rd := &reader{r: r, size: size}
 	var magic uint32
 	if err := binary.Read(r, binary.LittleEndian, &magic); err != nil || magic != Magic {
@@ -244,9 +279,10 @@ func Read(r io.ReadSeeker, size int64) (Info, error) {
 		return Info{}, err
 	}
 	if first > 0 && first <= 64 {
-		if info, ok := rd.vad(int(first)); ok {
+		info, ok, err := rd.vad(int(first), fullVAD)
+		if ok {
 			info.Bytes = size
-			return info, nil
+			return info, err
 		}
 	}
 	info, err := rd.whisper(first)
@@ -299,21 +335,154 @@ func (rd *reader) bytes(n int, what string) ([]byte, error) {
 }
 
 // vad reads the rest of a VAD header after the type length n; ok is false
-// when the type is not a Silero name (then it is no VAD file).
-func (rd *reader) vad(n int) (Info, bool) {
+// when the type is not a Silero name (then it is no VAD file). With full, it
+// walks the rest of the file (vadBody); err is then what is wrong with it,
+// the Info saying what it was meant to be.
+func (rd *reader) vad(n int, full bool) (info Info, ok bool, err error) {
 	b, err := rd.bytes(n, "the model type")
+	if full && err != nil && rd.size > 8 && sileroPrefix(string(rd.rest(n))) {
+		// A file cut inside "silero…".
+		return Info{Kind: KindVAD, VAD: &VAD{}}, true, err
+	}
 	if err != nil || !strings.HasPrefix(string(b), "silero") {
 		_, _ = rd.r.Seek(8, io.SeekStart)
 		rd.pos = 8
-		return Info{}, false
+		return Info{}, false, nil
 	}
 	var ver [3]int32
 	for i := range ver {
 		if ver[i], err = rd.i32(); err != nil {
-			return Info{}, false
+			if full {
+				return Info{Kind: KindVAD, VAD: &VAD{Type: string(b)}}, true, err
+			}
+			return Info{}, false, nil
 		}
 	}
-	return Info{Kind: KindVAD, VAD: &VAD{Type: string(b), Version: fmt.Sprintf("%d.%d.%d", ver[0], ver[1], ver[2])}}, true
+	info = Info{Kind: KindVAD, VAD: &VAD{Type: string(b), Version: fmt.Sprintf("%d.%d.%d", ver[0], ver[1], ver[2])}}
+	if full {
+		err = rd.vadBody()
+	}
+	return info, true, err
+}
+
+// sileroPrefix reports whether s is the start of a Silero type name, or
+// one cut short.
+func sileroPrefix(s string) bool {
+	return strings.HasPrefix(s, "silero") || strings.HasPrefix("silero", s)
+}
+
+// rest is what is left of the file from byte 8 on, at most n bytes (for
+// messages about a file cut short).
+func (rd *reader) rest(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rd.r.Seek(8, io.SeekStart); err != nil {
+		return nil
+	}
+	k, _ := io.ReadFull(rd.r, b)
+	return b[:k]
+}
+
+// vadHParams are the numbers after a VAD file's version that whisper.cpp
+// 1.9.1's graph is built for (whisper_vad_build_graph hard-codes most of
+// them): window 512, context 64, four encoder layers (in, out, kernel), the
+// LSTM's input and hidden sizes, the final convolution's in and out. Silero
+// v5.1.2 and v6.2.0 both have them.
+var vadHParams = []int32{512, 64, 4, 129, 128, 3, 128, 64, 3, 64, 64, 3, 64, 128, 3, 128, 128, 128, 1}
+
+// vadTensors are the tensors whisper.cpp loads from a VAD file: ggml type
+// (0 f32, 1 f16) and dimensions, trailing 1s left out.
+var vadTensors = map[string]struct {
+	typ  int32
+	dims []int32
+}{
+	"_model.stft.forward_basis_buffer":     {1, []int32{256, 1, 258}},
+	"_model.encoder.0.reparam_conv.weight": {1, []int32{3, 129, 128}},
+	"_model.encoder.0.reparam_conv.bias":   {0, []int32{128}},
+	"_model.encoder.1.reparam_conv.weight": {1, []int32{3, 128, 64}},
+	"_model.encoder.1.reparam_conv.bias":   {0, []int32{64}},
+	"_model.encoder.2.reparam_conv.weight": {1, []int32{3, 64, 64}},
+	"_model.encoder.2.reparam_conv.bias":   {0, []int32{64}},
+	"_model.encoder.3.reparam_conv.weight": {1, []int32{3, 64, 128}},
+	"_model.encoder.3.reparam_conv.bias":   {0, []int32{128}},
+	"_model.decoder.rnn.weight_ih":         {0, []int32{128, 512}},
+	"_model.decoder.rnn.weight_hh":         {0, []int32{128, 512}},
+	"_model.decoder.rnn.bias_ih":           {0, []int32{512}},
+	"_model.decoder.rnn.bias_hh":           {0, []int32{512}},
+	"_model.decoder.decoder.2.weight":      {1, []int32{128}},
+	"_model.decoder.decoder.2.bias":        {0, nil},
+}
+
+// vadBody checks a VAD file after its version: the hyper-parameters, then
+// every tensor, each once and whole, up to the exact end of the file.
+func (rd *reader) vadBody() error {
+	for i, want := range vadHParams {
+		v, err := rd.i32()
+		if err != nil {
+			return err
+		}
+		if v != want {
+			return fmt.Errorf("%w: Silero VAD hyper-parameter %d is %d, want %d (whisper.cpp 1.9.1 runs only Silero's own layout)",
+				ErrBadHeader, i+1, v, want)
+		}
+	}
+	seen := map[string]bool{}
+	for rd.pos < rd.size {
+		if len(seen) == len(vadTensors) {
+			return fmt.Errorf("%w: %d bytes after the last tensor", ErrBadHeader, rd.size-rd.pos)
+		}
+		what := fmt.Sprintf("tensor %d of %d", len(seen)+1, len(vadTensors))
+		var hdr [3]int32
+		for i := range hdr {
+			v, err := rd.i32()
+			if err != nil {
+				return fmt.Errorf("%w: ends at byte %d, inside %s", ErrTruncated, rd.size, what)
+			}
+			hdr[i] = v
+		}
+		nDims, nameLen, typ := hdr[0], hdr[1], hdr[2]
+		if nDims < 0 || nDims > 4 || nameLen < 1 || nameLen > 256 {
+			return fmt.Errorf("%w: %s has %d dimensions and a name of %d bytes", ErrBadHeader, what, nDims, nameLen)
+		}
+		dims := make([]int32, nDims)
+		for i := range dims {
+			v, err := rd.i32()
+			if err != nil {
+				return fmt.Errorf("%w: ends at byte %d, inside %s", ErrTruncated, rd.size, what)
+			}
+			dims[i] = v
+		}
+		name, err := rd.bytes(int(nameLen), what)
+		if err != nil {
+			return err
+		}
+		n := string(name)
+		want, ok := vadTensors[n]
+		if !ok {
+			return fmt.Errorf("%w: %s is named %s, not a Silero VAD tensor", ErrBadHeader, what, quoteHead(name))
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: tensor %s appears twice", ErrBadHeader, n)
+		}
+		seen[n] = true
+		for len(dims) > 0 && dims[len(dims)-1] == 1 {
+			dims = dims[:len(dims)-1]
+		}
+		if typ != want.typ || !slices.Equal(dims, want.dims) {
+			return fmt.Errorf("%w: tensor %s has type %d and dimensions %v, want type %d and %v",
+				ErrBadHeader, n, typ, dims, want.typ, want.dims)
+		}
+		elems := int64(1)
+		for _, d := range dims {
+			elems *= int64(d)
+		}
+		if err := rd.skip(elems*typeSizes[typ].bytes, what+" ("+n+")"); err != nil {
+			return err
+		}
+	}
+	if len(seen) != len(vadTensors) {
+		return fmt.Errorf("%w: %d of the %d tensors of a Silero VAD model", ErrTruncated, len(seen), len(vadTensors))
+	}
+	return nil
 }
 
 // whisper reads a whisper file whose n_vocab was already read.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,16 +39,52 @@ func miniModel(t *testing.T) []byte {
 
 func read(b []byte) (Info, error) { return Read(bytes.NewReader(b), int64(len(b))) }
 
-// vadFile is the start of a Silero VAD file as whisper.cpp's converter
-// writes it: magic, type, version, window, context, then hparams.
-func vadFile() []byte {
+// vadHeader is the start of a Silero VAD file as whisper.cpp's converter
+// writes it: magic, type, version; what Inspect reads.
+func vadHeader() []byte {
 	var b bytes.Buffer
 	w := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
 	w(uint32(Magic))
 	w(int32(len("silero-16k")))
 	b.WriteString("silero-16k")
-	w([]int32{6, 2, 0, 512, 64, 4})
-	b.Write(make([]byte, 256))
+	w([]int32{6, 2, 0})
+	return b.Bytes()
+}
+
+// vadOrder is the order convert-silero-vad-to-ggml.py writes the tensors in.
+var vadOrder = []string{
+	"_model.encoder.0.reparam_conv.weight", "_model.encoder.0.reparam_conv.bias",
+	"_model.encoder.1.reparam_conv.weight", "_model.encoder.1.reparam_conv.bias",
+	"_model.encoder.2.reparam_conv.weight", "_model.encoder.2.reparam_conv.bias",
+	"_model.encoder.3.reparam_conv.weight", "_model.encoder.3.reparam_conv.bias",
+	"_model.decoder.rnn.weight_ih", "_model.decoder.rnn.weight_hh",
+	"_model.decoder.rnn.bias_ih", "_model.decoder.rnn.bias_hh",
+	"_model.decoder.decoder.2.weight", "_model.decoder.decoder.2.bias",
+	"_model.stft.forward_basis_buffer",
+}
+
+// vadFile is a whole Silero VAD file in the converter's layout, with zero
+// weights; edit(name, &typ, &dims) may change a tensor's header.
+func vadFile(edit func(name string, typ *int32, dims *[]int32)) []byte {
+	var b bytes.Buffer
+	w := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	b.Write(vadHeader())
+	w(vadHParams)
+	for _, name := range vadOrder {
+		t := vadTensors[name]
+		typ, dims := t.typ, slices.Clone(t.dims)
+		if edit != nil {
+			edit(name, &typ, &dims)
+		}
+		w([]int32{int32(len(dims)), int32(len(name)), typ})
+		w(dims)
+		b.WriteString(name)
+		n := int64(1)
+		for _, d := range dims {
+			n *= int64(d)
+		}
+		b.Write(make([]byte, n*typeSizes[typ].bytes))
+	}
 	return b.Bytes()
 }
 
@@ -154,14 +192,21 @@ func TestNotAModel(t *testing.T) {
 }
 
 func TestVAD(t *testing.T) {
-	info, err := read(vadFile())
+	if n := len(vadFile(nil)); n != 885098 {
+		t.Fatalf("the generated VAD file is %d bytes, want 885098 as the published ones", n)
+	}
+	info, err := read(vadHeader())
+	if err != nil || info.Kind != KindVAD || info.VAD.Type != "silero-16k" || info.VAD.Version != "6.2.0" {
+		t.Fatalf("Read(VAD header) = %+v, %v", info, err)
+	}
+	info, err = read(vadFile(nil))
 	if err != nil || info.Kind != KindVAD || info.VAD.Type != "silero-16k" || info.VAD.Version != "6.2.0" {
 		t.Fatalf("Read(VAD file) = %+v, %v", info, err)
 	}
 	dir := t.TempDir()
 	vad := filepath.Join(dir, "ggml-silero-v6.2.0.bin")
 	whisper := filepath.Join(dir, "ggml-mini.bin")
-	os.WriteFile(vad, vadFile(), 0o644)
+	os.WriteFile(vad, vadFile(nil), 0o644)
 	os.WriteFile(whisper, miniModel(t), 0o644)
 	if _, err := CheckVAD(vad); err != nil {
 		t.Errorf("CheckVAD(VAD file) = %v", err)
@@ -210,4 +255,109 @@ func TestMissingAndMessages(t *testing.T) {
 			t.Errorf("FetchName(%q) = %q, want %q", path, got, want)
 		}
 	}
+}
+
+// TestCheckVADWhole: CheckVAD accepts a whole VAD file and refuses, with
+// one line that names the file, everything whisper.cpp 1.9.1 would crash
+// or abort on or run with garbage: a file cut anywhere, other
+// hyper-parameters, an unknown, doubled, reshaped or retyped tensor, bytes
+// after the end, a whisper model, a header alone.
+func TestCheckVADWhole(t *testing.T) {
+	good := vadFile(nil)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ggml-silero-v5.1.2.bin")
+	if err := os.WriteFile(path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := CheckVAD(path); err != nil || info.Kind != KindVAD || info.Bytes != int64(len(good)) {
+		t.Fatalf("CheckVAD(whole file) = %+v, %v", info, err)
+	}
+	if _, err := CheckVADData(path, good); err != nil {
+		t.Fatalf("CheckVADData(whole file) = %v", err)
+	}
+	bad := func(name string, b []byte, want error) {
+		t.Helper()
+		_, err := CheckVADData(path, b)
+		if !errors.Is(err, want) {
+			t.Errorf("%s: CheckVADData = %v, want %v", name, err, want)
+			return
+		}
+		if msg := err.Error(); !strings.Contains(msg, path) || strings.Contains(msg, "\n") {
+			t.Errorf("%s: message %q does not name the file on one line", name, msg)
+		}
+	}
+	// Cut at every byte of the header and the tensor headers, and every
+	// 997th byte of the data.
+	for n := 0; n < len(good); n++ {
+		if n > 2000 && n%997 != 0 {
+			continue
+		}
+		want := ErrTruncated
+		if n < 4 {
+			want = ErrNotGGML
+		}
+		if _, err := CheckVADData(path, good[:n]); err == nil || (n >= 8 && !errors.Is(err, want) && !errors.Is(err, ErrBadHeader)) {
+			t.Fatalf("cut at byte %d: CheckVADData = %v, want %v", n, err, want)
+		}
+	}
+	bad("cut in the last tensor", good[:len(good)-1], ErrTruncated)
+	bad("header only", vadHeader(), ErrTruncated)
+	bad("bytes after the end", append(slices.Clone(good), 0, 0, 0, 0), ErrBadHeader)
+	for i := range vadHParams {
+		b := slices.Clone(good)
+		off := len(vadHeader()) + 4*i
+		binary.LittleEndian.PutUint32(b[off:], uint32(vadHParams[i]+1))
+		bad(fmt.Sprintf("hyper-parameter %d", i), b, ErrBadHeader)
+	}
+	bad("f32 where f16", vadFile(func(n string, typ *int32, _ *[]int32) {
+		if n == "_model.encoder.0.reparam_conv.weight" {
+			*typ = 0
+		}
+	}), ErrBadHeader)
+	bad("other shape", vadFile(func(n string, _ *int32, dims *[]int32) {
+		if n == "_model.decoder.rnn.weight_ih" {
+			*dims = []int32{512, 128}
+		}
+	}), ErrBadHeader)
+	bad("five dimensions", vadFile(func(n string, _ *int32, dims *[]int32) {
+		if n == "_model.decoder.rnn.bias_ih" {
+			*dims = []int32{512, 1, 1, 1, 1}
+		}
+	}), ErrBadHeader)
+	renamed := bytes.Replace(slices.Clone(good), []byte("_model.decoder.rnn.bias_hh"), []byte("_model.decoder.rnn.bias_xx"), 1)
+	bad("unknown tensor", renamed, ErrBadHeader)
+	twice := bytes.Replace(slices.Clone(good), []byte("_model.decoder.rnn.bias_hh"), []byte("_model.decoder.rnn.bias_ih"), 1)
+	bad("a tensor twice", twice, ErrBadHeader)
+
+	whisper := filepath.Join(dir, "ggml-mini.bin")
+	os.WriteFile(whisper, miniModel(t), 0o644)
+	_, err := CheckVAD(whisper)
+	if want := whisper + " is a whisper model (English-only, f16), not a Silero VAD model — fetch one with yaz-fetch-model silero-v5.1.2"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
+		t.Errorf("CheckVAD(whisper model) = %v, want %q", err, want)
+	}
+	missing := filepath.Join(dir, "none.bin")
+	if _, err := CheckVAD(missing); !errors.Is(err, ErrMissing) || err.Error() != "VAD model not found: "+missing+" — fetch one with yaz-fetch-model silero-v5.1.2" {
+		t.Errorf("CheckVAD(missing) = %v", err)
+	}
+	if _, err := CheckVAD(dir); !errors.Is(err, ErrNotGGML) || !strings.Contains(err.Error(), dir+" is not a regular file") {
+		t.Errorf("CheckVAD(a folder) = %v", err)
+	}
+}
+
+// FuzzCheckVADData: no input makes the VAD walk panic, and what it accepts
+// is exactly the size of a whole model.
+func FuzzCheckVADData(f *testing.F) {
+	good := vadFile(nil)
+	f.Add(good[:200])
+	f.Add(vadHeader())
+	f.Add(good[:len(vadHeader())+4*len(vadHParams)+40])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The fuzzer mutates the start of a model; the tensor data after
+		// it is the good file's.
+		data := append(slices.Clone(b), good[min(len(b), len(good)):]...)
+		info, err := CheckVADData("fuzz.bin", data)
+		if err == nil && (info.Kind != KindVAD || len(data) != len(good)) {
+			t.Errorf("accepted %d bytes as %+v", len(data), info)
+		}
+	})
 }

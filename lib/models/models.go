@@ -1,7 +1,8 @@
-// Package models knows where YazSes keeps whisper models:
+// Package models knows where YazSes keeps its models:
 // $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models), one
-// ggml file per model, named as upstream names them (ggml-base.en.bin).
-// scripts/fetch-model.sh downloads them there with a pinned checksum.
+// ggml file per model, named as upstream names them (ggml-base.en.bin, and
+// the Silero VAD model ggml-silero-v5.1.2.bin). scripts/fetch-model.sh
+// downloads them there with a pinned checksum.
 package models
 
 import (
@@ -31,3 +32,11 @@ func Path(name string) string { return filepath.Join(Dir(), "ggml-"+name+".bin")
 
 // DefaultPath is the file of DefaultName.
 func DefaultPath() string { return Path(DefaultName) }
+
+// DefaultVADName is the Silero voice-activity detector's model, as
+// yaz-fetch-model names it (ggml-org/whisper-vad on the model hub).
+const DefaultVADName = "silero-v5.1.2"
+
+// DefaultVADPath is the file of DefaultVADName: where `auto` looks for a
+// VAD model before falling back to the energy detector.
+func DefaultVADPath() string { return Path(DefaultVADName) }

@@ -10,8 +10,9 @@ import (
 
 const module = "github.com/yazses/yazses/"
 
-// cgoAllowed are the only packages of ours with cgo files.
-var cgoAllowed = map[string]bool{module + "lib/asr": true, module + "lib/audio": true}
+// cgoAllowed are the only packages of ours with cgo files: whisper.cpp's
+// recognizer and voice detector, and miniaudio.
+var cgoAllowed = map[string]bool{module + "lib/asr": true, module + "lib/silero": true, module + "lib/audio": true}
 
 func goList(t *testing.T, env []string, args ...string) string {
 	t.Helper()
@@ -29,7 +30,7 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./...")), "\n") {
 		pkg, n, _ := strings.Cut(line, " ")
 		if n != "0" && !cgoAllowed[pkg] {
-			t.Errorf("%s has cgo files; only lib/asr and lib/audio may", pkg)
+			t.Errorf("%s has cgo files; only lib/asr, lib/silero and lib/audio may", pkg)
 		}
 	}
 }
@@ -37,9 +38,9 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 // TestPureGoBuild: everything the daemon side will use builds with
 // CGO_ENABLED=0, so yazsesd, yaz-gate and yaz-mcp never link C.
 func TestPureGoBuild(t *testing.T) {
-	pkgs := []string{"./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
+	pkgs := []string{"./cmd/yazsesd", "./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models",
-		"./cmd/yaz-mcp", "./lib/daemonapi"}
+		"./cmd/yaz-mcp", "./lib/daemonapi", "./lib/vadspan", "./lib/modelfile"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -55,6 +56,19 @@ func TestBudgetOnlyInGate(t *testing.T) {
 		pkg, deps, _ := strings.Cut(line, " ")
 		if strings.Contains(","+deps+",", ","+module+"lib/budget,") && !strings.HasPrefix(pkg, module+"cmd/yaz-gate") {
 			t.Errorf("%s imports lib/budget; only yaz-gate may", pkg)
+		}
+	}
+}
+
+// TestSileroOnlyInDecode: the Silero voice detector (cgo, whisper.cpp)
+// is linked by yaz-decode alone; the daemon, the gate and the MCP server
+// get its results from a yaz-decode child (lib/vadspan, pure Go, turns
+// probabilities into spans anywhere).
+func TestSileroOnlyInDecode(t *testing.T) {
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if strings.Contains(","+deps+",", ","+module+"lib/silero,") && !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
+			t.Errorf("%s imports lib/silero; only yaz-decode may", pkg)
 		}
 	}
 }

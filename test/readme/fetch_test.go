@@ -1,6 +1,7 @@
 package readme
 
 import (
+	"bytes"
 	"crypto/rand"
 	"net"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
 )
@@ -226,5 +229,129 @@ func TestDemo(t *testing.T) {
 		if hits.Load() != 0 {
 			t.Errorf("the demo fetched a model although one was there (%d requests)", hits.Load())
 		}
+	})
+}
+
+// TestFetchVADModel: yaz-fetch-model silero-v5.1.2 fetches the Silero VAD
+// model from its own hub repository (ggml-org/whisper-vad), resumes a
+// partial download with a range request, and puts nothing in place that
+// is not exactly the pinned size and SHA-256. (The success path needs the
+// real ggml-silero-v5.1.2.bin, which no test here has.)
+func TestFetchVADModel(t *testing.T) {
+	inst := install(t)
+	prog := filepath.Join(inst.bin, "yaz-fetch-model")
+	const file, size = "ggml-silero-v5.1.2.bin", 885098
+	run := func(t *testing.T, env ...string) (result, string) {
+		t.Helper()
+		home := t.TempDir()
+		models := filepath.Join(home, "models")
+		env = append([]string{"HOME=" + home, "PATH=/usr/bin:/bin", "YAZ_MODEL_DIR=" + models}, env...)
+		return runScript(t, env, home, prog, "silero-v5.1.2"), models
+	}
+	placed := func(t *testing.T, models string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(models, file)); err == nil {
+			t.Error("an unverified download was put in place")
+		}
+	}
+
+	t.Run("list", func(t *testing.T) {
+		home := t.TempDir()
+		models := filepath.Join(home, ".local", "share", "yazses", "models")
+		env := []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		r := runScript(t, env, home, prog, "--list")
+		if !regexp.MustCompile(`(?m)^silero-v5\.1\.2 +864KiB +` + regexp.QuoteMeta(file) + `$`).MatchString(r.stdout) {
+			t.Errorf("--list lacks the VAD model:\n%s", r.stdout)
+		}
+		os.MkdirAll(models, 0o755)
+		os.WriteFile(filepath.Join(models, file), []byte("x"), 0o644)
+		r = runScript(t, env, home, prog, "--list")
+		if !regexp.MustCompile(`(?m)^silero-v5\.1\.2 .* installed$`).MatchString(r.stdout) {
+			t.Errorf("--list does not mark the VAD model installed:\n%s", r.stdout)
+		}
+	})
+
+	t.Run("hub address", func(t *testing.T) {
+		// A proxy on which nothing listens: the address the script asks for
+		// shows in its error, and nothing leaves the machine.
+		proxy := closedURL(t)
+		r, models := run(t, "https_proxy="+proxy, "HTTPS_PROXY="+proxy)
+		want := "yaz-fetch-model: download of https://huggingface.co/ggml-org/whisper-vad/resolve/main/" + file + " failed (offline? behind a proxy?)"
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", r.code, r.stdout, r.stderr, want)
+		}
+		if left, _ := filepath.Glob(filepath.Join(models, "*")); len(left) > 0 {
+			t.Errorf("left %v behind", left)
+		}
+	})
+
+	// A server that serves body for the VAD file (with ranges, as the hub
+	// does) and records the Range headers it is asked for.
+	serve := func(t *testing.T, body []byte) (string, *[]string) {
+		var ranges []string
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/"+file {
+				http.NotFound(w, r)
+				return
+			}
+			mu.Lock()
+			ranges = append(ranges, r.Header.Get("Range"))
+			mu.Unlock()
+			http.ServeContent(w, r, file, time.Time{}, bytes.NewReader(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL, &ranges
+	}
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	t.Run("resume, then checksum", func(t *testing.T) {
+		body := random(size)
+		url, ranges := serve(t, body)
+		home := t.TempDir()
+		models := filepath.Join(home, "models")
+		os.MkdirAll(models, 0o755)
+		part := filepath.Join(models, file+".part")
+		os.WriteFile(part, body[:300000], 0o644)
+		r := runScript(t, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "YAZ_MODEL_DIR=" + models, "YAZ_MODEL_BASE_URL=" + url}, home, prog, "silero-v5.1.2")
+		if r.code != 1 || !strings.Contains(r.stderr, "checksum mismatch for "+file+" (want sha256 29940d98d42b91fbd05ce489f3ecf7c72f0a42f027e4875919a28fb4c04ea2cf)") {
+			t.Errorf("exit %d, stderr %q; want 1 and a SHA-256 mismatch", r.code, r.stderr)
+		}
+		if len(*ranges) != 1 || (*ranges)[0] != "bytes=300000-" {
+			t.Errorf("requests with ranges %q, want one from byte 300000", *ranges)
+		}
+		if got, err := os.ReadFile(part + ".bad"); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("the resumed download (kept aside) is not the served file: %d bytes, %v", len(got), err)
+		}
+		placed(t, models)
+	})
+
+	t.Run("complete part is only checked", func(t *testing.T) {
+		url, ranges := serve(t, random(size))
+		home := t.TempDir()
+		models := filepath.Join(home, "models")
+		os.MkdirAll(models, 0o755)
+		os.WriteFile(filepath.Join(models, file+".part"), random(size), 0o644)
+		r := runScript(t, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "YAZ_MODEL_DIR=" + models, "YAZ_MODEL_BASE_URL=" + url}, home, prog, "silero-v5.1.2")
+		if r.code != 1 || !strings.Contains(r.stderr, "checksum mismatch for "+file) || len(*ranges) != 0 {
+			t.Errorf("exit %d, stderr %q, %d requests; want 1, a checksum mismatch and no request", r.code, r.stderr, len(*ranges))
+		}
+		placed(t, models)
+	})
+
+	t.Run("size", func(t *testing.T) {
+		url, _ := serve(t, random(64<<10))
+		r, models := run(t, "YAZ_MODEL_BASE_URL="+url)
+		want := "size mismatch for " + file + ": 65536 bytes, want 885098; the download was moved to " + filepath.Join(models, file+".part.bad")
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+		}
+		placed(t, models)
 	})
 }

@@ -117,6 +117,8 @@ var notHere = []struct {
 	{prefix: "make test", reason: "this test is part of make test"},
 	{prefix: "yaz-fetch-model base.en", reason: "a network download (tests never download; the offline failure and the checksum check are TestFetchModelOffline and TestFetchModelVerifies); a generated model is put in its place",
 		instead: (*session).writeModel},
+	{prefix: "yaz-fetch-model silero-v5.1.2", reason: "a network download (tests never download; the hub address, resume, size and checksum checks are TestFetchVADModel); the real Silero VAD model from ../shared/models is put in its place",
+		instead: (*session).copyVADModel},
 	{prefix: "ffmpeg ", reason: "ffmpeg is not installed here: make setup does not install it (54 Debian packages for one example); the same pipeline runs with sox above",
 		when: func() bool { _, err := exec.LookPath("ffmpeg"); return err != nil }},
 	{prefix: "bindsym ", reason: "a line of sway's configuration, not a shell command"},
@@ -379,6 +381,24 @@ func (s *session) writeModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testmodel.WriteFile(model, testmodel.TinyEn, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyVADModel stands in for yaz-fetch-model silero-v5.1.2: the real
+// Silero VAD model the tests use (../shared/models, next to the
+// repository) under the name the fetch gives it.
+func (s *session) copyVADModel(t *testing.T) {
+	src := filepath.Join(filepath.Dir(world.root), "shared", "models", "ggml-silero-v6.2.0.bin")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository): %v", src, err)
+	}
+	model := filepath.Join(s.home, ".local", "share", "yazses", "models", "ggml-silero-v5.1.2.bin")
+	if err := os.MkdirAll(filepath.Dir(model), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(model, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,332 @@
+package silero
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/vadspan"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+const sr = pcm.SampleRate
+
+// repoRoot is the folder of go.mod above the test's working directory.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = up
+	}
+}
+
+// modelPath is the real Silero VAD model, kept next to the repository in
+// ../shared/models (never in it); CI has it there.
+func modelPath(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(repoRoot(t)), "shared", "models", "ggml-silero-v6.2.0.bin")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository; see its README): %v", p, err)
+	}
+	return p
+}
+
+var shared struct {
+	once  sync.Once
+	model *Model
+	err   error
+}
+
+// model is the real model, loaded once for the package's tests (1 thread).
+func model(t testing.TB) *Model {
+	t.Helper()
+	path := modelPath(t)
+	shared.once.Do(func() { shared.model, shared.err = Load(path, Options{}) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.model
+}
+
+// jfkPath is the 11 s speech sample of the whisper.cpp Go bindings module.
+func jfkPath(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go").Output()
+	if err != nil {
+		t.Fatalf("go list the whisper.cpp bindings: %v", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "samples", "jfk.wav")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("jfk.wav: %v (run go mod download)", err)
+	}
+	return p
+}
+
+func readWAV(t testing.TB, path string) []float32 {
+	t.Helper()
+	a, _, err := wav.ReadFile16k(path, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func jfk(t testing.TB) []float32 { return readWAV(t, jfkPath(t)) }
+
+// whisperCLI is whisper.cpp's CLI, $YAZ_WHISPER_CLI (make test and
+// `make env` set it).
+func whisperCLI(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("YAZ_WHISPER_CLI")
+	if p == "" {
+		t.Fatal("YAZ_WHISPER_CLI is not set: run the tests through make test, or eval \"$(make -s env)\"")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("whisper-cli: %v (run make setup)", err)
+	}
+	return p
+}
+
+var mini struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// miniWhisper is a generated whisper model: whisper-cli needs one to run
+// its VAD at all.
+func miniWhisper(t testing.TB) string {
+	t.Helper()
+	mini.once.Do(func() {
+		dir, err := os.MkdirTemp("", "silero-test")
+		if err != nil {
+			mini.err = err
+			return
+		}
+		mini.path = filepath.Join(dir, "ggml-mini.bin")
+		mini.err = testmodel.WriteFile(mini.path, testmodel.Mini, 1)
+	})
+	if mini.err != nil {
+		t.Fatal(mini.err)
+	}
+	return mini.path
+}
+
+// writeWAV writes samples as a 16 kHz mono s16 WAV file.
+func writeWAV(t testing.TB, path string, samples []float32) {
+	t.Helper()
+	s16 := pcm.FromFloat32(nil, samples)
+	b := append(pcm.WAVHeader(int64(2*len(s16))), pcm.Encode(nil, s16)...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toS16 and back: what a file or a pipe carries.
+func quantize(samples []float32) []float32 {
+	return pcm.ToFloat32(nil, pcm.FromFloat32(nil, samples))
+}
+
+func spans(t testing.TB, m *Model, samples []float32, p vadspan.Params) []vadspan.Span {
+	t.Helper()
+	s, err := m.Spans(context.Background(), samples, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// streamSpans runs samples through a new Stream in blocks of n and pairs
+// its events into spans; it also returns the probabilities.
+func streamSpans(t testing.TB, m *Model, samples []float32, p vadspan.Params, n int) ([]vadspan.Span, []float32) {
+	t.Helper()
+	s, err := m.NewStream(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []vadspan.Event
+	var probs []float32
+	for i := 0; i < len(samples); i += n {
+		e, err := s.Write(samples[i:min(i+n, len(samples))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e...)
+		probs = append(probs, s.Probs()...)
+	}
+	e, err := s.Flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = append(evs, e...)
+	probs = append(probs, s.Probs()...)
+	return pairEvents(t, evs, int64(len(samples))), probs
+}
+
+func pairEvents(t testing.TB, evs []vadspan.Event, n int64) []vadspan.Span {
+	t.Helper()
+	var out []vadspan.Span
+	for i, e := range evs {
+		want := vadspan.SpeechStart
+		if i%2 == 1 {
+			want = vadspan.SpeechEnd
+		}
+		if e.Kind != want {
+			t.Fatalf("event %d is %v, want %v: %v", i, e.Kind, want, evs)
+		}
+		if want == vadspan.SpeechStart {
+			out = append(out, vadspan.Span{Start: e.At})
+		} else {
+			out[len(out)-1].End = min(e.At, n)
+		}
+	}
+	if len(evs)%2 != 0 {
+		t.Fatalf("a start without an end: %v", evs)
+	}
+	return out
+}
+
+// Generated sounds, float32 at 16 kHz.
+
+func silence(secs float64) []float32 { return make([]float32, int(secs*sr)) }
+
+func dbfs(db float64) float64 { return math.Pow(10, db/20) }
+
+// white is Gaussian white noise at an RMS of db dBFS.
+func white(rng *rand.Rand, secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	a := dbfs(db)
+	for i := range out {
+		out[i] = float32(rng.NormFloat64() * a)
+	}
+	return out
+}
+
+// pink is 1/f noise (Paul Kellet's filter over white noise) at an RMS of
+// db dBFS.
+func pink(rng *rand.Rand, secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	var b0, b1, b2, b3, b4, b5, b6 float64
+	for i := range out {
+		w := rng.NormFloat64()
+		b0 = 0.99886*b0 + w*0.0555179
+		b1 = 0.99332*b1 + w*0.0750759
+		b2 = 0.96900*b2 + w*0.1538520
+		b3 = 0.86650*b3 + w*0.3104856
+		b4 = 0.55000*b4 + w*0.5329522
+		b5 = -0.7616*b5 - w*0.0168980
+		out[i] = float32(b0 + b1 + b2 + b3 + b4 + b5 + b6 + w*0.5362)
+		b6 = w * 0.115926
+	}
+	return scaleTo(out, db)
+}
+
+// hum is mains hum: 50 Hz with its odd harmonics, at an RMS of db dBFS.
+func hum(secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	for i := range out {
+		x := 2 * math.Pi * 50 * float64(i) / sr
+		out[i] = float32(math.Sin(x) + 0.5*math.Sin(3*x) + 0.25*math.Sin(5*x))
+	}
+	return scaleTo(out, db)
+}
+
+// clicks are single-sample impulses of amplitude a, every interval seconds.
+func clicks(secs, interval, a float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	for i := int(interval * sr / 2); i < len(out); i += int(interval * sr) {
+		out[i] = float32(a)
+		if i+1 < len(out) {
+			out[i+1] = float32(-a)
+		}
+	}
+	return out
+}
+
+func rms(s []float32) float64 {
+	var sum float64
+	for _, x := range s {
+		sum += float64(x) * float64(x)
+	}
+	return math.Sqrt(sum / float64(max(1, len(s))))
+}
+
+func scaleTo(s []float32, db float64) []float32 {
+	g := dbfs(db) / rms(s)
+	for i := range s {
+		s[i] = float32(float64(s[i]) * g)
+	}
+	return s
+}
+
+func concat(parts ...[]float32) []float32 {
+	var out []float32
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// mix adds noise to speech (noise at least as long).
+func mix(speech, noise []float32) []float32 {
+	out := make([]float32, len(speech))
+	for i := range out {
+		out[i] = speech[i] + noise[i]
+	}
+	return out
+}
+
+// espeak says text with espeak-ng (en-us, 170 words a minute) at 16 kHz.
+func espeak(t testing.TB, text string) []float32 {
+	t.Helper()
+	cmd := exec.Command("espeak-ng", "-v", "en-us", "-s", "170", "--stdout", text)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("espeak-ng: %v %s", err, stderr.String())
+	}
+	a, _, err := wav.ReadAll16k(bytes.NewReader(out), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// extent is where a clean recording's sound is: the first and last sample
+// above −40 dBFS.
+func extent(s []float32) (from, to int64) {
+	th := float32(dbfs(-40))
+	from, to = -1, -1
+	for i, x := range s {
+		if x > th || x < -th {
+			if from < 0 {
+				from = int64(i)
+			}
+			to = int64(i) + 1
+		}
+	}
+	return from, to
+}
+
+func toS16(s []float32) []int16 { return pcm.FromFloat32(nil, s) }
