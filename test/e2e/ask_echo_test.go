@@ -230,6 +230,20 @@ func logPlayedOut(t *testing.T, d *daemon, rate int) {
 	}
 }
 
+// askTimeline is the daemon's account of a question, for failure
+// messages: when the speaker started and played it out, and when the
+// daemon began to listen and the microphone to record.
+func askTimeline(d *daemon) string {
+	var b strings.Builder
+	for _, m := range d.logRecords() {
+		switch m["msg"] {
+		case "playback started", "played out", "listening for the answer", "capture started", "ask_human":
+			fmt.Fprintf(&b, "%v %v %v\n", m["time"], m["child"], m["msg"])
+		}
+	}
+	return b.String()
+}
+
 // echoAnswer is what the person says.
 const echoAnswer = "Yes, go ahead."
 
@@ -338,11 +352,19 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 				res := make(chan daemonapi.AskResult, 1)
 				go func() { res <- d.ask(echoQuestion, 60) }()
 
-				// Where the question's samples end in the monitor's stream.
+				// Where the question ends in the monitor's stream: its last
+				// loud 20 ms, found sample for sample, then the silence
+				// after it. (Found from the end: on a loaded machine the
+				// question's own playback may underrun, which inserts
+				// silence, so its start does not tell where it ends.)
+				qLast := qMark
+				for i := qMark; i >= 0; i = loudWindow(question, i+160, 0.05) {
+					qLast = i
+				}
 				qEnd := -1
 				if !ears.waitFor(ctx, func(s []int16) bool {
-					if i := find(s, question[qMark:qMark+320], max(0, len(s)-16000)); i >= 0 {
-						qEnd = i - qMark + len(question)
+					if i := find(s, question[qLast:qLast+320], max(0, len(s)-16000)); i >= 0 {
+						qEnd = i - qLast + len(question)
 					}
 					return qEnd >= 0
 				}) {
@@ -350,13 +372,16 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 					heard := len(ears.samples)
 					loudAt := loudWindow(ears.samples, 0, 0.05)
 					ears.mu.Unlock()
-					t.Fatalf("the question never reached the sink's monitor (it recorded %d ms, loud from %d ms)\n%s", heard/16, loudAt/16, d.logTail(30))
+					t.Fatalf("the end of the question never reached the sink's monitor (it recorded %d ms, loud from %d ms)\n%s", heard/16, loudAt/16, d.logTail(30))
 				}
 				// The person answers a reaction time after that.
 				ears.waitFor(ctx, func(s []int16) bool { return len(s) >= qEnd+pcm.Samples(reaction) })
+				answered := time.Now()
 				if out, err := exec.CommandContext(ctx, bin("yaz-speak"), "--backend", "pulseaudio", "--device", sink, echoAnswer).CombinedOutput(); err != nil {
 					t.Fatalf("yaz-speak the answer: %v: %s", err, out)
 				}
+				t.Logf("the question ended at %d ms of the monitor's stream; the answer was played from %s (wall clock)",
+					qEnd/16, answered.Format("15:04:05.000"))
 				var r daemonapi.AskResult
 				select {
 				case r = <-res:
@@ -364,8 +389,8 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 					t.Fatal("no result for the question")
 				}
 				if r.Result != daemonapi.Answered || r.Answer != echoAnswer {
-					t.Fatalf("ask = %+v, want answered %q (%s)", r, echoAnswer,
-						describeTaken(t, utterances(t, frames), question))
+					t.Fatalf("ask = %+v, want answered %q (%s)\n%s", r, echoAnswer,
+						describeTaken(t, utterances(t, frames), question), askTimeline(d))
 				}
 				utts := utterances(t, frames)
 				u := utts[len(utts)-1]

@@ -441,6 +441,7 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 
 	l := d.mic.listen(false) // only what is said from now on
 	defer d.mic.unlisten(l)
+	d.log.Debug("listening for the answer", "guard_ms", cfg.Ask.GuardMs)
 	window := time.NewTimer(maxAnswer)
 	defer window.Stop()
 	var utt []int16
