@@ -77,9 +77,16 @@
 //
 // Requests are handled one at a time, in order. "started" is sent only once
 // the first audio buffer has been handed to the output device; its
-// "audio_ms" is the length of the utterance, so a reader knows when playback
-// ends without waiting for "done" (which follows once the device has
-// drained and closed, up to a second or two later). A request that
+// "audio_ms" is the length of the utterance. Handed over is not heard: the
+// sound server may hold the audio back (an idle PulseAudio null sink starts
+// playing about 1.9 s later), so "started" plus "audio_ms" is not when
+// playback ends. "done" is: it is sent as soon as the device has played the
+// last sample, measured from the device's own requests for data (with
+// PulseAudio, once the server has asked for a full stream buffer of silence
+// after the last sample; the buffer's size is what it took before the
+// stream started), and before the device is closed, which takes a while
+// longer. A reader that must not hear the utterance (yazsesd listening for
+// the answer to a question) starts after "done". A request that
 // cannot be spoken in full ends with "failed" instead of "done": with
 // "audible":false only when no sample reached the device (a malformed request,
 // no text after sanitizing, espeak-ng failing, the device failing to open, a

@@ -85,8 +85,8 @@ func (c *CLI) player(log *slog.Logger) speaker.Player {
 // devicePlayer plays on a sound device through lib/audio.
 type devicePlayer struct{ cfg audio.Config }
 
-func (p devicePlayer) Play(ctx context.Context, samples []int16, started func()) (int, error) {
-	n, err := audio.Play(ctx, p.cfg, samples, started)
+func (p devicePlayer) Play(ctx context.Context, samples []int16, started, played func()) (int, error) {
+	n, err := audio.Play(ctx, p.cfg, samples, started, played)
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("play: %w", err)
 	}

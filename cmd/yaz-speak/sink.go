@@ -42,7 +42,7 @@ type playSink struct {
 
 func (s playSink) Write(ctx context.Context, samples []int16) error {
 	s.log.Debug("playing", "samples", len(samples), "audio_ms", pcm.Millis(len(samples)))
-	_, err := s.p.Play(ctx, samples, nil)
+	_, err := s.p.Play(ctx, samples, nil, nil)
 	return err
 }
 

@@ -3,6 +3,7 @@ package audio
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -271,6 +272,65 @@ func TestPlayerFill(t *testing.T) {
 	p.fill(out) // no double close
 	if got := decode(out); !cmp.Equal(got, []int16{0, 0, 0}) {
 		t.Errorf("fill after the end = %v, want silence", got)
+	}
+}
+
+// TestPlayerDrainSetLate: the drain threshold is known only once the device
+// has started (the prefill PulseAudio took); a device that already asked
+// for that much silence by then has played out at once, one that has not
+// when it has.
+func TestPlayerDrainSetLate(t *testing.T) {
+	p := newPlayer([]int16{1, 2}, math.MaxInt64)
+	out := make([]byte, 2*4)
+	p.fill(out) // 2 samples, 2 silent frames
+	p.fill(out) // 6 silent frames
+	select {
+	case <-p.done:
+		t.Fatal("done before a drain threshold was set")
+	default:
+	}
+	if got := p.requested.Load(); got != 8 {
+		t.Errorf("requested = %d frames, want 8", got)
+	}
+	p.setDrain(7)
+	select {
+	case <-p.done:
+		t.Fatal("done after 6 silent frames, drain is 7")
+	default:
+	}
+	p.fill(out)
+	select {
+	case <-p.done:
+	default:
+		t.Fatal("done not signalled after 10 silent frames, drain 7")
+	}
+
+	q := newPlayer([]int16{1}, math.MaxInt64)
+	q.fill(out) // 3 silent frames
+	q.setDrain(3)
+	select {
+	case <-q.done:
+	default:
+		t.Fatal("setDrain(3) after 3 silent frames: done not signalled")
+	}
+	q.setDrain(2) // no double close
+}
+
+func TestDrainFor(t *testing.T) {
+	tests := []struct {
+		backend string
+		prefill int64
+		want    int64
+	}{
+		{"pulseaudio", 1120, 1120},
+		{"pulseaudio", 0, drainFrames},
+		{"alsa", 1600, drainFrames},
+		{"null", 0, drainFrames},
+	}
+	for _, tt := range tests {
+		if got := drainFor(tt.backend, tt.prefill); got != tt.want {
+			t.Errorf("drainFor(%q, %d) = %d, want %d", tt.backend, tt.prefill, got, tt.want)
+		}
 	}
 }
 

@@ -141,6 +141,19 @@ func loudPart(s []int16, thresh float64) []int16 {
 	return s[first:last]
 }
 
+// loudEnd returns the index just past the last 10 ms window whose RMS is
+// above thresh, or -1.
+func loudEnd(s []int16, thresh float64) int {
+	const w = pcm.SampleRate / 100
+	end := -1
+	for i := 0; i+w <= len(s); i += w {
+		if rms(s[i:i+w]) > thresh {
+			end = i + w
+		}
+	}
+	return end
+}
+
 func rms(s []int16) float64 {
 	var sum float64
 	for _, v := range s {
@@ -184,7 +197,7 @@ func TestToneLoop(t *testing.T) {
 	want := tone(1000, 0.3, time.Second)
 	var startedAt time.Time
 	playStart := time.Now()
-	n, err := Play(context.Background(), Config{Backend: "pulseaudio", Device: "yaz"}, want, func() { startedAt = time.Now() })
+	n, err := Play(context.Background(), Config{Backend: "pulseaudio", Device: "yaz"}, want, func() { startedAt = time.Now() }, nil)
 	playTook := time.Since(playStart)
 	if err != nil {
 		t.Fatalf("Play: %v", err)
@@ -216,6 +229,70 @@ func TestToneLoop(t *testing.T) {
 	}
 }
 
+// TestPlayedWhenHeard plays a tone into an idle null sink (nothing records
+// its monitor until the tone has started, as when yazsesd opens the
+// microphone only to listen for an answer): the sink starts playing a
+// while after the samples were handed over (0.2-2 s), so "started plus the
+// tone's length" comes early. played must not: when it is called, the
+// monitor has already delivered the whole tone. The recorder's position
+// when played is called is compared with where the tone ends in the
+// recording; the slack, 100 ms, is a few capture deliveries (the monitor
+// hands audio over every 20 ms), far less than the sink's late start.
+func TestPlayedWhenHeard(t *testing.T) {
+	startPulse(t)
+	samples := tone(1000, 0.3, 600*time.Millisecond)
+	for i := range 3 {
+		var (
+			mu     sync.Mutex
+			rec    []int16
+			cancel context.CancelFunc
+			capErr = make(chan error, 1)
+		)
+		posAtPlayed := -1
+		var startedAt time.Time
+		n, err := Play(context.Background(), Config{Backend: "pulseaudio"}, samples, func() {
+			startedAt = time.Now()
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(context.Background())
+			go func() {
+				capErr <- Capture(ctx, Config{Backend: "pulseaudio"}, nil, func(s []int16) {
+					mu.Lock()
+					rec = append(rec, s...)
+					mu.Unlock()
+				})
+			}()
+		}, func() {
+			mu.Lock()
+			posAtPlayed = len(rec)
+			mu.Unlock()
+		})
+		playedAfter := time.Since(startedAt)
+		if err != nil || n != len(samples) {
+			t.Fatalf("Play = %d, %v; want %d, nil", n, err, len(samples))
+		}
+		if posAtPlayed < 0 {
+			t.Fatal("Play returned nil without calling played")
+		}
+		time.Sleep(500 * time.Millisecond) // let the recorder catch up
+		cancel()
+		if err := <-capErr; err != nil {
+			t.Fatalf("Capture: %v", err)
+		}
+		toneEnd := loudEnd(rec, 0.1)
+		if toneEnd < 0 {
+			t.Fatalf("play %d: the monitor recorded no tone", i)
+		}
+		slack := pcm.Samples(100 * time.Millisecond)
+		t.Logf("play %d: tone of %v; played %v after started; the tone ended in the recording %v after the recorder's position at played",
+			i, pcm.Duration(len(samples)), playedAfter.Round(time.Millisecond), pcm.Duration(toneEnd-posAtPlayed))
+		if toneEnd > posAtPlayed+slack {
+			t.Errorf("play %d: played was called %v of audio before the tone left the device, want at most %v",
+				i, pcm.Duration(toneEnd-posAtPlayed), pcm.Duration(slack))
+		}
+		time.Sleep(time.Second) // the sink goes idle again
+	}
+}
+
 // TestPlayCancel: cancelling stops playback at once (barge-in), after
 // started, with the count of what reached the device.
 func TestPlayCancel(t *testing.T) {
@@ -229,7 +306,7 @@ func TestPlayCancel(t *testing.T) {
 	n, err := Play(ctx, Config{Backend: "pulseaudio"}, samples, func() {
 		started = true
 		time.AfterFunc(300*time.Millisecond, cancel)
-	})
+	}, func() { t.Error("played called for a cancelled Play") })
 	took := time.Since(begin)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Play after cancel = %d, %v; want context.Canceled", n, err)
@@ -262,7 +339,7 @@ func TestDeviceErrors(t *testing.T) {
 	if err != nil && err.Error() != wantMsg {
 		t.Errorf("Capture(nonexistent) error:\n got %s\nwant %s", err, wantMsg)
 	}
-	if _, err := Play(ctx, Config{Backend: "pulseaudio", Device: "nonexistent"}, []int16{1}, nil); !errors.Is(err, ErrNoSuchDevice) {
+	if _, err := Play(ctx, Config{Backend: "pulseaudio", Device: "nonexistent"}, []int16{1}, nil, nil); !errors.Is(err, ErrNoSuchDevice) {
 		t.Errorf("Play(nonexistent) = %v, want ErrNoSuchDevice", err)
 	}
 
@@ -339,14 +416,14 @@ func TestNullBackend(t *testing.T) {
 
 	samples := tone(440, 0.5, 300*time.Millisecond)
 	begin = time.Now()
-	n, err := Play(context.Background(), cfg, samples, nil)
+	n, err := Play(context.Background(), cfg, samples, nil, nil)
 	if err != nil || n != len(samples) {
 		t.Fatalf("Play(null) = %d, %v; want %d, nil", n, err, len(samples))
 	}
 	if took := time.Since(begin); took < 300*time.Millisecond {
 		t.Errorf("Play(null) of 300 ms returned after %v", took)
 	}
-	if n, err := Play(context.Background(), cfg, nil, func() { t.Error("started called for no samples") }); n != 0 || err != nil {
+	if n, err := Play(context.Background(), cfg, nil, func() { t.Error("started called for no samples") }, nil); n != 0 || err != nil {
 		t.Errorf("Play(nothing) = %d, %v", n, err)
 	}
 }

@@ -99,6 +99,10 @@ type Speak struct {
 	Voice string `toml:"voice"`
 	// Rate is the speed in words per minute, MinRate to MaxRate.
 	Rate int `toml:"rate"`
+	// Device is the voice's playback device: an ID as yaz-capture
+	// --list-devices lists playback devices; "" is the backend's default
+	// device.
+	Device string `toml:"device"`
 }
 
 // Capture is the microphone child (yaz-capture).
@@ -230,7 +234,7 @@ func rawDefault() Config {
 			Prompt:   "",
 			BeamSize: 1,
 		},
-		Speak:   Speak{Voice: "en-us", Rate: 170},
+		Speak:   Speak{Voice: "en-us", Rate: 170, Device: ""},
 		Capture: Capture{Device: "", Backend: "auto", Mode: CaptureOnDemand, PreRollMs: 300},
 		Dictation: Dictation{
 			Prompt:         "",

@@ -44,6 +44,7 @@ func TestDefault(t *testing.T) {
 		{"decode.threads", c.Decode.Threads, 0},
 		{"speak.voice", c.Speak.Voice, "en-us"},
 		{"speak.rate", c.Speak.Rate, 170},
+		{"speak.device", c.Speak.Device, ""},
 		{"capture.mode", c.Capture.Mode, CaptureOnDemand},
 		{"capture.backend", c.Capture.Backend, "auto"},
 		{"capture.pre_roll_ms", c.Capture.PreRollMs, 300},
@@ -264,6 +265,10 @@ func TestErrors(t *testing.T) {
 			`config.toml:2: speak.voice: must be an espeak-ng voice name such as "en-us", got "-v en"`},
 		{"rate", "[speak]\nrate = 79",
 			"config.toml:2: speak.rate: must be between 80 and 450, got 79"},
+		{"speak device", "[speak]\ndevice = \"yaz\\u0007\"",
+			"config.toml:2: speak.device: must not contain control characters"},
+		{"speak device type", "[speak]\ndevice = 3",
+			"config.toml:2: speak.device: must be a string, got an integer"},
 		{"capture device", "[capture]\ndevice = \"a\\nb\"",
 			"config.toml:2: capture.device: must not contain control characters"},
 		{"capture backend", "[capture]\nbackend = \"jack\"",
@@ -584,10 +589,10 @@ func TestNeedsRestart(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	got := Keys()
-	if len(got) != 35 {
-		t.Errorf("len(Keys()) = %d, want 35: %v", len(got), got)
+	if len(got) != 36 {
+		t.Errorf("len(Keys()) = %d, want 36: %v", len(got), got)
 	}
-	for _, k := range []string{"mcp.ask_human", "budget.ask_human_per_hour", "dictation.replace", "children.gate"} {
+	for _, k := range []string{"mcp.ask_human", "budget.ask_human_per_hour", "speak.device", "dictation.replace", "children.gate"} {
 		found := false
 		for _, g := range got {
 			found = found || g == k

@@ -55,6 +55,8 @@ beam_size = 1
 voice = "en-us"
 # Speaking rate in words per minute, 80-450.
 rate = 170
+# Output device of the voice: a playback ID from yaz-capture --list-devices; "": the default.
+device = ""
 
 [capture]
 # Microphone device ID as yaz-capture lists devices; "": the default device.

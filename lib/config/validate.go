@@ -90,6 +90,9 @@ func validate(c Config) []problem {
 		bad("speak.voice", `must be an espeak-ng voice name such as "en-us", got %q`, c.Speak.Voice)
 	}
 	between("speak.rate", int64(c.Speak.Rate), MinRate, MaxRate)
+	if strings.ContainsFunc(c.Speak.Device, isControl) {
+		bad("speak.device", "must not contain control characters")
+	}
 
 	if strings.ContainsFunc(c.Capture.Device, isControl) {
 		bad("capture.device", "must not contain control characters")

@@ -6,8 +6,16 @@ package tts
 // each with Events on its stdout, in request order:
 //
 //	{"id":"q1","text":"An MCP client asks: ready?"}
-//	{"id":"q1","event":"started","audible":true}
+//	{"id":"q1","event":"started","audible":true,"audio_ms":1850}
 //	{"id":"q1","event":"done","audible":true}
+//
+// "started" means the first audio was handed to the output device, not
+// heard: a sound server may hold it back for a while (an idle PulseAudio
+// null sink started playing 1.9 s later). "done" means the device has
+// played the last sample, and is sent as soon as it has, before the
+// speaker closes the device; a reader that must not hear the utterance
+// (the daemon listening for an answer) waits for "done", not for "started"
+// plus audio_ms.
 //
 // or, when it fails, one "failed" event (after "started" when the failure
 // came after audio reached the device):
@@ -33,9 +41,9 @@ type Event struct {
 	// output device. On a "failed" event, false proves that nothing was
 	// played.
 	Audible bool `json:"audible"`
-	// AudioMs is the length of the utterance's audio, on "started" only:
-	// with the time "started" arrived it tells when playback ends, sooner
-	// than "done", which waits for the device to drain and close.
+	// AudioMs is the length of the utterance's audio, on "started" only.
+	// It is not when playback ends: the device may start playing late;
+	// "done" tells that.
 	AudioMs int64 `json:"audio_ms,omitempty"`
 }
 
@@ -44,7 +52,9 @@ const (
 	// EventStarted is sent once the first audio buffer has been handed to the
 	// output device. It always has Audible true.
 	EventStarted = "started"
-	// EventDone is sent when all audio of the request has been played.
+	// EventDone is sent when all audio of the request has been played:
+	// the output device has played the last sample (measured from its
+	// own requests for data), before the speaker closes the device.
 	EventDone = "done"
 	// EventFailed is sent instead of EventDone when the request could not be
 	// spoken in full: a malformed request, no text, a synthesis failure, a

@@ -24,11 +24,14 @@ import (
 )
 
 // Player plays 16 kHz mono s16 samples. It calls started once, right after
-// the first buffer was handed to the output device (possibly from another
-// goroutine), and returns how many samples it handed to the device. When ctx
-// is cancelled it stops at once and returns ctx's error.
+// the first buffer was handed to the output device, and played once the
+// device has played the last sample (both possibly from another goroutine;
+// played only on a playback that then returns no error, and before the
+// device is closed). It returns how many samples it handed to the device.
+// When ctx is cancelled it stops at once and returns ctx's error. A Player
+// that never calls played is still correct: done then follows its return.
 type Player interface {
-	Play(ctx context.Context, samples []int16, started func()) (int, error)
+	Play(ctx context.Context, samples []int16, started, played func()) (int, error)
 }
 
 // SynthFunc turns sanitized text into 16 kHz mono s16 samples.
@@ -117,45 +120,75 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 	}
 	synthDur := time.Since(t0)
 
-	// started may come from the device's goroutine: it only closes a
-	// channel, and this goroutine writes the event, so a slow reader of
-	// stdout never stalls the audio callback and "started" always comes
-	// before "done" or "failed".
-	startedCh := make(chan struct{})
-	var once sync.Once
-	started := func() { once.Do(func() { close(startedCh) }) }
+	// started and played may come from the device's goroutine: they only
+	// close channels, and one goroutine writes the events, so a slow
+	// reader of stdout never stalls the audio callback, "started" always
+	// comes first, and "done" goes out as soon as the audio has been
+	// played, while the player is still closing the device.
+	startedCh, playedCh := make(chan struct{}), make(chan struct{})
+	var startOnce, playOnce sync.Once
+	started := func() { startOnce.Do(func() { close(startedCh) }) }
+	played := func() { playOnce.Do(func() { close(playedCh) }) }
 	playDone := make(chan struct{})
-	emitted := make(chan error, 1)
+	emitted := make(chan playEvents, 1)
+	audioMs := pcm.Millis(len(samples))
 	go func() {
+		var r playEvents
 		select {
 		case <-startedCh:
+		case <-playedCh:
 		case <-playDone:
-			select {
-			case <-startedCh:
-			default:
-				emitted <- nil
-				return
-			}
 		}
-		emitted <- emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: pcm.Millis(len(samples))})
+		if !isClosed(startedCh) && !isClosed(playedCh) {
+			emitted <- r // ended without a sign of audio: decided below
+			return
+		}
+		r.startedAt, r.started = time.Now(), true
+		if r.err = emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: audioMs}); r.err != nil {
+			emitted <- r
+			return
+		}
+		select {
+		case <-playedCh:
+		case <-playDone:
+		}
+		if isClosed(playedCh) {
+			r.playedAt, r.done = time.Now(), true
+			r.err = emit(out, tts.Event{ID: req.ID, Event: tts.EventDone, Audible: true})
+		}
+		emitted <- r
 	}()
 	t1 := time.Now()
-	n, playErr := s.Player.Play(uctx, samples, started)
+	n, playErr := s.Player.Play(uctx, samples, started, played)
 	close(playDone)
-	if err := <-emitted; err != nil {
-		return err
+	r := <-emitted
+	if r.err != nil {
+		return r.err
 	}
-	audible := isClosed(startedCh) || n > 0
-	if audible && !isClosed(startedCh) {
+	audible := r.started || n > 0
+	if audible && !r.started {
 		// The player handed samples over without saying so: still tell
 		// the truth, in the protocol's order.
-		if err := emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: pcm.Millis(len(samples))}); err != nil {
+		if err := emit(out, tts.Event{ID: req.ID, Event: tts.EventStarted, Audible: true, AudioMs: audioMs}); err != nil {
 			return err
 		}
 	}
 	attrs := []any{"id", req.ID, "samples", len(samples), "played", n,
-		"audio_ms", pcm.Millis(len(samples)), "synth_ms", synthDur.Milliseconds(),
+		"audio_ms", audioMs, "synth_ms", synthDur.Milliseconds(),
 		"play_ms", time.Since(t1).Milliseconds()}
+	if r.done {
+		// How long after "started" the device had played the audio out:
+		// its length plus what the sound server held it back (late_ms).
+		after := r.playedAt.Sub(r.startedAt)
+		attrs = append(attrs, "played_after_ms", after.Milliseconds(), "late_ms", after.Milliseconds()-audioMs)
+		if playErr != nil {
+			// done is out: the audio was played; only the close failed.
+			s.Log.Warn("playback ended with an error after the audio was played", append(attrs, "err", playErr)...)
+			return nil
+		}
+		s.Log.Debug("spoken", attrs...)
+		return nil
+	}
 	switch {
 	case playErr != nil:
 		s.Log.Warn("playback failed", append(attrs, "audible", audible, "err", playErr)...)
@@ -166,6 +199,13 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 	}
 	s.Log.Debug("spoken", attrs...)
 	return emit(out, tts.Event{ID: req.ID, Event: tts.EventDone, Audible: true})
+}
+
+// playEvents is what the event goroutine of one utterance sent.
+type playEvents struct {
+	started, done       bool
+	startedAt, playedAt time.Time
+	err                 error
 }
 
 func (s *Server) drainSkip() {

@@ -24,12 +24,17 @@ type fakePlayer struct {
 	mu    sync.Mutex
 	calls [][]int16
 	play  func(ctx context.Context, samples []int16, started func()) (int, error)
+	// playOut, when set, replaces play and also gets played.
+	playOut func(ctx context.Context, samples []int16, started, played func()) (int, error)
 }
 
-func (p *fakePlayer) Play(ctx context.Context, samples []int16, started func()) (int, error) {
+func (p *fakePlayer) Play(ctx context.Context, samples []int16, started, played func()) (int, error) {
 	p.mu.Lock()
 	p.calls = append(p.calls, samples)
 	p.mu.Unlock()
+	if p.playOut != nil {
+		return p.playOut(ctx, samples, started, played)
+	}
 	if p.play != nil {
 		return p.play(ctx, samples, started)
 	}
@@ -274,6 +279,91 @@ func TestServeStartedFromAnotherGoroutine(t *testing.T) {
 	got := serve(t, newServer(p, &fakeSynth{}), in.String())
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestServeDoneBeforeClose: a player that has played the audio out but is
+// still closing its device (PulseAudio takes up to a second or two) gets
+// "done" out at once, before Play returns: the daemon listens for the
+// answer from "done" on and must not wait for the close.
+func TestServeDoneBeforeClose(t *testing.T) {
+	closing, release := make(chan struct{}, 1), make(chan struct{})
+	p := &fakePlayer{playOut: func(_ context.Context, s []int16, started, played func()) (int, error) {
+		started()
+		played()
+		closing <- struct{}{}
+		<-release // the device is closing
+		return len(s), nil
+	}}
+	in, events, result := startServe(t, t.Context(), newServer(p, &fakeSynth{}))
+	io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
+	<-closing
+	if got := events.next(); got != ev("a", tts.EventStarted, true) {
+		t.Fatalf("event = %+v, want a started", got)
+	}
+	if got := events.next(); got != ev("a", tts.EventDone, true) {
+		t.Fatalf("event while the device closes = %+v, want a done", got)
+	}
+	close(release)
+	io.WriteString(in, `{"id":"b","text":"more"}`+"\n")
+	<-closing
+	if got := events.next(); got != ev("b", tts.EventStarted, true) {
+		t.Fatalf("event = %+v, want b started (and nothing more for a)", got)
+	}
+	if got := events.next(); got != ev("b", tts.EventDone, true) {
+		t.Fatalf("event = %+v, want b done", got)
+	}
+	in.Close()
+	if err := <-result; err != nil {
+		t.Errorf("Serve at EOF = %v, want nil", err)
+	}
+}
+
+// TestServePlayedEvents: every way a player can report played gives
+// exactly one started and one done, in that order, and an error after
+// played (only the close failed) adds no failed event.
+func TestServePlayedEvents(t *testing.T) {
+	errClose := errors.New("close failed")
+	tests := []struct {
+		name string
+		play func(ctx context.Context, s []int16, started, played func()) (int, error)
+	}{
+		{"started then played", func(_ context.Context, s []int16, started, played func()) (int, error) {
+			started()
+			played()
+			return len(s), nil
+		}},
+		{"played without started", func(_ context.Context, s []int16, _, played func()) (int, error) {
+			played()
+			return len(s), nil
+		}},
+		{"played twice, from another goroutine", func(_ context.Context, s []int16, started, played func()) (int, error) {
+			var wg sync.WaitGroup
+			wg.Go(started)
+			wg.Wait()
+			wg.Go(played)
+			wg.Go(played)
+			wg.Wait()
+			return len(s), nil
+		}},
+		{"error after played", func(_ context.Context, s []int16, started, played func()) (int, error) {
+			started()
+			played()
+			return len(s), errClose
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakePlayer{playOut: tt.play}
+			got := serve(t, newServer(p, &fakeSynth{}), `{"id":"a","text":"hi"}`+"\n"+`{"id":"b","text":"ok"}`+"\n")
+			want := []tts.Event{
+				ev("a", tts.EventStarted, true), ev("a", tts.EventDone, true),
+				ev("b", tts.EventStarted, true), ev("b", tts.EventDone, true),
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -328,29 +328,22 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			d.speak.skip()
 		}
 	}
-	var settle, ends <-chan time.Time
+	var settle <-chan time.Time
 	interrupted := run.stop // the shared run is never written here
 	started := false
 	for {
 		select {
-		case <-ends:
-			// The question's audio has ended: listen now rather than
-			// when the device has drained and closed ("done"). What the
-			// speaker says later does not change the charge.
-			if why == "" {
-				return daemonapi.AskResult{}, true
-			}
 		case ev, ok := <-events:
 			switch {
 			case !ok: // the speaker died without a final event: maybe heard
 				a.commit(ctx)
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventStarted:
+				// Handed to the sound server, not heard yet: the server
+				// may hold it back for a second or two. Listening waits
+				// for "done".
 				started = true
 				a.commit(ctx)
-				if ev.AudioMs > 0 {
-					ends = time.After(time.Duration(ev.AudioMs) * time.Millisecond)
-				}
 			case ev.Event == tts.EventFailed && !ev.Audible && !started:
 				a.release(ctx, daemonapi.ReasonTTSUnavailable)
 				if why != "" {
@@ -364,6 +357,10 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 				a.commit(ctx)
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventDone:
+				// The device has played the question out (measured by
+				// the speaker from the device's own requests for data,
+				// before it closes the device): listen from now on,
+				// after the guard.
 				a.commit(ctx)
 				if why != "" {
 					return a.stopped(ctx, why, why), false
@@ -444,6 +441,7 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 
 	l := d.mic.listen(false) // only what is said from now on
 	defer d.mic.unlisten(l)
+	d.log.Debug("listening for the answer", "guard_ms", cfg.Ask.GuardMs)
 	window := time.NewTimer(maxAnswer)
 	defer window.Stop()
 	var utt []int16

@@ -185,10 +185,14 @@ func New(opt Options) (*Daemon, error) {
 	d.gateC.OnStart(d.gate.started)
 	d.gateC.OnStart(d.childStarted("gate"))
 
+	speakArgv = append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate))
+	if cfg.Speak.Device != "" {
+		speakArgv = append(speakArgv, "--device="+cfg.Speak.Device) // one word: a device never reads as a flag
+	}
 	d.speak = newSpeaker(func() int { return d.speakC.Status().PID })
 	d.speakC = supervise.New(supervise.Spec{
 		Name:   "speak",
-		Argv:   append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate)),
+		Argv:   speakArgv,
 		Env:    env,
 		Ready:  true,
 		Stdin:  d.speak.stdin,
