@@ -48,6 +48,7 @@ func TestDefault(t *testing.T) {
 		{"capture.backend", c.Capture.Backend, "auto"},
 		{"capture.pre_roll_ms", c.Capture.PreRollMs, 300},
 		{"dictation.inject", c.Dictation.Inject, "auto"},
+		{"dictation.max_hold_s", c.Dictation.MaxHoldS, 180},
 		{"hotkey.enabled", c.Hotkey.Enabled, false},
 		{"hotkey.key", c.Hotkey.Key, "KEY_RIGHTCTRL"},
 		{"hotkey.mode", c.Hotkey.Mode, HotkeyHold},
@@ -278,6 +279,10 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: dictation.min_utterance_ms: must be between 0 and 5000, got -1"},
 		{"tail", "[dictation]\ntail_ms = 2001",
 			"config.toml:2: dictation.tail_ms: must be between 0 and 2000, got 2001"},
+		{"max hold", "[dictation]\nmax_hold_s = 241",
+			"config.toml:2: dictation.max_hold_s: must be between 5 and 240, got 241"},
+		{"max hold zero", "[dictation]\nmax_hold_s = 0",
+			"config.toml:2: dictation.max_hold_s: must be between 5 and 240, got 0"},
 		{"dictation prompt", "[dictation]\nprompt = \"" + strings.Repeat("a", 1001) + "\"",
 			"config.toml:2: dictation.prompt: must be at most 1000 characters, got 1001"},
 		{"replace empty from", "[dictation]\n[[dictation.replace]]\nfrom = \"a\"\nto = \"b\"\n[[dictation.replace]]\nfrom = \" \"\nto = \"x\"",
@@ -584,8 +589,8 @@ func TestNeedsRestart(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	got := Keys()
-	if len(got) != 35 {
-		t.Errorf("len(Keys()) = %d, want 35: %v", len(got), got)
+	if len(got) != 36 {
+		t.Errorf("len(Keys()) = %d, want 36: %v", len(got), got)
 	}
 	for _, k := range []string{"mcp.ask_human", "budget.ask_human_per_hour", "dictation.replace", "children.gate"} {
 		found := false
