@@ -31,8 +31,9 @@ const (
 	MethodLast         = "last"
 	MethodAudit        = "audit"
 	// MethodTranscribe decodes an audio file on the daemon's resident
-	// decoder (used by yaz-mcp when the daemon runs). Dictation holds are
-	// served first.
+	// decoder (used by yaz-mcp when the daemon runs), in pieces of at
+	// most 30 s: dictation holds and answers are served between pieces.
+	// One file at a time, four waiting; more are refused CodeBusy.
 	MethodTranscribe = "transcribe"
 )
 
