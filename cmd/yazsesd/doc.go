@@ -85,6 +85,26 @@
 // its next abort point; the next utterance waiting (a hold) is served as
 // soon as the decoder has answered "abandoned".
 //
+// transcribe reads the file as a 16 kHz stream and decodes it in pieces of
+// at most 30 s, cut at quiet moments, whose segments are put back on the
+// file's timeline: the daemon holds one piece of a file at a time (its
+// memory does not grow with the file's length, rate or sample width), the
+// decoder never sees an utterance longer than whisper's window, and a hold
+// or an answer that comes meanwhile is served before the next piece, the
+// piece in progress being abandoned and done again after it. Files of up
+// to 4 hours; one decodes at a time and four more may wait; a call beyond
+// that is refused busy (code -32012). An answer's decoding waits until the
+// caller's timeout_s is over (or 5 s after the answer ended, if later).
+//
+// A hold ends by itself after dictation.max_hold_s, as if released.
+//
+// The budget starts spent for the hour (fail closed) when the previous
+// daemon of this user did not stop cleanly in this boot: a marker file,
+// yazsesd.running in the socket's folder, is written at start and removed
+// at a clean stop (SIGINT, SIGTERM). budget.status says why
+// (fail_closed_reason daemon_restarted, or gate_restarted after a crash of
+// yaz-gate).
+//
 // Dictation with no focused window types nothing: the text is kept for
 // `yazsesd ctl last`, a notification says so, and so does an INFO line of
 // the log (never with the text).

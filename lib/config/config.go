@@ -131,6 +131,9 @@ type Dictation struct {
 	MinUtteranceMs int `toml:"min_utterance_ms"`
 	// TailMs of audio are still recorded after hold.stop.
 	TailMs int `toml:"tail_ms"`
+	// MaxHoldS ends a hold by itself after this many seconds, as if
+	// released: what was said is decoded and typed.
+	MaxHoldS int `toml:"max_hold_s"`
 	// Replace is applied to each dictated transcript, in order.
 	Replace []Replacement `toml:"replace"`
 }
@@ -241,6 +244,7 @@ func rawDefault() Config {
 			Inject:         "auto",
 			MinUtteranceMs: 300,
 			TailMs:         200,
+			MaxHoldS:       180,
 			Replace:        nil,
 		},
 		Hotkey: Hotkey{Enabled: false, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},

@@ -77,6 +77,8 @@ inject = "auto"
 min_utterance_ms = 300
 # Audio still recorded after hold.stop, milliseconds (0-2000).
 tail_ms = 200
+# A hold ends by itself after this many seconds, as if released (5-240).
+max_hold_s = 180
 # Exact word or phrase replacements in dictated text, applied in order
 # (never to ask_human answers). None by default; add tables like these:
 # [[dictation.replace]]

@@ -33,6 +33,13 @@ const (
 	maxAnswerS        = 300
 )
 
+// Bounds of dictation.max_hold_s: a hold's audio (pre-roll, hold, tail)
+// stays under yaz-decode --serve's 5-minute cap on one utterance.
+const (
+	minMaxHoldS = 5
+	maxMaxHoldS = 240
+)
+
 var (
 	// languageRE is a whisper language code ("en", "yue").
 	languageRE = regexp.MustCompile(`^[a-z]{2,3}$`)
@@ -105,6 +112,7 @@ func validate(c Config) []problem {
 	oneOf("dictation.inject", c.Dictation.Inject, InjectBackends)
 	between("dictation.min_utterance_ms", int64(c.Dictation.MinUtteranceMs), 0, maxMinUtterMs)
 	between("dictation.tail_ms", int64(c.Dictation.TailMs), 0, maxTailMs)
+	between("dictation.max_hold_s", int64(c.Dictation.MaxHoldS), minMaxHoldS, maxMaxHoldS)
 	for i, r := range c.Dictation.Replace {
 		key := indexKey("dictation.replace", i)
 		if strings.TrimSpace(r.From) == "" {

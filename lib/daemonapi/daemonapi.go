@@ -45,8 +45,9 @@ const (
 	MethodLast         = "last"
 	MethodAudit        = "audit"
 	// MethodTranscribe decodes an audio file on the daemon's resident
-	// decoder (used by yaz-mcp when the daemon runs). Dictation holds are
-	// served first.
+	// decoder (used by yaz-mcp when the daemon runs), in pieces of at
+	// most 30 s: dictation holds and answers are served between pieces.
+	// One file at a time, four waiting; more are refused CodeBusy.
 	MethodTranscribe = "transcribe"
 )
 
@@ -124,12 +125,25 @@ type BudgetStatus struct {
 	PerHour   int `json:"per_hour"`
 	Used      int `json:"used"`
 	NextFreeS int `json:"next_free_s"`
-	// FailClosed is true when the gate was restarted after a crash and
-	// counts the whole hour as spent.
+	// FailClosed is true when the gate counts the whole hour as spent
+	// because something ended uncleanly: FailClosedReason says what.
 	FailClosed bool `json:"fail_closed"`
+	// FailClosedReason is FailClosedGate or FailClosedDaemon while
+	// FailClosed is true.
+	FailClosedReason string `json:"fail_closed_reason,omitempty"`
 	// Available is false when the gate is down (restarting).
 	Available bool `json:"available"`
 }
+
+// Why the budget is fail closed.
+const (
+	// FailClosedGate: yaz-gate crashed and was restarted spent.
+	FailClosedGate = "gate_restarted"
+	// FailClosedDaemon: the previous yazsesd of this user ended without
+	// a clean stop during this boot (killed, crashed, out of memory), so
+	// this one started its gate spent.
+	FailClosedDaemon = "daemon_restarted"
+)
 
 // ChildStatus is one supervised child in status.
 type ChildStatus struct {
@@ -261,4 +275,7 @@ const (
 	CodeBadFile = -32010
 	// CodeUnavailable: the part needed (decoder, microphone) is down.
 	CodeUnavailable = -32011
+	// CodeBusy: transcribe refused a file because as many are already
+	// decoding or waiting as the daemon takes; try again later.
+	CodeBusy = -32012
 )

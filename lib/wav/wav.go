@@ -1,6 +1,12 @@
 // Package wav reads RIFF/WAVE audio as a stream and converts it to the mono
 // float32 samples YazSes works with.
 //
+// Reader16k (NewReader16k, OpenFile16k) delivers a stream at 16 kHz in
+// bounded blocks (read, mixed and resampled a block at a time), so a long
+// file can be converted and used piece by piece with memory independent of
+// its length, rate and sample width; ReadAll16k and ReadFile16k collect
+// its output, so they cost memory for the 16 kHz output only.
+//
 // The reader parses chunk headers up to the "data" chunk, skipping LIST, fact
 // and any other chunk by discarding it, then decodes samples as they arrive.
 // Nothing is ever allocated from a size the file declares: a header that

@@ -7,6 +7,10 @@
 // yaz-decode with its default trimmed audio context and with the full one
 // (what whisper-cli uses); and --serve mode, a resident model decoding
 // repeated 3 s utterances, next to a cold whisper-cli run on the same 3 s.
+// Then memory (memory.go): the peak resident set of the daemon, of its
+// decoder and of yaz-decode on its own while they transcribe 10 minutes of
+// audio at 16, 48 and 192 kHz (-memory=false skips it, -only-memory runs
+// only it).
 package main
 
 import (
@@ -43,12 +47,21 @@ func run() error {
 	runs := flag.Int("runs", 5, "runs per row")
 	threads := flag.Int("threads", 2, "threads for both tools")
 	size := flag.String("size", "tiny.en", "generated model size")
+	memory := flag.Bool("memory", true, "also measure the memory of transcribing 10 minutes at 16, 48 and 192 kHz")
+	onlyMemory := flag.Bool("only-memory", false, "measure only the memory rows")
 	flag.Parse()
-	if *jfk == "" || *cli == "" {
+	if *jfk == "" || (*cli == "" && !*onlyMemory) {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
 	}
 	if err := os.MkdirAll(*work, 0o755); err != nil {
 		return err
+	}
+	if *onlyMemory {
+		speech, err := readWAV16(*jfk)
+		if err != nil {
+			return err
+		}
+		return memoryRows(*bin, *work, speech)
 	}
 	sz, err := testmodel.ParseSize(*size)
 	if err != nil {
@@ -110,6 +123,9 @@ func run() error {
 	}
 	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode --serve (resident) | ratio |\n|---|---|---|---|\n")
 	fmt.Printf("| repeated %d× | %s | %s | %.2f× |\n", *runs, ms(c3), ms(sv), ratio(sv, c3))
+	if *memory {
+		return memoryRows(*bin, *work, speech)
+	}
 	return nil
 }
 

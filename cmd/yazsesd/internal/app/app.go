@@ -191,7 +191,10 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 		if b.NextFreeS > 0 {
 			fmt.Fprintf(w, ", next free in %s", time.Duration(b.NextFreeS)*time.Second)
 		}
-		if b.FailClosed {
+		switch {
+		case b.FailClosed && b.FailClosedReason == daemonapi.FailClosedDaemon:
+			fmt.Fprintf(w, " (fail closed: the previous yazsesd did not stop cleanly)")
+		case b.FailClosed:
 			fmt.Fprintf(w, " (fail closed: the gate was restarted after a crash)")
 		}
 		fmt.Fprintln(w)

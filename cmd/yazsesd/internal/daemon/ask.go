@@ -112,6 +112,8 @@ type ask struct {
 	tok   string
 	// settled is true once the reservation was committed or released.
 	settled bool
+	// deadline is the end of the caller's timeout_s (set by run).
+	deadline time.Time
 }
 
 func (a *ask) audit(kind, reason string) {
@@ -202,6 +204,7 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 	timeoutS = min(timeoutS, cfg.Ask.MaxTimeoutS)
 	dctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutS)*time.Second)
 	defer cancel()
+	a.deadline, _ = dctx.Deadline()
 
 	// Never during a hold: wait for it to end, free of charge.
 	if !d.waitNoHold(dctx) {
@@ -493,10 +496,27 @@ collect:
 	return daemonapi.AskResult{Result: daemonapi.Answered, Answer: text}
 }
 
-// decode decodes the answer; if the decoder dies meanwhile it is tried once
-// more on the restarted decoder (the audio is still here).
+// answerDecodeGrace is the least time an answer's decoding gets after the
+// answer ended, past the caller's deadline if need be.
+const answerDecodeGrace = 5 * time.Second
+
+// decode decodes the answer. It waits no longer than the caller's
+// deadline, or answerDecodeGrace after the answer ended if that is later
+// (an answer that ran into the deadline still gets its chance), and never
+// more than decodeTimeout: a stopped or overloaded decoder makes the call
+// end no_answer in time. If the decoder dies meanwhile the answer is tried
+// once more on the restarted decoder (the audio is still here), within the
+// same deadline.
 func (a *ask) decode(ctx context.Context, utt []int16) (string, error) {
-	dctx, cancel := context.WithTimeout(ctx, decodeTimeout)
+	now := time.Now()
+	until := now.Add(answerDecodeGrace)
+	if a.deadline.After(until) {
+		until = a.deadline
+	}
+	if limit := now.Add(decodeTimeout); until.After(limit) {
+		until = limit
+	}
+	dctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	r, err := a.d.decode.decode(dctx, prioAnswer, utt, nil)
 	if errors.Is(err, errDecoderLost) {

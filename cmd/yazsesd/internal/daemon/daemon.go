@@ -8,7 +8,14 @@
 // its stdout events, the microphone's stdout PCM. The gate gets one end of
 // a fresh socketpair as fd 3. A gate restarted after a crash is started
 // with --spent: it refuses every question for the rest of the hour (fail
-// closed), which status reports as budget.fail_closed.
+// closed), which status reports as budget.fail_closed. So is the first gate
+// of a daemon whose predecessor ended without a clean stop in this boot
+// (a crash marker in the runtime folder, marker.go), so that a crash of
+// the daemon itself never hands out a fresh budget.
+//
+// Files. transcribe reads a file as a 16 kHz stream and decodes it in
+// pieces of at most 30 s, each taking the decoder's turn after any hold
+// or answer (files.go); one file decodes at a time and four more may wait.
 //
 // Health. Every child's changes of state are followed (health.go): READY=1
 // waits until the children started at boot are up or have failed their
@@ -129,6 +136,7 @@ type Daemon struct {
 
 	state       stateT // hold and ask state, see hold.go
 	asks        askQueue
+	files       fileLine     // transcribe calls, see files.go
 	holdWaiters atomic.Int32 // questions waiting for a hold to end
 }
 
@@ -311,6 +319,17 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	d.audit = al
 	defer al.Close()
+	// The crash marker (marker.go): after an unclean end of the previous
+	// daemon in this boot the gate starts fully spent.
+	unclean, err := markRunning(dir)
+	if err != nil {
+		d.log.Error("the crash marker could not be written: a crash of this daemon would not be noticed by the next one", "err", err)
+	}
+	if unclean {
+		d.gate.startSpent(daemonapi.FailClosedDaemon)
+		d.log.Warn("the previous yazsesd did not stop cleanly: the interruption budget starts spent for the hour (fail closed)")
+		d.auditf(audit.Event{Kind: "budget.fail_closed", Reason: daemonapi.FailClosedDaemon})
+	}
 	ln.OnReject = func(uid, pid int) {
 		d.log.Warn("refused a connection from another user", "peer_uid", uid, "peer_pid", pid)
 		d.auditf(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid})
@@ -397,6 +416,13 @@ loop:
 	wg.Wait()
 	d.mic.wait()
 	d.auditf(audit.Event{Kind: "daemon.stopped"})
+	if runErr == nil {
+		// A clean stop: the next daemon starts a fresh budget. Not
+		// deferred, so that a panic leaves the marker in place.
+		if err := markStopped(dir); err != nil {
+			d.log.Warn("the crash marker could not be removed: the next start will count as after a crash", "err", err)
+		}
+	}
 	return runErr
 }
 

@@ -15,6 +15,10 @@ import (
 // errDecoderLost: the decoder died before it answered.
 var errDecoderLost = errors.New("decoder ended before answering")
 
+// errYielded: a file's piece gave the decoder up to a hold or an answer
+// before it was decoded; send it again.
+var errYielded = errors.New("gave way to dictation")
+
 // Priorities of decoder work: a dictation hold is served before an answer,
 // an answer before a file.
 const (
@@ -27,15 +31,57 @@ const (
 // decoder is the daemon's side of `yaz-decode --serve`: frames on its
 // stdin, one result line per utterance on its stdout. It decodes one
 // utterance at a time; waiting work is served by priority, then in order.
+//
+// A file's piece gives way: when a hold or an answer starts waiting while
+// a piece holds the decoder, the piece is abandoned (an X frame, contract
+// 1) and its decode returns errYielded once the decoder has answered it,
+// so the hold waits for whisper's next abort point rather than for the
+// piece. A decoder that finished the piece anyway answers it normally, and
+// that answer is kept.
 type decoder struct {
 	mu      sync.Mutex
-	w       *os.File // the child's stdin; nil while down
+	w       *os.File      // the child's stdin; nil while down
+	fw      *frame.Writer // on w, used only by the holder of the turn
 	gen     int
 	results chan frame.Result // results of the current start
 	lost    chan struct{}     // closed when the current start's stdout ends
 	upCh    chan struct{}     // closed once a start is ready
 	busy    bool
-	queue   [numPrio][]chan struct{}
+	holder  *turn // the turn in progress while busy
+	queue   [numPrio][]*turn
+}
+
+// turn is one caller's use of the decoder.
+type turn struct {
+	prio   int
+	served chan struct{} // closed when the turn is handed to a waiter
+	// yield is closed when a hold or an answer waits behind this turn;
+	// only file turns have one.
+	yield     chan struct{}
+	yieldOnce sync.Once
+}
+
+func newTurn(prio int) *turn {
+	t := &turn{prio: prio, served: make(chan struct{})}
+	if prio == prioFile {
+		t.yield = make(chan struct{})
+	}
+	return t
+}
+
+func (t *turn) askYield() {
+	if t.yield != nil {
+		t.yieldOnce.Do(func() { close(t.yield) })
+	}
+}
+
+func (t *turn) yielded() bool {
+	select {
+	case <-t.yield:
+		return true
+	default:
+		return false
+	}
 }
 
 func newDecoder() *decoder {
@@ -51,7 +97,7 @@ func (d *decoder) stdin() (*os.File, error) {
 	if d.w != nil {
 		d.w.Close()
 	}
-	d.w = w
+	d.w, d.fw = w, frame.NewWriter(w)
 	d.mu.Unlock()
 	return r, nil
 }
@@ -101,7 +147,7 @@ func (d *decoder) read(r *os.File, gen int, results chan<- frame.Result, lost ch
 	if gen == d.gen {
 		if d.w != nil {
 			d.w.Close()
-			d.w = nil
+			d.w, d.fw = nil, nil
 		}
 		d.upCh = make(chan struct{})
 	}
@@ -110,30 +156,41 @@ func (d *decoder) read(r *os.File, gen int, results chan<- frame.Result, lost ch
 
 // acquire waits for the decoder's turn at priority prio.
 func (d *decoder) acquire(ctx context.Context, prio int) error {
+	_, err := d.take(ctx, prio)
+	return err
+}
+
+// take waits for the decoder's turn at priority prio and returns it. A
+// hold or an answer that has to wait asks a file's piece in progress to
+// give way.
+func (d *decoder) take(ctx context.Context, prio int) (*turn, error) {
+	t := newTurn(prio)
 	d.mu.Lock()
 	if !d.busy {
-		d.busy = true
+		d.busy, d.holder = true, t
 		d.mu.Unlock()
-		return nil
+		return t, nil
 	}
-	ch := make(chan struct{})
-	d.queue[prio] = append(d.queue[prio], ch)
+	d.queue[prio] = append(d.queue[prio], t)
+	if prio < prioFile && d.holder != nil {
+		d.holder.askYield()
+	}
 	d.mu.Unlock()
 	select {
-	case <-ch:
-		return nil
+	case <-t.served:
+		return t, nil
 	case <-ctx.Done():
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		for i, c := range d.queue[prio] {
-			if c == ch {
+		for i, w := range d.queue[prio] {
+			if w == t {
 				d.queue[prio] = append(d.queue[prio][:i], d.queue[prio][i+1:]...)
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
 		}
 		// Handed over just now: pass it on.
 		d.releaseLocked()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -146,13 +203,16 @@ func (d *decoder) release() {
 func (d *decoder) releaseLocked() {
 	for p := range d.queue {
 		if len(d.queue[p]) > 0 {
-			ch := d.queue[p][0]
+			t := d.queue[p][0]
 			d.queue[p] = d.queue[p][1:]
-			close(ch) // the turn passes on; busy stays true
+			d.holder = t
+			// A file handed the turn while a hold or an answer waits
+			// cannot happen (they come first); nothing to ask of it.
+			close(t.served) // the turn passes on; busy stays true
 			return
 		}
 	}
-	d.busy = false
+	d.busy, d.holder = false, nil
 }
 
 // waitUp waits until a decoder is ready.
@@ -168,85 +228,118 @@ func (d *decoder) waitUp(ctx context.Context) error {
 	}
 }
 
-// decode decodes one utterance. Its turn comes by prio; once the audio is
-// sent the turn is held until the decoder answers or dies, even if ctx
-// ends: then the decoder is told to abandon the utterance (an X frame,
-// contract 1: it stops whisper at its next abort point and answers
-// "abandoned"), decode returns ctx.Err() at once, and the turn passes on
-// when that answer arrives, so the next caller (a hold waiting behind a
+// decode decodes one utterance. Its turn comes by prio; once it is
+// taken, the utterance is sent and the turn is held until the decoder
+// answers or dies, even if ctx ends meanwhile: sending and waiting belong
+// to a goroutine of the turn, so decode itself returns ctx.Err() as soon
+// as ctx ends, even while the decoder does not read (stopped, or busy
+// with a long utterance). The decoder is then told to abandon the
+// utterance (an X frame after its E, contract 1: it stops whisper at its
+// next abort point and answers "abandoned"), and the turn passes on when
+// that answer arrives, so the next caller (a hold waiting behind a
 // cancelled file) is served as soon as the decoder has stopped.
+//
+// A file's utterance (prio == prioFile) gives way to a hold or an answer
+// that starts waiting: it is abandoned the same way and decode returns
+// errYielded, unless the decoder answered it in full first.
+//
+// samples must stay unchanged until decode returns; after a return for
+// ctx, until the decoder has answered.
 //
 // prompt, when non-nil, replaces the decoder's --prompt for this utterance.
 func (d *decoder) decode(ctx context.Context, prio int, samples []int16, prompt *string) (frame.Result, error) {
-	if err := d.acquire(ctx, prio); err != nil {
+	t, err := d.take(ctx, prio)
+	if err != nil {
 		return frame.Result{}, err
 	}
 	if err := d.waitUp(ctx); err != nil {
 		d.release()
 		return frame.Result{}, err
 	}
+	if t.yielded() { // a hold came while this piece waited for the decoder
+		d.release()
+		return frame.Result{}, errYielded
+	}
 	d.mu.Lock()
-	w, results, lost := d.w, d.results, d.lost
+	fw, results, lost := d.fw, d.results, d.lost
 	d.mu.Unlock()
-	if w == nil {
+	if fw == nil {
 		d.release()
 		return frame.Result{}, errDecoderLost
 	}
-	fw := frame.NewWriter(w)
+	abandon := make(chan struct{})
+	done := make(chan decodeOut, 1)
+	go d.serveTurn(fw, results, lost, samples, prompt, abandon, done)
+	var abandonOnce sync.Once
+	stop := func() { abandonOnce.Do(func() { close(abandon) }) }
+	yield := t.yield // nil for holds and answers: never
+	for {
+		select {
+		case o := <-done:
+			switch {
+			case o.err != nil:
+				return frame.Result{}, o.err
+			case o.res.Error == "abandoned" && t.yielded():
+				return frame.Result{}, errYielded
+			case o.res.Error != "":
+				return o.res, fmt.Errorf("decoder: %s", o.res.Error)
+			}
+			return o.res, nil
+		case <-ctx.Done():
+			stop()
+			return frame.Result{}, ctx.Err()
+		case <-yield:
+			stop()
+			yield = nil
+		}
+	}
+}
+
+type decodeOut struct {
+	res frame.Result
+	err error
+}
+
+// serveTurn sends one utterance on fw and waits for its answer, writing an
+// X frame when abandon is closed; then it passes the turn on and hands the
+// answer to done. It alone writes to the decoder during the turn, so
+// frames are never interleaved or cut short.
+func (d *decoder) serveTurn(fw *frame.Writer, results <-chan frame.Result, lost <-chan struct{},
+	samples []int16, prompt *string, abandon <-chan struct{}, done chan<- decodeOut) {
+	var o decodeOut
+	defer func() {
+		d.release()
+		done <- o
+	}()
 	if prompt != nil {
 		if err := fw.Prompt(*prompt); err != nil {
-			d.release()
-			return frame.Result{}, fmt.Errorf("%w: %w", errDecoderLost, err)
+			o.err = fmt.Errorf("%w: %w", errDecoderLost, err)
+			return
 		}
 	}
 	if err := fw.Audio(samples); err != nil {
-		d.release()
-		return frame.Result{}, fmt.Errorf("%w: %w", errDecoderLost, err)
+		o.err = fmt.Errorf("%w: %w", errDecoderLost, err)
+		return
 	}
 	if err := fw.End(); err != nil {
-		d.release()
-		return frame.Result{}, fmt.Errorf("%w: %w", errDecoderLost, err)
+		o.err = fmt.Errorf("%w: %w", errDecoderLost, err)
+		return
 	}
-	type out struct {
-		res frame.Result
-		err error
-	}
-	// turn guards the writer: X may be written only while this call still
-	// holds the decoder's turn (answered is false); once the answer is in,
-	// the turn passes on and the next caller owns the writer.
-	var turn sync.Mutex
-	answered := false
-	done := make(chan out, 1)
-	go func() {
-		var o out
+	for {
 		select {
 		case o.res = <-results:
+			return
 		case <-lost:
 			select {
 			case o.res = <-results:
 			default:
 				o.err = errDecoderLost
 			}
-		}
-		turn.Lock()
-		answered = true
-		turn.Unlock()
-		d.release()
-		done <- o
-	}()
-	select {
-	case o := <-done:
-		if o.err == nil && o.res.Error != "" {
-			return o.res, fmt.Errorf("decoder: %s", o.res.Error)
-		}
-		return o.res, o.err
-	case <-ctx.Done():
-		turn.Lock()
-		if !answered {
+			return
+		case <-abandon:
+			abandon = nil    // once
 			_ = fw.Abandon() // a decoder that is gone answers nothing anyway
 		}
-		turn.Unlock()
-		return frame.Result{}, ctx.Err()
 	}
 }
 
@@ -255,6 +348,6 @@ func (d *decoder) close() {
 	defer d.mu.Unlock()
 	if d.w != nil {
 		d.w.Close()
-		d.w = nil
+		d.w, d.fw = nil, nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 )
 
@@ -20,14 +21,17 @@ var errGateDown = errors.New("gate unavailable")
 
 // gateLink is the daemon's side of yaz-gate: a fresh socketpair for every
 // start of the child, and the gate.Client on it once the child is ready.
-// A gate that was restarted after a crash starts fully spent (--spent); the
-// link remembers that for status.
+// A gate that was restarted after a crash starts fully spent (--spent), and
+// so does the first gate of a daemon whose predecessor did not stop cleanly
+// (see marker.go); the link remembers that, and why, for status.
 type gateLink struct {
 	mu         sync.Mutex
 	pending    net.Conn     // our end for the child being started
 	client     *gate.Client // nil while the gate is down
 	up         chan struct{}
 	failClosed bool
+	reason     string // why failClosed: daemonapi.FailClosedGate or FailClosedDaemon
+	spentFirst bool   // the first start too gets --spent
 	perHour    int
 }
 
@@ -36,13 +40,14 @@ func newGateLink(perHour int) *gateLink {
 }
 
 // argv returns the gate's command line for start number restart: the
-// configured command, the cap, and --spent on every restart (fail closed).
+// configured command, the cap, and --spent on every restart (fail closed),
+// and on the first start after an unclean end of the previous daemon.
 func (g *gateLink) argv(base []string, restart int) []string {
 	g.mu.Lock()
-	perHour := g.perHour
+	perHour, spentFirst := g.perHour, g.spentFirst
 	g.mu.Unlock()
 	argv := append(append([]string(nil), base...), "--per-hour", strconv.Itoa(perHour))
-	if restart > 0 {
+	if restart > 0 || spentFirst {
 		argv = append(argv, "--spent")
 	}
 	return argv
@@ -70,7 +75,7 @@ func (g *gateLink) files(restart int) ([]*os.File, error) {
 	}
 	g.pending = conn
 	if restart > 0 {
-		g.failClosed = true
+		g.failClosed, g.reason = true, daemonapi.FailClosedGate
 	}
 	g.mu.Unlock()
 	return []*os.File{theirs}, nil
@@ -158,6 +163,24 @@ func (g *gateLink) state() (failClosed, available bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.failClosed, g.client != nil
+}
+
+// startSpent makes the gate start fully spent from its first start on,
+// for reason (call it before the gate starts).
+func (g *gateLink) startSpent(reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.spentFirst, g.failClosed, g.reason = true, true, reason
+}
+
+// failReason says why the gate is fail closed; "" when it is not.
+func (g *gateLink) failReason() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.failClosed {
+		return ""
+	}
+	return g.reason
 }
 
 func (g *gateLink) close() {

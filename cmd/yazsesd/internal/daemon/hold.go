@@ -12,6 +12,7 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -59,6 +60,11 @@ type holdRec struct {
 	stop    chan struct{}
 	done    chan struct{}
 	samples []int16
+	// max bounds samples: dictation.max_hold_s with the longest pre-roll
+	// and tail, and a second to spare. The limit timer ends the hold
+	// before, so this only guards against a hold that outlives it.
+	max   int
+	limit *time.Timer // ends the hold at dictation.max_hold_s
 	// stopping: a stop is recording the tail; a new hold.start opens a
 	// new hold. taken: a stop or cancel has ended it. Both under
 	// stateT.mu.
@@ -67,15 +73,18 @@ type holdRec struct {
 
 func (h *holdRec) collect() {
 	defer close(h.done)
+	add := func(s []int16) {
+		h.samples = append(h.samples, s[:min(len(s), max(0, h.max-len(h.samples)))]...)
+	}
 	for {
 		select {
 		case s := <-h.l.ch:
-			h.samples = append(h.samples, s...)
+			add(s)
 		case <-h.stop:
 			for { // what is already queued belongs to the hold too
 				select {
 				case s := <-h.l.ch:
-					h.samples = append(h.samples, s...)
+					add(s)
 				default:
 					return
 				}
@@ -83,6 +92,12 @@ func (h *holdRec) collect() {
 		}
 	}
 }
+
+// Bounds of a hold's audio besides dictation.max_hold_s (config ranges).
+const (
+	maxPreRoll = 2 * time.Second
+	maxTail    = 2 * time.Second
+)
 
 // holdStart opens a hold. A question being spoken stops at once
 // (barge-in); one being answered stops listening.
@@ -97,9 +112,15 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	}
 	// A hold in its tail goes on collecting the tail and is typed; the
 	// key pressed again meanwhile opens a new one.
-	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	maxHold := time.Duration(d.config().Dictation.MaxHoldS) * time.Second
+	if maxHold <= 0 { // a configuration not made by config.Load
+		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
+	}
+	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second)}
 	h.l = d.mic.listen(d.mic.always)
 	go h.collect()
+	h.limit = time.AfterFunc(maxHold, func() { d.holdLimit(h) })
 	d.state.hold = h
 	d.state.broadcastLocked()
 	if d.state.asking != nil {
@@ -112,12 +133,13 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 
 // takeHold ends the open hold: after the tail it stops collecting and
 // returns the audio. nil when no hold was open, or (for a stop) when the
-// open hold is already in another stop's tail. A cancel (stop false) also
-// takes a hold in its tail.
-func (d *Daemon) takeHold(tail time.Duration, stop bool) *holdRec {
+// open hold is already in another stop's tail, or when only is not nil
+// and the open hold is another. A cancel (stop false) also takes a hold
+// in its tail.
+func (d *Daemon) takeHold(tail time.Duration, stop bool, only *holdRec) *holdRec {
 	d.state.mu.Lock()
 	h := d.state.hold
-	if h == nil || (stop && h.stopping) {
+	if h == nil || (only != nil && h != only) || (stop && h.stopping) {
 		d.state.mu.Unlock()
 		return nil
 	}
@@ -132,6 +154,7 @@ func (d *Daemon) takeHold(tail time.Duration, stop bool) *holdRec {
 		return nil
 	}
 	h.taken = true
+	h.limit.Stop()
 	if d.state.hold == h { // else a new hold began during the tail
 		d.state.hold = nil
 		d.state.broadcastLocked()
@@ -146,16 +169,29 @@ func (d *Daemon) takeHold(tail time.Duration, stop bool) *holdRec {
 // holdStop ends the hold, decodes it and types the text.
 func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
 	cfg := d.config()
-	h := d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true)
+	h := d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, nil)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
 	return d.dictate(ctx, cfg, h), nil
 }
 
+// holdLimit ends hold h at dictation.max_hold_s, as if it were released:
+// what was said is decoded and typed. A hold already stopped, or
+// cancelled, is left alone.
+func (d *Daemon) holdLimit(h *holdRec) {
+	cfg := d.config()
+	if d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
+		return
+	}
+	d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", cfg.Dictation.MaxHoldS)
+	d.auditf(audit.Event{Kind: "hold.max_reached", Duration: time.Since(h.started)})
+	d.dictate(context.Background(), cfg, h)
+}
+
 // holdCancel ends the hold and drops its audio.
 func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
-	h := d.takeHold(0, false)
+	h := d.takeHold(0, false, nil)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}

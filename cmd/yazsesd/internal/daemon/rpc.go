@@ -13,8 +13,6 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/wav"
 )
 
 // register installs every socket method. Parameters are decoded strictly
@@ -168,7 +166,7 @@ func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
 // budgetStatus asks the gate; a gate that is down reports unavailable.
 func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
 	failClosed, _ := d.gate.state()
-	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed}
+	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed, FailClosedReason: d.gate.failReason()}
 	gctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	err := d.gate.do(gctx, 0, false, func(c *gate.Client) error {
@@ -182,39 +180,7 @@ func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
 		b.Available = false
 	}
 	if b.FailClosed && b.Available && b.NextFreeS == 0 && b.Used < b.PerHour {
-		b.FailClosed = false // the spent hour has passed
+		b.FailClosed, b.FailClosedReason = false, "" // the spent hour has passed
 	}
 	return b
 }
-
-// transcribe decodes a file on the resident decoder, after any hold or
-// answer that is waiting. A caller that goes away abandons the decoding
-// (contract 1); a decoder that is down for good fails the call at once
-// with CodeUnavailable, so the caller can decode elsewhere.
-func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a readable regular file"}
-	}
-	f32, _, err := wav.ReadFile16k(path, maxFileSamples)
-	if err != nil {
-		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
-	}
-	dctx, cancel := d.decodeCtx(ctx)
-	r, err := d.decode.decode(dctx, prioFile, pcm.FromFloat32(nil, f32), nil)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return daemonapi.TranscribeResult{}, ctx.Err()
-		}
-		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "the decoder failed"}
-	}
-	out := daemonapi.TranscribeResult{Text: r.Text, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs, Segments: []daemonapi.Segment{}}
-	for _, s := range r.Segments {
-		out.Segments = append(out.Segments, daemonapi.Segment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
-	}
-	return out, nil
-}
-
-// maxFileSamples caps a transcribed file: one hour.
-const maxFileSamples = 3600 * pcm.SampleRate

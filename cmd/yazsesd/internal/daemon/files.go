@@ -1,0 +1,322 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// File transcription (the transcribe method).
+//
+// A file is read as a 16 kHz stream (wav.Reader16k: read, mixed and
+// resampled a block at a time) and goes to the resident decoder in
+// pieces of at most pieceMax, each cut at the quietest moment of its last
+// pieceSearch, so the daemon holds one piece of a file at a time whatever
+// the file's length, rate or sample width, and the decoder never sees an
+// utterance longer than whisper's 30 s window (nor reaches yaz-decode
+// --serve's own cap on one utterance). Each piece takes the decoder's turn
+// at file priority again, so a hold or an answer waits at most for the
+// piece in progress, and gets it abandoned (contract 1; see decoder):
+// the piece is sent again after them. The segments of each piece are
+// offset back to the file's timeline.
+//
+// File work is bounded: one file decodes at a time and fileWaiting more
+// may wait for their turn; a call beyond that is refused at once with
+// daemonapi.CodeBusy.
+
+const (
+	// pieceMax is the longest piece of a file sent as one utterance:
+	// whisper's window.
+	pieceMax = 30 * time.Second
+	// pieceSearch is the end part of a full piece in which the cut is
+	// put at the quietest moment.
+	pieceSearch = 10 * time.Second
+	// fileWaiting is how many transcribe calls may wait behind the one
+	// that decodes.
+	fileWaiting = 4
+	// maxFileAudio caps a transcribed file, as yaz-mcp and yaz-decode do.
+	maxFileAudio = 4 * time.Hour
+	// pieceRetryWait is how long a piece waits, once, for a decoder that
+	// died under it to come back.
+	pieceRetryWait = 30 * time.Second
+)
+
+// Fixed sentences of transcribe's errors.
+var (
+	errBadFile     = &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a WAV file this decoder reads"}
+	errTooLong     = &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "longer than 4 hours of audio"}
+	errBusy        = &jsonrpc.Error{Code: daemonapi.CodeBusy, Message: "busy: as many files as the daemon takes are being transcribed or waiting; try again later"}
+	errFileDecoder = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "the decoder failed"}
+)
+
+// fileLine lets one file decode at a time and a few wait, in order.
+type fileLine struct {
+	mu      sync.Mutex
+	busy    bool
+	waiters []chan struct{}
+}
+
+// enter waits for the file turn; errBusy when the line is full.
+func (l *fileLine) enter(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.busy {
+		l.busy = true
+		l.mu.Unlock()
+		return nil
+	}
+	if len(l.waiters) >= fileWaiting {
+		l.mu.Unlock()
+		return errBusy
+	}
+	ch := make(chan struct{})
+	l.waiters = append(l.waiters, ch)
+	l.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i, c := range l.waiters {
+			if c == ch {
+				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+				return ctx.Err()
+			}
+		}
+		l.leaveLocked() // handed over just now: pass it on
+		return ctx.Err()
+	}
+}
+
+func (l *fileLine) leave() {
+	l.mu.Lock()
+	l.leaveLocked()
+	l.mu.Unlock()
+}
+
+func (l *fileLine) leaveLocked() {
+	if len(l.waiters) > 0 {
+		close(l.waiters[0])
+		l.waiters = l.waiters[1:]
+		return
+	}
+	l.busy = false
+}
+
+// transcribe decodes a file on the resident decoder, piece by piece, each
+// after any hold or answer that is waiting. A caller that goes away
+// abandons the piece in progress (contract 1); a decoder that is down for
+// good fails the call at once with CodeUnavailable, so the caller can
+// decode elsewhere.
+func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a readable regular file"}
+	}
+	r, err := wav.OpenFile16k(path)
+	if err != nil {
+		return daemonapi.TranscribeResult{}, errBadFile
+	}
+	defer r.Close()
+	info := r.Info()
+	if info.DataBytes > 0 {
+		frame := int64(info.Channels * info.BitsPerSample / 8)
+		if info.DataBytes > fi.Size() {
+			return daemonapi.TranscribeResult{}, errBadFile // cut short: it would fail at its end
+		}
+		if info.DataBytes/frame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
+			return daemonapi.TranscribeResult{}, errTooLong
+		}
+	}
+	if err := d.files.enter(ctx); err != nil {
+		if errors.Is(err, errBusy) {
+			d.log.Debug("transcribe refused: busy", "decoding", 1, "waiting", fileWaiting)
+		}
+		return daemonapi.TranscribeResult{}, err
+	}
+	defer d.files.leave()
+
+	dctx, cancel := d.decodeCtx(ctx)
+	defer cancel()
+	out, err := d.decodeFile(dctx, newPiecer(r, pcm.Samples(maxFileAudio)))
+	switch {
+	case err == nil:
+		return out, nil
+	case ctx.Err() != nil:
+		return daemonapi.TranscribeResult{}, ctx.Err()
+	case errors.Is(err, errFileTooLong):
+		return daemonapi.TranscribeResult{}, errTooLong
+	case errors.Is(err, errFileRead):
+		return daemonapi.TranscribeResult{}, errBadFile
+	}
+	d.log.Warn("transcribe failed: the decoder failed", "err_kind", fmt.Sprintf("%T", errors.Unwrap(err)))
+	return daemonapi.TranscribeResult{}, errFileDecoder
+}
+
+var (
+	errFileTooLong = errors.New("file too long")
+	errFileRead    = errors.New("read file")
+)
+
+// decodeFile sends the pieces of p to the decoder one by one and joins
+// their transcripts on the file's timeline.
+func (d *Daemon) decodeFile(ctx context.Context, p *piecer) (daemonapi.TranscribeResult, error) {
+	out := daemonapi.TranscribeResult{Segments: []daemonapi.Segment{}}
+	var text strings.Builder
+	pieces, yields := 0, 0
+	for {
+		piece, at, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		r, err := d.decodePiece(ctx, piece, &yields)
+		if err != nil {
+			return out, err
+		}
+		pieces++
+		off := pcm.Millis(int(at))
+		if t := strings.TrimSpace(r.Text); t != "" {
+			if text.Len() > 0 {
+				text.WriteByte(' ')
+			}
+			text.WriteString(t)
+		}
+		for _, s := range r.Segments {
+			out.Segments = append(out.Segments, daemonapi.Segment{StartMs: s.StartMs + off, EndMs: s.EndMs + off, Text: s.Text})
+		}
+		out.DecodeMs += r.DecodeMs
+	}
+	out.Text = text.String()
+	out.AudioMs = pcm.Millis(int(p.pos))
+	d.log.Info("file transcribed", "audio_ms", out.AudioMs, "decode_ms", out.DecodeMs, "pieces", pieces, "gave_way", yields)
+	return out, nil
+}
+
+// decodePiece decodes one piece at file priority. A piece that gave way to
+// a hold or an answer is sent again after them; one whose decoder died
+// under it is sent once more to the restarted decoder.
+func (d *Daemon) decodePiece(ctx context.Context, piece []int16, yields *int) (frame.Result, error) {
+	retried := false
+	for {
+		r, err := d.decode.decode(ctx, prioFile, piece, nil)
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, errYielded) && ctx.Err() == nil:
+			*yields++
+			continue
+		case errors.Is(err, errDecoderLost) && !retried && ctx.Err() == nil:
+			retried = true
+			wctx, cancel := context.WithTimeout(ctx, pieceRetryWait)
+			err = d.decode.waitUp(wctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		return r, err
+	}
+}
+
+// piecer cuts a 16 kHz stream into pieces of at most pieceMax, each full
+// piece cut at the quietest 100 ms of its last pieceSearch. It holds at
+// most one piece of audio.
+type piecer struct {
+	r     *wav.Reader16k
+	buf   []int16   // samples from pos on
+	fbuf  []float32 // one read
+	pos   int64     // stream sample of buf[0]
+	taken int       // samples of buf handed out as the last piece
+	limit int64     // the most samples a file may have
+	eof   bool
+}
+
+func newPiecer(r *wav.Reader16k, limit int) *piecer {
+	return &piecer{r: r, buf: make([]int16, 0, pcm.Samples(pieceMax)), fbuf: make([]float32, 16<<10), limit: int64(limit)}
+}
+
+// next returns the next piece and the stream sample it starts at, or
+// io.EOF after the last one. The piece is valid until the next call.
+func (p *piecer) next() ([]int16, int64, error) {
+	if p.taken > 0 { // drop the last piece, keep what followed its cut
+		n := copy(p.buf, p.buf[p.taken:])
+		p.buf = p.buf[:n]
+		p.pos += int64(p.taken)
+		p.taken = 0
+	}
+	full := pcm.Samples(pieceMax)
+	for !p.eof && len(p.buf) < full {
+		n, err := p.r.Read(p.fbuf[:min(len(p.fbuf), full-len(p.buf))])
+		p.buf = pcm.FromFloat32(p.buf, p.fbuf[:n])
+		if p.pos+int64(len(p.buf)) > p.limit {
+			return nil, 0, errFileTooLong
+		}
+		if err == io.EOF {
+			p.eof = true
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errFileRead, err)
+		}
+	}
+	if len(p.buf) == 0 {
+		return nil, 0, io.EOF
+	}
+	p.taken = len(p.buf) // the last piece: all that is left
+	if !p.eof {          // a full piece with more to come
+		p.taken = quietCut(p.buf, full-pcm.Samples(pieceSearch))
+	}
+	return p.buf[:p.taken], p.pos, nil
+}
+
+// cutFrame is the frame of the quiet-point search: 20 ms.
+const cutFrame = pcm.SampleRate / 50
+
+// quietCut returns where to cut s (a full piece) at or after sample from:
+// the middle of the quietest 100 ms (five 20 ms frames) there, the latest
+// of equals, on a frame boundary. Steady audio (silence) is cut at its
+// end.
+func quietCut(s []int16, from int) int {
+	from -= from % cutFrame
+	frames := (len(s) - from) / cutFrame
+	if frames < 5 {
+		return len(s)
+	}
+	pow := make([]float64, frames)
+	for i := range pow {
+		var sum float64
+		for _, v := range s[from+i*cutFrame : from+(i+1)*cutFrame] {
+			f := float64(v)
+			sum += f * f
+		}
+		pow[i] = sum
+	}
+	best, bestAt := 0.0, -1
+	var win float64
+	for i := range pow {
+		win += pow[i]
+		if i >= 5 {
+			win -= pow[i-5]
+		}
+		if i >= 4 && (bestAt < 0 || win <= best) {
+			best, bestAt = win, i-2 // the middle frame of the window
+		}
+	}
+	cut := from + bestAt*cutFrame
+	if bestAt == frames-3 { // the quietest is at the very end: take it all
+		cut = from + frames*cutFrame
+	}
+	return cut
+}
