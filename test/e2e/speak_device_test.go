@@ -15,11 +15,12 @@ import (
 // and refuses one with control characters, with its line, as it does
 // capture.device.
 func TestSpeakDeviceConfigCheck(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.toml")
-	if err := os.WriteFile(good, []byte("[speak]\nrate = 200\ndevice = \"alsa_output.usb-headset.analog-stereo\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("[decode]\nmodel = "+q(world.mini)+"\n[speak]\nrate = 200\ndevice = \"alsa_output.usb-headset.analog-stereo\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, stderr, code := command(t, ctx, nil, "yazsesd", "config", "check", good); code != 0 || !strings.Contains(out, "ok") {
