@@ -93,6 +93,9 @@ const (
 	ReasonDaemonNotRunning = "daemon_not_running"
 	ReasonTTSUnavailable   = "tts_unavailable" // no speaker, or it failed before any audio
 	ReasonGateUnavailable  = "gate_unavailable"
+	// ReasonAuditUnavailable: the audit log could not record the question,
+	// so it was not asked (nothing spoken, nothing charged).
+	ReasonAuditUnavailable = "audit_unavailable"
 	ReasonShuttingDown     = "shutting_down"
 )
 
@@ -205,6 +208,10 @@ type Status struct {
 	CaptureDevice  string       `json:"capture_device"`
 	Typing         TypingStatus `json:"typing"`
 	Hotkey         HotkeyStatus `json:"hotkey"`
+	// AuditFailing: the last audit write failed (a full disk, a folder
+	// that is gone). ask_human is unavailable (audit_unavailable) until a
+	// write succeeds again; dictation goes on.
+	AuditFailing bool `json:"audit_failing"`
 }
 
 // HoldResult is the result of the hold methods.

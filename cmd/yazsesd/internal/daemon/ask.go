@@ -116,9 +116,11 @@ type ask struct {
 	deadline time.Time
 }
 
-func (a *ask) audit(kind, reason string) {
-	a.d.auditf(audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
-		Duration: time.Since(a.start)})
+func (a *ask) audit(kind, reason string) { a.d.auditf(a.event(kind, reason)) }
+
+func (a *ask) event(kind, reason string) audit.Event {
+	return audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
+		Duration: time.Since(a.start)}
 }
 
 // gateCtx bounds a gate call. It is not the caller's cancellation: an
@@ -231,7 +233,12 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 		d.log.Warn("ask_human: no gate", "err", err)
 		return result(daemonapi.Unavailable, daemonapi.ReasonGateUnavailable)
 	}
-	a.audit("ask.reserved", "")
+	// A question that cannot be audited is not asked: the reservation is
+	// its first record, so a failing log refunds the slot before any audio.
+	if err := a.d.auditErr(a.event("ask.reserved", "")); err != nil {
+		a.release(ctx, daemonapi.ReasonAuditUnavailable)
+		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable)
+	}
 	if ctx.Err() != nil { // the caller left while we reserved
 		a.release(ctx, daemonapi.ReasonCancelled)
 		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)

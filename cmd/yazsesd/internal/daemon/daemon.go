@@ -282,14 +282,23 @@ func (d *Daemon) config() config.Config {
 }
 
 // auditf writes an audit event; failures are logged, never fatal.
-func (d *Daemon) auditf(e audit.Event) {
+func (d *Daemon) auditf(e audit.Event) { _ = d.auditErr(e) }
+
+// auditErr writes an audit event and returns the failure (logged too):
+// what must not happen unaudited (an ask_human) checks it.
+func (d *Daemon) auditErr(e audit.Event) error {
 	if d.audit == nil {
-		return
+		return errors.New("audit log not open")
 	}
-	if err := d.audit.Write(e); err != nil {
+	err := d.audit.Write(e)
+	if err != nil {
 		d.log.Warn("audit write failed", "kind", e.Kind, "err", err)
 	}
+	return err
 }
+
+// auditFailing reports whether the audit log's last write failed.
+func (d *Daemon) auditFailing() bool { return d.audit == nil || d.audit.Failing() }
 
 // Run runs the daemon until ctx is done, then stops every child and
 // returns. hup delivers reload requests (SIGHUP).

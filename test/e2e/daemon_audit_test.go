@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// TestAuditFailsClosed: with the state folder's disk full, a question that
+// cannot be audited is not asked (unavailable, audit_unavailable: nothing
+// spoken, nothing charged), status says the audit is failing, and
+// dictation goes on. With room again, questions are asked again. (It used
+// to reserve, speak and answer while every audit event was lost.)
+func TestAuditFailsClosed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root (CI runs as root)")
+	}
+	d := newDaemon(t, baseConfig().with("budget.ask_human_per_hour", "5"))
+	state := filepath.Join(d.dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", state).Run() })
+	d.start()
+	d.waitRunning("gate", "speak", "decode")
+	d.waitFor(10*time.Second, "the audit log", func() bool { _, err := os.Stat(d.audit); return err == nil })
+
+	// The log ends exactly at a page boundary, then the disk is filled:
+	// the next record cannot be written at all.
+	f, err := os.OpenFile(d.audit, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	pad := 4096 - int(st.Size()%4096)
+	if pad < 80 {
+		pad += 4096
+	}
+	head := `{"time":"2026-01-01T00:00:00Z","kind":"test.pad"`
+	if _, err := f.WriteString(head + strings.Repeat(" ", pad-len(head)-2) + "}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	filler := filepath.Join(state, "filler")
+	fill, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for buf := make([]byte, 4096); ; {
+		if _, err := fill.Write(buf); err != nil {
+			break
+		}
+	}
+	fill.Close()
+
+	if r := d.ask("Is the disk full?", 20); r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonAuditUnavailable {
+		t.Errorf("ask with the audit failing = %+v, want unavailable audit_unavailable", r)
+	}
+	if n := d.spokenBySpeaker(); n != 0 {
+		t.Errorf("the speaker played %d questions with the audit failing", n)
+	}
+	st2 := d.status()
+	if !st2.AuditFailing || st2.Budget.Used != 0 {
+		t.Errorf("status with the audit failing: audit_failing %v, budget used %d; want true, 0", st2.AuditFailing, st2.Budget.Used)
+	}
+	// Dictation goes on.
+	c := d.client()
+	defer c.Close()
+	if _, err := c.Hold(t.Context(), daemonapi.MethodHoldStart); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Hold(t.Context(), daemonapi.MethodHoldStop)
+	if err != nil || h.Outcome == "failed" {
+		t.Errorf("a hold with the audit failing = %+v, %v; want it decoded", h, err)
+	}
+
+	os.Remove(filler)
+	if r := d.ask("And now?", 20); r.Result != daemonapi.Answered {
+		t.Errorf("ask with room again = %+v, want answered", r)
+	}
+	if d.status().AuditFailing {
+		t.Error("status still says the audit is failing after a write succeeded")
+	}
+}
