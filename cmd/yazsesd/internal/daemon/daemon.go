@@ -212,10 +212,11 @@ func New(opt Options) (*Daemon, error) {
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
 		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
 		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize))
-	if cfg.Decode.Prompt != "" {
-		decArgv = append(decArgv, "--prompt", cfg.Decode.Prompt)
-	}
 	d.decode = newDecoder()
+	// decode.prompt is private (a vocabulary of names, say): it goes with
+	// each utterance as a Prompt frame, never on the command line, which
+	// every local user can read in /proc.
+	d.decode.prompt = cfg.Decode.Prompt
 	d.decodeC = supervise.New(supervise.Spec{
 		Name:         "decode",
 		Argv:         decArgv,
