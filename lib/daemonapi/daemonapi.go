@@ -88,6 +88,10 @@ const (
 	ReasonCancelled   = "cancelled"    // see above
 	ReasonSpeakFailed = "speak_failed" // playback broke off after it started
 	ReasonDecodeFail  = "decode_failed"
+	// ReasonCaptureFailed: the question was spoken, but the microphone
+	// never delivered a sample (it did not open: the sound server is
+	// gone, the device is missing). Not silence.
+	ReasonCaptureFailed = "capture_failed"
 
 	// unavailable: nothing audible happened
 	ReasonDaemonNotRunning = "daemon_not_running"

@@ -90,3 +90,28 @@ func TestAuditFailsClosed(t *testing.T) {
 		t.Error("status still says the audit is failing after a write succeeded")
 	}
 }
+
+// TestAnswerWithoutMicrophone: a question spoken while the microphone
+// cannot open (the sound server is gone) ends no_answer with reason
+// capture_failed, not silence; a microphone that opens and hears nothing
+// is still silence.
+func TestAnswerWithoutMicrophone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		capture string
+		want    string
+	}{
+		{"no sound server", arr("env", "PULSE_SERVER=unix:/nonexistent/native", bin("yaz-capture"), "--backend", "pulseaudio"), daemonapi.ReasonCaptureFailed},
+		{"silent microphone", arr(bin("yaz-capture"), "--backend", "null"), daemonapi.ReasonSilence},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := startDaemon(t, baseConfig().
+				with("children.capture", tc.capture).
+				with("ask.max_answer_s", "3"))
+			r := d.ask("Can you hear me?", 30)
+			if r.Result != daemonapi.NoAnswer || r.Reason != tc.want {
+				t.Errorf("ask = %+v, want no_answer %s", r, tc.want)
+			}
+		})
+	}
+}

@@ -456,13 +456,21 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 	defer window.Stop()
 	var utt []int16
 	reason := daemonapi.ReasonSilence
+	heard := 0 // samples the microphone delivered
 collect:
 	for {
 		select {
 		case s := <-l.ch:
 			if s == nil { // the microphone's stream ended: what was said is all
+				if heard == 0 {
+					// It never delivered a sample: not silence, a
+					// microphone that did not open (the sound server
+					// is gone, the device is missing).
+					reason = daemonapi.ReasonCaptureFailed
+				}
 				break collect
 			}
+			heard += len(s)
 			if us := seg.Write(s); len(us) > 0 {
 				utt = us[0].Samples
 				break collect
@@ -470,6 +478,9 @@ collect:
 		case <-run.stop:
 			return a.stopped(ctx, run.reason, run.reason)
 		case <-window.C:
+			if heard == 0 {
+				reason = daemonapi.ReasonCaptureFailed // a whole answer window without a sample
+			}
 			break collect
 		case <-dctx.Done():
 			if ctx.Err() != nil {
