@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // dictation goes on. With room again, questions are asked again. (It used
 // to reserve, speak and answer while every audit event was lost.)
 func TestAuditFailsClosed(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root (CI runs as root)")
 	}
@@ -96,6 +98,7 @@ func TestAuditFailsClosed(t *testing.T) {
 // capture_failed, not silence; a microphone that opens and hears nothing
 // is still silence.
 func TestAnswerWithoutMicrophone(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		capture string
@@ -113,5 +116,40 @@ func TestAnswerWithoutMicrophone(t *testing.T) {
 				t.Errorf("ask = %+v, want no_answer %s", r, tc.want)
 			}
 		})
+	}
+}
+
+// TestReloadWithGateDown: a reload that changes the cap while the gate is
+// down for good does not claim to restart it (it used to log "restarting
+// it fully spent" with nothing restarting), and no question is asked.
+func TestReloadWithGateDown(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig().with("children.gate", arr("sh", "-c", "exit 125"))
+	d := newDaemon(t, cfg)
+	d.start()
+	d.waitRunning("speak", "decode")
+	d.waitFor(10*time.Second, "the gate left down", func() bool {
+		for _, c := range d.status().Children {
+			if c.Name == "gate" && c.State == "exited" {
+				return true
+			}
+		}
+		return false
+	})
+	d.writeConfig(cfg.with("budget.ask_human_per_hour", "3"))
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	d.waitLog(10*time.Second, "the reload", func(m map[string]any) bool {
+		msg, _ := m["msg"].(string)
+		return strings.HasPrefix(msg, "reload: the gate")
+	})
+	for _, m := range d.logRecords() {
+		if msg, _ := m["msg"].(string); strings.Contains(msg, "restarting it") {
+			t.Errorf("the log claims a restart of a gate that is down for good: %q", msg)
+		}
+	}
+	if r := d.ask("Anyone?", 5); r.Result != daemonapi.Unavailable {
+		t.Errorf("ask with the gate down = %+v, want unavailable", r)
 	}
 }

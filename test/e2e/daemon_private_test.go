@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // prompt in its argv, yet the decoder still gets decode.prompt with each
 // utterance (its log counts the prompt's characters, never the text).
 func TestPromptNeverOnACommandLine(t *testing.T) {
+	t.Parallel()
 	const decodePrompt = "Zanzibarqux Oyelaran-Whitfield"
 	const dictationPrompt = "Quillfeather Mbeki-Sandoval"
 	d := startDaemon(t, baseConfig().
@@ -59,5 +61,29 @@ func TestPromptNeverOnACommandLine(t *testing.T) {
 		if bytes.Contains(line, []byte(decodePrompt)) || bytes.Contains(line, []byte(dictationPrompt)) {
 			t.Errorf("a log line holds a private prompt: %.200q", line)
 		}
+	}
+}
+
+// TestStdoutInjectUnderJournalWarns: dictation.inject = "stdout" writes
+// what was said to the daemon's stdout; under systemd (JOURNAL_STREAM set)
+// that is the journal, so the daemon says so at start.
+func TestStdoutInjectUnderJournalWarns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  []string
+		warn bool
+	}{{[]string{"JOURNAL_STREAM=8:123456"}, true}, {nil, false}} {
+		d := startDaemon(t, baseConfig().with("dictation.inject", q("stdout")), tc.env...)
+		d.waitRunning("gate", "speak", "decode")
+		warned := false
+		for _, m := range d.logRecords() {
+			if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "journal") {
+				warned = true
+			}
+		}
+		if warned != tc.warn {
+			t.Errorf("env %v: warned about the journal %v, want %v", tc.env, warned, tc.warn)
+		}
+		d.stop()
 	}
 }

@@ -15,6 +15,7 @@ import (
 // the daemon listens for the answer: the question was heard and stays
 // charged (it used to say only "The call was cancelled.").
 func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig().
 		with("budget.ask_human_per_hour", "5").
 		with("ask.max_answer_s", "60").

@@ -473,8 +473,14 @@ func (d *Daemon) reload(ctx context.Context) {
 		err := d.gate.do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
 		cancel()
 		if err != nil {
-			d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
-			d.gateC.Restart()
+			switch st := d.gateC.Status().State; st {
+			case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
+				// Nothing would restart: say what is true.
+				d.log.Error("reload: the gate is down and was not restarted; no question is asked until yazsesd restarts", "gate", st)
+			default:
+				d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
+				d.gateC.Restart()
+			}
 		}
 	}
 	if applied.Dictation.Inject != old.Dictation.Inject {
@@ -523,6 +529,10 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 func (d *Daemon) openInjector(name string) {
 	if d.opt.OpenInjector == nil {
 		return
+	}
+	if name == "stdout" && os.Getenv("JOURNAL_STREAM") != "" {
+		// systemd connected stdout to the journal (it sets JOURNAL_STREAM).
+		d.log.Warn(`dictation.inject = "stdout" under systemd: what you dictate goes to the journal; choose another backend, or run yazsesd in a terminal`)
 	}
 	inj, err := d.opt.OpenInjector(name)
 	why := ""
