@@ -288,7 +288,13 @@ func (l *Log) append(line []byte) error {
 			// A short write (a full disk): take the partial record back,
 			// so the next one is not glued to it. If even that fails,
 			// end the partial line; Read reports it as damaged.
-			if terr := l.f.Truncate(l.size); terr != nil {
+			// The file's own size, not l.size: the truncation must
+			// take back exactly the n bytes just written.
+			back := l.size
+			if fi, serr := l.f.Stat(); serr == nil {
+				back = fi.Size() - int64(n)
+			}
+			if terr := l.f.Truncate(back); terr != nil {
 				if m, _ := l.f.Write([]byte{'\n'}); m == 1 {
 					l.size += int64(n) + 1
 				}

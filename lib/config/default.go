@@ -72,6 +72,8 @@ pre_roll_ms = 300
 # Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
 prompt = ""
 # How text is typed: "auto", "wtype", "xdotool", "ydotool", "clipboard" or "stdout".
+# "stdout" writes what you say to yazsesd's standard output: under the systemd
+# unit that is the journal, so use it only with "yazsesd run" in a terminal.
 inject = "auto"
 # Holds shorter than this produce nothing, milliseconds (0-5000).
 min_utterance_ms = 300

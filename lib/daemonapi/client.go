@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -17,7 +18,8 @@ var ErrNotRunning = safesocket.ErrNotRunning
 
 // Client calls the daemon. Its methods are safe for concurrent use.
 type Client struct {
-	rpc *jsonrpc.Client
+	rpc  *jsonrpc.Client
+	conn net.Conn
 }
 
 // Dial connects to the daemon of this user, in the socket folder under
@@ -38,7 +40,7 @@ func Dial(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial yazsesd: %w", err)
 	}
-	return &Client{rpc: jsonrpc.NewClient(conn)}, nil
+	return &Client{rpc: jsonrpc.NewClient(conn), conn: conn}, nil
 }
 
 // Close closes the connection. A call in progress is cancelled in the
@@ -57,12 +59,36 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return s, err
 }
 
-// AskHuman calls ask_human. Cancelling ctx cancels the ask in the daemon
-// only when the connection is closed too (Close); a Client used for one
-// ask should be closed when ctx ends.
+// SettleWait bounds how long AskHuman waits, after its context ended, for
+// the daemon to say how the cancelled ask ended.
+const SettleWait = 5 * time.Second
+
+// AskHuman calls ask_human. When ctx ends first, AskHuman shuts down the
+// connection's writing side, which cancels the ask in the daemon (a
+// question not yet audible releases its slot), and waits up to SettleWait
+// for the daemon's final result: it returns that result with ctx's error,
+// so the caller can tell a question cancelled before it was spoken
+// (deferred, nothing charged) from one cancelled after (no_answer, heard
+// and charged). Use a Client for one ask at a time.
 func (c *Client) AskHuman(ctx context.Context, p AskParams) (AskResult, error) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if uc, ok := c.conn.(interface{ CloseWrite() error }); ok && uc.CloseWrite() == nil {
+			time.AfterFunc(SettleWait, cancel) // cancelling twice is harmless
+			return
+		}
+		cancel()
+	})
+	defer stop()
 	var r AskResult
-	err := c.rpc.Call(ctx, MethodAskHuman, p, &r)
+	err := c.rpc.Call(cctx, MethodAskHuman, p, &r)
+	if cerr := ctx.Err(); cerr != nil {
+		if err != nil {
+			return AskResult{}, cerr
+		}
+		return r, cerr
+	}
 	return r, err
 }
 

@@ -88,11 +88,18 @@ const (
 	ReasonCancelled   = "cancelled"    // see above
 	ReasonSpeakFailed = "speak_failed" // playback broke off after it started
 	ReasonDecodeFail  = "decode_failed"
+	// ReasonCaptureFailed: the question was spoken, but the microphone
+	// never delivered a sample (it did not open: the sound server is
+	// gone, the device is missing). Not silence.
+	ReasonCaptureFailed = "capture_failed"
 
 	// unavailable: nothing audible happened
 	ReasonDaemonNotRunning = "daemon_not_running"
 	ReasonTTSUnavailable   = "tts_unavailable" // no speaker, or it failed before any audio
 	ReasonGateUnavailable  = "gate_unavailable"
+	// ReasonAuditUnavailable: the audit log could not record the question,
+	// so it was not asked (nothing spoken, nothing charged).
+	ReasonAuditUnavailable = "audit_unavailable"
 	ReasonShuttingDown     = "shutting_down"
 )
 
@@ -205,6 +212,10 @@ type Status struct {
 	CaptureDevice  string       `json:"capture_device"`
 	Typing         TypingStatus `json:"typing"`
 	Hotkey         HotkeyStatus `json:"hotkey"`
+	// AuditFailing: the last audit write failed (a full disk, a folder
+	// that is gone). ask_human is unavailable (audit_unavailable) until a
+	// write succeeds again; dictation goes on.
+	AuditFailing bool `json:"audit_failing"`
 }
 
 // HoldResult is the result of the hold methods.

@@ -705,3 +705,32 @@ func TestClientServerGone(t *testing.T) {
 		t.Errorf("Call when the server hangs up = %v, want a read error", err)
 	}
 }
+
+// TestHalfCloseCancelsAndAnswers: a client that shuts down its writing side
+// cancels its running requests, as a close does, but still reads how each
+// ended (an ask_human's final result says whether it was heard).
+func TestHalfCloseCancelsAndAnswers(t *testing.T) {
+	s := testServer(t, nil)
+	started := make(chan struct{}, 1)
+	s.Handle("wait", func(ctx context.Context, params json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return "ended: " + context.Cause(ctx).Error(), nil
+	})
+	c := dialRaw(t, serve(t, s))
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"wait"}`)
+	wait(t, started, "handler start")
+	if err := c.conn.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.recv(5 * time.Second)
+	if err != nil {
+		t.Fatalf("after a half close: %v, want the request's final answer", err)
+	}
+	if string(resp.ID) != "7" || string(resp.Result) != `"ended: context canceled"` {
+		t.Errorf("answer = id %s result %s, want id 7 and the cancelled handler's result", resp.ID, resp.Result)
+	}
+	if _, err := c.recv(5 * time.Second); !errors.Is(err, io.EOF) {
+		t.Errorf("after the answer: %v, want EOF (the server closes)", err)
+	}
+}

@@ -37,8 +37,10 @@ const noticeTimeout = 100 * time.Millisecond
 // produces: the error's own text never leaves the server.
 const internalErrorMessage = "internal error"
 
-// Handler serves one method. ctx is cancelled when the connection closes or
-// the server stops; a handler must return soon after. The result is
+// Handler serves one method. ctx is cancelled when the client closes the
+// connection or only its writing side (a half close: the client still reads
+// the answer, which tells how the cancelled call ended), or when the server
+// stops; a handler must return soon after. The result is
 // marshalled with encoding/json (nil gives a null result). An *Error return
 // is sent to the client as is; any other error as InternalError with the
 // message "internal error". A notification's result and error are dropped.
@@ -336,16 +338,30 @@ func (c *serverConn) serve(ctx context.Context) error {
 	if c.s.ConnContext != nil {
 		ctx = c.s.ConnContext(ctx, c.conn)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c.cancel = cancel
+	// The server stopping closes the connection at once.
 	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	c.cancel = cancel
 
 	var wg sync.WaitGroup
 	err := c.readLoop(ctx, &wg)
+	// The reading side ended (EOF, which a half close sends, or an error):
+	// the running requests are cancelled, and they still answer before the
+	// connection closes, so a client that only shut down its writing side
+	// learns how each ended. A handler returns soon after its context ends;
+	// WriteTimeout bounds the wait for one that does not.
 	cancel()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	bound := time.NewTimer(c.s.WriteTimeout)
+	select {
+	case <-done:
+	case <-bound.C:
+	}
+	bound.Stop()
 	c.conn.Close()
-	wg.Wait()
+	<-done
 	if errors.Is(err, net.ErrClosed) {
 		err = nil // closed on our side: ctx ended or a write failed
 	}

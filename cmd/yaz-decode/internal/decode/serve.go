@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
@@ -138,6 +139,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		}
 		res := frame.Result{Utt: j.utt, Segments: []frame.Segment{}, AudioMs: pcm.Millis(len(j.samples))}
 		start := time.Now()
+		promptChars := -1 // not decoded
 		switch {
 		case j.abandoned():
 			res.Error = frame.ErrorAbandoned // abandoned while it waited
@@ -150,6 +152,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			if j.prompt != nil {
 				opt.Prompt = *j.prompt
 			}
+			promptChars = utf8.RuneCountInString(opt.Prompt)
 			r, err := m.Transcribe(j.ctx, pcm.ToFloat32(nil, j.samples), opt)
 			if ctx.Err() != nil {
 				j.cancel(nil)
@@ -171,7 +174,8 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		}
 		j.cancel(nil)
 		res.DecodeMs = time.Since(start).Milliseconds()
-		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error)
+		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error,
+			"prompt_chars", promptChars) // a count: the prompt itself is private
 		if err := enc.Encode(res); err != nil {
 			if isBrokenPipe(err) {
 				return nil

@@ -70,8 +70,7 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		var rpcErr *jsonrpc.Error
 		switch {
 		case ctx.Err() != nil:
-			s.log.Info("ask_human cancelled by the client")
-			return toolError(Unavailable, "The call was cancelled."), nil
+			return s.cancelled(closed(r)), nil
 		case errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.InvalidParams:
 			return toolError(InvalidArgument, detailQuestion), nil
 		default:
@@ -82,6 +81,24 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	r = closed(r)
 	s.log.Info("ask_human done", "result", string(r.Result), "reason", r.Reason)
 	return askResult(r), nil
+}
+
+// cancelled answers a call the client cancelled, saying what the daemon
+// said of it (daemonapi.Client.AskHuman waits a moment for that): a
+// question cancelled once it was spoken was heard and stays charged.
+func (s *Server) cancelled(r daemonapi.AskResult) *mcp.CallToolResult {
+	s.log.Info("ask_human cancelled by the client", "result", string(r.Result), "reason", r.Reason)
+	switch r.Result {
+	case daemonapi.Answered:
+		return askResult(r) // answered just before the cancel arrived
+	case daemonapi.NoAnswer:
+		return toolError(Unavailable, "The call was cancelled after the question was spoken: the person heard it, and it was charged to the budget.")
+	case daemonapi.Deferred, daemonapi.Refused, daemonapi.Unavailable:
+		if r.Reason != "daemon_error" {
+			return toolError(Unavailable, "The call was cancelled before the question was spoken; nothing was charged.")
+		}
+	}
+	return toolError(Unavailable, "The call was cancelled; the daemon did not say whether the question had been spoken.")
 }
 
 // closed keeps a daemon result inside the closed vocabulary.

@@ -159,6 +159,9 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 	fmt.Fprintf(w, "yazsesd %s\tpid %d, up %s\n", st.Version, st.PID, time.Duration(st.UptimeS)*time.Second)
 	fmt.Fprintf(w, "config\t%s\n", st.Config)
 	fmt.Fprintf(w, "health\t%s\n", st.Health)
+	if st.AuditFailing {
+		fmt.Fprintf(w, "audit\tfailing: the audit log cannot be written (is its disk full?); ask_human is unavailable until it can, dictation goes on\n")
+	}
 	fmt.Fprintf(w, "model\t%s (language %s)\n", st.Model, st.Language)
 	typing := st.Typing.Inject + " → " + strings.Join(st.Typing.Backends, ", ")
 	if len(st.Typing.Backends) == 0 {

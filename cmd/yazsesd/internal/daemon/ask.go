@@ -116,9 +116,11 @@ type ask struct {
 	deadline time.Time
 }
 
-func (a *ask) audit(kind, reason string) {
-	a.d.auditf(audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
-		Duration: time.Since(a.start)})
+func (a *ask) audit(kind, reason string) { a.d.auditf(a.event(kind, reason)) }
+
+func (a *ask) event(kind, reason string) audit.Event {
+	return audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
+		Duration: time.Since(a.start)}
 }
 
 // gateCtx bounds a gate call. It is not the caller's cancellation: an
@@ -231,7 +233,12 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 		d.log.Warn("ask_human: no gate", "err", err)
 		return result(daemonapi.Unavailable, daemonapi.ReasonGateUnavailable)
 	}
-	a.audit("ask.reserved", "")
+	// A question that cannot be audited is not asked: the reservation is
+	// its first record, so a failing log refunds the slot before any audio.
+	if err := a.d.auditErr(a.event("ask.reserved", "")); err != nil {
+		a.release(ctx, daemonapi.ReasonAuditUnavailable)
+		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable)
+	}
 	if ctx.Err() != nil { // the caller left while we reserved
 		a.release(ctx, daemonapi.ReasonCancelled)
 		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)
@@ -449,13 +456,21 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 	defer window.Stop()
 	var utt []int16
 	reason := daemonapi.ReasonSilence
+	heard := 0 // samples the microphone delivered
 collect:
 	for {
 		select {
 		case s := <-l.ch:
 			if s == nil { // the microphone's stream ended: what was said is all
+				if heard == 0 {
+					// It never delivered a sample: not silence, a
+					// microphone that did not open (the sound server
+					// is gone, the device is missing).
+					reason = daemonapi.ReasonCaptureFailed
+				}
 				break collect
 			}
+			heard += len(s)
 			if us := seg.Write(s); len(us) > 0 {
 				utt = us[0].Samples
 				break collect
@@ -463,6 +478,9 @@ collect:
 		case <-run.stop:
 			return a.stopped(ctx, run.reason, run.reason)
 		case <-window.C:
+			if heard == 0 {
+				reason = daemonapi.ReasonCaptureFailed // a whole answer window without a sample
+			}
 			break collect
 		case <-dctx.Done():
 			if ctx.Err() != nil {

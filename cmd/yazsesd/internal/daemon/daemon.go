@@ -212,10 +212,11 @@ func New(opt Options) (*Daemon, error) {
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
 		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
 		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize))
-	if cfg.Decode.Prompt != "" {
-		decArgv = append(decArgv, "--prompt", cfg.Decode.Prompt)
-	}
 	d.decode = newDecoder()
+	// decode.prompt is private (a vocabulary of names, say): it goes with
+	// each utterance as a Prompt frame, never on the command line, which
+	// every local user can read in /proc.
+	d.decode.prompt = cfg.Decode.Prompt
 	d.decodeC = supervise.New(supervise.Spec{
 		Name:         "decode",
 		Argv:         decArgv,
@@ -282,14 +283,23 @@ func (d *Daemon) config() config.Config {
 }
 
 // auditf writes an audit event; failures are logged, never fatal.
-func (d *Daemon) auditf(e audit.Event) {
+func (d *Daemon) auditf(e audit.Event) { _ = d.auditErr(e) }
+
+// auditErr writes an audit event and returns the failure (logged too):
+// what must not happen unaudited (an ask_human) checks it.
+func (d *Daemon) auditErr(e audit.Event) error {
 	if d.audit == nil {
-		return
+		return errors.New("audit log not open")
 	}
-	if err := d.audit.Write(e); err != nil {
+	err := d.audit.Write(e)
+	if err != nil {
 		d.log.Warn("audit write failed", "kind", e.Kind, "err", err)
 	}
+	return err
 }
+
+// auditFailing reports whether the audit log's last write failed.
+func (d *Daemon) auditFailing() bool { return d.audit == nil || d.audit.Failing() }
 
 // Run runs the daemon until ctx is done, then stops every child and
 // returns. hup delivers reload requests (SIGHUP).
@@ -463,8 +473,14 @@ func (d *Daemon) reload(ctx context.Context) {
 		err := d.gate.do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
 		cancel()
 		if err != nil {
-			d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
-			d.gateC.Restart()
+			switch st := d.gateC.Status().State; st {
+			case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
+				// Nothing would restart: say what is true.
+				d.log.Error("reload: the gate is down and was not restarted; no question is asked until yazsesd restarts", "gate", st)
+			default:
+				d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
+				d.gateC.Restart()
+			}
 		}
 	}
 	if applied.Dictation.Inject != old.Dictation.Inject {
@@ -513,6 +529,10 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 func (d *Daemon) openInjector(name string) {
 	if d.opt.OpenInjector == nil {
 		return
+	}
+	if name == "stdout" && os.Getenv("JOURNAL_STREAM") != "" {
+		// systemd connected stdout to the journal (it sets JOURNAL_STREAM).
+		d.log.Warn(`dictation.inject = "stdout" under systemd: what you dictate goes to the journal; choose another backend, or run yazsesd in a terminal`)
 	}
 	inj, err := d.opt.OpenInjector(name)
 	why := ""

@@ -49,6 +49,9 @@ type decoder struct {
 	busy    bool
 	holder  *turn // the turn in progress while busy
 	queue   [numPrio][]*turn
+	// prompt is decode.prompt, sent as a Prompt frame with every
+	// utterance that has none of its own; set before the first decode.
+	prompt string
 }
 
 // turn is one caller's use of the decoder.
@@ -311,6 +314,9 @@ func (d *decoder) serveTurn(fw *frame.Writer, results <-chan frame.Result, lost 
 		d.release()
 		done <- o
 	}()
+	if prompt == nil && d.prompt != "" {
+		prompt = &d.prompt
+	}
 	if prompt != nil {
 		if err := fw.Prompt(*prompt); err != nil {
 			o.err = fmt.Errorf("%w: %w", errDecoderLost, err)

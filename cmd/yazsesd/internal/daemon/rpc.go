@@ -148,6 +148,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Budget:      d.budgetStatus(ctx),
 
 		Health:         d.health.summary(),
+		AuditFailing:   d.auditFailing(),
 		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
 		Language:       d.opt.Config.Decode.Language,
 		CaptureBackend: d.opt.Config.Capture.Backend,

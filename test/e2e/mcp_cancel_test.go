@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// TestMCPCancelledAskSaysWhetherCharged: an MCP client that cancels an
+// ask_human is told the truth about its slot. Cancelled while the question
+// waits for a hold: nothing was spoken, nothing charged. Cancelled while
+// the daemon listens for the answer: the question was heard and stays
+// charged (it used to say only "The call was cancelled.").
+func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig().
+		with("budget.ask_human_per_hour", "5").
+		with("ask.max_answer_s", "60").
+		// A silent microphone: no answer ever comes, the daemon listens.
+		with("children.capture", arr(bin("yaz-capture"), "--backend", "null"))
+	d := startDaemon(t, cfg)
+	m := startRawMCP(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime))
+	m.initialize("2025-11-25")
+
+	cancelAsk := func(wait func()) (text string, got bool) {
+		t.Helper()
+		ch := m.request("tools/call", map[string]any{"name": "ask_human",
+			"arguments": map[string]any{"question": "Shall I go on?", "timeout_s": 45}})
+		wait()
+		m.mu.Lock()
+		id := m.nextID
+		m.mu.Unlock()
+		m.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + itoa(id) + `,"reason":"user"}}`)
+		select {
+		case r := <-ch:
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+			}
+			json.Unmarshal(r.Result, &res)
+			for _, c := range res.Content {
+				text += c.Text
+			}
+			return text, true
+		case <-time.After(10 * time.Second):
+			return "", false
+		}
+	}
+	// yaz-mcp's own log says what it was told, whether or not the host
+	// gets the response after its cancel.
+	logged := func(result string) bool {
+		for _, line := range strings.Split(m.stderr.String(), "\n") {
+			if strings.Contains(line, "ask_human cancelled by the client") && strings.Contains(line, "result="+result) {
+				return true
+			}
+		}
+		return false
+	}
+
+	// 1. During a hold: deferred, nothing charged.
+	if _, err := d.client().Hold(t.Context(), daemonapi.MethodHoldStart); err != nil {
+		t.Fatal(err)
+	}
+	text, got := cancelAsk(func() {
+		d.waitFor(10*time.Second, "the question to wait for the hold", func() bool { return d.status().Waiting > 0 })
+	})
+	if got && !strings.Contains(text, "before the question was spoken; nothing was charged") {
+		t.Errorf("cancelled during a hold: %q, want it to say nothing was spoken or charged", text)
+	}
+	d.waitFor(10*time.Second, "yaz-mcp to log the cancelled, deferred ask", func() bool { return logged("deferred") })
+	if _, err := d.client().Hold(t.Context(), daemonapi.MethodHoldCancel); err != nil {
+		t.Fatal(err)
+	}
+	if used := d.status().Budget.Used; used != 0 {
+		t.Fatalf("after a cancel before speaking: %d slots used, want 0", used)
+	}
+
+	// 2. While listening for the answer: heard, charged, and said so.
+	text, got = cancelAsk(func() {
+		d.waitFor(30*time.Second, "the question to be spoken", func() bool { return d.status().Budget.Used == 1 })
+	})
+	if got && !strings.Contains(text, "after the question was spoken") || got && !strings.Contains(text, "charged") {
+		t.Errorf("cancelled after speaking: %q, want it to say the question was heard and charged", text)
+	}
+	d.waitFor(10*time.Second, "yaz-mcp to log the cancelled, spoken ask", func() bool { return logged("no_answer") })
+	if used := d.status().Budget.Used; used != 1 {
+		t.Errorf("after a cancel once spoken: %d slots used, want 1", used)
+	}
+	t.Logf("response after cancel seen: %v", got)
+}
