@@ -86,6 +86,7 @@ import (
 // Backend names: the closed vocabulary that [Typer.Type] reports.
 const (
 	Wtype     = "wtype"
+	X11       = "x11"
 	Xdotool   = "xdotool"
 	Ydotool   = "ydotool"
 	Clipboard = "clipboard"
@@ -94,7 +95,7 @@ const (
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
-var Backends = []string{Wtype, Xdotool, Ydotool, Clipboard, Stdout}
+var Backends = []string{Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
 // Errors.
 var (
@@ -106,6 +107,10 @@ var (
 	ErrUnavailable = errors.New("typing backend unavailable")
 	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
 	ErrUnknownBackend = errors.New("unknown typing backend")
+	// ErrInterrupted: typing stopped part-way (the window closed or lost
+	// the focus, the context ended, the display went away); part of the
+	// text may be in the window, so no other backend types it again.
+	ErrInterrupted = errors.New("typing interrupted")
 )
 
 // Focus is where typed keys would go.
@@ -155,6 +160,11 @@ type Options struct {
 	RestoreDelay time.Duration
 	// WtypeDelay: see DefaultWtypeDelay; 0 is the default, negative none.
 	WtypeDelay time.Duration
+	// PasteOverChars: a Typer pastes a text longer than this many
+	// characters through the clipboard (restoring it after) instead of
+	// typing it, and types it when the paste fails; 0 never pastes. It
+	// does not apply to the "clipboard" and "stdout" backends.
+	PasteOverChars int
 	// Log gets debug lines (backend, focus, durations: never text);
 	// nil discards them.
 	Log *slog.Logger
@@ -208,6 +218,8 @@ type Injector interface {
 func New(name string, opts Options) (Injector, error) {
 	opts = opts.withDefaults()
 	switch name {
+	case X11:
+		return &x11{o: opts}, nil
 	case Xdotool:
 		return &xdotool{o: opts}, nil
 	case Wtype:
@@ -224,14 +236,14 @@ func New(name string, opts Options) (Injector, error) {
 
 // Order is the backends "auto" tries, in order, for a session environment:
 // WAYLAND_DISPLAY set: wtype, ydotool, clipboard; else DISPLAY set:
-// xdotool, clipboard; else none.
+// x11, xdotool, clipboard; else none.
 func Order(environ []string) []string {
 	o := Options{Environ: environ}
 	switch {
 	case o.getenv("WAYLAND_DISPLAY") != "":
 		return []string{Wtype, Ydotool, Clipboard}
 	case o.getenv("DISPLAY") != "":
-		return []string{Xdotool, Clipboard}
+		return []string{X11, Xdotool, Clipboard}
 	}
 	return nil
 }
@@ -240,6 +252,10 @@ func Order(environ []string) []string {
 type Typer struct {
 	list []Injector
 	log  *slog.Logger
+	// paste is the clipboard, for texts longer than pasteOver characters
+	// (nil: never).
+	paste     Injector
+	pasteOver int
 }
 
 // Open returns a Typer for name: "auto" or one of Backends. "auto" in a
@@ -254,6 +270,9 @@ func Open(name string, opts Options) (*Typer, error) {
 		}
 	}
 	t := &Typer{log: opts.Log}
+	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout {
+		t.paste, t.pasteOver = &clipboard{o: opts}, opts.PasteOverChars
+	}
 	for _, n := range names {
 		inj, err := New(n, opts)
 		if err != nil {
@@ -278,14 +297,21 @@ func (t *Typer) Backends() []string {
 func (t *Typer) IsNoTarget(err error) bool { return errors.Is(err, ErrNoTarget) }
 
 // Type types text with the first backend that works and returns its name
-// (the last one tried when all fail). ErrNoTarget and a cancelled context
-// end the attempt at once: another backend would find no target either.
-// Any other failure moves on to the next backend. A backend that fails
-// half-way through typing (a rare crash of the tool) can leave part of the
-// text typed before the next one types it all.
+// (the last one tried when all fail). A text longer than
+// Options.PasteOverChars is pasted first (see there). ErrNoTarget,
+// ErrInterrupted and a cancelled context end the attempt at once: another
+// backend would find no target either, or type again what is already in
+// the window. Any other failure moves on to the next backend. A tool that
+// fails half-way through typing (a rare crash of xdotool, wtype or
+// ydotool) can leave part of the text typed before the next one types it
+// all; the in-process X11 backend reports ErrInterrupted instead.
 func (t *Typer) Type(ctx context.Context, text string) (used string, err error) {
 	var errs []error
-	for _, inj := range t.list {
+	list := t.list
+	if t.paste != nil && utf8.RuneCountInString(Clean(text)) > t.pasteOver {
+		list = append([]Injector{t.paste}, list...)
+	}
+	for _, inj := range list {
 		used = inj.Name()
 		start := time.Now()
 		err := inj.Type(ctx, text)
@@ -293,7 +319,7 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(text), "took", time.Since(start))
 			return used, nil
 		}
-		if errors.Is(err, ErrNoTarget) || ctx.Err() != nil {
+		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || ctx.Err() != nil {
 			return used, err
 		}
 		t.log.Debug("typing backend failed, trying the next", "backend", used, "err", err)

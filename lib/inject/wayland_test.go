@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -54,8 +53,8 @@ func startSway(t *testing.T) []string {
 		"WLR_BACKENDS=headless", "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1",
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := &lockedBuffer{} // read on the timeout path while sway runs
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start sway: %v", err)
 	}
