@@ -48,6 +48,7 @@ func TestDefault(t *testing.T) {
 		{"capture.backend", c.Capture.Backend, "auto"},
 		{"capture.pre_roll_ms", c.Capture.PreRollMs, 300},
 		{"dictation.inject", c.Dictation.Inject, "auto"},
+		{"dictation.paste_over_chars", c.Dictation.PasteOverChars, 3000},
 		{"hotkey.enabled", c.Hotkey.Enabled, false},
 		{"hotkey.key", c.Hotkey.Key, "KEY_RIGHTCTRL"},
 		{"hotkey.mode", c.Hotkey.Mode, HotkeyHold},
@@ -273,7 +274,9 @@ func TestErrors(t *testing.T) {
 		{"pre-roll", "[capture]\npre_roll_ms = 5000",
 			"config.toml:2: capture.pre_roll_ms: must be between 0 and 2000, got 5000"},
 		{"inject", "[dictation]\ninject = \"xdotol\"",
-			`config.toml:2: dictation.inject: must be one of "auto", "wtype", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
+			`config.toml:2: dictation.inject: must be one of "auto", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
+		{"paste over chars", "[dictation]\npaste_over_chars = -1",
+			"config.toml:2: dictation.paste_over_chars: must be between 0 and 1000000, got -1"},
 		{"min utterance", "[dictation]\nmin_utterance_ms = -1",
 			"config.toml:2: dictation.min_utterance_ms: must be between 0 and 5000, got -1"},
 		{"tail", "[dictation]\ntail_ms = 2001",
@@ -584,8 +587,8 @@ func TestNeedsRestart(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	got := Keys()
-	if len(got) != 35 {
-		t.Errorf("len(Keys()) = %d, want 35: %v", len(got), got)
+	if len(got) != 36 {
+		t.Errorf("len(Keys()) = %d, want 36: %v", len(got), got)
 	}
 	for _, k := range []string{"mcp.ask_human", "budget.ask_human_per_hour", "dictation.replace", "children.gate"} {
 		found := false

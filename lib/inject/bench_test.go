@@ -63,8 +63,9 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 	}
 }
 
-// BenchmarkInject types the 58 characters of BenchmarkDictationLatency and
-// the 500 of the mixed text into an xterm under Xvfb, side by side: the
+// BenchmarkInject types the 58 characters of BenchmarkDictationLatency,
+// the 500 of the mixed text (two chunks: one pause) and 2360 of plain text
+// (x11 and paste only) into an xterm under Xvfb, side by side: the
 // in-process client, the xdotool chain and the clipboard's paste (xclip
 // and xdotool's key chord, the clipboard restored after). ns/op is from
 // the call to the last byte in the terminal's file; call-ms is the whole
@@ -82,6 +83,9 @@ func BenchmarkInject(b *testing.B) {
 	for _, text := range texts {
 		n := len([]rune(text))
 		for _, name := range []string{X11, Xdotool, Clipboard} {
+			if name == Xdotool && n > 500 {
+				continue // half a minute a run
+			}
 			b.Run(fmt.Sprintf("chars=%d/%s", n, name), func(b *testing.B) {
 				inj, err := New(name, Options{Environ: env})
 				if err != nil {
@@ -134,4 +138,68 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkInjectWayland types the same texts with wtype under a headless
+// sway into foot, next to the paste (wl-copy, and wtype's key chord), and
+// the focus check alone (sway's tree). us/char is ns/op per character;
+// wtype-us/char leaves out the fixed part: the start delay (-s) and the
+// focus check, measured alone.
+//
+//	go test ./lib/inject -run '^$' -bench InjectWayland -benchtime 5x
+func BenchmarkInjectWayland(b *testing.B) {
+	env := startSway(b)
+	rec := startFoot(b, env)
+	g := watchGrowth(b, rec.file)
+	var focusCost time.Duration
+	b.Run("focus", func(b *testing.B) {
+		var ts []time.Duration
+		for range b.N {
+			t0 := time.Now()
+			tg, err := waylandFocus(context.Background(), call{env: env})
+			ts = append(ts, time.Since(t0))
+			if err != nil || tg.focus != FocusWindow {
+				b.Fatalf("focus = %+v, %v", tg, err)
+			}
+		}
+		focusCost = median(ts)
+		b.ReportMetric(float64(focusCost.Nanoseconds()), "ns/op")
+	})
+	for _, text := range []string{benchText58, mixedText()} {
+		n := len([]rune(text))
+		for _, name := range []string{Wtype, Clipboard} {
+			b.Run(fmt.Sprintf("chars=%d/%s", n, name), func(b *testing.B) {
+				inj, err := New(name, Options{Environ: env})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var arrivals []time.Duration
+				for range b.N {
+					before := g.size()
+					arrived := make(chan time.Time, 1)
+					t0 := time.Now()
+					go func() { arrived <- g.wait(before+int64(len(text)), 60*time.Second) }()
+					err := inj.Type(context.Background(), text)
+					at := <-arrived
+					if err != nil {
+						b.Fatalf("Type: %v", err)
+					}
+					if at.IsZero() {
+						b.Fatal("the text never arrived")
+					}
+					if got := rec.contents(b)[before:]; got != text {
+						b.Fatalf("window received %q", got)
+					}
+					arrivals = append(arrivals, at.Sub(t0))
+				}
+				med := median(arrivals)
+				b.ReportMetric(float64(med.Nanoseconds()), "ns/op")
+				b.ReportMetric(float64(med.Microseconds())/float64(n), "us/char")
+				if name == Wtype {
+					fixed := DefaultWtypeDelay + focusCost
+					b.ReportMetric(float64((med-fixed).Microseconds())/float64(n), "wtype-us/char")
+				}
+			})
+		}
+	}
 }

@@ -527,6 +527,26 @@ func restoreLater(s *xsession, orig keymap, d time.Duration, log func(error)) {
 	}()
 }
 
+// pauses reports whether typing text would pause between chunks: it has
+// more characters to bind than the spare keycodes hold. A Typer pastes
+// such a text when pasting is on (see Options.PasteOverChars).
+func (x *x11) pauses(ctx context.Context, text string) bool {
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	Settle() // spare keycodes still bound look taken
+	c, err := dialX(ctx, x.o.Environ)
+	if err != nil {
+		return false
+	}
+	defer c.close()
+	st, err := c.readState()
+	if err != nil {
+		return false
+	}
+	p, ok := planX(Clean(text), st.m, st.shiftKC != 0)
+	return ok && len(p.chunks) > 1
+}
+
 func (x *x11) Type(ctx context.Context, text string) error {
 	text = Clean(text)
 	if strings.TrimSpace(text) == "" {

@@ -522,3 +522,38 @@ func TestX11WithoutXTEST(t *testing.T) {
 		t.Fatalf("auto stopped at x11")
 	}
 }
+
+// A Typer pastes a text longer than PasteOverChars (and restores the
+// clipboard), types a shorter one, and with no focused window does neither.
+func TestPasteOverChars(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	typer, err := Open(Auto, Options{Environ: env, PasteOverChars: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, long := "ten chars!", strings.Repeat(" long", 31)
+	if used, err := typer.Type(ctx, long); !errors.Is(err, ErrNoTarget) || used != Clipboard {
+		t.Errorf("no focus: Type = %q, %v; want clipboard, ErrNoTarget", used, err)
+	}
+	rec.focus(t)
+	setClip(ctx, t, env, "copied before")
+	for _, tt := range []struct{ text, want string }{{short, X11}, {long, Clipboard}} {
+		used, err := typer.Type(ctx, tt.text)
+		if err != nil || used != tt.want {
+			t.Errorf("Type(%q) = %q, %v; want %s", tt.text, used, err, tt.want)
+		}
+	}
+	// Shorter than the threshold, but more distinct characters than the
+	// spare keycodes hold: typing would pause, it is pasted.
+	many := distinctText(100)
+	if used, err := typer.Type(ctx, many); err != nil || used != Clipboard {
+		t.Errorf("Type(100 distinct) = %q, %v; want clipboard", used, err)
+	}
+	rec.waitFor(t, short+long+many)
+	if got := getClip(ctx, t, env); got != "copied before" {
+		t.Errorf("clipboard = %q, want it restored", got)
+	}
+}
