@@ -74,6 +74,11 @@ type xevRecorder struct {
 
 func startXev(t *testing.T, env []string) *xevRecorder {
 	t.Helper()
+	for _, tool := range []string{"xev", "stdbuf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
+		}
+	}
 	title := fmt.Sprintf("yazxev-%d", time.Now().UnixNano())
 	cmd := exec.Command("stdbuf", "-oL", "xev", "-event", "keyboard", "-name", title, "-geometry", "300x200+0+0")
 	cmd.Env = env
