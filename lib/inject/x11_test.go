@@ -31,6 +31,13 @@ func startX(t testing.TB) []string {
 // startXWith starts Xvfb with extra arguments.
 func startXWith(t testing.TB, xvfbArgs ...string) []string {
 	t.Helper()
+	env, _ := startXvfb(t, xvfbArgs...)
+	return env
+}
+
+// startXvfb starts Xvfb and returns the environment and its pid.
+func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
+	t.Helper()
 	for _, tool := range []string{"Xvfb", "xterm", "xdotool", "xprop", "xwininfo", "xmodmap"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
@@ -71,11 +78,11 @@ func startXWith(t testing.TB, xvfbArgs ...string) []string {
 			t.Fatalf("Xvfb printed no display number: %s", stderr.String())
 		}
 		env := append(os.Environ(), "DISPLAY=:"+d)
-		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK")
+		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK"), cmd.Process.Pid
 	case <-time.After(15 * time.Second):
 		t.Fatalf("Xvfb did not start: %s", stderr.String())
 	}
-	return nil
+	return nil, 0
 }
 
 // lockedBuffer is a bytes.Buffer that one goroutine may write while

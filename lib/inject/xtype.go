@@ -388,6 +388,7 @@ func (s *xsession) typeText(ctx context.Context, text string) error {
 				if err := s.interrupted(ctx); err != nil {
 					return err
 				}
+				s.c.extend(0)
 			}
 			k := ch.keys[r]
 			s.setShift(k.shift)

@@ -562,3 +562,33 @@ func TestPasteOverChars(t *testing.T) {
 		t.Errorf("clipboard = %q, want it restored", got)
 	}
 }
+
+// A server that stops answering (here: stopped with SIGSTOP while the
+// xterm has the focus) ends the call with an error after the exchange
+// deadline, instead of wedging the caller; so does the focus check.
+func TestX11ServerNotAnswering(t *testing.T) {
+	env, pid := startXvfb(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	inj, _ := New(X11, Options{Environ: env})
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*xIOTimeout)
+	defer cancel()
+	if err := inj.Type(ctx, unicodeText); err == nil || ctx.Err() != nil {
+		t.Fatalf("Type with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
+	}
+	if _, err := inj.Focus(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Focus with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Once it answers again, typing works.
+	if err := inj.Type(ctx, "back"); err != nil {
+		t.Fatalf("Type after the server resumed: %v", err)
+	}
+	rec.waitFor(t, "back")
+}
