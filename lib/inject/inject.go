@@ -178,8 +178,10 @@ func (f Focus) String() string {
 // Default durations.
 const (
 	// DefaultRestoreDelay is the wait before the clipboard is restored (and
-	// the xdotool keycodes freed): time for the window to fetch the pasted
-	// text or look the keys up.
+	// the keycodes that x11 or xdotool bound are freed, and between the
+	// chunks of a text with more characters to bind than they hold): time
+	// for the window to fetch the pasted text or look the keys up. The x11
+	// backend loses characters under load without it (a test shows it).
 	DefaultRestoreDelay = 300 * time.Millisecond
 	// DefaultWtypeDelay is wtype's start delay (-s).
 	DefaultWtypeDelay = 200 * time.Millisecond
