@@ -9,6 +9,7 @@ require (
 	github.com/gen2brain/malgo v0.11.24
 	github.com/ggerganov/whisper.cpp/bindings/go v0.0.0-20260227185758-9453b4b9be9b
 	github.com/google/go-cmp v0.7.0
+	github.com/jezek/xgb v1.1.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/muesli/mango v0.1.1-0.20220205060214-77e2058169ab

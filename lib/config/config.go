@@ -127,6 +127,9 @@ type Dictation struct {
 	Prompt string `toml:"prompt"`
 	// Inject is one of InjectBackends; "auto" picks from the session.
 	Inject string `toml:"inject"`
+	// PasteOverChars: longer texts are pasted through the clipboard
+	// (restored after) instead of typed; 0 never pastes.
+	PasteOverChars int `toml:"paste_over_chars"`
 	// MinUtteranceMs: shorter holds produce nothing.
 	MinUtteranceMs int `toml:"min_utterance_ms"`
 	// TailMs of audio are still recorded after hold.stop.
@@ -206,7 +209,7 @@ const (
 var CaptureBackends = []string{"auto", "pulseaudio", "alsa", "null"}
 
 // InjectBackends are the values of dictation.inject.
-var InjectBackends = []string{"auto", "wtype", "xdotool", "ydotool", "clipboard", "stdout"}
+var InjectBackends = []string{"auto", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
 
 // Default returns the configuration used when the file says nothing, with
 // paths expanded for the current environment.
@@ -242,6 +245,7 @@ func rawDefault() Config {
 		Dictation: Dictation{
 			Prompt:         "",
 			Inject:         "auto",
+			PasteOverChars: 3000,
 			MinUtteranceMs: 300,
 			TailMs:         200,
 			MaxHoldS:       180,

@@ -71,10 +71,12 @@ pre_roll_ms = 300
 [dictation]
 # Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
 prompt = ""
-# How text is typed: "auto", "wtype", "xdotool", "ydotool", "clipboard" or "stdout".
+# How text is typed: "auto", "wtype", "x11", "xdotool", "ydotool", "clipboard" or "stdout".
 # "stdout" writes what you say to yazsesd's standard output: under the systemd
 # unit that is the journal, so use it only with "yazsesd run" in a terminal.
 inject = "auto"
+# Texts longer than this many characters are pasted (clipboard restored after); 0: never.
+paste_over_chars = 3000
 # Holds shorter than this produce nothing, milliseconds (0-5000).
 min_utterance_ms = 300
 # Audio still recorded after hold.stop, milliseconds (0-2000).

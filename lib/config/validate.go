@@ -26,6 +26,7 @@ const (
 	maxNotifyPerMin   = 60
 	maxPreRollMs      = 2000
 	maxTailMs         = 2000
+	maxPasteOverChars = 1_000_000
 	maxGuardMs        = 5000
 	maxMinUtterMs     = 5000
 	maxAnswerSilentMs = 10000
@@ -110,6 +111,7 @@ func validate(c Config) []problem {
 
 	prompt("dictation.prompt", c.Dictation.Prompt)
 	oneOf("dictation.inject", c.Dictation.Inject, InjectBackends)
+	between("dictation.paste_over_chars", int64(c.Dictation.PasteOverChars), 0, maxPasteOverChars)
 	between("dictation.min_utterance_ms", int64(c.Dictation.MinUtteranceMs), 0, maxMinUtterMs)
 	between("dictation.tail_ms", int64(c.Dictation.TailMs), 0, maxTailMs)
 	between("dictation.max_hold_s", int64(c.Dictation.MaxHoldS), minMaxHoldS, maxMaxHoldS)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,11 @@ func (c *clipboard) target(ctx context.Context) (Focus, bool, error) {
 	if wl {
 		t, err := waylandFocus(ctx, p)
 		return t.focus, IsTerminal(t.appID), err
+	}
+	if x, err := dialX(ctx, c.o.Environ); err == nil {
+		t, err := x.focus(false)
+		x.close()
+		return t.focus, slices.ContainsFunc(t.class, IsTerminal), err
 	}
 	t, err := x11Focus(ctx, p)
 	term := false

@@ -1,7 +1,32 @@
 // Package inject types dictated text into the focused window.
 //
-// Backends, each a small external tool run without a shell:
+// Backends: one in-process X11 client, and small external tools run
+// without a shell:
 //
+//   - "x11" (X11, in-process): a connection to the display (DISPLAY and
+//     XAUTHORITY of Options.Environ; github.com/jezek/xgb, pure Go) with
+//     the XTEST extension. The characters the keyboard map has on a key's
+//     first or second (Shift) level are typed on that key, if the key's
+//     second group holds the same (so a person who switched to another
+//     layout group gets the same characters); every other character is
+//     bound to a spare keycode (one without keysyms; two characters on
+//     each, the second with Shift) in one batch of ChangeKeyboardMapping
+//     requests followed by a round trip, so the server has applied them
+//     and every client has its MappingNotify ahead of the keys. Then the
+//     keys go out as XTEST key presses and releases, and
+//     Options.RestoreDelay after the last key the spare keycodes get their
+//     keysyms back, in the background ([Settle] waits for that): a client
+//     reads the new map only when it looks up the first key after the
+//     MappingNotify, and would find the keycodes empty if the map were
+//     restored before. A text with more such characters than the spare
+//     keycodes hold (Xvfb's US map has 18, so 36 characters) is typed in
+//     chunks, with RestoreDelay between them for the same reason. Modifier
+//     keys held down are released first (and never pressed again), Caps
+//     Lock is turned off for the text and on again after, and nothing is
+//     left pressed, also after an error or a cancelled context. Typing
+//     stops with [ErrInterrupted] when the window is destroyed, unmapped or
+//     loses the focus. A display it cannot reach, or one without XTEST, is
+//     [ErrUnavailable]: "auto" goes on to xdotool.
 //   - "xdotool" (X11): `xdotool type --clearmodifiers --file -`, the text on
 //     stdin. xdotool types a character that the keyboard map lacks by
 //     binding it to a spare keycode for one key press and unbinding it at
@@ -32,8 +57,18 @@
 //   - "stdout": the text and a newline to Options.Stdout.
 //
 // "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wtype,
-// then ydotool, then the clipboard; otherwise DISPLAY set: xdotool, then the
-// clipboard; and falls back to the next one when one fails.
+// then ydotool, then the clipboard; otherwise DISPLAY set: x11, then
+// xdotool, then the clipboard; and falls back to the next one when one
+// fails (not after ErrInterrupted: see [Typer.Type]).
+//
+// With Options.PasteOverChars a Typer pastes a text longer than that
+// through the clipboard backend (and one that the x11 backend would type
+// with pauses), and types it when the paste fails.
+// Measured on Xvfb with an xterm (BenchmarkInject), the x11 backend types
+// about 11 µs a character after about 1.5 ms of setup, and a paste arrives
+// 35–70 ms after the call: typing wins up to about 3000 characters, unless
+// the text has more distinct characters than the spare keycodes hold, when
+// every further chunk costs RestoreDelay.
 //
 // # What is typed
 //
@@ -45,7 +80,9 @@
 //
 // Before typing, each backend asks where the keys would go ([Focus]):
 //
-//   - X11 can tell: the root window's _NET_ACTIVE_WINDOW, which an EWMH
+//   - X11 can tell (x11 through the protocol, xdotool and the clipboard
+//     with xprop when the protocol is out of reach): the root window's
+//     _NET_ACTIVE_WINDOW, which an EWMH
 //     window manager keeps (0, unset while the manager lists it as supported,
 //     a window that no longer exists, or a desktop window mean none);
 //     without such a window manager the X input focus (None, PointerRoot,
@@ -67,7 +104,9 @@
 // never into an error or log line: errors name the tool and its exit status,
 // and a tool's own message only when it does not contain a word of the text.
 // Every tool runs in its own process group, which is killed when the context
-// is cancelled.
+// is cancelled. The x11 backend's errors name protocol requests, never
+// keysyms; every exchange with the X server has a deadline (5 s), so a
+// server that stops answering ends the call with an error.
 package inject
 
 import (
@@ -86,6 +125,7 @@ import (
 // Backend names: the closed vocabulary that [Typer.Type] reports.
 const (
 	Wtype     = "wtype"
+	X11       = "x11"
 	Xdotool   = "xdotool"
 	Ydotool   = "ydotool"
 	Clipboard = "clipboard"
@@ -94,7 +134,7 @@ const (
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
-var Backends = []string{Wtype, Xdotool, Ydotool, Clipboard, Stdout}
+var Backends = []string{Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
 // Errors.
 var (
@@ -106,6 +146,10 @@ var (
 	ErrUnavailable = errors.New("typing backend unavailable")
 	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
 	ErrUnknownBackend = errors.New("unknown typing backend")
+	// ErrInterrupted: typing stopped part-way (the window closed or lost
+	// the focus, the context ended, the display went away); part of the
+	// text may be in the window, so no other backend types it again.
+	ErrInterrupted = errors.New("typing interrupted")
 )
 
 // Focus is where typed keys would go.
@@ -134,8 +178,10 @@ func (f Focus) String() string {
 // Default durations.
 const (
 	// DefaultRestoreDelay is the wait before the clipboard is restored (and
-	// the xdotool keycodes freed): time for the window to fetch the pasted
-	// text or look the keys up.
+	// the keycodes that x11 or xdotool bound are freed, and between the
+	// chunks of a text with more characters to bind than they hold): time
+	// for the window to fetch the pasted text or look the keys up. The x11
+	// backend loses characters under load without it (a test shows it).
 	DefaultRestoreDelay = 300 * time.Millisecond
 	// DefaultWtypeDelay is wtype's start delay (-s).
 	DefaultWtypeDelay = 200 * time.Millisecond
@@ -155,6 +201,13 @@ type Options struct {
 	RestoreDelay time.Duration
 	// WtypeDelay: see DefaultWtypeDelay; 0 is the default, negative none.
 	WtypeDelay time.Duration
+	// PasteOverChars: a Typer pastes a text longer than this many
+	// characters through the clipboard (restoring it after) instead of
+	// typing it, and types it when the paste fails; so too a shorter
+	// text that the x11 backend could only type with pauses (more
+	// distinct characters than its spare keycodes hold). 0 never pastes.
+	// It does not apply to the "clipboard" and "stdout" backends.
+	PasteOverChars int
 	// Log gets debug lines (backend, focus, durations: never text);
 	// nil discards them.
 	Log *slog.Logger
@@ -208,6 +261,8 @@ type Injector interface {
 func New(name string, opts Options) (Injector, error) {
 	opts = opts.withDefaults()
 	switch name {
+	case X11:
+		return &x11{o: opts}, nil
 	case Xdotool:
 		return &xdotool{o: opts}, nil
 	case Wtype:
@@ -224,14 +279,14 @@ func New(name string, opts Options) (Injector, error) {
 
 // Order is the backends "auto" tries, in order, for a session environment:
 // WAYLAND_DISPLAY set: wtype, ydotool, clipboard; else DISPLAY set:
-// xdotool, clipboard; else none.
+// x11, xdotool, clipboard; else none.
 func Order(environ []string) []string {
 	o := Options{Environ: environ}
 	switch {
 	case o.getenv("WAYLAND_DISPLAY") != "":
 		return []string{Wtype, Ydotool, Clipboard}
 	case o.getenv("DISPLAY") != "":
-		return []string{Xdotool, Clipboard}
+		return []string{X11, Xdotool, Clipboard}
 	}
 	return nil
 }
@@ -240,6 +295,10 @@ func Order(environ []string) []string {
 type Typer struct {
 	list []Injector
 	log  *slog.Logger
+	// paste is the clipboard, for texts longer than pasteOver characters
+	// (nil: never).
+	paste     Injector
+	pasteOver int
 }
 
 // Open returns a Typer for name: "auto" or one of Backends. "auto" in a
@@ -254,6 +313,9 @@ func Open(name string, opts Options) (*Typer, error) {
 		}
 	}
 	t := &Typer{log: opts.Log}
+	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout {
+		t.paste, t.pasteOver = &clipboard{o: opts}, opts.PasteOverChars
+	}
 	for _, n := range names {
 		inj, err := New(n, opts)
 		if err != nil {
@@ -278,14 +340,21 @@ func (t *Typer) Backends() []string {
 func (t *Typer) IsNoTarget(err error) bool { return errors.Is(err, ErrNoTarget) }
 
 // Type types text with the first backend that works and returns its name
-// (the last one tried when all fail). ErrNoTarget and a cancelled context
-// end the attempt at once: another backend would find no target either.
-// Any other failure moves on to the next backend. A backend that fails
-// half-way through typing (a rare crash of the tool) can leave part of the
-// text typed before the next one types it all.
+// (the last one tried when all fail). A text longer than
+// Options.PasteOverChars is pasted first (see there). ErrNoTarget,
+// ErrInterrupted and a cancelled context end the attempt at once: another
+// backend would find no target either, or type again what is already in
+// the window. Any other failure moves on to the next backend. A tool that
+// fails half-way through typing (a rare crash of xdotool, wtype or
+// ydotool) can leave part of the text typed before the next one types it
+// all; the in-process X11 backend reports ErrInterrupted instead.
 func (t *Typer) Type(ctx context.Context, text string) (used string, err error) {
 	var errs []error
-	for _, inj := range t.list {
+	list := t.list
+	if t.paste != nil && t.pasteFirst(ctx, text) {
+		list = append([]Injector{t.paste}, list...)
+	}
+	for _, inj := range list {
 		used = inj.Name()
 		start := time.Now()
 		err := inj.Type(ctx, text)
@@ -293,13 +362,31 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(text), "took", time.Since(start))
 			return used, nil
 		}
-		if errors.Is(err, ErrNoTarget) || ctx.Err() != nil {
+		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || ctx.Err() != nil {
 			return used, err
 		}
 		t.log.Debug("typing backend failed, trying the next", "backend", used, "err", err)
 		errs = append(errs, err)
 	}
 	return used, errors.Join(errs...)
+}
+
+// pauser is a backend that can tell before typing that it would pause in
+// a text (the x11 backend, for more characters than its spare keycodes
+// hold).
+type pauser interface {
+	pauses(ctx context.Context, text string) bool
+}
+
+// pasteFirst reports whether text is pasted before it is typed: it is
+// longer than Options.PasteOverChars, or the first backend would pause in
+// it.
+func (t *Typer) pasteFirst(ctx context.Context, text string) bool {
+	if utf8.RuneCountInString(Clean(text)) > t.pasteOver {
+		return true
+	}
+	p, ok := t.list[0].(pauser)
+	return ok && p.pauses(ctx, text)
 }
 
 // Clean makes text safe to type: CR LF, CR, LF, tab, vertical tab, form

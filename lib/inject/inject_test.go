@@ -14,7 +14,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	quietXGB() // before any test's own X connection reads xgb.Logger
+	goleak.VerifyTestMain(m)
+}
 
 func TestClean(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -160,7 +163,7 @@ func TestOrderAndOpen(t *testing.T) {
 		want []string
 	}{
 		{[]string{"WAYLAND_DISPLAY=wayland-0", "DISPLAY=:0"}, []string{Wtype, Ydotool, Clipboard}},
-		{[]string{"DISPLAY=:0"}, []string{Xdotool, Clipboard}},
+		{[]string{"DISPLAY=:0"}, []string{X11, Xdotool, Clipboard}},
 		{[]string{"DISPLAY="}, nil},
 		{nil, nil},
 	}
@@ -184,7 +187,7 @@ func TestOrderAndOpen(t *testing.T) {
 		}
 	}
 	// No display at all: the X11 and Wayland backends are unavailable.
-	for _, name := range []string{Xdotool, Wtype, Clipboard} {
+	for _, name := range []string{X11, Xdotool, Wtype, Clipboard} {
 		inj, _ := New(name, Options{Environ: []string{"PATH=/usr/bin:/bin"}})
 		if err := inj.Type(context.Background(), "x"); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s without a display: %v, want ErrUnavailable", name, err)

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -16,7 +15,7 @@ import (
 // startSway starts a headless sway (as nobody when the test runs as root:
 // sway refuses root) and returns an environment for its clients.
 // A missing sway fails the test: CI installs it (scripts/install-deps.sh).
-func startSway(t *testing.T) []string {
+func startSway(t testing.TB) []string {
 	t.Helper()
 	for _, tool := range []string{"sway", "swaymsg", "wtype", "foot", "wl-copy", "wl-paste", "setpriv"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -54,8 +53,8 @@ func startSway(t *testing.T) []string {
 		"WLR_BACKENDS=headless", "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1",
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := &lockedBuffer{} // read on the timeout path while sway runs
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start sway: %v", err)
 	}
@@ -99,7 +98,7 @@ func startSway(t *testing.T) []string {
 
 // startFoot opens a foot terminal whose shell writes what it receives to a
 // file, and waits until it has the keyboard focus.
-func startFoot(t *testing.T, env []string) *recorder {
+func startFoot(t testing.TB, env []string) *recorder {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "typed.txt")
 	cmd := exec.Command("foot", "-c", "/dev/null", "-a", "foot", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +23,20 @@ const unicodeText = "Grüße, Ünïcödé ✓"
 
 // startX starts a private Xvfb and returns an environment that points at it.
 // A missing Xvfb fails the test: CI installs it (scripts/install-deps.sh).
-func startX(t *testing.T) []string {
+func startX(t testing.TB) []string {
+	t.Helper()
+	return startXWith(t)
+}
+
+// startXWith starts Xvfb with extra arguments.
+func startXWith(t testing.TB, xvfbArgs ...string) []string {
+	t.Helper()
+	env, _ := startXvfb(t, xvfbArgs...)
+	return env
+}
+
+// startXvfb starts Xvfb and returns the environment and its pid.
+func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
 	t.Helper()
 	for _, tool := range []string{"Xvfb", "xterm", "xdotool", "xprop", "xwininfo", "xmodmap"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -33,11 +47,13 @@ func startX(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "640x480x24")
+	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "640x480x24"}, xvfbArgs...)...)
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// exec copies Xvfb's stderr in a goroutine of its own while Xvfb runs:
+	// the failure paths below read it, so it is a locked buffer.
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start Xvfb: %v", err)
 	}
@@ -48,6 +64,8 @@ func startX(t *testing.T) []string {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	})
+	// Before the server goes: the in-process backend's map restore.
+	t.Cleanup(Settle)
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
@@ -60,11 +78,30 @@ func startX(t *testing.T) []string {
 			t.Fatalf("Xvfb printed no display number: %s", stderr.String())
 		}
 		env := append(os.Environ(), "DISPLAY=:"+d)
-		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK")
+		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK"), cmd.Process.Pid
 	case <-time.After(15 * time.Second):
 		t.Fatalf("Xvfb did not start: %s", stderr.String())
 	}
-	return nil
+	return nil, 0
+}
+
+// lockedBuffer is a bytes.Buffer that one goroutine may write while
+// another reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // withoutEnv drops the named variables.
@@ -91,14 +128,14 @@ type recorder struct {
 
 // startRecorder opens the xterm. Ctrl+Shift+V pastes the CLIPBOARD (an
 // xterm translation, as terminal users configure it).
-func startRecorder(t *testing.T, env []string) *recorder {
+func startRecorder(t testing.TB, env []string) *recorder {
 	t.Helper()
 	return startRecorderAs(t, env, nil, "Ctrl Shift <Key>V: insert-selection(CLIPBOARD)")
 }
 
 // startRecorderAs opens the recorder with extra xterm arguments and a paste
 // translation.
-func startRecorderAs(t *testing.T, env []string, extra []string, paste string) *recorder {
+func startRecorderAs(t testing.TB, env []string, extra []string, paste string) *recorder {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "typed.txt")
@@ -133,7 +170,7 @@ func startRecorderAs(t *testing.T, env []string, extra []string, paste string) *
 	return &recorder{env: env, win: win, file: file}
 }
 
-func (r *recorder) focus(t *testing.T) {
+func (r *recorder) focus(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -141,7 +178,7 @@ func (r *recorder) focus(t *testing.T) {
 }
 
 // waitFor waits until the file holds want, and fails with what it holds.
-func (r *recorder) waitFor(t *testing.T, want string) {
+func (r *recorder) waitFor(t testing.TB, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	var got []byte
@@ -157,7 +194,7 @@ func (r *recorder) waitFor(t *testing.T, want string) {
 	}
 }
 
-func (r *recorder) contents(t *testing.T) string {
+func (r *recorder) contents(t testing.TB) string {
 	t.Helper()
 	b, err := os.ReadFile(r.file)
 	if err != nil {
@@ -166,7 +203,7 @@ func (r *recorder) contents(t *testing.T) string {
 	return string(b)
 }
 
-func runTool(ctx context.Context, t *testing.T, env []string, name string, args ...string) string {
+func runTool(ctx context.Context, t testing.TB, env []string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
@@ -244,7 +281,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	runTool(ctx, t, env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
-	for _, name := range []string{Xdotool, Clipboard} {
+	for _, name := range []string{X11, Xdotool, Clipboard} {
 		inj, err := New(name, Options{Environ: env})
 		if err != nil {
 			t.Fatal(err)
@@ -263,8 +300,8 @@ func TestXdotoolNoTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used, err := auto.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) || used != Xdotool {
-		t.Errorf("auto: Type = %q, %v; want xdotool, ErrNoTarget (no fallback)", used, err)
+	if used, err := auto.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) || used != X11 {
+		t.Errorf("auto: Type = %q, %v; want x11, ErrNoTarget (no fallback)", used, err)
 	}
 	time.Sleep(500 * time.Millisecond)
 	if got := rec.contents(t); got != "" {
@@ -349,9 +386,19 @@ func TestX11FocusReadsTerminalClass(t *testing.T) {
 	if tg.focus != FocusWindow || len(tg.class) != 2 || tg.class[1] != "XTerm" {
 		t.Fatalf("x11Focus = %+v, want a window of class XTerm", tg)
 	}
+	x, err := dialX(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.close()
+	xt, err := x.focus(false)
+	if err != nil || xt.focus != FocusWindow || !slices.Equal(xt.class, tg.class) {
+		t.Fatalf("focus through the protocol = %+v, %v; want %v", xt, err, tg.class)
+	}
 }
 
-func TestAutoFallsBackFromMissingXdotool(t *testing.T) {
+// A Typer falls back to the next backend when one fails before typing.
+func TestFallsBackFromMissingXdotool(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
 	rec.focus(t)
@@ -361,10 +408,9 @@ func TestAutoFallsBackFromMissingXdotool(t *testing.T) {
 	env = hideTool(t, env, "xmodmap")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	typer, err := Open(Auto, Options{Environ: env})
-	if err != nil {
-		t.Fatal(err)
-	}
+	xd, _ := New(Xdotool, Options{Environ: env})
+	cb, _ := New(Clipboard, Options{Environ: env})
+	typer := &Typer{list: []Injector{xd, cb}, log: Options{}.withDefaults().Log}
 	if got := typer.Backends(); strings.Join(got, ",") != "xdotool,clipboard" {
 		t.Fatalf("Backends = %v", got)
 	}
@@ -470,20 +516,27 @@ func TestX11WindowManager(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	inj, err := New(Xdotool, Options{Environ: env})
+	// Both ways of telling the focus agree: the protocol (x11) and xprop
+	// (xdotool).
+	inj, err := New(X11, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
+	xd, _ := New(Xdotool, Options{Environ: env})
 	focus := func(want Focus) {
 		t.Helper()
-		var f Focus
-		for range 40 { // the window manager acts asynchronously
-			if f, err = inj.Focus(ctx); err == nil && f == want {
-				return
+		for _, i := range []Injector{inj, xd} {
+			var f Focus
+			for range 40 { // the window manager acts asynchronously
+				if f, err = i.Focus(ctx); err == nil && f == want {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
-			time.Sleep(50 * time.Millisecond)
+			if f != want || err != nil {
+				t.Fatalf("%s: Focus = %v, %v; want %v", i.Name(), f, err, want)
+			}
 		}
-		t.Fatalf("Focus = %v, %v; want %v", f, err, want)
 	}
 	focus(FocusNone)
 	rec := startRecorder(t, env)

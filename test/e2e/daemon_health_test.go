@@ -261,7 +261,7 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	if st.Model != world.mini {
 		t.Errorf("status model = %q, want %q", st.Model, world.mini)
 	}
-	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "xdotool,clipboard" {
+	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,xdotool,clipboard" {
 		t.Errorf("status typing = %+v, want auto resolved to xdotool, clipboard", st.Typing)
 	}
 	if st.CaptureDevice != "yaz.monitor" {
@@ -273,7 +273,7 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	text, err := execIn(ctx, d, "status").Output()
-	for _, w := range []string{"model\t", world.mini, "typing", "auto → xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
+	for _, w := range []string{"model\t", world.mini, "typing", "auto → x11, xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
 		w = strings.ReplaceAll(w, "\t", "")
 		if err != nil || !strings.Contains(string(text), w) {
 			t.Errorf("yazsesd status: %v; want %q in\n%s", err, w, text)

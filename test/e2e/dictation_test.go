@@ -70,7 +70,7 @@ func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 			c := d.client()
 			d.holdWhileSpeaking(c, wavDuration(t, speech))
 			r := d.stopHold(c)
-			want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "xdotool"}
+			want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "x11"}
 			if r != want {
 				t.Errorf("hold.stop = %+v, want %+v", r, want)
 			}
@@ -110,8 +110,8 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 	c := d.client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
-	if r.Outcome != "typed" || r.Backend != "xdotool" {
-		t.Fatalf("hold.stop = %+v, want typed with xdotool\n%s", r, d.logTail(20))
+	if r.Outcome != "typed" || r.Backend != "x11" {
+		t.Fatalf("hold.stop = %+v, want typed with x11\n%s", r, d.logTail(20))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -82,6 +82,7 @@ func (r *RunCmd) Run(e *env) error {
 	sd := sdnotify.FromEnv(true) // children do not inherit NOTIFY_SOCKET
 	notes := notify.New(notify.Options{Enabled: cfg.Notify.Enabled, PerMinute: cfg.Notify.PerMinute, Log: log})
 	defer notes.Wait()
+	defer inject.Settle() // the keyboard map is put back before the daemon exits
 	d, err := daemon.New(daemon.Options{
 		Config:        cfg,
 		ConfigPath:    r.Config,
@@ -98,7 +99,8 @@ func (r *RunCmd) Run(e *env) error {
 			_ = sd.Notify(sdnotify.Ready)
 		},
 		OpenInjector: func(name string) (daemon.Injector, error) {
-			return inject.Open(name, inject.Options{Log: log.With("part", "inject")})
+			return inject.Open(name, inject.Options{Log: log.With("part", "inject"),
+				PasteOverChars: cfg.Dictation.PasteOverChars})
 		},
 		Notify: func(kind string) {
 			if m, ok := notify.ByKind(kind); ok {

@@ -1,0 +1,599 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+)
+
+// errWindowChanged: the window being typed into closed, was unmapped or
+// lost the focus part-way through.
+var errWindowChanged = errors.New("the focused window closed or lost the focus")
+
+// x11 is the in-process X11 backend (XTEST through xgb).
+type x11 struct{ o Options }
+
+func (x *x11) Name() string { return X11 }
+
+func (x *x11) Focus(ctx context.Context) (Focus, error) {
+	c, err := dialX(ctx, x.o.Environ)
+	if err != nil {
+		return FocusUnknown, err
+	}
+	defer c.close()
+	t, err := c.focus(false)
+	return t.focus, err
+}
+
+// xtarget is the focused window as the protocol tells it.
+type xtarget struct {
+	focus  Focus
+	class  []string // WM_CLASS instance and class
+	win    xproto.Window
+	active xproto.Atom // _NET_ACTIVE_WINDOW when a window manager keeps it, else 0
+}
+
+// atoms interns names (0 for a name the server does not know).
+func (x *xclient) atoms(names ...string) ([]xproto.Atom, error) {
+	cookies := make([]xproto.InternAtomCookie, len(names))
+	for i, n := range names {
+		cookies[i] = xproto.InternAtom(x.c, true, uint16(len(n)), n)
+	}
+	out := make([]xproto.Atom, len(names))
+	for i, ck := range cookies {
+		r, err := ck.Reply()
+		if err != nil {
+			return nil, fmt.Errorf("x11: intern atom: %w", err)
+		}
+		out[i] = r.Atom
+	}
+	return out, nil
+}
+
+// windowProp reads a property of type WINDOW: the window and whether the
+// property is set.
+func windowProp(r *xproto.GetPropertyReply) (xproto.Window, bool) {
+	if r == nil || r.Format != 32 || r.ValueLen < 1 || len(r.Value) < 4 {
+		return 0, false
+	}
+	return xproto.Window(xgb.Get32(r.Value)), true
+}
+
+// atomList reads a property of type ATOM.
+func atomList(r *xproto.GetPropertyReply) []xproto.Atom {
+	if r == nil || r.Format != 32 {
+		return nil
+	}
+	var out []xproto.Atom
+	for i := 0; i+4 <= len(r.Value) && uint32(i/4) < r.ValueLen; i += 4 {
+		out = append(out, xproto.Atom(xgb.Get32(r.Value[i:])))
+	}
+	return out
+}
+
+// focus tells where keys go, with the rules of the xprop-based x11Focus:
+// the root's _NET_ACTIVE_WINDOW where an EWMH window manager keeps it (0,
+// unset while listed in _NET_SUPPORTED, a window that is gone or a desktop
+// window mean none), else the X input focus (None, PointerRoot, the root
+// and the window manager's check window mean none). With watch, the
+// target window's structure and focus changes (and the root's properties)
+// are selected, so that typing stops when it goes away.
+func (x *xclient) focus(watch bool) (xtarget, error) {
+	x.extend(0)
+	a, err := x.atoms("_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED",
+		"_NET_WM_WINDOW_TYPE", "_NET_WM_WINDOW_TYPE_DESKTOP")
+	if err != nil {
+		return xtarget{}, err
+	}
+	netActive, netCheck, netSupported, netType, netDesktop := a[0], a[1], a[2], a[3], a[4]
+	prop := func(w xproto.Window, atom xproto.Atom, typ xproto.Atom, n uint32) xproto.GetPropertyCookie {
+		return xproto.GetProperty(x.c, false, w, atom, typ, 0, n)
+	}
+	var activeC, checkC, supportedC xproto.GetPropertyCookie
+	if netActive != 0 {
+		activeC = prop(x.root, netActive, xproto.AtomWindow, 1)
+	}
+	if netCheck != 0 {
+		checkC = prop(x.root, netCheck, xproto.AtomWindow, 1)
+	}
+	if netSupported != 0 {
+		supportedC = prop(x.root, netSupported, xproto.AtomAtom, 4096)
+	}
+	focusC := xproto.GetInputFocus(x.c)
+	reply := func(c xproto.GetPropertyCookie, ok bool) (*xproto.GetPropertyReply, error) {
+		if !ok {
+			return nil, nil
+		}
+		return c.Reply()
+	}
+	active, err := reply(activeC, netActive != 0)
+	if err != nil {
+		return xtarget{}, fmt.Errorf("x11: active window: %w", err)
+	}
+	check, err := reply(checkC, netCheck != 0)
+	if err != nil {
+		return xtarget{}, fmt.Errorf("x11: window manager: %w", err)
+	}
+	supported, err := reply(supportedC, netSupported != 0)
+	if err != nil {
+		return xtarget{}, fmt.Errorf("x11: window manager: %w", err)
+	}
+	fr, err := focusC.Reply()
+	if err != nil {
+		return xtarget{}, fmt.Errorf("x11: input focus: %w", err)
+	}
+	t := xtarget{}
+	win, activeSet := windowProp(active)
+	wmCheck, _ := windowProp(check)
+	switch {
+	case activeSet:
+		if win == 0 {
+			return xtarget{focus: FocusNone}, nil
+		}
+		t.active = netActive
+	case slices.Contains(atomList(supported), netActive):
+		return xtarget{focus: FocusNone}, nil
+	default:
+		win = fr.Focus
+		if win <= 1 || win == wmCheck || win == x.root { // None, PointerRoot
+			return xtarget{focus: FocusNone}, nil
+		}
+	}
+	t.win = win
+	if watch {
+		// From here on the window's end and focus loss reach us as events.
+		mask := uint32(xproto.EventMaskStructureNotify | xproto.EventMaskFocusChange)
+		if err := xproto.ChangeWindowAttributesChecked(x.c, win, xproto.CwEventMask, []uint32{mask}).Check(); err != nil {
+			if isXGone(err) {
+				return xtarget{}, fmt.Errorf("x11: %w", err)
+			}
+			return xtarget{focus: FocusNone}, nil // the window is gone
+		}
+		if t.active != 0 {
+			xproto.ChangeWindowAttributes(x.c, x.root, xproto.CwEventMask, []uint32{xproto.EventMaskPropertyChange})
+		}
+	}
+	classC := prop(win, xproto.AtomWmClass, xproto.AtomString, 256)
+	var typeC xproto.GetPropertyCookie
+	if netType != 0 {
+		typeC = prop(win, netType, xproto.AtomAtom, 64)
+	}
+	class, err := classC.Reply()
+	if err != nil {
+		if isXGone(err) {
+			return xtarget{}, fmt.Errorf("x11: %w", err)
+		}
+		// The window is gone (some window managers leave a closed window
+		// in _NET_ACTIVE_WINDOW).
+		return xtarget{focus: FocusNone}, nil
+	}
+	types, err := reply(typeC, netType != 0)
+	if err != nil {
+		return xtarget{focus: FocusNone}, nil
+	}
+	if netDesktop != 0 && slices.Contains(atomList(types), netDesktop) {
+		return xtarget{focus: FocusNone}, nil // the desktop itself is active
+	}
+	t.focus = FocusWindow
+	if class != nil && class.Format == 8 {
+		t.class = strings.Split(strings.TrimRight(string(class.Value), "\x00"), "\x00")
+	}
+	return t, nil
+}
+
+// xstate is what the keyboard is like before typing.
+type xstate struct {
+	m        keymap
+	shiftKC  xproto.Keycode   // a Shift key, 0: none
+	lockKC   xproto.Keycode   // the key of the Lock modifier (Caps Lock), 0: none
+	locked   bool             // Lock is on
+	modsDown []xproto.Keycode // modifier keys held down
+}
+
+// readState reads the keyboard map, the modifier map, the keys held down
+// and the Lock state, in one round trip.
+func (x *xclient) readState() (xstate, error) {
+	x.extend(0)
+	kmC := xproto.GetKeyboardMapping(x.c, x.minKC, byte(int(x.maxKC)-int(x.minKC)+1))
+	mmC := xproto.GetModifierMapping(x.c)
+	downC := xproto.QueryKeymap(x.c)
+	ptrC := xproto.QueryPointer(x.c, x.root)
+	km, err := kmC.Reply()
+	if err != nil {
+		return xstate{}, fmt.Errorf("x11: read the keyboard map: %w", err)
+	}
+	mm, err := mmC.Reply()
+	if err != nil {
+		return xstate{}, fmt.Errorf("x11: read the modifier map: %w", err)
+	}
+	down, err := downC.Reply()
+	if err != nil {
+		return xstate{}, fmt.Errorf("x11: read the keys held: %w", err)
+	}
+	ptr, err := ptrC.Reply()
+	if err != nil {
+		return xstate{}, fmt.Errorf("x11: read the modifier state: %w", err)
+	}
+	s := xstate{m: keymap{min: x.minKC, per: int(km.KeysymsPerKeycode), syms: km.Keysyms}}
+	per := int(mm.KeycodesPerModifier)
+	for mod := range 8 {
+		for i := range per {
+			kc := mm.Keycodes[mod*per+i]
+			if kc == 0 {
+				continue
+			}
+			switch {
+			case mod == 0 && s.shiftKC == 0:
+				s.shiftKC = kc
+			case mod == 1 && s.lockKC == 0:
+				s.lockKC = kc
+			}
+			if isDown(down.Keys, kc) && !slices.Contains(s.modsDown, kc) {
+				s.modsDown = append(s.modsDown, kc)
+			}
+		}
+	}
+	s.locked = ptr.Mask&xproto.ModMaskLock != 0
+	return s, nil
+}
+
+func isDown(keys []byte, kc xproto.Keycode) bool {
+	return int(kc/8) < len(keys) && keys[kc/8]&(1<<(kc%8)) != 0
+}
+
+// xsession is one text being typed.
+type xsession struct {
+	c      *xclient
+	t      xtarget
+	st     xstate
+	shift  bool // Shift is pressed by us
+	pressd xproto.Keycode
+	// unlocked: Lock was on and we turned it off.
+	unlocked bool
+	bound    []xproto.Keycode                    // spare keycodes changed so far
+	syms     map[xproto.Keycode][2]xproto.Keysym // what they hold now
+	sent     bool                                // a key of the text has been sent
+	wait     time.Duration                       // the pause between chunks (Options.RestoreDelay)
+}
+
+// key sends one key event.
+func (s *xsession) key(press bool, kc xproto.Keycode) {
+	typ := byte(xproto.KeyRelease)
+	if press {
+		typ = xproto.KeyPress
+	}
+	xtest.FakeInput(s.c.c, typ, byte(kc), 0, 0, 0, 0, 0)
+}
+
+// interrupted reports why typing must stop: the caller gave up, or the
+// window went away or lost the focus.
+func (s *xsession) interrupted(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case ev := <-s.c.events:
+			if err := s.check(ev); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// check tells whether an event ends typing.
+func (s *xsession) check(ev xgb.Event) error {
+	switch e := ev.(type) {
+	case xproto.DestroyNotifyEvent:
+		if e.Window == s.t.win {
+			return errWindowChanged
+		}
+	case xproto.UnmapNotifyEvent:
+		if e.Window == s.t.win {
+			return errWindowChanged
+		}
+	case xproto.FocusOutEvent:
+		if e.Event == s.t.win && (e.Mode == xproto.NotifyModeNormal || e.Mode == xproto.NotifyModeWhileGrabbed) &&
+			e.Detail != xproto.NotifyDetailInferior && e.Detail != xproto.NotifyDetailPointer {
+			return errWindowChanged
+		}
+	case xproto.PropertyNotifyEvent:
+		if s.t.active != 0 && e.Window == s.c.root && e.Atom == s.t.active {
+			r, err := xproto.GetProperty(s.c.c, false, s.c.root, s.t.active, xproto.AtomWindow, 0, 1).Reply()
+			if err != nil {
+				return fmt.Errorf("x11: active window: %w", err)
+			}
+			if w, _ := windowProp(r); w != s.t.win {
+				return errWindowChanged
+			}
+		}
+	}
+	return nil
+}
+
+// setShift presses or releases our Shift.
+func (s *xsession) setShift(on bool) {
+	if on != s.shift {
+		s.key(on, s.st.shiftKC)
+		s.shift = on
+	}
+}
+
+// bind makes a chunk's bindings: one ChangeKeyboardMapping per keycode
+// (spare keycodes are rarely adjacent, and rewriting a used key through
+// the core protocol could lose what XKB knows about it), then one round
+// trip, after which the server has applied all of them and every client
+// has its MappingNotify ahead of the keys that follow.
+func (s *xsession) bind(list []binding) error {
+	if len(list) == 0 {
+		return nil
+	}
+	for _, b := range list {
+		xproto.ChangeKeyboardMapping(s.c.c, 1, b.kc, 2, b.syms[:])
+		if s.syms == nil {
+			s.syms = map[xproto.Keycode][2]xproto.Keysym{}
+		}
+		s.syms[b.kc] = b.syms
+		if !slices.Contains(s.bound, b.kc) {
+			s.bound = append(s.bound, b.kc)
+		}
+	}
+	_, err := s.c.sync()
+	return err
+}
+
+// typeText types text (clean, not empty) into s.t.
+func (s *xsession) typeText(ctx context.Context, text string) error {
+	p, ok := planX(text, s.st.m, s.st.shiftKC != 0)
+	if !ok {
+		return fmt.Errorf("x11: no spare keycode in the keyboard map: %w", ErrUnavailable)
+	}
+	// Keys held down would turn letters into shortcuts: release them (and
+	// never press them again). Caps Lock would change the case: turn it
+	// off for the text, and on again after.
+	for _, kc := range s.st.modsDown {
+		s.key(false, kc)
+	}
+	if s.st.locked && s.st.lockKC != 0 {
+		s.key(true, s.st.lockKC)
+		s.key(false, s.st.lockKC)
+		s.unlocked = true
+	}
+	for i, ch := range p.chunks {
+		if i > 0 {
+			// The window may still look up the previous chunk's keys in the
+			// map: give it the time before the bindings change.
+			if err := s.pause(ctx, s.wait); err != nil {
+				return err
+			}
+		}
+		if err := s.bind(ch.bind); err != nil {
+			return err
+		}
+		if err := s.interrupted(ctx); err != nil {
+			return err
+		}
+		for j, r := range ch.text {
+			if j%16 == 0 {
+				if err := s.interrupted(ctx); err != nil {
+					return err
+				}
+				s.c.extend(0)
+			}
+			k := ch.keys[r]
+			s.setShift(k.shift)
+			s.key(true, k.kc)
+			s.pressd = k.kc
+			s.sent = true
+			s.key(false, k.kc)
+			s.pressd = 0
+		}
+		s.setShift(false)
+		// The server has queued every key to the window once this returns.
+		if _, err := s.c.sync(); err != nil {
+			return err
+		}
+		if err := s.interrupted(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause waits d, or until ctx ends or the window goes away.
+func (s *xsession) pause(ctx context.Context, d time.Duration) error {
+	s.c.extend(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev := <-s.c.events:
+			if err := s.check(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// release leaves nothing pressed: the key of a press whose release was not
+// sent, Shift, and Lock back on if we turned it off. It runs after
+// success, errors and cancellation alike.
+func (s *xsession) release() error {
+	s.c.extend(0)
+	if s.pressd != 0 {
+		s.key(false, s.pressd)
+		s.pressd = 0
+	}
+	s.setShift(false)
+	if s.unlocked {
+		s.key(true, s.st.lockKC)
+		s.key(false, s.st.lockKC)
+		s.unlocked = false
+	}
+	_, err := s.c.sync()
+	return err
+}
+
+// restore puts the original keysyms back on the keycodes it bound, where
+// they still hold what was bound (the map may have been replaced since),
+// and waits for the server to apply it.
+func (s *xsession) restore(orig keymap) error {
+	if len(s.bound) == 0 {
+		return nil
+	}
+	s.c.extend(0)
+	cookies := make([]xproto.GetKeyboardMappingCookie, len(s.bound))
+	for i, kc := range s.bound {
+		cookies[i] = xproto.GetKeyboardMapping(s.c.c, kc, 1)
+	}
+	for i, kc := range s.bound {
+		r, err := cookies[i].Reply()
+		if err != nil {
+			return fmt.Errorf("x11: read the keyboard map: %w", err)
+		}
+		if !ourRow(r.Keysyms, s.syms[kc]) {
+			continue // somebody else changed it since
+		}
+		row := orig.row(kc)
+		xproto.ChangeKeyboardMapping(s.c.c, 1, kc, byte(len(row)), row)
+	}
+	s.bound = nil
+	if _, err := s.c.sync(); err != nil {
+		return fmt.Errorf("x11: restore the keyboard map: %w", err)
+	}
+	return nil
+}
+
+// ourRow reports whether a map row holds what we bound: the two levels
+// (the server shows a key of one group in the second group's columns as
+// well, "a A a A"), and nothing else.
+func ourRow(row []xproto.Keysym, syms [2]xproto.Keysym) bool {
+	for i, s := range row {
+		if s != 0 && s != syms[i%2] {
+			return false
+		}
+	}
+	return len(row) > 0 && row[0] == syms[0]
+}
+
+// xPending is the restore of the last typing's keyboard map changes,
+// which waits a moment after the last key (see restoreLater).
+var xPending struct {
+	mu   sync.Mutex
+	done chan struct{} // closed when the restore has run; nil: none pending
+}
+
+// Settle waits until the keyboard map changes of the in-process X11
+// backend are undone: they are undone Options.RestoreDelay after the last
+// key, in the background, so that the window can look the keys up first.
+// A program that typed calls it before it exits.
+func Settle() {
+	xPending.mu.Lock()
+	done := xPending.done
+	xPending.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// restoreLater restores the map after d in the background and closes the
+// connection. Settle waits for it; so does the next typing.
+func restoreLater(s *xsession, orig keymap, d time.Duration, log func(error)) {
+	done := make(chan struct{})
+	xPending.mu.Lock()
+	xPending.done = done
+	xPending.mu.Unlock()
+	s.c.extend(d)
+	go func() {
+		defer close(done)
+		defer s.c.close()
+		time.Sleep(d)
+		if err := s.restore(orig); err != nil {
+			log(err)
+		}
+	}()
+}
+
+// pauses reports whether typing text would pause between chunks: it has
+// more characters to bind than the spare keycodes hold. A Typer pastes
+// such a text when pasting is on (see Options.PasteOverChars).
+func (x *x11) pauses(ctx context.Context, text string) bool {
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	Settle() // spare keycodes still bound look taken
+	c, err := dialX(ctx, x.o.Environ)
+	if err != nil {
+		return false
+	}
+	defer c.close()
+	st, err := c.readState()
+	if err != nil {
+		return false
+	}
+	p, ok := planX(Clean(text), st.m, st.shiftKC != 0)
+	return ok && len(p.chunks) > 1
+}
+
+func (x *x11) Type(ctx context.Context, text string) error {
+	text = Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	Settle() // the previous text's map changes are undone first
+	c, err := dialX(ctx, x.o.Environ)
+	if err != nil {
+		return fmt.Errorf("x11: %w", err)
+	}
+	t, err := c.focus(true)
+	if err != nil {
+		c.close()
+		return err
+	}
+	x.o.Log.Debug("focus", "backend", X11, "focus", t.focus.String())
+	if t.focus != FocusWindow {
+		c.close()
+		return fmt.Errorf("%s: focus %s: %w", X11, t.focus, ErrNoTarget)
+	}
+	st, err := c.readState()
+	if err != nil {
+		c.close()
+		return err
+	}
+	s := &xsession{c: c, t: t, st: st, wait: x.o.RestoreDelay}
+	err = s.typeText(ctx, text)
+	if rerr := s.release(); rerr != nil && err == nil {
+		err = rerr
+	}
+	if len(s.bound) > 0 {
+		restoreLater(s, st.m, x.o.RestoreDelay, func(err error) {
+			x.o.Log.Warn("x11: the keyboard map was not restored", "err", err)
+		})
+	} else {
+		c.close()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case s.sent:
+		// Part of the text is in the window: no other backend may type it
+		// all again.
+		return fmt.Errorf("x11: %w: %w", ErrInterrupted, err)
+	}
+	return err
+}

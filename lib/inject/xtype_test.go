@@ -1,0 +1,594 @@
+package inject
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+)
+
+// mixedText is 500 characters of ASCII, accented Latin, Greek, CJK, an
+// emoji and a right-to-left word: more distinct characters than the spare
+// keycodes of a usual keyboard map hold, so it is typed in two chunks.
+func mixedText() string {
+	parts := []string{
+		"Dictation at the speed of speech: naïve café, Grüße aus Köln, señor, façade, smørbrød, Ærø, déjà vu. ",
+		"Greek: Καλημέρα κόσμε, ψυχή και λόγος. ",
+		"CJK: 日本語のテキスト, 中文输入法. ",
+		"Emoji 😀 and a right-to-left word: שלום. ",
+	}
+	s := strings.Join(parts, "")
+	filler := "The quick brown fox jumps over the lazy dog; (1+2)*3 = 9, {ok} [yes] <no> @home #tag $5 %50 ^_^ ~/path|pipe\\back `tick` 'q' \"dq\"! ? "
+	for utf8.RuneCountInString(s) < 500 {
+		s += filler
+	}
+	r := []rune(s)
+	return string(r[:500])
+}
+
+// busyCPUs keeps every CPU busy until the test ends.
+func busyCPUs(t *testing.T) {
+	t.Helper()
+	for range runtime.NumCPU() {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		})
+	}
+}
+
+// xevRecorder is xev, a real Xlib client that is no terminal: each key
+// press it reports with the keysym Xlib looked up in the keyboard map (as
+// every Xlib client does, refreshing its copy of the map lazily after a
+// MappingNotify), turned back into the character.
+type xevRecorder struct {
+	env []string
+	win string
+	mu  sync.Mutex
+	got []rune
+	bad []string // key presses that are no character
+	upd chan struct{}
+}
+
+func startXev(t *testing.T, env []string) *xevRecorder {
+	t.Helper()
+	for _, tool := range []string{"xev", "stdbuf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+	title := fmt.Sprintf("yazxev-%d", time.Now().UnixNano())
+	cmd := exec.Command("stdbuf", "-oL", "xev", "-event", "keyboard", "-name", title, "-geometry", "300x200+0+0")
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start xev: %v", err)
+	}
+	x := &xevRecorder{env: env, upd: make(chan struct{}, 1)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		x.parse(out)
+	}()
+	done := make(chan error, 1)
+	go func() {
+		<-read // Wait closes the pipe: read it to the end first
+		done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x.win = strings.Fields(runTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title))[0]
+	return x
+}
+
+// parse reads xev's output: "KeyPress event, …" then a line with
+// "keycode 38 (keysym 0x61, a)".
+func (x *xevRecorder) parse(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	press := false
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "KeyPress event") {
+			press = true
+			continue
+		}
+		if strings.HasPrefix(line, "KeyRelease event") {
+			press = false
+			continue
+		}
+		_, after, ok := strings.Cut(line, "(keysym 0x")
+		if !press || !ok {
+			continue
+		}
+		press = false
+		hex, _, _ := strings.Cut(after, ",")
+		ks, err := strconv.ParseUint(hex, 16, 32)
+		if err != nil {
+			continue
+		}
+		x.mu.Lock()
+		switch {
+		case ks >= 0xffe1 && ks <= 0xffee, ks >= 0xfe01 && ks <= 0xfe0f: // Shift, Control, Caps Lock, Alt, group keys ...
+		case ks >= 0x20 && ks <= 0xff && ks != 0x7f:
+			x.got = append(x.got, rune(ks))
+		case ks >= 0x01000100 && ks <= 0x0110ffff:
+			x.got = append(x.got, rune(ks-0x01000000))
+		default:
+			x.bad = append(x.bad, "keysym 0x"+hex)
+		}
+		x.mu.Unlock()
+		select {
+		case x.upd <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (x *xevRecorder) focus(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runTool(ctx, t, x.env, "xdotool", "windowfocus", "--sync", x.win)
+}
+
+func (x *xevRecorder) text() (string, []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return string(x.got), slices.Clone(x.bad)
+}
+
+// waitFor waits until xev has reported want (or more), and fails with
+// what it has.
+func (x *xevRecorder) waitFor(t testing.TB, want string) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		got, bad := x.text()
+		if len(bad) > 0 {
+			t.Fatalf("xev got key presses that are no character: %v (text so far %q)", bad, got)
+		}
+		if got == want {
+			return
+		}
+		if len(got) > len(want) {
+			t.Fatalf("xev received %q, want %q", got, want)
+		}
+		select {
+		case <-x.upd:
+		case <-deadline.C:
+			t.Fatalf("xev received %q, want %q", got, want)
+		}
+	}
+}
+
+// xProbe reads, through the protocol, the keyboard map, the modifier map
+// and the keys held down.
+type xProbe struct {
+	keymap   []xproto.Keysym
+	per      byte
+	modmap   []xproto.Keycode
+	down     []xproto.Keycode
+	lockedOn bool
+}
+
+func probeX(t *testing.T, env []string) xProbe {
+	t.Helper()
+	c, err := xgb.NewConnDisplay((Options{Environ: env}).getenv("DISPLAY"))
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	defer c.Close()
+	setup := xproto.Setup(c)
+	root := setup.DefaultScreen(c).Root
+	km, err := xproto.GetKeyboardMapping(c, setup.MinKeycode, byte(setup.MaxKeycode-setup.MinKeycode+1)).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, err := xproto.GetModifierMapping(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := xproto.QueryKeymap(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := xproto.QueryPointer(c, root).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := xProbe{keymap: km.Keysyms, per: km.KeysymsPerKeycode, modmap: mm.Keycodes, lockedOn: ptr.Mask&xproto.ModMaskLock != 0}
+	for kc := range 256 {
+		if isDown(keys.Keys, xproto.Keycode(kc)) {
+			p.down = append(p.down, xproto.Keycode(kc))
+		}
+	}
+	return p
+}
+
+// checkClean fails unless no key is down and the maps equal before's.
+func (before xProbe) checkClean(t *testing.T, env []string, run int) {
+	t.Helper()
+	Settle()
+	after := probeX(t, env)
+	if len(after.down) > 0 {
+		t.Errorf("run %d: keys still down after typing: %v", run, after.down)
+	}
+	if after.per != before.per || !slices.Equal(after.keymap, before.keymap) {
+		t.Errorf("run %d: the keyboard map differs after typing", run)
+	}
+	if !slices.Equal(after.modmap, before.modmap) {
+		t.Errorf("run %d: the modifier map differs after typing", run)
+	}
+	if after.lockedOn != before.lockedOn {
+		t.Errorf("run %d: Caps Lock was %v, is %v", run, before.lockedOn, after.lockedOn)
+	}
+}
+
+// The issue's proof of exactness at speed: the mixed text, 20 times in a
+// row with every CPU busy, into an xterm and into xev; after each run no
+// key is down and the keyboard and modifier maps are as before.
+func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
+	text := mixedText()
+	if n := utf8.RuneCountInString(text); n != 500 {
+		t.Fatalf("text has %d characters", n)
+	}
+	env := startX(t)
+	busyCPUs(t)
+	inj, err := New(X11, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []struct {
+		name  string
+		start func(t *testing.T) (focus func(testing.TB), waitFor func(testing.TB, string))
+	}{
+		{"xterm", func(t *testing.T) (func(testing.TB), func(testing.TB, string)) {
+			r := startRecorder(t, env)
+			return r.focus, r.waitFor
+		}},
+		{"xev", func(t *testing.T) (func(testing.TB), func(testing.TB, string)) {
+			x := startXev(t, env)
+			return x.focus, x.waitFor
+		}},
+	}
+	for _, cl := range clients {
+		t.Run(cl.name, func(t *testing.T) {
+			focus, waitFor := cl.start(t)
+			focus(t)
+			before := probeX(t, env)
+			want := ""
+			for run := range 20 {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err := inj.Type(ctx, text)
+				cancel()
+				if err != nil {
+					t.Fatalf("run %d: Type: %v", run, err)
+				}
+				want += text
+				waitFor(t, want)
+				before.checkClean(t, env, run)
+			}
+		})
+	}
+}
+
+// distinctText is n different CJK ideographs: n/36 chunks, each after a
+// pause, so typing it takes a while.
+func distinctText(n int) string {
+	r := make([]rune, n)
+	for i := range r {
+		r[i] = rune(0x4e00 + i)
+	}
+	return string(r)
+}
+
+// A window that closes while its text is typed ends the call with an
+// error (no other backend then types the text again), before the rest of
+// the text; nothing is left down and the map is restored.
+func TestX11WindowClosesWhileTyping(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	before := probeX(t, env)
+	text := distinctText(300)
+	typer, err := Open(Auto, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := watchGrowth(t, rec.file)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type result struct {
+		used string
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		used, err := typer.Type(ctx, text)
+		res <- result{used, err}
+	}()
+	// The first chunk has arrived: close the window.
+	if g.wait(3, 20*time.Second).IsZero() {
+		t.Fatal("nothing arrived")
+	}
+	runTool(ctx, t, env, "xdotool", "windowkill", rec.win)
+	r := <-res
+	if !errors.Is(r.err, ErrInterrupted) || !errors.Is(r.err, errWindowChanged) || r.used != X11 {
+		t.Fatalf("Type = %q, %v; want x11, interrupted: the window closed", r.used, r.err)
+	}
+	if got := rec.contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
+		t.Errorf("window received %d of %d bytes, want a part of the text", len(got), len(text))
+	}
+	before.checkClean(t, env, 0)
+}
+
+// Cancelling the context mid-text stops the typing at once: nothing more
+// arrives, nothing is left down, the map is restored.
+func TestX11CancelMidText(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	before := probeX(t, env)
+	inj, err := New(X11, Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := distinctText(300)
+	g := watchGrowth(t, rec.file)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { res <- inj.Type(ctx, text) }()
+	if g.wait(3, 20*time.Second).IsZero() {
+		t.Fatal("nothing arrived")
+	}
+	cancel()
+	err = <-res
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Type = %v, want interrupted, canceled", err)
+	}
+	before.checkClean(t, env, 0)
+	n := len(rec.contents(t))
+	time.Sleep(2 * DefaultRestoreDelay) // the next chunk would have come by now
+	if m := len(rec.contents(t)); m != n || n >= len(text) {
+		t.Fatalf("typing went on after cancel: %d then %d of %d bytes", n, m, len(text))
+	}
+}
+
+// A held Control would turn letters into shortcuts and Caps Lock would
+// change their case: Control is released (and stays up), Caps Lock is off
+// for the text and on again after.
+func TestX11HeldControlAndCapsLock(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runTool(ctx, t, env, "xdotool", "key", "Caps_Lock")
+	before := probeX(t, env)
+	if !before.lockedOn {
+		t.Fatal("Caps Lock did not lock")
+	}
+	runTool(ctx, t, env, "xdotool", "keydown", "Control_L")
+	if p := probeX(t, env); len(p.down) == 0 {
+		t.Fatal("Control is not down")
+	}
+	inj, _ := New(X11, Options{Environ: env})
+	if err := inj.Type(ctx, unicodeText+" Abc"); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.waitFor(t, unicodeText+" Abc")
+	before.checkClean(t, env, 0)
+}
+
+// qwertyCyrillic are the letter keys of a US map (keycode, Latin letter)
+// and the Cyrillic letter of the Russian map on the same key.
+var qwertyCyrillic = map[xproto.Keycode][2]rune{
+	24: {'q', 'й'}, 25: {'w', 'ц'}, 26: {'e', 'у'}, 27: {'r', 'к'}, 28: {'t', 'е'}, 29: {'y', 'н'},
+	30: {'u', 'г'}, 31: {'i', 'ш'}, 32: {'o', 'щ'}, 33: {'p', 'з'}, 38: {'a', 'ф'}, 39: {'s', 'ы'},
+	40: {'d', 'в'}, 41: {'f', 'а'}, 42: {'g', 'п'}, 43: {'h', 'р'}, 44: {'j', 'о'}, 45: {'k', 'л'},
+	46: {'l', 'д'}, 52: {'z', 'я'}, 53: {'x', 'ч'}, 54: {'c', 'с'}, 55: {'v', 'м'}, 56: {'b', 'и'},
+	57: {'n', 'т'}, 58: {'m', 'ь'},
+}
+
+// xTool is a test's own X connection with XTEST, to change the map and
+// press keys as a keyboard would.
+type xTool struct {
+	t testing.TB
+	c *xgb.Conn
+}
+
+func dialTool(t testing.TB, env []string) *xTool {
+	t.Helper()
+	c, err := xgb.NewConnDisplay((Options{Environ: env}).getenv("DISPLAY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := xtest.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	return &xTool{t: t, c: c}
+}
+
+func (x *xTool) setKey(kc xproto.Keycode, syms ...xproto.Keysym) {
+	x.t.Helper()
+	if err := xproto.ChangeKeyboardMappingChecked(x.c, 1, kc, byte(len(syms)), syms).Check(); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+func (x *xTool) tap(kc xproto.Keycode) {
+	x.t.Helper()
+	xtest.FakeInput(x.c, xproto.KeyPress, byte(kc), 0, 0, 0, 0, 0)
+	xtest.FakeInput(x.c, xproto.KeyRelease, byte(kc), 0, 0, 0, 0, 0)
+	x.c.Sync()
+}
+
+// The keys of the map type other characters in another keyboard group.
+// With a Russian first group and a US second one (the map as the core
+// protocol shows "ru,us": "Cyrillic_ef Cyrillic_EF a A"), and with a US
+// first group and a Russian second one that is locked (as a person who
+// switched layouts has it), the Latin letters are not typed on their keys
+// but bound like any other character.
+func TestX11OtherLayout(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		latinFirst bool
+		lock       bool // lock the second group (ISO_Next_Group)
+	}{
+		{"ru,us", false, false},
+		{"us,ru with the second group locked", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := startX(t)
+			tool := dialTool(t, env)
+			for kc, l := range qwertyCyrillic {
+				latin := []xproto.Keysym{keysymFor(l[0]), keysymFor(l[0] - 0x20)}
+				cyr := []xproto.Keysym{keysymFor(l[1]), keysymFor(l[1] - 0x20)}
+				if tt.latinFirst {
+					tool.setKey(kc, append(latin, cyr...)...)
+				} else {
+					tool.setKey(kc, append(cyr, latin...)...)
+				}
+			}
+			x := startXev(t, env)
+			x.focus(t)
+			if tt.lock {
+				tool.setKey(93, 0xfe08) // ISO_Next_Group on a spare key
+				tool.tap(93)
+			}
+			// The check can fail: the key of "a" types a Cyrillic letter.
+			tool.tap(38)
+			x.waitFor(t, "ф")
+			before := probeX(t, env)
+			inj, _ := New(X11, Options{Environ: env})
+			const text = "Hello, world: Привет"
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := inj.Type(ctx, text); err != nil {
+				t.Fatalf("Type: %v", err)
+			}
+			x.waitFor(t, "ф"+text)
+			before.checkClean(t, env, 0)
+		})
+	}
+}
+
+// A server without XTEST: the in-process backend is unavailable, types
+// nothing, and "auto" goes on to the next backend.
+func TestX11WithoutXTEST(t *testing.T) {
+	env := startXWith(t, "-extension", "XTEST")
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inj, _ := New(X11, Options{Environ: env})
+	if err := inj.Type(ctx, "secret"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Type = %v, want ErrUnavailable", err)
+	}
+	if _, err := inj.Focus(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Focus = %v, want ErrUnavailable", err)
+	}
+	typer, _ := Open(Auto, Options{Environ: env})
+	used, _ := typer.Type(ctx, "x")
+	if used == X11 {
+		t.Fatalf("auto stopped at x11")
+	}
+}
+
+// A Typer pastes a text longer than PasteOverChars (and restores the
+// clipboard), types a shorter one, and with no focused window does neither.
+func TestPasteOverChars(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	typer, err := Open(Auto, Options{Environ: env, PasteOverChars: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, long := "ten chars!", strings.Repeat(" long", 31)
+	if used, err := typer.Type(ctx, long); !errors.Is(err, ErrNoTarget) || used != Clipboard {
+		t.Errorf("no focus: Type = %q, %v; want clipboard, ErrNoTarget", used, err)
+	}
+	rec.focus(t)
+	setClip(ctx, t, env, "copied before")
+	for _, tt := range []struct{ text, want string }{{short, X11}, {long, Clipboard}} {
+		used, err := typer.Type(ctx, tt.text)
+		if err != nil || used != tt.want {
+			t.Errorf("Type(%q) = %q, %v; want %s", tt.text, used, err, tt.want)
+		}
+	}
+	// Shorter than the threshold, but more distinct characters than the
+	// spare keycodes hold: typing would pause, it is pasted.
+	many := distinctText(100)
+	if used, err := typer.Type(ctx, many); err != nil || used != Clipboard {
+		t.Errorf("Type(100 distinct) = %q, %v; want clipboard", used, err)
+	}
+	rec.waitFor(t, short+long+many)
+	if got := getClip(ctx, t, env); got != "copied before" {
+		t.Errorf("clipboard = %q, want it restored", got)
+	}
+}
+
+// A server that stops answering (here: stopped with SIGSTOP while the
+// xterm has the focus) ends the call with an error after the exchange
+// deadline, instead of wedging the caller; so does the focus check.
+func TestX11ServerNotAnswering(t *testing.T) {
+	env, pid := startXvfb(t)
+	rec := startRecorder(t, env)
+	rec.focus(t)
+	inj, _ := New(X11, Options{Environ: env})
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*xIOTimeout)
+	defer cancel()
+	if err := inj.Type(ctx, unicodeText); err == nil || ctx.Err() != nil {
+		t.Fatalf("Type with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
+	}
+	if _, err := inj.Focus(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Focus with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Once it answers again, typing works.
+	if err := inj.Type(ctx, "back"); err != nil {
+		t.Fatalf("Type after the server resumed: %v", err)
+	}
+	rec.waitFor(t, "back")
+}
