@@ -113,6 +113,7 @@ func (c *CLI) fileWhole(ctx context.Context, log *slog.Logger, m Recognizer, pat
 	if err != nil {
 		return nil, "", 0, explainRead(path, err, c.MaxDuration)
 	}
+	c.det.announce()
 	audio := pcm.Duration(len(samples))
 	log.Debug("file read", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample, "audio_ms", audio.Milliseconds())
 	if c.VADGate && !vad.HasSpeech(pcm.FromFloat32(nil, samples), c.vadConfig()) {

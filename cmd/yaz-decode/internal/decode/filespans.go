@@ -33,6 +33,7 @@ func (c *CLI) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, pat
 		return nil, "", 0, explainRead(path, err, c.MaxDuration)
 	}
 	defer src.Close()
+	c.det.announce()
 	info := src.Info()
 	total := fileSamples(info)
 	log.Debug("file opened", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample,

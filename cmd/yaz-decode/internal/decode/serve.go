@@ -45,6 +45,7 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 	if err := cli.Ready(); err != nil {
 		return err
 	}
+	c.det.announce()
 	log.Info("serving", "mode", "frames")
 	jobs := make(chan job, 8)
 	readDone := make(chan error, 1)

@@ -75,6 +75,7 @@ func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin 
 		return fmt.Errorf("voice detector: %w", err)
 	}
 	defer seg.Close()
+	c.det.announce()
 	cut := 0
 	send := func(us []vad.Utterance) {
 		for _, u := range us {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/yazses/yazses/lib/modelfile"
@@ -17,14 +18,26 @@ import (
 )
 
 // detector is the voice-activity detector of a run: Silero VAD (package
-// silero, whisper.cpp's trained detector) when model is set; a nil
-// *detector, or one without a model, is the energy detector (package vad).
+// silero, whisper.cpp's trained detector) when model is set, else the
+// energy detector (package vad). A nil *detector is the energy detector,
+// unannounced.
 type detector struct {
 	model *silero.Model
+	once  sync.Once
+	say   func() // the one INFO record that says which detector runs
 }
 
 // silero reports whether Silero VAD decides what is speech.
 func (d *detector) silero() bool { return d != nil && d.model != nil }
+
+// announce says once which detector runs. It is called where the detector
+// is first needed (a stream's start, a file that could be read), so a run
+// that fails on its input says nothing else.
+func (d *detector) announce() {
+	if d != nil && d.say != nil {
+		d.once.Do(d.say)
+	}
+}
 
 // Close frees the Silero model, if there is one.
 func (d *detector) Close() error {
@@ -58,8 +71,9 @@ const (
 )
 
 // openDetector picks the detector that --vad and --vad-model ask for and
-// loads it, and says once on stderr (one INFO record) which one runs. A
-// mode that needs none (files or --serve with --no-vad-gate) loads none.
+// loads it; its announce says once on stderr (one INFO record) which one
+// runs. A mode that needs none (files or --serve with --no-vad-gate) gets
+// none (nil).
 // A Silero model that cannot be used is a startup error with its cause:
 // vad_model_missing when --vad silero finds no file, vad_model_invalid for
 // a file that is there and is no Silero VAD model (with auto too: a broken
@@ -71,13 +85,13 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 	}
 	switch c.VAD {
 	case "energy":
-		log.Info("voice detector: energy (--vad energy)", "vad", "energy")
-		return nil, nil
+		return &detector{say: func() { log.Info("voice detector: energy (--vad energy)", "vad", "energy") }}, nil
 	case "auto", "":
 		if _, err := os.Stat(c.VADModel); errors.Is(err, fs.ErrNotExist) {
-			log.Info("voice detector: energy; for the trained detector (fewer false starts in noise), fetch its model: yaz-fetch-model "+
-				models.DefaultVADName, "vad", "energy", "vad_model", c.VADModel)
-			return nil, nil
+			return &detector{say: func() {
+				log.Info("voice detector: energy; for the trained detector (fewer false starts in noise), fetch its model: yaz-fetch-model "+
+					models.DefaultVADName, "vad", "energy", "vad_model", c.VADModel)
+			}}, nil
 		}
 	}
 	gate := silero.DigitalSilence
@@ -92,8 +106,9 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 		}
 		return nil, &startupError{cause: cause, msg: err.Error(), err: err}
 	}
-	log.Info("voice detector: Silero VAD", "vad", "silero", "vad_model", c.VADModel, "kind", m.Describe())
-	return &detector{model: m}, nil
+	return &detector{model: m, say: func() {
+		log.Info("voice detector: Silero VAD", "vad", "silero", "vad_model", c.VADModel, "kind", m.Describe())
+	}}, nil
 }
 
 // streamParams are the Silero parameters of stream mode and of serve
