@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -13,7 +14,11 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/silero"
+	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/wav"
 )
 
 // sileroModel is the real Silero VAD model in ../shared/models next to
@@ -191,3 +196,72 @@ func TestVADModelUnusable(t *testing.T) {
 }
 
 func pcmBytes(s []int16) []byte { return pcm.Encode(nil, s) }
+
+// jfkSamples is jfk.wav from the whisper.cpp Go bindings module, as s16.
+func jfkSamples(t *testing.T) []int16 {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go").Output()
+	if err != nil {
+		t.Fatalf("go list the whisper.cpp bindings: %v", err)
+	}
+	f, _, err := wav.ReadFile16k(filepath.Join(strings.TrimSpace(string(out)), "samples", "jfk.wav"), 60*pcm.SampleRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pcm.FromFloat32(nil, f)
+}
+
+// TestServeSpeechCheckSilero: in serve mode Silero decides whether an
+// utterance holds speech. Steady noise that starts abruptly after digital
+// silence, which the energy rule takes for speech, is answered with an
+// empty result and never reaches whisper; speech (also under that noise)
+// is decoded.
+func TestServeSpeechCheckSilero(t *testing.T) {
+	m, err := silero.Load(sileroModel(t), silero.Options{Gate: silero.DigitalSilence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	noise := make([]int16, 7*pcm.SampleRate)
+	for i := range noise {
+		noise[i] = int16(rng.NormFloat64() * 1500) // about −27 dBFS
+	}
+	abrupt := append(silence(3*time.Second), noise...)
+	speech := jfkSamples(t)
+	noisy := append([]int16(nil), speech...)
+	for i := range noisy {
+		noisy[i] += noise[i%len(noise)] / 2
+	}
+	if !vad.HasSpeech(abrupt, newCLI().vadConfig()) {
+		t.Fatal("the energy rule finds no speech in the abrupt noise: this case no longer tells the detectors apart")
+	}
+	var in bytes.Buffer
+	w := frame.NewWriter(&in)
+	for _, u := range [][]int16{abrupt, speech, noisy} {
+		w.Audio(u)
+		w.End()
+	}
+	c := newCLI()
+	c.VADThreshold = 0.5
+	c.det = &detector{model: m}
+	defer c.det.Close()
+	f := &fakeRecognizer{}
+	var out bytes.Buffer
+	if err := c.serve(context.Background(), discard, f, &in, &out); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r frame.Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, r.Text)
+	}
+	if len(texts) != 3 || texts[0] != "" || texts[1] == "" || texts[2] == "" {
+		t.Errorf("results %q, want no text for the noise and text for both speeches", texts)
+	}
+	if len(f.calls) != 2 {
+		t.Errorf("whisper ran %d times, want 2 (the speech only)", len(f.calls))
+	}
+}
