@@ -7,6 +7,10 @@
 // yaz-decode with its default trimmed audio context and with the full one
 // (what whisper-cli uses); and --serve mode, a resident model decoding
 // repeated 3 s utterances, next to a cold whisper-cli run on the same 3 s.
+// With a Silero VAD model (vad.go): files on the base.en-sized model, a
+// two-minute recording that is half quiet and a minute of speech without
+// gaps, yaz-decode decoding the speech spans against whisper-cli with and
+// without its own --vad, in turns.
 package main
 
 import (
@@ -43,6 +47,8 @@ func run() error {
 	runs := flag.Int("runs", 5, "runs per row")
 	threads := flag.Int("threads", 2, "threads for both tools")
 	size := flag.String("size", "tiny.en", "generated model size")
+	vadModel := flag.String("vad-model", "", "Silero VAD model for the file rows (default: the user's, else ../shared/models)")
+	onlyVAD := flag.Bool("only-vad", false, "run only the file rows with a voice detector")
 	flag.Parse()
 	if *jfk == "" || *cli == "" {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
@@ -79,6 +85,16 @@ func run() error {
 	}
 	t := strconv.Itoa(*threads)
 	yaz := filepath.Join(*bin, "yaz-decode")
+	vm := vadModelPath(*vadModel)
+	if vm == "" {
+		fmt.Fprintln(os.Stderr, "bench: no Silero VAD model (yaz-fetch-model silero-v5.1.2): the rows with a detector are left out")
+	}
+	if *onlyVAD {
+		if vm == "" {
+			return fmt.Errorf("-only-vad needs a Silero VAD model")
+		}
+		return vadFiles(*work, yaz, *cli, vm, speech, *runs, *threads)
+	}
 	cliArgs := func(f string) []string { return []string{"-m", model, "-f", f, "-t", t, "-bs", "1", "-sns", "-np"} }
 	yazArgs := func(f string, extra ...string) []string {
 		return append([]string{"-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", f}, extra...)
@@ -110,6 +126,9 @@ func run() error {
 	}
 	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode --serve (resident) | ratio |\n|---|---|---|---|\n")
 	fmt.Printf("| repeated %d× | %s | %s | %.2f× |\n", *runs, ms(c3), ms(sv), ratio(sv, c3))
+	if vm != "" {
+		return vadFiles(*work, yaz, *cli, vm, speech, *runs, *threads)
+	}
 	return nil
 }
 

@@ -198,7 +198,7 @@ func TestVADModelUnusable(t *testing.T) {
 func pcmBytes(s []int16) []byte { return pcm.Encode(nil, s) }
 
 // jfkSamples is jfk.wav from the whisper.cpp Go bindings module, as s16.
-func jfkSamples(t *testing.T) []int16 {
+func jfkSamples(t testing.TB) []int16 {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go").Output()
 	if err != nil {
