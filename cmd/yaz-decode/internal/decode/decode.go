@@ -118,7 +118,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if c.Threads < 0 {
 		return cli.Usagef("--threads must not be negative")
 	}
-	if c.VADThreshold < 0.01 || c.VADThreshold > 0.99 {
+	if !(c.VADThreshold >= 0.01 && c.VADThreshold <= 0.99) { // NaN too
 		return cli.Usagef("--vad-threshold must be between 0.01 and 0.99")
 	}
 	if len(c.Files) == 0 && !c.Serve && cli.IsTerminal(stdin) {
