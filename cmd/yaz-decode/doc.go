@@ -25,11 +25,30 @@
 // them. --progress always draws a bar on stderr while a file decodes (auto:
 // on a terminal, for files over 30 s).
 //
+// With Silero VAD (see "Voice detector" below), only a file's speech is
+// decoded: the file is read as a stream through the detector (a 16 kHz file
+// in 2 s blocks, so memory stays bounded however long it is), its speech
+// spans are packed in order into groups of up to 29 s, a pause between two
+// spans becoming 200 ms of silence, and each group is decoded with whisper's
+// audio context trimmed to its length while reading goes on. Every
+// segment's times are mapped back to the file's timeline, so txt, json, srt
+// and vtt times match the file; a segment that would run across a pause of
+// 1.5 s or more is kept to the stretch of speech it overlaps most, so no cue
+// covers a silence. A file without speech decodes nothing and prints
+// nothing. With the energy detector the whole file is decoded, when the
+// detector finds speech in it.
+//
 // Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
-// (detected from its header). A voice-activity detector cuts it into
-// utterances; each is printed as soon as it is decoded: one line of text, or
-// with --json one object {"start_ms","end_ms","text"}. EOF flushes the last
-// utterance. SIGINT or SIGTERM ends the stream the same way.
+// (detected from its header). The voice detector cuts it into utterances,
+// incrementally; each is printed as soon as it is decoded: one line of text,
+// or with --json one object {"start_ms","end_ms","text"}. --min-speech is the
+// shortest speech that counts (default 120 ms) and --min-silence the pause
+// that ends an utterance (default 600 ms); an utterance is at most 25 s
+// long (a longer one is cut at its quietest moment). Noise the detector does
+// not take for speech opens no utterance at all (at --log-level debug each
+// utterance cut is a record, and the end of the stream says how many). EOF
+// flushes the last utterance. SIGINT or SIGTERM ends the stream the same
+// way.
 //
 // With --serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
 // 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon, 'P' a vocabulary
@@ -56,8 +75,25 @@
 // whisper knows, or auto to detect it. JSON output names the language
 // decoded.
 //
-// Silence and steady low noise print nothing: a voice-activity gate runs
-// before whisper, and segments whisper itself marks as no-speech are dropped.
+// Silence and noise print nothing: a voice-activity detector runs before
+// whisper, and segments whisper itself marks as no-speech are dropped.
+//
+// Voice detector: --vad auto (the default) uses Silero VAD, the trained
+// detector inside whisper.cpp, when its model file (--vad-model, default
+// $XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin; fetch it with
+// yaz-fetch-model silero-v5.1.2) exists, and the energy detector otherwise;
+// --vad silero requires the model, --vad energy never loads it. One INFO
+// line on stderr says which runs, where it is first needed. Silero tells a
+// fan, a hum, clicks or noise that starts abruptly from speech, where the
+// energy detector takes a loud steady noise for speech until it has learnt
+// its level. --vad-threshold (0.5) is the speech probability that counts:
+// higher starts less often in noise, lower catches softer speech. The model
+// file is checked whole before whisper.cpp reads it: a file that is missing
+// (with --vad silero), a folder, cut short, random or a whisper model is
+// refused with one line naming it; with auto, a file that is there but
+// unusable is refused too rather than silently replaced. Silero costs about
+// 2.5 ms of CPU per second of audio on one thread; windows of digital
+// silence (files, --serve) or below −60 dBFS once idle (streams) skip it.
 //
 // Flags:
 //
@@ -72,7 +108,13 @@
 //	    --output-dir DIR        write one file per input into DIR
 //	    --json                  JSON lines in stream mode
 //	    --serve                 framed supervised mode
-//	    --[no-]vad-gate         skip decoding audio with no speech (default on)
+//	    --[no-]vad-gate         skip decoding audio with no speech (default on;
+//	                            off: files are decoded whole)
+//	    --vad auto|silero|energy  voice detector (env YAZ_VAD; default auto)
+//	    --vad-model PATH        Silero VAD model (env YAZ_VAD_MODEL)
+//	    --vad-threshold P       Silero speech probability, 0.01-0.99 (0.5)
+//	    --min-speech D          stream mode: shortest speech (120ms)
+//	    --min-silence D         stream mode: pause that ends an utterance (600ms)
 //	    --progress auto|always|never
 //	    --log-level, --log-format, --version
 //
@@ -88,8 +130,9 @@
 // Exit status: 0 success (also after SIGINT or SIGTERM); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
 // 125 under a supervisor (--serve, or YAZ_READY_FD set) when the model is
-// missing or not a whisper model, or -l names a language the model does not
-// know: a restart cannot fix that, so the one log record says why (attribute
-// cause: model_missing, model_invalid or language_unsupported) and yazsesd
-// does not restart it.
+// missing or not a whisper model, -l names a language the model does not
+// know, or the VAD model is missing (--vad silero) or unusable: a restart
+// cannot fix that, so the one log record says why (attribute cause:
+// model_missing, model_invalid, language_unsupported, vad_model_missing or
+// vad_model_invalid) and yazsesd does not restart it.
 package main

@@ -65,6 +65,10 @@
 //	                          $XDG_CONFIG_HOME/yazses/config.toml)
 //	-m, --model PATH          whisper model for transcribe (env YAZ_MODEL;
 //	                          default decode.model from the configuration)
+//	    --vad auto|silero|energy  voice detector of a local transcribe (env
+//	                          YAZ_VAD; default vad.engine from the configuration)
+//	    --vad-model PATH      Silero VAD model of a local transcribe (env
+//	                          YAZ_VAD_MODEL; default vad.model)
 //	    --decoder PROG        yaz-decode program, looked up next to yaz-mcp,
 //	                          then in PATH (env YAZ_MCP_DECODER)
 //	    --daemon auto|never   use yazsesd's decoder when it runs (default auto;

@@ -38,6 +38,7 @@ type Config struct {
 	Budget    Budget    `toml:"budget"`
 	Ask       Ask       `toml:"ask"`
 	Decode    Decode    `toml:"decode"`
+	VAD       VAD       `toml:"vad"`
 	Speak     Speak     `toml:"speak"`
 	Capture   Capture   `toml:"capture"`
 	Dictation Dictation `toml:"dictation"`
@@ -91,6 +92,21 @@ type Decode struct {
 	Prompt string `toml:"prompt"`
 	// BeamSize is 1 for greedy decoding, more for beam search of that width.
 	BeamSize int `toml:"beam_size"`
+}
+
+// VAD is the voice-activity detector: what decides whether audio holds
+// speech. The decoder child gets it (yaz-decode --vad, --vad-model,
+// --vad-threshold) for its "was anything said?" check.
+type VAD struct {
+	// Engine is VADAuto (Silero VAD when Model exists, else the energy
+	// detector), VADSilero (Model must be usable) or VADEnergy.
+	Engine string `toml:"engine"`
+	// Model is the Silero VAD ggml model file (expanded path).
+	Model string `toml:"model"`
+	// Threshold is the speech probability, MinVADThreshold to
+	// MaxVADThreshold, at which Silero counts 32 ms of audio as speech;
+	// higher starts less often in noise, lower catches softer speech.
+	Threshold float64 `toml:"threshold"`
 }
 
 // Speak is the text-to-speech child (yaz-speak --serve).
@@ -195,6 +211,9 @@ const (
 	CaptureAlways   = "always"
 	HotkeyHold      = "hold"
 	HotkeyToggle    = "toggle"
+	VADAuto         = "auto"
+	VADSilero       = "silero"
+	VADEnergy       = "energy"
 
 	// MaxAskHumanPerHour is the highest budget.ask_human_per_hour.
 	MaxAskHumanPerHour = 60
@@ -202,6 +221,10 @@ const (
 	// package tts).
 	MinRate = 80
 	MaxRate = 450
+	// MinVADThreshold and MaxVADThreshold bound vad.threshold (those of
+	// yaz-decode --vad-threshold).
+	MinVADThreshold = 0.01
+	MaxVADThreshold = 0.99
 )
 
 // CaptureBackends are the values of capture.backend (those of package
@@ -217,6 +240,9 @@ func Default() Config {
 	c := rawDefault()
 	if p, err := ExpandPath(c.Decode.Model); err == nil {
 		c.Decode.Model = p
+	}
+	if p, err := ExpandPath(c.VAD.Model); err == nil {
+		c.VAD.Model = p
 	}
 	return c
 }
@@ -240,6 +266,7 @@ func rawDefault() Config {
 			Prompt:   "",
 			BeamSize: 1,
 		},
+		VAD:     VAD{Engine: VADAuto, Model: defaultVADModel, Threshold: 0.5},
 		Speak:   Speak{Voice: "en-us", Rate: 170, Device: ""},
 		Capture: Capture{Device: "", Backend: "auto", Mode: CaptureOnDemand, PreRollMs: 300},
 		Dictation: Dictation{

@@ -42,6 +42,9 @@ func TestDefault(t *testing.T) {
 		{"decode.model", c.Decode.Model, filepath.Join(home, "data", "yazses", "models", "ggml-base.en.bin")},
 		{"decode.language", c.Decode.Language, "en"},
 		{"decode.threads", c.Decode.Threads, 0},
+		{"vad.engine", c.VAD.Engine, VADAuto},
+		{"vad.model", c.VAD.Model, filepath.Join(home, "data", "yazses", "models", "ggml-silero-v5.1.2.bin")},
+		{"vad.threshold", c.VAD.Threshold, 0.5},
 		{"speak.voice", c.Speak.Voice, "en-us"},
 		{"speak.rate", c.Speak.Rate, 170},
 		{"speak.device", c.Speak.Device, ""},
@@ -75,6 +78,9 @@ func TestDefault(t *testing.T) {
 	}
 	if c.Decode.Model != models.DefaultPath() {
 		t.Errorf("Default().Decode.Model = %q, want models.DefaultPath() %q", c.Decode.Model, models.DefaultPath())
+	}
+	if c.VAD.Model != models.DefaultVADPath() {
+		t.Errorf("Default().VAD.Model = %q, want models.DefaultVADPath() %q", c.VAD.Model, models.DefaultVADPath())
 	}
 	if ps := validate(c); len(ps) > 0 {
 		t.Errorf("Default() fails its own checks: %v", ps)
@@ -152,6 +158,11 @@ ask_human_per_hour = 1
 [decode]
 model = "~/models/tiny.bin"
 
+[vad]
+engine = "silero"
+model = "$XDG_DATA_HOME/vad/silero.bin"
+threshold = 0.65
+
 [children]
 decode = ["fake-decoder", "--serve", "--x"]
 `
@@ -163,6 +174,7 @@ decode = ["fake-decoder", "--serve", "--x"]
 	want.MCP.AskHuman = true
 	want.Budget.AskHumanPerHour = 1
 	want.Decode.Model = filepath.Join(os.Getenv("HOME"), "models", "tiny.bin")
+	want.VAD = VAD{Engine: VADSilero, Model: filepath.Join(os.Getenv("XDG_DATA_HOME"), "vad", "silero.bin"), Threshold: 0.65}
 	want.Children.Decode = []string{"fake-decoder", "--serve", "--x"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse(partial) (-want +got):\n%s", diff)
@@ -251,6 +263,22 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: ask.guard_ms: must be between 0 and 5000, got -5"},
 		{"empty model", "[decode]\nmodel = \"\"",
 			"config.toml:2: decode.model: must not be empty"},
+		{"vad engine", "[vad]\nengine = \"webrtc\"",
+			`config.toml:2: vad.engine: must be one of "auto", "silero", "energy", got "webrtc"`},
+		{"vad empty model", "[vad]\nmodel = \"\"",
+			"config.toml:2: vad.model: must not be empty"},
+		{"vad model variable", "[vad]\n\nmodel = \"$VADS/x.bin\"",
+			"config.toml:3: vad.model: $VADS is not expanded: only $HOME and $XDG_DATA_HOME, $XDG_CONFIG_HOME, $XDG_STATE_HOME, $XDG_CACHE_HOME, $XDG_RUNTIME_DIR are"},
+		{"vad threshold high", "[vad]\nthreshold = 1.5",
+			"config.toml:2: vad.threshold: must be between 0.01 and 0.99, got 1.5"},
+		{"vad threshold integer", "[vad]\nthreshold = 1",
+			"config.toml:2: vad.threshold: must be between 0.01 and 0.99, got 1"},
+		{"vad threshold zero", "[vad]\nthreshold = 0.0",
+			"config.toml:2: vad.threshold: must be between 0.01 and 0.99, got 0"},
+		{"vad threshold nan", "[vad]\nthreshold = nan",
+			"config.toml:2: vad.threshold: must be between 0.01 and 0.99, got NaN"},
+		{"vad threshold string", "[vad]\nthreshold = \"0.5\"",
+			"config.toml:2: vad.threshold: must be a number, got a string"},
 		{"model variable", "[decode]\nmodel = \"$MODELS/x.bin\"",
 			"config.toml:2: decode.model: $MODELS is not expanded: only $HOME and $XDG_DATA_HOME, $XDG_CONFIG_HOME, $XDG_STATE_HOME, $XDG_CACHE_HOME, $XDG_RUNTIME_DIR are"},
 		{"model tilde user", "[decode]\nmodel = \"~bob/x.bin\"",

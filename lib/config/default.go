@@ -15,7 +15,8 @@ const defaultTOML = `# YazSes daemon (yazsesd) configuration.
 #
 # Reload with SIGHUP (systemctl --user reload yazsesd): [mcp], [budget], [ask],
 # [dictation] (except prompt), [notify] and [audit] apply at once; [decode],
-# [speak], [capture], [hotkey], [children] and dictation.prompt need a restart.
+# [vad], [speak], [capture], [hotkey], [children] and dictation.prompt need a
+# restart.
 
 [mcp]
 # Offer the ask_human tool to MCP clients; false: the tool is not even listed.
@@ -49,6 +50,16 @@ threads = 0
 prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
+
+[vad]
+# Voice detector: "auto" (Silero VAD when its model file exists, else the energy
+# detector), "silero" (the model must be usable) or "energy".
+engine = "auto"
+# Silero VAD model file (fetch with yaz-fetch-model silero-v5.1.2).
+model = "$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin"
+# Speech probability that counts as speech, 0.01-0.99; higher: fewer false
+# starts in noise, lower: softer speech.
+threshold = 0.5
 
 [speak]
 # espeak-ng voice (espeak-ng --voices lists them), e.g. "en-us" or "en-us+f3".

@@ -12,6 +12,10 @@ import (
 // models.DefaultPath().
 const defaultModel = "$XDG_DATA_HOME/yazses/models/ggml-base.en.bin"
 
+// defaultVADModel is vad.model as written in DefaultTOML; it expands to
+// models.DefaultVADPath().
+const defaultVADModel = "$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin"
+
 // xdgDefaults are the variables ExpandPath knows, with the XDG base
 // directory specification's default below the home directory ("" for
 // none).

@@ -12,8 +12,11 @@ import (
 
 // CheckFiles checks what a valid configuration names on disk:
 // decode.model must exist and be a whisper model (package modelfile reads
-// its header, its vocabulary and every tensor header, in pure Go), and a
-// decode.language other than "en" needs a multilingual model. data and name
+// its header, its vocabulary and every tensor header, in pure Go), a
+// decode.language other than "en" needs a multilingual model, and
+// vad.model must be a Silero VAD model whisper.cpp can run (the whole file
+// is checked) when vad.engine is "silero", or when it is "auto" and the
+// file is there (a missing one means the energy detector). data and name
 // are the file as given to Parse, for the lines of the keys; data is nil
 // when there is no file (every key has its default). Each problem is an
 // *Error; several are joined.
@@ -31,7 +34,18 @@ func CheckFiles(c Config, data []byte, name string) error {
 			"set language = \"en\", or fetch a multilingual model (a name without .en, e.g. yaz-fetch-model base)",
 			c.Decode.Language, c.Decode.Model, info.Describe()))
 	}
+	if c.VAD.Engine == VADSilero || c.VAD.Engine == VADAuto && !missing(c.VAD.Model) {
+		if _, err := modelfile.CheckVAD(c.VAD.Model); err != nil {
+			bad("vad.model", err.Error())
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// missing reports whether nothing is at path.
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // WriteDefault writes DefaultTOML to path (`yazsesd config init`). Missing

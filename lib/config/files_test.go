@@ -82,6 +82,68 @@ func TestCheckFiles(t *testing.T) {
 	}
 }
 
+// vadModel is the real Silero VAD model in ../shared/models next to the
+// repository (see its README).
+func vadModel(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "models", "ggml-silero-v6.2.0.bin"))
+	if err != nil {
+		t.Fatalf("the real Silero VAD model is needed in ../shared/models from the repository: %v", err)
+	}
+	return b
+}
+
+// TestCheckFilesVAD: vad.model is checked whole when vad.engine is
+// "silero", and with "auto" when the file is there (a missing one means the
+// energy detector, which is no error); each problem names the file and
+// the fix, at the line of vad.model (or of [vad] when the key is not
+// written).
+func TestCheckFilesVAD(t *testing.T) {
+	dir := t.TempDir()
+	whisper := filepath.Join(dir, "ggml-mini.en.bin")
+	writeModel(t, whisper, false)
+	real := filepath.Join(dir, "ggml-silero-v6.2.0.bin")
+	data := vadModel(t)
+	os.WriteFile(real, data, 0o644)
+	cut := filepath.Join(dir, "cut.bin")
+	os.WriteFile(cut, data[:len(data)/2], 0o644)
+	missing := filepath.Join(dir, "ggml-silero-v5.1.2.bin")
+	head := "[decode]\nmodel = " + q(whisper) + "\n\n[vad]\n"
+	tests := []struct {
+		name, src string
+		want      string // "" for no error
+	}{
+		{"silero, real model", head + "engine = \"silero\"\nmodel = " + q(real), ""},
+		{"auto, real model", head + "model = " + q(real), ""},
+		{"auto, missing: energy", head + "model = " + q(missing), ""},
+		{"energy, broken model", head + "engine = \"energy\"\nmodel = " + q(cut), ""},
+		{"silero, missing", head + "engine = \"silero\"\nmodel = " + q(missing),
+			"c.toml:6: vad.model: VAD model not found: " + missing + " — fetch one with yaz-fetch-model silero-v5.1.2"},
+		{"silero, default missing", head + "engine = \"silero\"\n",
+			"c.toml:4: vad.model: VAD model not found: "},
+		{"auto, truncated", head + "threshold = 0.6\nmodel = " + q(cut),
+			"c.toml:6: vad.model: " + cut + ": model file is truncated"},
+		{"silero, whisper model", head + "engine = \"silero\"\nmodel = " + q(whisper),
+			"c.toml:6: vad.model: " + whisper + " is a whisper model (English-only, f16), not a Silero VAD model — fetch one with yaz-fetch-model silero-v5.1.2"},
+		{"auto, folder", head + "model = " + q(dir),
+			"c.toml:5: vad.model: " + dir + " is not a regular file"},
+	}
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	for _, tt := range tests {
+		c, err := Parse([]byte(tt.src), "c.toml")
+		if err != nil {
+			t.Fatalf("%s: Parse: %v", tt.name, err)
+		}
+		err = CheckFiles(c, []byte(tt.src), "c.toml")
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: CheckFiles = %v, want nil", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("%s: CheckFiles = %v\nwant it to start with %s", tt.name, err, tt.want)
+		}
+	}
+}
+
 func TestWriteDefault(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config", "yazses", "config.toml")

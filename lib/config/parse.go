@@ -132,6 +132,15 @@ func (d *decoder) value(key string, v any, rv reflect.Value) {
 			return
 		}
 		rv.SetInt(n)
+	case reflect.Float64:
+		switch f := v.(type) {
+		case float64:
+			rv.SetFloat(f)
+		case int64:
+			rv.SetFloat(float64(f))
+		default:
+			d.fail(key, "must be a number, got %s", typeName(v))
+		}
 	case reflect.String:
 		s, ok := v.(string)
 		if !ok {
@@ -245,6 +254,7 @@ func (d *decoder) expand(c *Config) {
 		*p = e
 	}
 	one("decode.model", &c.Decode.Model)
+	one("vad.model", &c.VAD.Model)
 	one("hotkey.device", &c.Hotkey.Device)
 	for _, ch := range c.Children.list() {
 		if len(*ch.argv) > 0 {

@@ -10,6 +10,7 @@ import (
 // else is applied by a reload (SIGHUP). docs/config.md lists the same.
 var restartOnly = []string{
 	"decode",
+	"vad", // goes to the decoder at its start
 	"speak",
 	"capture",
 	"hotkey",

@@ -94,6 +94,14 @@ func validate(c Config) []problem {
 	prompt("decode.prompt", c.Decode.Prompt)
 	between("decode.beam_size", int64(c.Decode.BeamSize), 1, maxBeamSize)
 
+	oneOf("vad.engine", c.VAD.Engine, []string{VADAuto, VADSilero, VADEnergy})
+	if c.VAD.Model == "" {
+		bad("vad.model", "must not be empty")
+	}
+	if !(c.VAD.Threshold >= MinVADThreshold && c.VAD.Threshold <= MaxVADThreshold) {
+		bad("vad.threshold", "must be between %g and %g, got %g", MinVADThreshold, MaxVADThreshold, c.VAD.Threshold)
+	}
+
 	if len(c.Speak.Voice) > 100 || !voiceRE.MatchString(c.Speak.Voice) {
 		bad("speak.voice", `must be an espeak-ng voice name such as "en-us", got %q`, c.Speak.Voice)
 	}

@@ -11,6 +11,11 @@
 // decoder and of yaz-decode on its own while they transcribe 10 minutes of
 // audio at 16, 48 and 192 kHz (-memory=false skips it, -only-memory runs
 // only it).
+//
+// With a Silero VAD model (vad.go): files on the base.en-sized model, a
+// two-minute recording that is half quiet and a minute of speech without
+// gaps, yaz-decode decoding the speech spans against whisper-cli with and
+// without its own --vad, in turns.
 package main
 
 import (
@@ -49,6 +54,8 @@ func run() error {
 	size := flag.String("size", "tiny.en", "generated model size")
 	memory := flag.Bool("memory", true, "also measure the memory of transcribing 10 minutes at 16, 48 and 192 kHz")
 	onlyMemory := flag.Bool("only-memory", false, "measure only the memory rows")
+	vadModel := flag.String("vad-model", "", "Silero VAD model for the file rows (default: the user's, else ../shared/models)")
+	onlyVAD := flag.Bool("only-vad", false, "run only the file rows with a voice detector")
 	flag.Parse()
 	if *jfk == "" || (*cli == "" && !*onlyMemory) {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
@@ -92,6 +99,16 @@ func run() error {
 	}
 	t := strconv.Itoa(*threads)
 	yaz := filepath.Join(*bin, "yaz-decode")
+	vm := vadModelPath(*vadModel)
+	if vm == "" {
+		fmt.Fprintln(os.Stderr, "bench: no Silero VAD model (yaz-fetch-model silero-v5.1.2): the rows with a detector are left out")
+	}
+	if *onlyVAD {
+		if vm == "" {
+			return fmt.Errorf("-only-vad needs a Silero VAD model")
+		}
+		return vadFiles(*work, yaz, *cli, vm, speech, *runs, *threads)
+	}
 	cliArgs := func(f string) []string { return []string{"-m", model, "-f", f, "-t", t, "-bs", "1", "-sns", "-np"} }
 	yazArgs := func(f string, extra ...string) []string {
 		return append([]string{"-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", f}, extra...)
@@ -123,6 +140,11 @@ func run() error {
 	}
 	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode --serve (resident) | ratio |\n|---|---|---|---|\n")
 	fmt.Printf("| repeated %d× | %s | %s | %.2f× |\n", *runs, ms(c3), ms(sv), ratio(sv, c3))
+	if vm != "" {
+		if err := vadFiles(*work, yaz, *cli, vm, speech, *runs, *threads); err != nil {
+			return err
+		}
+	}
 	if *memory {
 		return memoryRows(*bin, *work, speech)
 	}

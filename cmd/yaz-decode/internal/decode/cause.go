@@ -26,6 +26,11 @@ const (
 	// causeLanguageUnsupported: -l names a language the model does not
 	// know (any but en with an English-only model).
 	causeLanguageUnsupported = "language_unsupported"
+	// causeVADModelMissing: --vad silero and no file at --vad-model.
+	causeVADModelMissing = "vad_model_missing"
+	// causeVADModelInvalid: the file at --vad-model (with --vad silero,
+	// or present with auto) is no Silero VAD model whisper.cpp can run.
+	causeVADModelInvalid = "vad_model_invalid"
 )
 
 // startupError is a failure with a known cause.

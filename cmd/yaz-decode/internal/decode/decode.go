@@ -35,7 +35,10 @@ type CLI struct {
 	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second)." default:"auto"`
 	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output)."`
 	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
-	VADGate           bool     `help:"Skip decoding audio that holds no speech." default:"true" negatable:""`
+	VADGate           bool     `help:"Skip decoding audio that holds no speech (files: decode only the speech spans)." default:"true" negatable:""`
+	VAD               string   `help:"Voice-activity detector: auto (Silero when its model file exists, else energy), silero (its model is required) or energy." default:"auto" enum:"auto,silero,energy" env:"YAZ_VAD"`
+	VADModel          string   `help:"Silero VAD model file (fetch it with yaz-fetch-model silero-v5.1.2)." default:"${vad_model}" env:"YAZ_VAD_MODEL"`
+	VADThreshold      float32  `help:"Silero: speech probability that counts as speech, 0.01-0.99 (higher: fewer false starts in noise; lower: softer speech)." default:"0.5" env:"YAZ_VAD_THRESHOLD"`
 	Output            string   `short:"o" help:"File output format: txt, json, srt or vtt." default:"txt" enum:"txt,json,srt,vtt"`
 	OutputDir         string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
 	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
@@ -49,7 +52,8 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	audioCtx int
-	lang     string // the language the model decodes for --language ("auto": detected)
+	lang     string    // the language the model decodes for --language ("auto": detected)
+	det      *detector // the voice-activity detector (vad.go); nil: energy
 }
 
 type duration = time.Duration
@@ -64,7 +68,7 @@ type Recognizer interface {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp, offline.", &c, args, stdout, stderr,
-		kong.Vars{"model": models.DefaultPath()})
+		kong.Vars{"model": models.DefaultPath(), "vad_model": models.DefaultVADPath()})
 	if done {
 		return code
 	}
@@ -114,6 +118,9 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if c.Threads < 0 {
 		return cli.Usagef("--threads must not be negative")
 	}
+	if !(c.VADThreshold >= 0.01 && c.VADThreshold <= 0.99) { // NaN too
+		return cli.Usagef("--vad-threshold must be between 0.01 and 0.99")
+	}
 	if len(c.Files) == 0 && !c.Serve && cli.IsTerminal(stdin) {
 		return cli.Usagef("no input: give WAV files as arguments, or pipe audio in (yaz-capture | yaz-decode)")
 	}
@@ -142,6 +149,10 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		log.Warn("--language auto needs a multilingual model; this one is English-only: decoding English")
 	}
 	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "multilingual", m.Multilingual())
+	if c.det, err = c.openDetector(log); err != nil { // vad.go
+		return err
+	}
+	defer c.det.Close()
 	switch {
 	case c.Serve:
 		return c.serve(ctx, log, m, stdin, stdout)

@@ -215,6 +215,10 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"--output", "docx", "a.wav"}, 2, "--output"},
 		{[]string{"--serve", "a.wav"}, 2, "takes no files"},
 		{[]string{"--beam-size", "99", "a.wav"}, 2, "--beam-size"},
+		{[]string{"--vad", "webrtc", "a.wav"}, 2, "--vad"},
+		{[]string{"--vad-threshold", "1.5", "a.wav"}, 2, "--vad-threshold must be between 0.01 and 0.99"},
+		{[]string{"--vad-threshold", "0", "a.wav"}, 2, "--vad-threshold must be between 0.01 and 0.99"},
+		{[]string{"--vad-threshold", "NaN", "a.wav"}, 2, "--vad-threshold must be between 0.01 and 0.99"},
 		{[]string{"-m", "/nonexistent/ggml-tiny.en.bin", "a.wav"}, 1, "yaz-fetch-model tiny.en"},
 	} {
 		var out, errb bytes.Buffer

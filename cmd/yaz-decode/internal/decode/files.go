@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yazses/yazses/lib/asr"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/transcript"
@@ -65,52 +64,74 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 }
 
 // file transcribes one file. header, if not nil, is called before its
-// transcript goes to stdout, if there is one.
+// transcript goes to stdout, if there is one. With Silero, only the file's
+// speech spans are decoded (fileSpans); otherwise the whole file is, when
+// the energy detector finds speech in it (or --no-vad-gate).
 func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
-	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
-	samples, info, err := wav.ReadFile16k(path, maxSamples)
-	if err != nil {
-		return explainRead(path, err, c.MaxDuration)
-	}
-	audio := pcm.Duration(len(samples))
-	log.Debug("file read", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample, "audio_ms", audio.Milliseconds())
-
-	var res asr.Result
-	if !c.VADGate || vad.HasSpeech(pcm.FromFloat32(nil, samples), c.vadConfig()) {
-		opt := c.options()
-		bar := newProgress(stderr, c.Progress, filepath.Base(path), audio)
-		opt.Progress = bar.set
-		start := time.Now()
-		res, err = m.Transcribe(ctx, samples, opt)
-		bar.done()
-		if err != nil {
-			return fmt.Errorf("decode: %w", err)
-		}
-		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "decode_ms", time.Since(start).Milliseconds(),
-			"segments", len(res.Segments), "audio_ctx", res.AudioCtx, "retried", res.Retried)
+	var (
+		segs  []transcript.Segment
+		lang  string
+		audio time.Duration
+		err   error
+	)
+	if c.det.silero() {
+		segs, lang, audio, err = c.fileSpans(ctx, log, m, path, stderr)
 	} else {
-		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
+		segs, lang, audio, err = c.fileWhole(ctx, log, m, path, stderr)
 	}
-	lang := res.Language // the one decoded, or detected
+	if err != nil {
+		return err
+	}
 	if lang == "" && c.lang != "auto" {
 		lang = c.lang // nothing decoded
 	}
 	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: lang}
 	if c.OutputDir == "" {
 		// Silence prints nothing, not even its header.
-		if header != nil && transcript.Text(res.Segments) != "" {
+		if header != nil && transcript.Text(segs) != "" {
 			if err := header(); err != nil {
 				return err
 			}
 		}
-		return transcript.Write(stdout, c.Output, res.Segments, doc)
+		return transcript.Write(stdout, c.Output, segs, doc)
 	}
 	var buf bytes.Buffer
-	if err := transcript.Write(&buf, c.Output, res.Segments, doc); err != nil {
+	if err := transcript.Write(&buf, c.Output, segs, doc); err != nil {
 		return err
 	}
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	return writeAtomic(filepath.Join(c.OutputDir, base+"."+c.Output), buf.Bytes())
+}
+
+// fileWhole reads the whole file and decodes it in one piece, if the
+// energy detector finds speech in it (or always, with --no-vad-gate). It
+// returns the segments, the language decoded ("" when nothing was) and the
+// file's length.
+func (c *CLI) fileWhole(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
+	samples, info, err := wav.ReadFile16k(path, maxSamples)
+	if err != nil {
+		return nil, "", 0, explainRead(path, err, c.MaxDuration)
+	}
+	c.det.announce()
+	audio := pcm.Duration(len(samples))
+	log.Debug("file read", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample, "audio_ms", audio.Milliseconds())
+	if c.VADGate && !vad.HasSpeech(pcm.FromFloat32(nil, samples), c.vadConfig()) {
+		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
+		return nil, "", audio, nil
+	}
+	opt := c.options()
+	bar := newProgress(stderr, c.Progress, filepath.Base(path), audio)
+	opt.Progress = bar.set
+	start := time.Now()
+	res, err := m.Transcribe(ctx, samples, opt)
+	bar.done()
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("decode: %w", err)
+	}
+	log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "decode_ms", time.Since(start).Milliseconds(),
+		"segments", len(res.Segments), "audio_ctx", res.AudioCtx, "retried", res.Retried)
+	return res.Segments, res.Language, audio, nil
 }
 
 // explainRead turns a read error into one line that says what to do.

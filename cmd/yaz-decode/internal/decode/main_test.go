@@ -222,7 +222,7 @@ func TestStartupErrorsWrapCauses(t *testing.T) {
 	} {
 		var c CLI
 		var out, errb bytes.Buffer
-		if _, code, done := cli.Parse(name, "", &c, tc.args, &out, &errb, kong.Vars{"model": "", "version": "test"}); done {
+		if _, code, done := cli.Parse(name, "", &c, tc.args, &out, &errb, kong.Vars{"model": "", "vad_model": "", "version": "test"}); done {
 			t.Fatalf("parse %q: exit %d: %s", tc.args, code, errb.String())
 		}
 		err := c.run(context.Background(), discard, bytes.NewReader(nil), &out, &errb)

@@ -16,7 +16,6 @@ import (
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/transcript"
-	"github.com/yazses/yazses/lib/vad"
 )
 
 // maxUtterance caps the audio one utterance may buffer in serve mode.
@@ -47,6 +46,7 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 	if err := cli.Ready(); err != nil {
 		return err
 	}
+	c.det.announce()
 	log.Info("serving", "mode", "frames")
 	jobs := make(chan job, 8)
 	readDone := make(chan error, 1)
@@ -145,7 +145,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			res.Error = frame.ErrorAbandoned // abandoned while it waited
 		case j.tooLong:
 			res.Error = frame.ErrorTooLong
-		case len(j.samples) == 0 || (c.VADGate && !vad.HasSpeech(j.samples, c.vadConfig())):
+		case len(j.samples) == 0 || (c.VADGate && !c.speechIn(log, j)):
 			// No speech: nothing to decode, and nothing to hallucinate.
 		default:
 			opt := c.options()
@@ -183,6 +183,20 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			return fmt.Errorf("write result: %w", err)
 		}
 	}
+}
+
+// speechIn reports whether j holds speech by the run's detector (vad.go).
+// A detector failure counts as speech: the utterance is decoded rather
+// than dropped.
+func (c *CLI) speechIn(log *slog.Logger, j job) bool {
+	ok, err := c.hasSpeech(j.ctx, j.samples)
+	if err != nil {
+		if j.ctx.Err() == nil {
+			log.Warn("voice detector failed: decoding the utterance", "utt", j.utt, "err", err)
+		}
+		return true
+	}
+	return ok
 }
 
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

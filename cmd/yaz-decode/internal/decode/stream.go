@@ -68,7 +68,24 @@ func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin 
 	decoded := make(chan error, 1)
 	go func() { decoded <- c.decodeUtterances(ctx, log, m, utts, stdout) }()
 
-	seg := vad.NewSegmenter(c.vadConfig())
+	seg, err := c.newCutter()
+	if err != nil {
+		close(utts)
+		<-decoded
+		return fmt.Errorf("voice detector: %w", err)
+	}
+	defer seg.Close()
+	c.det.announce()
+	cut := 0
+	send := func(us []vad.Utterance) {
+		for _, u := range us {
+			cut++
+			// One record per utterance the detector cuts, whatever whisper
+			// makes of it: noise that opens none is visible as none.
+			log.Debug("utterance cut", "utt", cut, "start_ms", pcm.Millis(int(u.Start)), "end_ms", pcm.Millis(int(u.End)))
+			utts <- u
+		}
+	}
 	var rerr error
 loop:
 	for {
@@ -78,20 +95,20 @@ loop:
 				rerr = <-readErr
 				break loop
 			}
-			for _, u := range seg.Write(s) {
-				utts <- u
-			}
+			send(seg.Write(s))
 		case <-ctx.Done():
 			// The reader may be blocked in Read on a live pipe: it ends when
 			// the process exits. What was heard so far is still decoded.
 			break loop
 		}
 	}
-	for _, u := range seg.Flush() {
-		utts <- u
-	}
+	send(seg.Flush())
 	close(utts)
 	derr := <-decoded
+	log.Debug("stream ended", "utterances", cut)
+	if err := seg.Err(); err != nil && rerr == nil {
+		rerr = fmt.Errorf("voice detector: %w", err)
+	}
 	if rerr != nil {
 		return rerr
 	}

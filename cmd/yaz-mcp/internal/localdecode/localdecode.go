@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/config"
 )
 
 // Errors of Run. Each wraps the underlying cause for logs; callers show
@@ -57,6 +59,9 @@ type Options struct {
 	Threads  int    // 0 keeps yaz-decode's default
 	BeamSize int    // 0 keeps yaz-decode's default
 	Prompt   string
+	// VAD is the voice detector ([vad]: engine, model, threshold); a zero
+	// field keeps yaz-decode's default (auto, its default model, 0.5).
+	VAD config.VAD
 	// Nice is added to the child's CPU niceness (0 leaves it as is).
 	Nice int
 	// MaxDuration is passed as --max-duration when set.
@@ -98,6 +103,15 @@ func (opt Options) Args() []string {
 	}
 	if opt.Prompt != "" {
 		args = append(args, "--prompt="+opt.Prompt)
+	}
+	if opt.VAD.Engine != "" {
+		args = append(args, "--vad="+opt.VAD.Engine)
+	}
+	if opt.VAD.Model != "" {
+		args = append(args, "--vad-model="+opt.VAD.Model)
+	}
+	if opt.VAD.Threshold > 0 {
+		args = append(args, "--vad-threshold="+strconv.FormatFloat(opt.VAD.Threshold, 'g', -1, 64))
 	}
 	if opt.MaxDuration > 0 {
 		args = append(args, "--max-duration="+opt.MaxDuration.String())

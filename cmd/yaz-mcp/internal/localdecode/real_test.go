@@ -2,6 +2,7 @@ package localdecode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
 )
@@ -90,6 +92,61 @@ func TestRealDecoderLengths(t *testing.T) {
 					t.Errorf("progress %v does not rise within 0–100", got)
 					break
 				}
+			}
+		})
+	}
+}
+
+// TestRealDecoderVAD: the [vad] settings reach the real yaz-decode. With
+// Silero and the real model, noise that starts abruptly after silence (the
+// energy detector's blind spot) gives an empty transcript; a Silero model
+// that is not there fails the run, which it would not if the flag were
+// lost; the energy detector needs no model.
+func TestRealDecoderVAD(t *testing.T) {
+	dir := t.TempDir()
+	bin, model, _ := realDecoder(t, dir)
+	_, file, _, _ := runtime.Caller(0)
+	vad := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "models", "ggml-silero-v6.2.0.bin")
+	if _, err := os.Stat(vad); err != nil {
+		t.Fatalf("the real Silero VAD model is needed in ../shared/models from the repository: %v", err)
+	}
+	// 3 s of digital silence, then 7 s of loud noise.
+	samples := make([]int16, 10*pcm.SampleRate)
+	rng := uint32(1)
+	for i := 3 * pcm.SampleRate; i < len(samples); i++ {
+		rng = rng*1664525 + 1013904223
+		samples[i] = int16(int32(rng>>16)-32768) / 8
+	}
+	path := filepath.Join(dir, "noise.wav")
+	if err := os.WriteFile(path, append(pcm.WAVHeader(int64(2*len(samples))), pcm.Encode(nil, samples)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.bin")
+	for _, tc := range []struct {
+		name string
+		vad  config.VAD
+		fail bool
+	}{
+		{"silero", config.VAD{Engine: "silero", Model: vad, Threshold: 0.5}, false},
+		{"silero without its model", config.VAD{Engine: "silero", Model: missing}, true},
+		{"energy", config.VAD{Engine: "energy", Model: missing}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2, VAD: tc.vad}, f, nil, nil)
+			switch {
+			case tc.fail && !errors.Is(err, ErrDecodeFailed):
+				t.Errorf("Run = %v, want ErrDecodeFailed", err)
+			case !tc.fail && err != nil:
+				t.Errorf("Run = %v", err)
+			case tc.name == "silero" && (res.Text != "" || len(res.Segments) != 0 || res.AudioMs != 10000):
+				t.Errorf("Silero on noise: %+v, want 10 s and no text", res)
 			}
 		})
 	}

@@ -39,11 +39,13 @@ const Name = "yaz-mcp"
 
 // CLI is yaz-mcp's command line.
 type CLI struct {
-	Config  string `help:"YazSes configuration file ([mcp] ask_human, [ask], [decode])." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
-	Model   string `short:"m" help:"Whisper model for transcribe (default: decode.model from the configuration)." env:"YAZ_MODEL" type:"path"`
-	Decoder string `help:"The yaz-decode program: a path, or a name looked up next to yaz-mcp, then in PATH." default:"yaz-decode" env:"YAZ_MCP_DECODER"`
-	Daemon  string `help:"auto: transcribe on the daemon's resident decoder when yazsesd runs (and uses the same model); never: always run yaz-decode." default:"auto" enum:"auto,never" env:"YAZ_MCP_DAEMON"`
-	Nice    int    `help:"CPU niceness added to the yaz-decode child (0-19)." default:"10" env:"YAZ_MCP_NICE"`
+	Config   string `help:"YazSes configuration file ([mcp] ask_human, [ask], [decode])." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
+	Model    string `short:"m" help:"Whisper model for transcribe (default: decode.model from the configuration)." env:"YAZ_MODEL" type:"path"`
+	VAD      string `help:"Voice detector for a local transcribe: auto, silero or energy (default: vad.engine from the configuration)." env:"YAZ_VAD"`
+	VADModel string `help:"Silero VAD model for a local transcribe (default: vad.model from the configuration)." env:"YAZ_VAD_MODEL" type:"path"`
+	Decoder  string `help:"The yaz-decode program: a path, or a name looked up next to yaz-mcp, then in PATH." default:"yaz-decode" env:"YAZ_MCP_DECODER"`
+	Daemon   string `help:"auto: transcribe on the daemon's resident decoder when yazsesd runs (and uses the same model); never: always run yaz-decode." default:"auto" enum:"auto,never" env:"YAZ_MCP_DAEMON"`
+	Nice     int    `help:"CPU niceness added to the yaz-decode child (0-19)." default:"10" env:"YAZ_MCP_NICE"`
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`
@@ -60,6 +62,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if c.Nice < 0 || c.Nice > 19 {
 		return cli.Report(Name, stderr, cli.Usagef("--nice must be between 0 and 19"))
 	}
+	if c.VAD != "" && c.VAD != config.VADAuto && c.VAD != config.VADSilero && c.VAD != config.VADEnergy {
+		return cli.Report(Name, stderr, cli.Usagef("--vad must be auto, silero or energy"))
+	}
 	logger := c.Logger(stderr)
 	cfg, err := config.Load(c.Config)
 	if err != nil {
@@ -67,6 +72,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		logger.Error("configuration not loaded: ask_human is off", "err", err)
 		cfg = config.Default()
 		cfg.MCP.AskHuman = false
+	}
+	// As --model does for decode.model, the flags (or YAZ_VAD,
+	// YAZ_VAD_MODEL) replace [vad] for the local decoder.
+	if c.VAD != "" {
+		cfg.VAD.Engine = c.VAD
+	}
+	if c.VADModel != "" {
+		cfg.VAD.Model = c.VADModel
 	}
 	s := New(Options{
 		Logger:    logger,

@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -444,5 +445,36 @@ func TestOneDecoderAtATime(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	if got, want := strings.Fields(string(b)), strings.Fields(strings.Repeat("start end ", 3)); !slices.Equal(got, want) {
 		t.Errorf("decoder runs %v, want %v (never two at once)", got, want)
+	}
+}
+
+// TestTranscribeLocalVAD: the local decoder gets the [vad] settings as
+// flags, and --vad refuses an unknown detector.
+func TestTranscribeLocalVAD(t *testing.T) {
+	noDaemon(t)
+	opt := baseOptions(t)
+	opt.Config.VAD = config.VAD{Engine: config.VADSilero, Model: "/models/vad.bin", Threshold: 0.65}
+	argsFile := filepath.Join(t.TempDir(), "args")
+	opt.Decoder = fakeDecoder(t, `printf '%s\n' "$@" > `+argsFile+`
+echo '`+transcriptJSON+`'
+`)
+	s, _ := startSession(t, opt)
+	s.initialize("2025-06-18")
+	if r := s.tool("transcribe", map[string]any{"path": wavFile(t, t.TempDir(), "a.wav")}); r.IsError {
+		t.Fatalf("transcribe: %s", r.text())
+	}
+	b, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, want := range []string{"--vad=silero", "--vad-model=/models/vad.bin", "--vad-threshold=0.65"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("decoder args %q lack %s", args, want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Main(context.Background(), []string{"--vad", "webrtc"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "--vad must be auto, silero or energy") {
+		t.Errorf("--vad webrtc: exit %d, %q; want 2 and the allowed values", code, errb.String())
 	}
 }

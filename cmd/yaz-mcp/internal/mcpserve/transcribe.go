@@ -151,6 +151,7 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 		Threads:     d.Threads,
 		BeamSize:    d.BeamSize,
 		Prompt:      d.Prompt,
+		VAD:         s.opt.Config.VAD,
 		Nice:        s.opt.Nice,
 		MaxDuration: audiofile.MaxDuration,
 		Env:         childEnv(),

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/yazses/yazses/lib/hotkey"
 	"github.com/yazses/yazses/lib/inject"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/models"
 	"github.com/yazses/yazses/lib/notify"
 	"github.com/yazses/yazses/lib/sdnotify"
 )
@@ -378,6 +380,12 @@ func (c ConfigCheckCmd) Run(e *env) error {
 	}
 	if err := config.CheckFiles(cfg, data, c.File); err != nil {
 		return err
+	}
+	if cfg.VAD.Engine == config.VADAuto {
+		if _, err := os.Stat(cfg.VAD.Model); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(e.stdout, "%s: vad: no Silero VAD model at %s, so the energy detector runs; yaz-fetch-model %s fetches it\n",
+				c.File, cfg.VAD.Model, models.DefaultVADName)
+		}
 	}
 	if ok {
 		fmt.Fprintf(e.stdout, "%s: ok\n", c.File)

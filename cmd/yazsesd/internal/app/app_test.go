@@ -109,9 +109,23 @@ func TestConfigCheck(t *testing.T) {
 			`de.toml:3: decode.language: "de" needs a multilingual model`},
 		{"unknown hotkey", "[decode]\nmodel = " + strconv.Quote(model) + "\n[hotkey]\nkey = \"KEY_NOPE\"\n", 1,
 			`nope.toml:4: hotkey.key: unknown key "KEY_NOPE"`},
+		// [vad]: a missing model is fine with "auto" (the energy detector
+		// runs, and the check says so), not with "silero"; a file that is
+		// there must be a whole Silero VAD model.
+		{"vad auto, no model", "[decode]\nmodel = " + strconv.Quote(model) + "\n", 0,
+			"vadnone.toml: vad: no Silero VAD model at " + filepath.Join(dir, "yazses", "models", "ggml-silero-v5.1.2.bin") +
+				", so the energy detector runs; yaz-fetch-model silero-v5.1.2 fetches it"},
+		{"vad silero, no model", "[decode]\nmodel = " + strconv.Quote(model) + "\n\n[vad]\nengine = \"silero\"\n", 1,
+			"vadgone.toml:4: vad.model: VAD model not found: " + filepath.Join(dir, "yazses", "models", "ggml-silero-v5.1.2.bin") +
+				" — fetch one with yaz-fetch-model silero-v5.1.2"},
+		{"vad whisper model", "[decode]\nmodel = " + strconv.Quote(model) + "\n\n[vad]\nengine = \"silero\"\nmodel = " + strconv.Quote(model) + "\n", 1,
+			"vadkind.toml:6: vad.model: " + model + " is a whisper model"},
+		{"vad header only", "[decode]\nmodel = " + strconv.Quote(model) + "\n[vad]\nmodel = " + strconv.Quote(vad) + "\n", 1,
+			"vadcut.toml:4: vad.model: " + vad + ": model file is truncated"},
 	}
 	names := map[string]string{"bad value": "bad", "good": "good", "default model missing": "missing", "model missing": "gone",
-		"not a model": "notes", "a VAD model": "vad", "language": "de", "unknown hotkey": "nope"}
+		"not a model": "notes", "a VAD model": "vad", "language": "de", "unknown hotkey": "nope",
+		"vad auto, no model": "vadnone", "vad silero, no model": "vadgone", "vad whisper model": "vadkind", "vad header only": "vadcut"}
 	for _, tt := range tests {
 		path := filepath.Join(dir, names[tt.name]+".toml")
 		writeFile(t, path, tt.src)

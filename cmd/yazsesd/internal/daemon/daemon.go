@@ -211,7 +211,9 @@ func New(opt Options) (*Daemon, error) {
 
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
 		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
-		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize))
+		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize),
+		"--vad", cfg.VAD.Engine, "--vad-model", cfg.VAD.Model,
+		"--vad-threshold", strconv.FormatFloat(cfg.VAD.Threshold, 'g', -1, 64))
 	d.decode = newDecoder()
 	// decode.prompt is private (a vocabulary of names, say): it goes with
 	// each utterance as a Prompt frame, never on the command line, which

@@ -1,0 +1,94 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/silero"
+)
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// nullRecognizer decodes nothing, at once: what stream mode costs besides
+// whisper is left.
+type nullRecognizer struct{}
+
+func (nullRecognizer) Transcribe(context.Context, []float32, asr.Options) (asr.Result, error) {
+	return asr.Result{}, nil
+}
+
+// BenchmarkStreamDetector: the CPU stream mode spends per second of audio
+// besides whisper (reading the pipe, the detector, cutting utterances),
+// with Silero (one thread, its −60 dBFS gate, as yaz-decode runs it) and
+// with the energy detector, on a minute of speech (jfk.wav end to end), of
+// speech and a quiet room's noise floor (−70 dBFS) in turns of 11 s, and
+// of the quiet room alone.
+func BenchmarkStreamDetector(b *testing.B) {
+	one := jfkSamples(b)
+	rng := rand.New(rand.NewPCG(9, 9))
+	floor := func(n int) []int16 {
+		out := make([]int16, n)
+		for i := range out {
+			out[i] = int16(rng.NormFloat64() * 10.4)
+		}
+		return out
+	}
+	minute := 60 * pcm.SampleRate
+	var speech, half []int16
+	for len(speech) < minute {
+		speech = append(speech, one...)
+	}
+	for len(half) < minute {
+		half = append(append(half, one...), floor(len(one))...)
+	}
+	inputs := []struct {
+		name  string
+		audio []int16
+	}{
+		{"speech", speech[:minute]},
+		{"half-quiet", half[:minute]},
+		{"quiet-room", floor(minute)},
+	}
+	m, err := silero.Load(sileroModel(b), silero.Options{Gate: silero.Gate{Level: streamGateDB}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for _, in := range inputs {
+		raw := pcm.Encode(nil, in.audio)
+		for _, det := range []struct {
+			name string
+			d    *detector
+		}{{"energy", nil}, {"silero", &detector{model: m}}} {
+			b.Run(in.name+"/"+det.name, func(b *testing.B) {
+				c := newCLI()
+				c.VADThreshold = 0.5
+				c.det = det.d
+				b.ResetTimer()
+				start := cpuTime()
+				for range b.N {
+					if err := c.stream(context.Background(), discard, nullRecognizer{}, bytes.NewReader(raw), io.Discard); err != nil {
+						b.Fatal(err)
+					}
+				}
+				perSec := float64(cpuTime()-start) / float64(b.N) / (float64(len(in.audio)) / pcm.SampleRate)
+				b.ReportMetric(perSec/1e6, "cpu-ms/audio-s")
+				b.ReportMetric(100*perSec/1e9, "%core")
+			})
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// fileBlock is how much of a file is read, and run through the detector,
+// at a time (2 s).
+const fileBlock = 2 * pcm.SampleRate
+
+// fileSpans transcribes the speech of one file with Silero: the file is
+// read in blocks through the detector, its speech spans are packed into
+// groups of up to 29 s (spans.go), and each group is decoded, with
+// whisper's audio context trimmed to its length, as soon as no later span
+// fits into it, while reading goes on. Whisper's segments are mapped back
+// to the file's timeline. A file without speech decodes nothing. It
+// returns the segments, the language decoded ("" when nothing was) and the
+// file's length.
+func (c *CLI) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
+	src, err := openFileAudio(path, maxSamples)
+	if err != nil {
+		return nil, "", 0, explainRead(path, err, c.MaxDuration)
+	}
+	defer src.Close()
+	c.det.announce()
+	info := src.Info()
+	total := fileSamples(info)
+	log.Debug("file opened", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample,
+		"audio_ms", pcm.Millis(int(total)))
+	st, err := c.det.model.NewStream(c.fileParams())
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("voice detector: %w", err)
+	}
+	defer st.Close()
+
+	bar := newProgress(stderr, c.Progress, filepath.Base(path), pcm.Duration(int(total)))
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		segs   []transcript.Segment
+		lang   string
+		groups int
+		ms     int64
+		err    error
+	}
+	groups := make(chan *group, 1)
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		for g := range groups {
+			if r.err != nil {
+				continue
+			}
+			from, to := g.extent()
+			opt := c.options()
+			if total > 0 {
+				opt.Progress = func(pct int) { bar.set(int((from + (to-from)*int64(pct)/100) * 100 / total)) }
+			}
+			start := time.Now()
+			res, err := m.Transcribe(gctx, g.audio, opt)
+			if err != nil {
+				r.err = fmt.Errorf("decode: %w", err)
+				cancel()
+				continue
+			}
+			r.groups++
+			r.ms += time.Since(start).Milliseconds()
+			if r.lang == "" {
+				r.lang = res.Language
+			}
+			r.segs = append(r.segs, g.mapSegments(res.Segments)...)
+			log.Debug("speech decoded", "from_ms", pcm.Millis(int(from)), "to_ms", pcm.Millis(int(to)),
+				"audio_ms", pcm.Millis(len(g.audio)), "spans", len(g.pieces), "decode_ms", time.Since(start).Milliseconds(),
+				"audio_ctx", res.AudioCtx, "retried", res.Retried, "segments", len(res.Segments))
+		}
+		done <- r
+	}()
+
+	gr := newGrouper(st, func(g *group) error {
+		select {
+		case groups <- g:
+			return nil
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+	})
+	var rerr error
+	block := make([]float32, fileBlock)
+	for gctx.Err() == nil {
+		n, err := src.Read(block)
+		if n > 0 {
+			if werr := gr.write(block[:n]); werr != nil {
+				rerr = fmt.Errorf("voice detector: %w", werr)
+				break
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			if ferr := gr.flush(); ferr != nil {
+				rerr = fmt.Errorf("voice detector: %w", ferr)
+			}
+			break
+		}
+		if err != nil {
+			rerr = explainRead(path, err, c.MaxDuration)
+			break
+		}
+	}
+	close(groups)
+	r := <-done
+	if r.groups > 0 {
+		bar.set(100)
+	}
+	bar.done()
+	switch {
+	case ctx.Err() != nil:
+		return nil, "", 0, ctx.Err()
+	case r.err != nil:
+		return nil, "", 0, r.err
+	case rerr != nil:
+		return nil, "", 0, rerr
+	}
+	audio := pcm.Duration(int(gr.pos))
+	if r.groups == 0 {
+		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
+	} else {
+		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "speech_ms", gr.speechDuration().Milliseconds(),
+			"spans", gr.spans, "groups", r.groups, "decode_ms", r.ms, "segments", len(r.segs))
+	}
+	return r.segs, r.lang, audio, nil
+}
+
+// fileSamples is the length of a file in 16 kHz samples from its header,
+// or 0 when the header does not say.
+func fileSamples(info wav.Info) int64 {
+	frame := int64(info.Channels * info.BitsPerSample / 8)
+	if info.DataBytes <= 0 || frame <= 0 || info.SampleRate <= 0 {
+		return 0
+	}
+	return info.DataBytes / frame * pcm.SampleRate / int64(info.SampleRate)
+}

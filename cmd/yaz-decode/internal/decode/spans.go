@@ -1,0 +1,259 @@
+package decode
+
+import (
+	"math"
+	"time"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/lib/vadspan"
+)
+
+// How a file's speech spans become the audio whisper decodes (files.go):
+// the spans are packed, in order, into groups of at most maxGroup; inside a
+// group a pause between two spans becomes a stitch of silence (a shorter
+// pause stays as it is), so whisper's encoder sees speech only and its
+// audio context is trimmed to the group's length. Each segment whisper
+// returns is mapped back to the file's timeline (group.mapSegments).
+const (
+	// maxGroup is the most audio one group holds: one of whisper's 30 s
+	// windows, with a margin for the end of its last segment.
+	maxGroup = 29 * pcm.SampleRate
+	// stitch is the silence put between two spans of a group (whisper-cli
+	// --vad puts 100 ms); a pause shorter than it is kept as it is.
+	stitch = pcm.SampleRate / 5
+	// islandGap: spans less than this apart are one stretch of speech, and
+	// a segment may run across the pause between them; a segment that
+	// crosses a longer pause is kept inside the stretch it overlaps most,
+	// so no cue covers a long silence.
+	islandGap = 3 * pcm.SampleRate / 2
+)
+
+// piece is a run of the file's audio inside a group: samples [from, to) of
+// the file at offset at of the group.
+type piece struct {
+	at, from, to int64
+}
+
+func (p piece) end() int64 { return p.at + p.to - p.from }
+
+// group is the audio of one decoding: pieces of the file, in order, with
+// stitches of silence between them.
+type group struct {
+	audio  []float32
+	pieces []piece
+}
+
+// extent is the part of the file the group covers, in samples.
+func (g *group) extent() (from, to int64) { return g.pieces[0].from, g.pieces[len(g.pieces)-1].to }
+
+// toFile maps a sample offset of the group to the file's timeline: inside
+// a piece one to one, inside a stitch proportionally onto the pause it
+// stands for.
+func (g *group) toFile(t int64) int64 {
+	ps := g.pieces
+	if t <= ps[0].at {
+		return ps[0].from
+	}
+	for i, p := range ps {
+		if t <= p.end() {
+			return p.from + t - p.at
+		}
+		if i+1 < len(ps) && t < ps[i+1].at {
+			nx := ps[i+1]
+			return p.to + (t-p.end())*(nx.from-p.to)/(nx.at-p.end())
+		}
+	}
+	return ps[len(ps)-1].to
+}
+
+// islands are the stretches of speech of the group: runs of pieces less
+// than islandGap apart in the file, as ranges of the group's offsets.
+func (g *group) islands() [][2]int64 {
+	var out [][2]int64
+	for i, p := range g.pieces {
+		if i > 0 && p.from-g.pieces[i-1].to < islandGap {
+			out[len(out)-1][1] = p.end()
+			continue
+		}
+		out = append(out, [2]int64{p.at, p.end()})
+	}
+	return out
+}
+
+// mapSegments maps whisper's segments of the group's audio onto the file's
+// timeline. A segment that crosses a pause of islandGap or more is first
+// kept to the stretch of speech it overlaps most (on a tie, the first;
+// with no overlap, the nearest), so its cue never covers that silence.
+func (g *group) mapSegments(segs []transcript.Segment) []transcript.Segment {
+	isl := g.islands()
+	out := make([]transcript.Segment, 0, len(segs))
+	for _, s := range segs {
+		a, b := int64(pcm.Samples(s.Start)), int64(pcm.Samples(s.End))
+		b = max(a, b)
+		best, bestOv := -1, int64(0)
+		for i, r := range isl {
+			if ov := min(b, r[1]) - max(a, r[0]); ov > bestOv {
+				best, bestOv = i, ov
+			}
+		}
+		if best < 0 { // no overlap: the nearest stretch
+			bestDist := int64(math.MaxInt64)
+			for i, r := range isl {
+				if d := max(r[0]-b, a-r[1], 0); d < bestDist {
+					best, bestDist = i, d
+				}
+			}
+		}
+		r := isl[best]
+		a, b = min(max(a, r[0]), r[1]), min(max(b, r[0]), r[1])
+		out = append(out, transcript.Segment{
+			Start: pcm.Duration(int(g.toFile(a))),
+			End:   pcm.Duration(int(g.toFile(b))),
+			Text:  s.Text,
+		})
+	}
+	return out
+}
+
+// spanStream is what files need of a detector stream (silero.Stream): span
+// events as samples go in, and how far back a later start can reach.
+type spanStream interface {
+	Write(samples []float32) ([]vadspan.Event, error)
+	Flush() ([]vadspan.Event, error)
+	Earliest() int64
+}
+
+// grouper turns a file's samples, given in blocks, into groups: it runs
+// them through the detector, keeps the audio a span can still need, and
+// hands each group to emit once no later span fits into it. Memory is
+// bounded by the longest span (fileMaxSpan), the detector's look-back and
+// one group, whatever the file's length.
+type grouper struct {
+	s    spanStream
+	emit func(*group) error
+
+	buf       []float32 // the file's samples from bufStart on
+	bufStart  int64
+	pos       int64 // samples written
+	open      bool  // a span has started and not ended
+	spanStart int64
+	cur       *group // the group being filled, or nil
+	lastEnd   int64  // the end of cur's last span
+	spans     int    // spans seen
+	speech    int64  // samples in them
+}
+
+func newGrouper(s spanStream, emit func(*group) error) *grouper {
+	return &grouper{s: s, emit: emit}
+}
+
+// write adds the next samples of the file.
+func (g *grouper) write(samples []float32) error {
+	g.buf = append(g.buf, samples...)
+	g.pos += int64(len(samples))
+	evs, err := g.s.Write(samples)
+	if err != nil {
+		return err
+	}
+	if err := g.handle(evs); err != nil {
+		return err
+	}
+	g.trim()
+	return nil
+}
+
+// flush ends the file: the open span ends, and the last group goes out.
+func (g *grouper) flush() error {
+	evs, err := g.s.Flush()
+	if err != nil {
+		return err
+	}
+	if err := g.handle(evs); err != nil {
+		return err
+	}
+	if g.cur != nil {
+		cur := g.cur
+		g.cur = nil
+		return g.emit(cur)
+	}
+	return nil
+}
+
+func (g *grouper) handle(evs []vadspan.Event) error {
+	for _, e := range evs {
+		// A padded end may reach into the zero padding of the last window.
+		at := min(max(e.At, g.bufStart), g.pos)
+		switch e.Kind {
+		case vadspan.SpeechStart:
+			g.open, g.spanStart = true, at
+		case vadspan.SpeechEnd:
+			g.open = false
+			if err := g.add(g.spanStart, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// slice is the file's audio [from, to), which the buffer holds.
+func (g *grouper) slice(from, to int64) []float32 {
+	return g.buf[from-g.bufStart : to-g.bufStart]
+}
+
+// add puts the span [from, to) into the current group, or, when it does
+// not fit, sends that group out and starts the next with it.
+func (g *grouper) add(from, to int64) error {
+	if to <= from {
+		return nil
+	}
+	g.spans++
+	g.speech += to - from
+	if c := g.cur; c != nil {
+		gap := from - g.lastEnd
+		if gap < stitch && int64(len(c.audio))+to-g.lastEnd <= maxGroup {
+			// A short pause stays: the last piece goes on.
+			c.audio = append(c.audio, g.slice(g.lastEnd, to)...)
+			c.pieces[len(c.pieces)-1].to = to
+			g.lastEnd = to
+			return nil
+		}
+		if gap >= stitch && int64(len(c.audio))+stitch+to-from <= maxGroup {
+			c.audio = append(c.audio, make([]float32, stitch)...)
+			c.pieces = append(c.pieces, piece{at: int64(len(c.audio)), from: from, to: to})
+			c.audio = append(c.audio, g.slice(from, to)...)
+			g.lastEnd = to
+			return nil
+		}
+		g.cur = nil
+		if err := g.emit(c); err != nil {
+			return err
+		}
+	}
+	audio := make([]float32, 0, min(maxGroup, 2*(to-from)))
+	g.cur = &group{audio: append(audio, g.slice(from, to)...), pieces: []piece{{at: 0, from: from, to: to}}}
+	g.lastEnd = to
+	return nil
+}
+
+// trim drops the audio no span, and no short pause before one, can reach
+// any more.
+func (g *grouper) trim() {
+	keep := g.s.Earliest()
+	if g.open {
+		keep = min(keep, g.spanStart)
+	}
+	if g.cur != nil {
+		keep = min(keep, max(g.lastEnd, keep-stitch))
+	}
+	keep = min(keep, g.pos)
+	if drop := keep - g.bufStart; drop >= pcm.SampleRate {
+		n := copy(g.buf, g.buf[drop:])
+		g.buf = g.buf[:n]
+		g.bufStart = keep
+	}
+}
+
+// speechDuration is the length of the spans seen so far.
+func (g *grouper) speechDuration() time.Duration { return pcm.Duration(int(g.speech)) }

@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// sileroModel is the real Silero VAD model in ../shared/models next to the
+// repository (see its README); it is never copied into the project.
+func sileroModel(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(world.root), "shared", "models", "ggml-silero-v6.2.0.bin")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository): %v", p, err)
+	}
+	return p
+}
+
+// Generated sounds, float32 at 16 kHz.
+
+const sr = pcm.SampleRate
+
+func zeros(secs float64) []float32 { return make([]float32, int(secs*sr)) }
+
+func dbfs(db float64) float64 { return math.Pow(10, db/20) }
+
+// whiteNoise is Gaussian white noise at an RMS of db dBFS.
+func whiteNoise(rng *rand.Rand, secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	a := dbfs(db)
+	for i := range out {
+		out[i] = float32(rng.NormFloat64() * a)
+	}
+	return out
+}
+
+// pinkNoise is 1/f noise (Paul Kellet's filter over white noise) at an RMS
+// of db dBFS.
+func pinkNoise(rng *rand.Rand, secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	var b0, b1, b2, b3, b4, b5, b6 float64
+	for i := range out {
+		w := rng.NormFloat64()
+		b0 = 0.99886*b0 + w*0.0555179
+		b1 = 0.99332*b1 + w*0.0750759
+		b2 = 0.96900*b2 + w*0.1538520
+		b3 = 0.86650*b3 + w*0.3104856
+		b4 = 0.55000*b4 + w*0.5329522
+		b5 = -0.7616*b5 - w*0.0168980
+		out[i] = float32(b0 + b1 + b2 + b3 + b4 + b5 + b6 + w*0.5362)
+		b6 = w * 0.115926
+	}
+	return scaleTo(out, db)
+}
+
+// mainsHum is 50 Hz with its odd harmonics at an RMS of db dBFS.
+func mainsHum(secs, db float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	for i := range out {
+		x := 2 * math.Pi * 50 * float64(i) / sr
+		out[i] = float32(math.Sin(x) + 0.5*math.Sin(3*x) + 0.25*math.Sin(5*x))
+	}
+	return scaleTo(out, db)
+}
+
+// clickTrain is short decaying clicks (a keyboard, a ticking clock) of
+// peak a at random intervals of 80–400 ms.
+func clickTrain(rng *rand.Rand, secs, a float64) []float32 {
+	out := make([]float32, int(secs*sr))
+	for i := int(0.1 * sr); i < len(out); i += int((0.08 + 0.32*rng.Float64()) * sr) {
+		for k := 0; k < 80 && i+k < len(out); k++ {
+			out[i+k] = float32(a * math.Exp(-float64(k)/12) * (2*rng.Float64() - 1))
+		}
+	}
+	return out
+}
+
+func rmsOf32(s []float32) float64 {
+	var sum float64
+	for _, x := range s {
+		sum += float64(x) * float64(x)
+	}
+	return math.Sqrt(sum / float64(max(1, len(s))))
+}
+
+func scaleTo(s []float32, db float64) []float32 {
+	g := dbfs(db) / rmsOf32(s)
+	for i := range s {
+		s[i] = float32(float64(s[i]) * g)
+	}
+	return s
+}
+
+func join(parts ...[]float32) []float32 {
+	var out []float32
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// jfkSamples is jfk.wav as float32.
+func jfkSamples(t testing.TB) []float32 {
+	t.Helper()
+	a, _, err := wav.ReadFile16k(world.jfk, 60*sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// soundExtent is where a clean recording's sound is, in samples: the first
+// and last sample above −40 dBFS.
+func soundExtent(s []float32) (from, to int) {
+	th := float32(dbfs(-40))
+	from, to = -1, -1
+	for i, x := range s {
+		if x > th || x < -th {
+			if from < 0 {
+				from = i
+			}
+			to = i + 1
+		}
+	}
+	return from, to
+}
+
+// writeWAVFile writes float32 samples as a 16 kHz mono s16 WAV file.
+func writeWAVFile(t testing.TB, path string, s []float32) string {
+	t.Helper()
+	s16 := pcm.FromFloat32(nil, s)
+	if err := os.WriteFile(path, append(pcm.WAVHeader(int64(2*len(s16))), pcm.Encode(nil, s16)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// logRecords parses JSON log lines (--log-format json); whisper.cpp's own
+// records are among them at debug level.
+func logRecords(t testing.TB, stderr string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("stderr line %q is not a JSON record: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// withMsg are the records whose message is msg.
+func withMsg(recs []map[string]any, msg string) []map[string]any {
+	var out []map[string]any
+	for _, r := range recs {
+		if r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func field(r map[string]any, key string) float64 {
+	v, _ := r[key].(float64)
+	return v
+}
