@@ -87,6 +87,8 @@ var (
 	ModelInvalid        = Text(AppName, "The speech model file is not a whisper model: dictation cannot work. `yazsesd status` says which file.")
 	LanguageUnsupported = Text(AppName, "The speech model does not know the configured language: dictation cannot work. See `yazsesd status`.")
 	ChildDown           = Text(AppName, "A part of YazSes could not start and is left down. See `yazsesd status`.")
+	VADModelMissing     = Text(AppName, "No voice-detector model where [vad] model says: dictation cannot work. `yazsesd status` says which file and how to fetch it.")
+	VADModelInvalid     = Text(AppName, "The [vad] model file is not a Silero VAD model: dictation cannot work. `yazsesd status` says which file.")
 )
 
 // Kinds name the daemon's messages with closed-vocabulary words.
@@ -101,6 +103,8 @@ var Kinds = map[string]Message{
 	"model_invalid":        ModelInvalid,
 	"language_unsupported": LanguageUnsupported,
 	"child_down":           ChildDown,
+	"vad_model_missing":    VADModelMissing,
+	"vad_model_invalid":    VADModelInvalid,
 }
 
 // ByKind returns the message of a kind word (see Kinds).

@@ -164,7 +164,8 @@ func TestPost(t *testing.T) {
 
 func TestByKind(t *testing.T) {
 	for kind, want := range map[string]string{"listening": "Listening…", "no_target": "yazsesd ctl last", "question_waiting": "question", "lost": "failed",
-		"model_missing": "yazsesd status", "model_invalid": "not a whisper model", "language_unsupported": "language", "child_down": "yazsesd status"} {
+		"model_missing": "yazsesd status", "model_invalid": "not a whisper model", "language_unsupported": "language", "child_down": "yazsesd status",
+		"vad_model_missing": "voice-detector", "vad_model_invalid": "Silero"} {
 		m, ok := ByKind(kind)
 		if !ok || !strings.Contains(m.Body(), want) || m.Summary() != AppName {
 			t.Errorf("ByKind(%q) = %q/%q, %v", kind, m.Summary(), m.Body(), ok)

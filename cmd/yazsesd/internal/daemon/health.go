@@ -142,7 +142,7 @@ func (h *health) changed(name string, st supervise.Status) {
 // notifyKindOf is the notification for a child left down with cause.
 func notifyKindOf(cause string) string {
 	switch cause {
-	case "model_missing", "model_invalid", "language_unsupported":
+	case "model_missing", "model_invalid", "language_unsupported", "vad_model_missing", "vad_model_invalid":
 		return cause
 	}
 	return "child_down"
