@@ -79,7 +79,11 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 
 	// 2. While listening for the answer: heard, charged, and said so.
 	text, got = cancelAsk(func() {
-		d.waitFor(30*time.Second, "the question to be spoken", func() bool { return d.status().Budget.Used == 1 })
+		// Charged is not yet spoken: the slot is reserved before the
+		// speaker starts, and a cancel during synthesis is released.
+		d.waitLog(30*time.Second, "the daemon to listen for the answer", func(m map[string]any) bool {
+			return m["msg"] == "listening for the answer"
+		})
 	})
 	if got && !strings.Contains(text, "after the question was spoken") || got && !strings.Contains(text, "charged") {
 		t.Errorf("cancelled after speaking: %q, want it to say the question was heard and charged", text)
