@@ -100,7 +100,7 @@ type Options struct {
 type Result struct {
 	Segments []transcript.Segment
 	// Language is the language decoded: the one asked for, or the one
-	// detected for "auto"; "auto" from a Parakeet model, which does not say.
+	// detected for "auto"; empty from a Parakeet model, which does not say.
 	Language string
 	AudioCtx int  // the audio context used for the kept result (0 = full)
 	Retried  bool // a trimmed context looked degenerate and was decoded again in full
@@ -288,14 +288,17 @@ func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) 
 	if err != nil {
 		return Result{}, fmt.Errorf("transcribe: %w", err)
 	}
+	if m.pk != nil {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		return m.pk.transcribe(ctx, samples, opt)
+	}
 	if len(samples) == 0 {
 		return Result{Language: lang}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
-	}
-	if m.pk != nil {
-		return m.pk.transcribe(ctx, samples, opt)
 	}
 	actx := opt.AudioCtx
 	switch {

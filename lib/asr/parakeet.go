@@ -51,7 +51,10 @@ func (p *parakeetCtx) free() { C.parakeet_free(p.c) }
 // on a fresh state of its own, and puts every token's time on the
 // timeline of the whole input.
 func (p *parakeetCtx) transcribe(ctx context.Context, samples []float32, opt Options) (Result, error) {
-	res := Result{Language: "auto"}
+	var res Result
+	if len(samples) == 0 {
+		return res, nil
+	}
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = DefaultThreads()

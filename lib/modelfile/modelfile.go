@@ -272,7 +272,7 @@ func CheckSpeech(path string) (Info, error) {
 	case err != nil:
 		return Info{}, &sentence{err.Error() + " — not a whisper or Parakeet model; fetch one with yaz-fetch-model " + FetchName(path), err}
 	case info.Kind != KindWhisper && info.Kind != KindParakeet:
-		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a speech recognition model (whisper or Parakeet) — fetch one with yaz-fetch-model " +
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a whisper or Parakeet model — fetch one with yaz-fetch-model " +
 			FetchName(path), ErrWrongKind}
 	}
 	return info, nil

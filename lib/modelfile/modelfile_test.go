@@ -323,7 +323,7 @@ func TestCheckSpeech(t *testing.T) {
 		t.Errorf("CheckSpeech(Parakeet named like whisper) = %+v, %v; want a Parakeet model", info, err)
 	}
 	_, err := CheckSpeech(vad)
-	if want := vad + " is a Silero VAD model (silero-16k 6.2.0), not a speech recognition model (whisper or Parakeet) — fetch one with yaz-fetch-model base.en"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
+	if want := vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper or Parakeet model — fetch one with yaz-fetch-model base.en"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
 		t.Errorf("CheckSpeech(VAD) = %v, want %q", err, want)
 	}
 	_, err = CheckWhisper(parakeetAsWhisper)

@@ -149,6 +149,9 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			opt := c.options()
 			if j.prompt != nil {
 				opt.Prompt = *j.prompt
+				if c.promptUnused != nil && opt.Prompt != "" {
+					c.promptUnused()
+				}
 			}
 			r, err := m.Transcribe(j.ctx, pcm.ToFloat32(nil, j.samples), opt)
 			if ctx.Err() != nil {
