@@ -73,8 +73,8 @@ test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-n
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...
 
-bench: build ## yaz-decode next to whisper-cli; the daemon, the gate and yaz-mcp
-	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -jfk $(JFK) -work $(GEN)/bench
+bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp
+	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -parakeet-cli $(PARAKEET_CLI) -jfk $(JFK) -work $(GEN)/bench
 	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonIdleCPU' -benchtime 20x ./test/e2e

@@ -151,3 +151,17 @@ func TestFetchParakeet(t *testing.T) {
 		}
 	})
 }
+
+// writeParakeetModel stands in for yaz-fetch-model
+// parakeet-tdt-0.6b-v3-q8_0: a generated Parakeet model (parakeet-mini)
+// under that name in the models folder, for the README's examples that use
+// it.
+func (s *session) writeParakeetModel(t *testing.T) {
+	model := filepath.Join(s.home, ".local", "share", "yazses", "models", "ggml-parakeet-tdt-0.6b-v3-q8_0.bin")
+	if err := os.MkdirAll(filepath.Dir(model), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteFile(model, testmodel.ParakeetMini, 1); err != nil {
+		t.Fatal(err)
+	}
+}
