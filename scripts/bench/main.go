@@ -53,6 +53,7 @@ func run() error {
 	size := flag.String("size", "tiny.en", "generated model size")
 	pcli := flag.String("parakeet-cli", os.Getenv("YAZ_PARAKEET_CLI"), "parakeet-cli binary; empty: no Parakeet table")
 	pruns := flag.Int("parakeet-runs", 5, "runs per row of the Parakeet table")
+	ponly := flag.Bool("parakeet-only", false, "only the Parakeet table")
 	flag.Parse()
 	if *jfk == "" || *cli == "" {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
@@ -88,6 +89,9 @@ func run() error {
 		return err
 	}
 	t := strconv.Itoa(*threads)
+	if *ponly {
+		return parakeetTable(*pruns, *bin, *pcli, *work, t, []struct{ name, path string }{{"jfk.wav 11 s", *jfk}, {"60 s", long}}, s3)
+	}
 	yaz := filepath.Join(*bin, "yaz-decode")
 	cliArgs := func(f string) []string { return []string{"-m", model, "-f", f, "-t", t, "-bs", "1", "-sns", "-np"} }
 	yazArgs := func(f string, extra ...string) []string {
