@@ -17,10 +17,15 @@ WHISPER_VERSION := 1.9.1
 WHISPER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/whisper.cpp-$(WHISPER_VERSION)
 WHISPER_LIB := $(WHISPER_CACHE)/build/src/libwhisper.a
 WHISPER_CLI := $(WHISPER_CACHE)/build/bin/whisper-cli
+# Parakeet TDT, the second engine in the same source: its library and CLI
+# (the reference of the oracle test and the benchmark).
+PARAKEET_LIB := $(WHISPER_CACHE)/build/src/libparakeet.a
+PARAKEET_CLI := $(WHISPER_CACHE)/build/bin/parakeet-cli
 export WHISPER_CACHE
 export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/include
 export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/src
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
+export YAZ_PARAKEET_CLI := $(PARAKEET_CLI)
 
 BINS := $(notdir $(wildcard cmd/*))
 LDFLAGS := -s -w -X github.com/yazses/yazses/lib/version.Version=$(VERSION)
@@ -42,9 +47,10 @@ setup: deps whisper ## install missing Debian packages, build whisper.cpp once
 deps:
 	@scripts/install-deps.sh
 
-whisper: $(WHISPER_LIB)
+whisper: $(WHISPER_LIB) $(PARAKEET_LIB) $(PARAKEET_CLI)
 
-$(WHISPER_LIB):
+# One run of the script builds whatever of these is missing, once.
+$(WHISPER_LIB) $(PARAKEET_LIB) $(PARAKEET_CLI) &:
 	@scripts/setup-whisper.sh >/dev/null
 
 inspector: $(INSPECTOR)/.installed-$(INSPECTOR_VERSION) ## the MCP Inspector CLI into .cache/inspector (npm, once)
@@ -67,8 +73,8 @@ test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-n
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...
 
-bench: build ## yaz-decode next to whisper-cli; the daemon, the gate and yaz-mcp
-	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -jfk $(JFK) -work $(GEN)/bench
+bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp
+	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -parakeet-cli $(PARAKEET_CLI) -jfk $(JFK) -work $(GEN)/bench
 	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonIdleCPU' -benchtime 20x ./test/e2e
@@ -117,7 +123,7 @@ lint:
 	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
-	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI)"
+	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI)"
 
 clean:
 	rm -rf bin $(GEN)

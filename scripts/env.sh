@@ -7,3 +7,4 @@ export WHISPER_CACHE
 export C_INCLUDE_PATH="$WHISPER_CACHE/src/include:$WHISPER_CACHE/src/ggml/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}"
 export LIBRARY_PATH="$WHISPER_CACHE/build/src:$WHISPER_CACHE/build/ggml/src${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export YAZ_WHISPER_CLI="$WHISPER_CACHE/build/bin/whisper-cli"
+export YAZ_PARAKEET_CLI="$WHISPER_CACHE/build/bin/parakeet-cli"

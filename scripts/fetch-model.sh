@@ -15,6 +15,14 @@
 #
 # Exit status: 0 done (or already there), 1 download or checksum failure,
 # 2 usage error.
+#
+# The Parakeet TDT entries (parakeet-*: NVIDIA's model converted for
+# whisper.cpp, from the ggml-org/parakeet-GGUF repository on the model hub)
+# are NOT pinned: no checksum of them could be looked up when this script
+# was written. For those the script checks what the hub announces for the
+# file (its size and the sha256 of its content, in the X-Linked-Size and
+# X-Linked-Etag headers), that the file is a ggml model, and prints the
+# sha256 of what it wrote so that you can compare it yourself.
 set -euo pipefail
 
 # Set by make install; empty in a checkout, where scripts/version.sh says it.
@@ -43,8 +51,12 @@ medium     1.5GiB fd9727b6e1217c2f614f9b698455c4ffd82463b4
 medium.en  1.5GiB 8c30f0e44ce9560643ebd10bbe50cd20eafd3723
 large-v3-turbo 1.5GiB 4af2b29d7ec73d781377bfd1758ca957a807e941
 silero-v5.1.2  864KiB 29940d98d42b91fbd05ce489f3ecf7c72f0a42f027e4875919a28fb4c04ea2cf ggml-org/whisper-vad 885098
+parakeet-tdt-0.6b-v3-f16  1.2GiB -
+parakeet-tdt-0.6b-v3-q8_0 640MiB -
 '
 names=$(echo "$table" | awk 'NF {print $1}' | paste -sd ' ')
+# Entries whose checksum column is "-" are not pinned (see above).
+parakeet_url=${YAZ_PARAKEET_BASE_URL:-https://huggingface.co/ggml-org/parakeet-GGUF/resolve/main}
 
 die() { printf '%s: %s\n' "$prog" "$1" >&2; exit "${2:-1}"; }
 help() {
@@ -59,6 +71,12 @@ the Silero voice-activity detector's model. The folder is \$YAZ_MODEL_DIR,
 else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches NAME from another
 address, YAZ_MODEL_BASE_URL every model from a mirror (the checksum is still
 checked).
+
+parakeet-* are NVIDIA Parakeet TDT 0.6B v3 models (25 European languages)
+converted for whisper.cpp, from $parakeet_url
+(YAZ_PARAKEET_BASE_URL). They are NOT pinned: no checksum is known here.
+The script checks the size and sha256 the hub announces for the file and
+that it is a ggml model, and prints the sha256 of what it wrote.
 EOH
 }
 usage() { echo "$prog: $1" >&2; echo "usage: $prog NAME | --list | --help | --version" >&2; exit 2; }
@@ -101,6 +119,55 @@ url=${YAZ_MODEL_URL:-${base_url:-$hub/${repo:-ggerganov/whisper.cpp}/resolve/mai
 dest="$dir/$file"
 hash=sha1
 [ ${#sum} -eq 64 ] && hash=sha256
+
+# fetch_unpinned downloads an entry with no pinned checksum (sha1 "-"):
+# resumable into a .part file like the others, checked against the size
+# and sha256 the server announces (X-Linked-Size, X-Linked-Etag: what the
+# model hub sends for its files; else Content-Length for the size), and
+# against the ggml magic; then renamed into place. It prints the sha256.
+fetch_unpinned() {
+  local url=${YAZ_MODEL_URL:-$parakeet_url/$file} part="$dest.part" headers size etag got
+  if [ -f "$dest" ]; then
+    echo "$prog: $dest is already there (not pinned: not re-checked)" >&2
+    echo "$dest"
+    exit 0
+  fi
+  command -v curl >/dev/null || die "curl is missing (apt install curl)"
+  if ! headers=$(curl --fail --silent --show-error --head --location --connect-timeout 15 "$url" 2>&1); then
+    die "download of $url failed (offline? behind a proxy?): ${headers##*curl: }"
+  fi
+  headers=$(printf '%s\n' "$headers" | tr -d '\r' | tr 'A-Z' 'a-z')
+  etag=$(printf '%s\n' "$headers" | sed -n 's/^x-linked-etag: *"\{0,1\}\([0-9a-f]\{64\}\)"\{0,1\} *$/\1/p' | tail -n1)
+  size=$(printf '%s\n' "$headers" | sed -n 's/^x-linked-size: *\([0-9]\{1,\}\) *$/\1/p' | tail -n1)
+  [ -n "$size" ] || size=$(printf '%s\n' "$headers" | sed -n 's/^content-length: *\([0-9]\{1,\}\) *$/\1/p' | tail -n1)
+  mkdir -p "$dir"
+  echo "$prog: downloading $file ($(echo "$line" | awk '{print $2}'), not pinned) to $dir" >&2
+  progress=--progress-bar
+  [ -t 2 ] || progress=--silent
+  if ! curl --fail --location --show-error $progress --connect-timeout 15 \
+       --continue-at - --output "$part" "$url"; then
+    [ -s "$part" ] || rm -f "$part"
+    die "download of $url failed (offline? behind a proxy?); run again to resume what was fetched"
+  fi
+  bad() { mv -f "$part" "$part.bad"; die "$1; the download was moved to $part.bad"; }
+  if [ -n "$size" ] && [ "$(stat -c %s "$part")" != "$size" ]; then
+    bad "size mismatch for $file: the server announced $size bytes, got $(stat -c %s "$part")"
+  fi
+  [ "$(head -c 4 "$part")" = lmgg ] || bad "$file is not a ggml model file"
+  got=$(sha256sum "$part" | cut -d' ' -f1)
+  if [ -n "$etag" ] && [ "$got" != "$etag" ]; then
+    bad "checksum mismatch for $file: the server announced sha256 $etag, got $got"
+  fi
+  mv -f "$part" "$dest"
+  if [ -n "$etag" ]; then
+    echo "$prog: $file sha256 $got (as the server announced; not pinned)" >&2
+  else
+    echo "$prog: $file sha256 $got (the server announced no checksum: compare it yourself; not pinned)" >&2
+  fi
+  echo "$dest"
+  exit 0
+}
+[ "$sum" != "-" ] || fetch_unpinned
 
 size() { wc -c < "$1" | tr -d ' '; }
 sized() { [ -z "$bytes" ] || [ "$(size "$1")" = "$bytes" ]; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# setup-whisper.sh: build whisper.cpp 1.9.1 (static libraries and whisper-cli)
-# once into a cache folder that later runs reuse.
+# setup-whisper.sh: build whisper.cpp 1.9.1 (static libraries, whisper-cli, and
+# the Parakeet TDT library and parakeet-cli from the same source) once into a
+# cache folder that later runs reuse.
 #
 # Source, in order of preference:
 #   1. $WHISPER_CPP_DIR, an existing whisper.cpp source tree (e.g. a checkout of
@@ -8,8 +9,11 @@
 #   2. the copy of whisper.cpp 1.9.1 inside the npm package nodejs-whisper@0.3.1,
 #      fetched with `npm pack` and checked against a pinned SHA-256 before use.
 #
-# Result: $WHISPER_CACHE/build/{src/libwhisper.a,ggml/src/libggml*.a,bin/whisper-cli}
-# and $WHISPER_CACHE/src (headers). Prints nothing on stdout but the cache path.
+# Result: $WHISPER_CACHE/build/{src/libwhisper.a,src/libparakeet.a,ggml/src/libggml*.a,
+# bin/whisper-cli,bin/parakeet-cli} and $WHISPER_CACHE/src (headers). A cache
+# that has some of these (an older setup built whisper only) gets the missing
+# ones: cmake's own dependency check leaves what is built alone. Prints nothing
+# on stdout but the cache path.
 set -euo pipefail
 
 WHISPER_VERSION=1.9.1
@@ -22,7 +26,8 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 log() { printf 'setup-whisper: %s\n' "$*" >&2; }
 
-if [ -f "$cache/build/src/libwhisper.a" ] && [ -x "$cache/build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ]; then
+if [ -f "$cache/build/src/libwhisper.a" ] && [ -x "$cache/build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ] &&
+  [ -f "$cache/build/src/libparakeet.a" ] && [ -x "$cache/build/bin/parakeet-cli" ] && [ -f "$cache/src/include/parakeet.h" ]; then
   echo "$cache"
   exit 0
 fi
@@ -62,8 +67,17 @@ if [ "$src" != "$cache/src" ]; then
   ln -s "$src" "$cache/src"
 fi
 
-log "building whisper.cpp $WHISPER_VERSION in $cache/build with $jobs jobs (about two minutes the first time)"
-cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-  -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF >&2
-cmake --build "$cache/build" -j"$jobs" --target whisper whisper-cli >&2
+[ -f "$src/include/parakeet.h" ] || { log "$src has no include/parakeet.h: not whisper.cpp $WHISPER_VERSION"; exit 1; }
+
+# Configure once: a build folder already configured from this source is used
+# as it is, so adding the Parakeet targets to an older cache recompiles
+# nothing of whisper's.
+if grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$cache/build/CMakeCache.txt" 2>/dev/null; then
+  log "building the missing whisper.cpp $WHISPER_VERSION targets in $cache/build with $jobs jobs"
+else
+  log "building whisper.cpp $WHISPER_VERSION in $cache/build with $jobs jobs (about three minutes the first time)"
+  cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF >&2
+fi
+cmake --build "$cache/build" -j"$jobs" --target whisper whisper-cli parakeet parakeet-cli >&2
 echo "$cache"

@@ -1,4 +1,8 @@
 // Command yaz-decode turns speech into text with whisper.cpp, on this machine.
+// It runs either of the two engines of the one whisper.cpp source: Whisper
+// or NVIDIA's Parakeet TDT. The engine is read from the model file given to
+// --model (its header, not its name); everything below holds for both
+// unless it says whisper.
 //
 // Synopsis:
 //
@@ -75,6 +79,20 @@
 // whisper knows, or auto to detect it. JSON output names the language
 // decoded.
 //
+// A Parakeet model has no language selection: it transcribes the language
+// it hears (v3: 25 European languages; v2: English). -l en (the default)
+// and -l auto are accepted; any other language is refused at start (exit 1;
+// under a supervisor 125 with cause language_unsupported), and JSON output
+// names no language. --prompt, --beam-size above 1, --audio-ctx other than
+// auto and --no-speech-threshold other than 0.6 are whisper's: with a
+// Parakeet model each gives one warning on stderr and is not used, and so
+// does the first 'P' frame under --serve. --no-fallback changes nothing
+// (Parakeet decodes greedily, always deterministically). Audio longer than
+// the model holds in one pass (its n_audio_ctx, 50 s in the converted
+// models) is decoded in chunks cut at quiet points; segment times stay on
+// the file's timeline. Parakeet's segments end at sentence ends, pauses of
+// a second, or after 10 s.
+//
 // Silence and noise print nothing: a voice-activity detector runs before
 // whisper, and segments whisper itself marks as no-speech are dropped.
 //
@@ -97,13 +115,13 @@
 //
 // Flags:
 //
-//	-m, --model PATH            ggml model (env YAZ_MODEL; default
-//	                            $XDG_DATA_HOME/yazses/models/ggml-base.en.bin)
+//	-m, --model PATH            ggml model, whisper or Parakeet TDT (env YAZ_MODEL;
+//	                            default $XDG_DATA_HOME/yazses/models/ggml-base.en.bin)
 //	-l, --language CODE         spoken language, or auto (multilingual models)
 //	-t, --threads N             CPU threads (0: up to 4)
-//	    --prompt TEXT           vocabulary hint passed to whisper
-//	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default
-//	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N
+//	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
+//	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
+//	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
 //	-o, --output FMT            txt, json, srt, vtt (files)
 //	    --output-dir DIR        write one file per input into DIR
 //	    --json                  JSON lines in stream mode
@@ -120,9 +138,10 @@
 //
 // The model file is checked before whisper.cpp loads it (its ggml header,
 // vocabulary and tensor headers, in pure Go): a missing file, a file that is
-// not a whisper model and a truncated download each get one message naming
-// the file and the fix ("model not found: PATH — fetch one with
-// yaz-fetch-model base.en").
+// neither a whisper nor a Parakeet model, a truncated download and a
+// Parakeet file without its audio context (n_audio_ctx 0) each get one
+// message naming the file and the fix ("model not found: PATH — fetch one
+// with yaz-fetch-model base.en").
 //
 // Logs are slog records on stderr (--log-format json: one JSON object per
 // line); whisper.cpp's own lines are among them at --log-level debug.
@@ -130,7 +149,7 @@
 // Exit status: 0 success (also after SIGINT or SIGTERM); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
 // 125 under a supervisor (--serve, or YAZ_READY_FD set) when the model is
-// missing or not a whisper model, -l names a language the model does not
+// missing or not a whisper or Parakeet model, -l names a language the model does not
 // know, or the VAD model is missing (--vad silero) or unusable: a restart
 // cannot fix that, so the one log record says why (attribute cause:
 // model_missing, model_invalid, language_unsupported, vad_model_missing or

@@ -10,18 +10,24 @@ const nFFTBins = 201
 // weights: the same as librosa.filters.mel(sr=16000, n_fft=400, n_mels=nMels)
 // with the Slaney mel scale and Slaney area normalisation, which is how
 // OpenAI's mel_filters.npz was made.
-func melFilters(nMels int) []float32 {
+func melFilters(nMels int) []float32 { return melFiltersFFT(nMels, 400) }
+
+// melFiltersFFT is librosa.filters.mel(sr=16000, n_fft=nFFT, n_mels=nMels)
+// (Slaney scale and normalisation): nMels rows of nFFT/2+1 weights. NeMo's
+// Parakeet preprocessor uses the same filters with n_fft 512.
+func melFiltersFFT(nMels, nFFT int) []float32 {
 	const sr = 16000.0
-	fftFreq := make([]float64, nFFTBins)
+	bins := nFFT/2 + 1
+	fftFreq := make([]float64, bins)
 	for i := range fftFreq {
-		fftFreq[i] = float64(i) * (sr / 2) / float64(nFFTBins-1)
+		fftFreq[i] = float64(i) * (sr / 2) / float64(bins-1)
 	}
 	minMel, maxMel := hzToMel(0), hzToMel(sr/2)
 	melF := make([]float64, nMels+2)
 	for i := range melF {
 		melF[i] = melToHz(minMel + float64(i)*(maxMel-minMel)/float64(nMels+1))
 	}
-	out := make([]float32, nMels*nFFTBins)
+	out := make([]float32, nMels*bins)
 	for m := range nMels {
 		lowDiff := melF[m+1] - melF[m]
 		highDiff := melF[m+2] - melF[m+1]
@@ -30,7 +36,7 @@ func melFilters(nMels int) []float32 {
 			lower := (f - melF[m]) / lowDiff
 			upper := (melF[m+2] - f) / highDiff
 			w := math.Max(0, math.Min(lower, upper))
-			out[m*nFFTBins+k] = float32(w * enorm)
+			out[m*bins+k] = float32(w * enorm)
 		}
 	}
 	return out

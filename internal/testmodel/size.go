@@ -23,17 +23,35 @@ const (
 	TinyEn
 	// BaseEn has the dimensions of base.en.
 	BaseEn
+	// SmallEn has the dimensions of small.en (about 480 MB; for benchmarks).
+	SmallEn
+	// ParakeetMini is a tiny Parakeet TDT model (parakeet.go) for fast
+	// tests: every part of src/parakeet.cpp at a few megabytes.
+	ParakeetMini
+	// ParakeetTDT06B has the dimensions of NVIDIA's Parakeet TDT 0.6B
+	// (1.26 GB in f16; for benchmarks).
+	ParakeetTDT06B
 )
 
 var sizeNames = [...]string{
-	Mini:   "mini",
-	Tiny:   "tiny",
-	TinyEn: "tiny.en",
-	BaseEn: "base.en",
+	Mini:           "mini",
+	Tiny:           "tiny",
+	TinyEn:         "tiny.en",
+	BaseEn:         "base.en",
+	SmallEn:        "small.en",
+	ParakeetMini:   "parakeet-mini",
+	ParakeetTDT06B: "parakeet-tdt-0.6b",
 }
 
-// Sizes returns every known size, smallest first.
-func Sizes() []Size { return []Size{Mini, Tiny, TinyEn, BaseEn} }
+// Sizes returns every known whisper size, smallest first.
+func Sizes() []Size { return []Size{Mini, Tiny, TinyEn, BaseEn, SmallEn} }
+
+// ParakeetSizes returns every known Parakeet TDT size, smallest first.
+func ParakeetSizes() []Size { return []Size{ParakeetMini, ParakeetTDT06B} }
+
+// Parakeet reports whether s is a Parakeet TDT size (ParakeetHparams)
+// rather than a whisper one (Hparams).
+func (s Size) Parakeet() bool { return s == ParakeetMini || s == ParakeetTDT06B }
 
 // String returns the size's name as ParseSize accepts it.
 func (s Size) String() string {
@@ -44,7 +62,8 @@ func (s Size) String() string {
 }
 
 // ParseSize returns the size called name ("mini", "tiny", "tiny.en",
-// "base.en"); case does not matter.
+// "base.en", "small.en", "parakeet-mini", "parakeet-tdt-0.6b"); case does
+// not matter.
 func ParseSize(name string) (Size, error) {
 	for i, n := range sizeNames {
 		if strings.EqualFold(name, n) {
@@ -99,6 +118,10 @@ func (s Size) Hparams() (Hparams, error) {
 		state, head, layer = 384, 6, 4
 	case BaseEn:
 		state, head, layer = 512, 8, 6
+	case SmallEn:
+		state, head, layer = 768, 12, 12
+	case ParakeetMini, ParakeetTDT06B:
+		return Hparams{}, fmt.Errorf("hparams: %v is a Parakeet size (ParakeetHparams)", s)
 	default:
 		return Hparams{}, fmt.Errorf("hparams: unknown size %d", int(s))
 	}

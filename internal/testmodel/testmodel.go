@@ -1,6 +1,7 @@
 // Package testmodel writes whisper.cpp model files with random weights, so
 // that tests run real whisper.cpp loading and inference without a downloaded
-// model.
+// model: whisper models, and Parakeet TDT models (parakeet.go) for the
+// second engine in the same source.
 //
 // The files use the legacy ggml whisper format that whisper.cpp's
 // whisper_model_load reads: magic, eleven int32 hyperparameters, the mel
@@ -47,8 +48,16 @@ const (
 	typeF16   = 1
 )
 
-// Write writes a model of the given size with weights drawn from seed.
+// Write writes a model of the given size with weights drawn from seed: a
+// whisper model, or a Parakeet TDT one for the Parakeet sizes (parakeet.go).
 func Write(w io.Writer, size Size, seed int64) error {
+	if size.Parakeet() {
+		h, err := size.ParakeetHparams()
+		if err != nil {
+			return err
+		}
+		return WriteParakeet(w, h, seed)
+	}
 	h, err := size.Hparams()
 	if err != nil {
 		return fmt.Errorf("write test model: %w", err)

@@ -1,17 +1,33 @@
-// Package asr is speech recognition with whisper.cpp.
+// Package asr is speech recognition with whisper.cpp: two engines from the
+// one source, Whisper and NVIDIA's Parakeet TDT.
 //
-// A Model is loaded once and transcribes 16 kHz mono float32 audio. For short
+// A Model is loaded once and transcribes 16 kHz mono float32 audio. Load
+// tells the engine from the file itself (package modelfile reads its
+// header), never from its name. Both engines give segments with times on
+// the input's timeline and their text; what else an engine does is in
+// Features: language selection, the vocabulary prompt, beam search, the
+// audio context and the no-speech threshold are whisper's alone, and
+// Transcribe does not apply them to a Parakeet model. A caller that lets a
+// person set them says so (yaz-decode warns, or refuses a language).
+//
+// Whisper: for short
 // utterances it trims whisper's audio context to the audio's length (the
 // encoder's cost is linear in it: 50 positions a second of a 1500-position,
 // 30-second window), keeping a safety margin, and decodes again with the full
 // context when the trimmed result looks degenerate (a token repeated over and
 // over, or no end of text).
 //
-// Every call decodes on a whisper state of its own, so a transcript is a
-// function of the audio and the options only, never of what the model
-// decoded before (see Model.Transcribe). A call stops within one graph node
-// of its context being done. whisper.cpp's own log lines become slog records
-// at debug level.
+// Parakeet: greedy TDT decoding as parakeet-cli does it, on chunks of at
+// most the file's audio context (n_audio_ctx mel frames of 10 ms, 50 s in
+// the converted models), cut at the quietest 20 ms near each chunk's end;
+// token times are moved onto the input's timeline, and the tokens are cut
+// into segments at sentence ends, pauses and every 10 s (chunks.go).
+//
+// Every call (every Parakeet chunk) decodes on a state of its own, so a
+// transcript is a function of the audio and the options only, never of
+// what the model decoded before (see Model.Transcribe). A call stops within
+// one graph node of its context being done. whisper.cpp's own log lines
+// become slog records at debug level.
 //
 // whisper.cpp's Go bindings serve the context queries they wrap (language
 // ids, multilingual or not, free); loading, the state API, the abort flag,
@@ -34,6 +50,7 @@ import (
 
 	whisper "github.com/ggerganov/whisper.cpp/bindings/go"
 
+	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/transcript"
 )
@@ -48,15 +65,17 @@ const positionSamples = pcm.SampleRate / 50
 var ErrModelMissing = errors.New("model file not found")
 
 // ErrModelInvalid reports a file whisper.cpp could not load as a model.
-var ErrModelInvalid = errors.New("not a whisper model")
+var ErrModelInvalid = errors.New("not a whisper or Parakeet model")
 
 // ErrLanguageUnsupported reports a language the model cannot transcribe:
 // any but English on an English-only model, or a code whisper does not
 // know. Such a model would decode English and the output would claim the
-// language asked for.
+// language asked for. A Parakeet model has no language selection: any
+// language but "en" (the default) and "auto" is this error too.
 var ErrLanguageUnsupported = errors.New("language not supported by the model")
 
-// Options control one transcription.
+// Options control one transcription. A Parakeet model uses Threads and
+// Progress only; Language must be "", "en" or "auto" (see Features).
 type Options struct {
 	Language string // "en" (default), another code, or "auto" on multilingual models
 	Threads  int    // 0: up to 4, as many as there are CPUs
@@ -80,27 +99,51 @@ type Options struct {
 // Result is one transcription.
 type Result struct {
 	Segments []transcript.Segment
-	Language string // the language decoded: the one asked for, or the one detected for "auto"
-	AudioCtx int    // the audio context used for the kept result (0 = full)
-	Retried  bool   // a trimmed context looked degenerate and was decoded again in full
+	// Language is the language decoded: the one asked for, or the one
+	// detected for "auto"; empty from a Parakeet model, which does not say.
+	Language string
+	AudioCtx int  // the audio context used for the kept result (0 = full)
+	Retried  bool // a trimmed context looked degenerate and was decoded again in full
 }
 
 // Text is the whole transcript on one line.
 func (r Result) Text() string { return transcript.Text(r.Segments) }
 
-// Model is a loaded whisper model. It is safe for concurrent use; calls to
-// Transcribe run one at a time.
+// Engine names a speech recognition engine.
+type Engine string
+
+// The engines of whisper.cpp 1.9.1.
+const (
+	Whisper  Engine = "whisper"
+	Parakeet Engine = "parakeet"
+)
+
+// Features say which settings of Options an engine applies beyond Threads
+// and Progress.
+type Features struct {
+	Language   bool // Language selects (or detects) the spoken language
+	Prompt     bool // Prompt, a vocabulary hint
+	BeamSearch bool // BeamSize above 1
+	AudioCtx   bool // AudioCtx
+	NoSpeech   bool // NoSpeechThreshold
+	Fallback   bool // temperature fallback (NoFallback turns it off)
+}
+
+// Model is a loaded whisper or Parakeet model. It is safe for concurrent
+// use; calls to Transcribe run one at a time.
 type Model struct {
 	mu           sync.Mutex
-	ctx          *whisper.Context
+	engine       Engine
+	ctx          *whisper.Context // whisper
+	pk           *parakeetCtx     // Parakeet
 	path         string
 	multilingual bool
 }
 
-// Load loads a ggml whisper model. whisper.cpp's and ggml's own log lines
-// go to log as debug records from then on (for the whole process: the last
-// Load decides); nil discards them. Nothing of whisper.cpp's reaches stderr
-// directly.
+// Load loads a ggml whisper or Parakeet TDT model, the engine told from the
+// file's header. whisper.cpp's and ggml's own log lines go to log as debug
+// records from then on (for the whole process: the last Load decides); nil
+// discards them. Nothing of whisper.cpp's reaches stderr directly.
 func Load(path string, log *slog.Logger) (*Model, error) {
 	setLogger(log)
 	st, err := os.Stat(path)
@@ -113,23 +156,61 @@ func Load(path string, log *slog.Logger) (*Model, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("load model %s: not a regular file: %w", path, ErrModelInvalid)
 	}
-	ctx := initContext(path)
-	if ctx == nil {
-		return nil, fmt.Errorf("load model %s: %w", path, ErrModelInvalid)
+	// whisper.cpp aborts the process on some broken files (a GGML_ASSERT):
+	// only a file whose headers and tensors check out reaches it.
+	info, err := modelfile.Inspect(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w: %w", ErrModelInvalid, err)
 	}
-	return &Model{ctx: ctx, path: path, multilingual: ctx.Whisper_is_multilingual() != 0}, nil
+	switch info.Kind {
+	case modelfile.KindWhisper:
+		ctx := initContext(path)
+		if ctx == nil {
+			return nil, fmt.Errorf("load model %s: %w", path, ErrModelInvalid)
+		}
+		return &Model{engine: Whisper, ctx: ctx, path: path, multilingual: ctx.Whisper_is_multilingual() != 0}, nil
+	case modelfile.KindParakeet:
+		pk := loadParakeet(path)
+		if pk == nil {
+			return nil, fmt.Errorf("load model %s: %w", path, ErrModelInvalid)
+		}
+		return &Model{engine: Parakeet, pk: pk, path: path}, nil
+	}
+	return nil, fmt.Errorf("load model %s: a %s: %w", path, info.Describe(), ErrModelInvalid)
 }
 
-// Multilingual reports whether the model knows languages other than English.
+// Engine reports the model's engine.
+func (m *Model) Engine() Engine { return m.engine }
+
+// Features reports which settings of Options the model's engine applies.
+func (m *Model) Features() Features {
+	if m.engine == Parakeet {
+		return Features{}
+	}
+	return Features{Language: true, Prompt: true, BeamSearch: true, AudioCtx: true, NoSpeech: true, Fallback: true}
+}
+
+// Multilingual reports whether a whisper model knows languages other than
+// English. A Parakeet model has no language setting and reports false.
 func (m *Model) Multilingual() bool { return m.multilingual }
 
 // Language is the code the model decodes when asked for lang (a code or
 // an English name, any case): "en" for "" and, on an English-only model,
 // for "auto"; "auto" on a multilingual one (the language is then detected
 // per call). A language the model cannot transcribe is an error wrapping
-// ErrLanguageUnsupported.
+// ErrLanguageUnsupported. A Parakeet model transcribes whatever language
+// it hears: "auto" for "", "en" (the default) and "auto"; any other
+// language is the error.
 func (m *Model) Language(lang string) (string, error) {
 	l := strings.ToLower(strings.TrimSpace(lang))
+	if m.engine == Parakeet {
+		switch l {
+		case "", "en", "english", "auto":
+			return "auto", nil
+		}
+		return "", fmt.Errorf("%w: language %q: a Parakeet model has no language selection (it transcribes the language it hears: v3 25 European languages, v2 English); leave the language at en or set auto",
+			ErrLanguageUnsupported, lang)
+	}
 	switch {
 	case l == "":
 		return "en", nil
@@ -156,6 +237,10 @@ func (m *Model) Close() error {
 		m.ctx.Whisper_free()
 		m.ctx = nil
 	}
+	if m.pk != nil {
+		m.pk.free()
+		m.pk = nil
+	}
 	return nil
 }
 
@@ -179,7 +264,10 @@ func TrimmedAudioCtx(n int) int {
 // Transcribe returns ctx.Err(); a call that finished before whisper saw the
 // cancel returns its whole result.
 //
-// Each call runs on a fresh whisper state. whisper.cpp 1.9.1 runs
+// A Parakeet model decodes long input in chunks, each on a fresh state
+// (see the package comment); audio under 20 ms gives no segment.
+//
+// Each whisper call runs on a fresh whisper state. whisper.cpp 1.9.1 runs
 // cross-attention with flash attention over the audio context padded to a
 // multiple of 256 without a mask, and lays out its cross-attention cache
 // with that padded stride: on a reused state, the padding rows still hold
@@ -193,12 +281,18 @@ func TrimmedAudioCtx(n int) int {
 func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) (Result, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ctx == nil {
+	if m.ctx == nil && m.pk == nil {
 		return Result{}, errors.New("transcribe: model closed")
 	}
 	lang, err := m.Language(opt.Language)
 	if err != nil {
 		return Result{}, fmt.Errorf("transcribe: %w", err)
+	}
+	if m.pk != nil {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		return m.pk.transcribe(ctx, samples, opt)
 	}
 	if len(samples) == 0 {
 		return Result{Language: lang}, nil

@@ -2,7 +2,7 @@ package asr
 
 /*
 #cgo LDFLAGS: -Wl,--wrap=ggml_backend_sched_graph_compute
-#cgo LDFLAGS: -lwhisper -lggml -lggml-base -lggml-cpu -lm -lstdc++
+#cgo LDFLAGS: -lwhisper -lparakeet -lggml -lggml-base -lggml-cpu -lm -lstdc++
 #cgo linux LDFLAGS: -fopenmp
 #include "yaz.h"
 */

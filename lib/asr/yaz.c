@@ -1,6 +1,7 @@
-// The C side of package asr: whisper_full on a state of its own, its abort
-// flag and progress, whisper.cpp's log lines, and the graph hook that makes
-// an abort land within one graph node. See cgo.go.
+// The C side of package asr: whisper_full and parakeet_full on a state of
+// their own, the abort flag and progress, whisper.cpp's log lines, and the
+// graph hook that makes an abort land within one graph node. See cgo.go and
+// parakeet.go.
 
 #include "yaz.h"
 #include <ggml-backend.h>
@@ -22,7 +23,11 @@ static void yaz_log(enum ggml_log_level level, const char *text, void *user_data
 	yazLog((int)level, (char *)text);
 }
 
-void yaz_log_install(void) { whisper_log_set(yaz_log, NULL); }
+// Both engines' loggers (each sets ggml's as well) go the same way.
+void yaz_log_install(void) {
+	whisper_log_set(yaz_log, NULL);
+	parakeet_log_set(yaz_log, NULL);
+}
 void yaz_log_enable(int on) { __atomic_store_n(&yaz_log_on, on, __ATOMIC_RELAXED); }
 
 // ---- one transcription -----------------------------------------------------
@@ -56,12 +61,14 @@ static void yaz_progress(struct whisper_context *ctx, struct whisper_state *st, 
 // hook below.
 static __thread yaz_job *yaz_current;
 
-// whisper.cpp 1.9.1 checks whisper_full_params.abort_callback only after a
+// whisper.cpp 1.9.1 checks whisper_full_params.abort_callback (and
+// parakeet_full_params.abort_callback) only after a
 // whole encoder pass (0.7 s for tiny.en, 1.5 s for base.en at the full
 // context here; many seconds for larger models) and after each decoder step.
 // The CPU backend can check it after every node of a graph, but whisper.cpp
 // never hands the callback to the backends of its schedulers. The link flag
-// --wrap=ggml_backend_sched_graph_compute routes whisper.cpp's calls through
+// --wrap=ggml_backend_sched_graph_compute routes whisper.cpp's (and
+// parakeet.cpp's) calls through
 // this function, which hands the running job's flag to every backend of the
 // scheduler first: an abort then lands within one graph node. With a shared
 // libwhisper the wrap does not apply and the per-pass checks remain.
@@ -131,4 +138,53 @@ int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_op
 	int rc = whisper_full_with_state(ctx, st, p, samples, n);
 	yaz_current = NULL;
 	return rc;
+}
+
+// ---- Parakeet TDT ----------------------------------------------------------
+
+// yaz_parakeet_init loads a Parakeet model without a state: each call makes
+// one. The default context parameters are parakeet-cli's.
+struct parakeet_context *yaz_parakeet_init(const char *path) {
+	return parakeet_init_from_file_with_params_no_state(path, parakeet_context_default_params());
+}
+
+// Only the first Parakeet state of the process logs its buffer sizes, as
+// for whisper states.
+static int yaz_parakeet_states;
+
+struct parakeet_state *yaz_parakeet_init_state(struct parakeet_context *ctx) {
+	yaz_log_muted = __atomic_fetch_add(&yaz_parakeet_states, 1, __ATOMIC_RELAXED) > 0;
+	struct parakeet_state *st = parakeet_init_state(ctx);
+	yaz_log_muted = 0;
+	return st;
+}
+
+static bool yaz_parakeet_encoder_begin(struct parakeet_context *ctx, struct parakeet_state *st, void *data) {
+	(void)ctx; (void)st;
+	return !yaz_should_abort(data);
+}
+
+// yaz_parakeet_full is parakeet-cli's call (greedy, the default parameters:
+// no context carried over) with the thread count, the abort flag checked
+// before the encoder, after each graph and, through the graph hook, after
+// every node.
+int yaz_parakeet_full(struct parakeet_context *ctx, struct parakeet_state *st, int threads, yaz_job *job,
+		const float *samples, int n) {
+	struct parakeet_full_params p = parakeet_full_default_params(PARAKEET_SAMPLING_GREEDY);
+	p.n_threads = threads;
+	p.encoder_begin_callback = yaz_parakeet_encoder_begin;
+	p.encoder_begin_callback_user_data = job;
+	p.abort_callback = yaz_should_abort;
+	p.abort_callback_user_data = job;
+	yaz_current = job;
+	int rc = parakeet_full_with_state(ctx, st, p, samples, n);
+	yaz_current = NULL;
+	return rc;
+}
+
+// yaz_parakeet_piece writes the text of token id as parakeet-cli prints it
+// after the first token: SentencePiece's word mark as a space, control
+// pieces as nothing. It returns the text's length (more than max - 1: cut).
+int yaz_parakeet_piece(struct parakeet_context *ctx, parakeet_token id, char *out, int max) {
+	return parakeet_token_to_text(parakeet_token_to_str(ctx, id), false, out, max);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <whisper.h>
+#include <parakeet.h>
 
 // yaz_job is the C side of one whisper_full call. Go sets abort (atomically)
 // once the call's context is done; whisper.cpp reads it at every check
@@ -33,5 +34,11 @@ void yaz_log_enable(int on);
 struct whisper_state *yaz_init_state(struct whisper_context *ctx);
 int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_opts *o, yaz_job *job,
 	const float *samples, int n);
+
+struct parakeet_context *yaz_parakeet_init(const char *path);
+struct parakeet_state *yaz_parakeet_init_state(struct parakeet_context *ctx);
+int yaz_parakeet_full(struct parakeet_context *ctx, struct parakeet_state *st, int threads, yaz_job *job,
+	const float *samples, int n);
+int yaz_parakeet_piece(struct parakeet_context *ctx, parakeet_token id, char *out, int max);
 
 #endif

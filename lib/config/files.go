@@ -11,12 +11,13 @@ import (
 )
 
 // CheckFiles checks what a valid configuration names on disk:
-// decode.model must exist and be a whisper model (package modelfile reads
-// its header, its vocabulary and every tensor header, in pure Go), a
-// decode.language other than "en" needs a multilingual model, and
-// vad.model must be a Silero VAD model whisper.cpp can run (the whole file
-// is checked) when vad.engine is "silero", or when it is "auto" and the
-// file is there (a missing one means the energy detector). data and name
+// decode.model must exist and be a whisper or Parakeet TDT model (package
+// modelfile reads its header, its vocabulary and every tensor header, in
+// pure Go), a decode.language other than "en" needs a multilingual whisper
+// model (a Parakeet model takes "en" and "auto" only), and vad.model must be
+// a Silero VAD model whisper.cpp can run (the whole file is checked) when
+// vad.engine is "silero", or when it is "auto" and the file is there (a
+// missing one means the energy detector). data and name
 // are the file as given to Parse, for the lines of the keys; data is nil
 // when there is no file (every key has its default). Each problem is an
 // *Error; several are joined.
@@ -26,10 +27,16 @@ func CheckFiles(c Config, data []byte, name string) error {
 	bad := func(key, msg string) {
 		errs = append(errs, &Error{File: name, Line: kl.lookup(key), Key: key, Msg: msg})
 	}
-	info, err := modelfile.CheckWhisper(c.Decode.Model)
-	if err != nil {
+	info, err := modelfile.CheckSpeech(c.Decode.Model)
+	switch {
+	case err != nil:
 		bad("decode.model", err.Error())
-	} else if c.Decode.Language != "en" && !info.Whisper.Multilingual() {
+	case info.Kind == modelfile.KindParakeet:
+		if l := c.Decode.Language; l != "en" && l != "auto" {
+			bad("decode.language", fmt.Sprintf("%q: %s is a %s, which has no language selection (it transcribes the language it hears) — "+
+				"set language = \"en\" or \"auto\"", l, c.Decode.Model, info.Describe()))
+		}
+	case c.Decode.Language != "en" && !info.Whisper.Multilingual():
 		bad("decode.language", fmt.Sprintf("%q needs a multilingual model, and %s is an English-only %s — "+
 			"set language = \"en\", or fetch a multilingual model (a name without .en, e.g. yaz-fetch-model base)",
 			c.Decode.Language, c.Decode.Model, info.Describe()))

@@ -43,6 +43,10 @@ func TestCheckFiles(t *testing.T) {
 	writeModel(t, multi, true)
 	os.WriteFile(text, []byte("404 Not Found\n"), 0o644)
 	missing := filepath.Join(dir, "ggml-tiny.en.bin")
+	parakeet := filepath.Join(dir, "ggml-parakeet-tdt-0.6b-v3-f16.bin")
+	if err := testmodel.WriteFile(parakeet, testmodel.ParakeetMini, 1); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, src string
 		want      string // "" for no error
@@ -53,7 +57,11 @@ func TestCheckFiles(t *testing.T) {
 		{"missing", "[mcp]\nask_human = true\n\n[decode]\nmodel = " + q(missing),
 			"c.toml:5: decode.model: model not found: " + missing + " — fetch one with yaz-fetch-model tiny.en"},
 		{"not a model", "[decode]\nmodel = " + q(text),
-			"c.toml:2: decode.model: " + text + `: not a ggml model file (it starts with "404 Not Found") — not a whisper model; fetch one with yaz-fetch-model base.en`},
+			"c.toml:2: decode.model: " + text + `: not a ggml model file (it starts with "404 Not Found") — not a whisper or Parakeet model; fetch one with yaz-fetch-model base.en`},
+		{"parakeet", "[decode]\nmodel = " + q(parakeet), ""},
+		{"parakeet auto", "[decode]\nmodel = " + q(parakeet) + "\nlanguage = \"auto\"", ""},
+		{"parakeet de", "[decode]\nmodel = " + q(parakeet) + "\nlanguage = \"de\"",
+			`c.toml:3: decode.language: "de": ` + parakeet + " is a Parakeet TDT model (1024 tokens, f16), which has no language selection"},
 		{"english-only de", "[decode]\nmodel = " + q(en) + "\nlanguage = \"de\"",
 			`c.toml:3: decode.language: "de" needs a multilingual model, and ` + en + " is an English-only whisper model (English-only, f16)"},
 	}

@@ -47,7 +47,7 @@ func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "640x480x24"}, xvfbArgs...)...)
+	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "640x480x24"}, xvfbArgs...)...)
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// exec copies Xvfb's stderr in a goroutine of its own while Xvfb runs:

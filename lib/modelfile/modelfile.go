@@ -1,6 +1,6 @@
 // Package modelfile tells what a ggml model file is without loading it: a
-// whisper model, a Silero VAD model, or something else (a truncated
-// download, an HTML error page, a model of another kind). It reads the
+// whisper model, a Parakeet TDT model, a Silero VAD model, or something else
+// (a truncated download, an HTML error page, a model of another kind). It reads the
 // headers in pure Go (no cgo), so `yazsesd config check` can verify the
 // configured models although yazsesd builds with CGO_ENABLED=0.
 //
@@ -15,6 +15,21 @@
 // every tensor header (seeking over the data), so a file cut short is found,
 // and it counts the tensors against what the hyper-parameters call for
 // (whisper.cpp refuses a file with a tensor missing or unknown).
+//
+// A Parakeet TDT file (whisper.cpp's parakeet.h API, the layout of its
+// models/convert-parakeet-to-ggml.py) is the same magic; fifteen int32
+// hyper-parameters (n_vocab, n_audio_ctx, n_audio_state, n_audio_head,
+// n_audio_layer, n_mels, ftype, n_fft, subsampling_factor,
+// n_subsampling_channels, n_conv_kernel, n_pred_dim, n_pred_layers,
+// n_tdt_durations, n_max_tokens); the mel filters (int32 n_mel, int32 n_fb =
+// n_fft/2+1, floats); the STFT window (int32 length, floats); the durations
+// (n_tdt_durations uint32s); the vocabulary as in whisper files; then the
+// tensors, named encoder.*, decoder.* and joint.*, some of them
+// 0-dimensional. The two headers cannot be mistaken for each other: where a
+// Parakeet file has n_mels (80 or 128), a whisper file has n_text_ctx (448),
+// and where a whisper file repeats the state size, a Parakeet file has its
+// ftype. A Parakeet file whose n_audio_ctx is 0 is refused: whisper.cpp
+// cannot allocate a state for it.
 //
 // A Silero VAD file (whisper.cpp's whisper_vad_* API) is the same magic,
 // then an int32 length and the model type ("silero-16k"), a version as three
@@ -52,8 +67,9 @@ const Magic = 0x67676d6c
 
 // Kinds of model file.
 const (
-	KindWhisper = "whisper"
-	KindVAD     = "silero-vad"
+	KindWhisper  = "whisper"
+	KindParakeet = "parakeet-tdt"
+	KindVAD      = "silero-vad"
 )
 
 // Errors of Inspect, for errors.Is. Each is wrapped in a message that names
@@ -109,6 +125,33 @@ func (w Whisper) tensors() int {
 	return 7 + 15*int(w.NAudioLayer) + 4 + 24*int(w.NTextLayer)
 }
 
+// Parakeet is the header of a Parakeet TDT model.
+type Parakeet struct {
+	NVocab, NAudioCtx, NAudioState, NAudioHead, NAudioLayer, NMels, Ftype int32
+	NFFT, SubsamplingFactor, NSubsamplingChannels, NConvKernel            int32
+	NPredDim, NPredLayers, NTDTDurations, NMaxTokens                      int32
+}
+
+// tensors is the number of tensors src/parakeet.cpp loads for these
+// dimensions: 12 for the convolution subsampling stage, 29 per conformer
+// layer, the prediction network's embedding and 3 per LSTM layer, and 6 for
+// the joint network.
+func (p Parakeet) tensors() int {
+	return 12 + 29*int(p.NAudioLayer) + 1 + 3*int(p.NPredLayers) + 6
+}
+
+// Size names the checkpoint the dimensions belong to ("0.6B" for
+// NVIDIA's 0.6B models, "1.1B"), or "" for other dimensions.
+func (p Parakeet) Size() string {
+	switch {
+	case p.NAudioState == 1024 && p.NAudioLayer == 24:
+		return "0.6B"
+	case p.NAudioState == 1024 && p.NAudioLayer == 42:
+		return "1.1B"
+	}
+	return ""
+}
+
 // VAD is the header of a Silero VAD model.
 type VAD struct {
 	Type    string // "silero-16k"
@@ -117,11 +160,12 @@ type VAD struct {
 
 // Info is what Inspect found.
 type Info struct {
-	Kind    string   // KindWhisper or KindVAD
-	Whisper *Whisper // for KindWhisper
-	VAD     *VAD     // for KindVAD
-	Tensors int      // tensors walked (whisper files)
-	Bytes   int64
+	Kind     string    // KindWhisper, KindParakeet or KindVAD
+	Whisper  *Whisper  // for KindWhisper
+	Parakeet *Parakeet // for KindParakeet
+	VAD      *VAD      // for KindVAD
+	Tensors  int       // tensors walked (whisper and Parakeet files)
+	Bytes    int64
 }
 
 // Describe says what the file is in a few words: "whisper model (base,
@@ -143,6 +187,17 @@ func (i Info) Describe() string {
 			parts = append(parts, f)
 		}
 		return "whisper model (" + strings.Join(parts, ", ") + ")"
+	case KindParakeet:
+		p := i.Parakeet
+		parts := []string{}
+		if s := p.Size(); s != "" {
+			parts = append(parts, s)
+		}
+		parts = append(parts, fmt.Sprintf("%d tokens", p.NVocab))
+		if f := ftypeName(p.Ftype % 1000); f != "" {
+			parts = append(parts, f)
+		}
+		return "Parakeet TDT model (" + strings.Join(parts, ", ") + ")"
 	case KindVAD:
 		return "Silero VAD model (" + i.VAD.Type + " " + i.VAD.Version + ")"
 	}
@@ -210,6 +265,25 @@ func CheckWhisper(path string) (Info, error) {
 		return Info{}, &sentence{err.Error() + " — not a whisper model; fetch one with yaz-fetch-model " + FetchName(path), err}
 	case info.Kind != KindWhisper:
 		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a whisper model — fetch one with yaz-fetch-model " +
+			FetchName(path), ErrWrongKind}
+	}
+	return info, nil
+}
+
+// CheckSpeech is Inspect for a file that must be a speech recognition
+// model: whisper or Parakeet TDT, the two engines yaz-decode runs. Its
+// errors are sentences for a person, as CheckWhisper's.
+func CheckSpeech(path string) (Info, error) {
+	info, err := Inspect(path)
+	switch {
+	case errors.Is(err, ErrMissing):
+		return Info{}, &sentence{NotFound(path), err}
+	case errors.Is(err, ErrTruncated):
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + FetchName(path), err}
+	case err != nil:
+		return Info{}, &sentence{err.Error() + " — not a whisper or Parakeet model; fetch one with yaz-fetch-model " + FetchName(path), err}
+	case info.Kind != KindWhisper && info.Kind != KindParakeet:
+		return Info{}, &sentence{path + " is a " + info.Describe() + ", not a whisper or Parakeet model — fetch one with yaz-fetch-model " +
 			FetchName(path), ErrWrongKind}
 	}
 	return info, nil
@@ -285,7 +359,26 @@ func readModel(r io.ReadSeeker, size int64, fullVAD bool) (Info, error) {
 			return info, err
 		}
 	}
-	info, err := rd.whisper(first)
+	// Whisper or Parakeet: the header tells (see the package comment).
+	hp := make([]int32, 15)
+	hp[0] = first
+	for i := 1; i < len(hp); i++ {
+		v, err := rd.i32()
+		if err != nil {
+			return Info{}, err
+		}
+		hp[i] = v
+	}
+	var info Info
+	if looksParakeet(hp) {
+		info, err = rd.parakeet(hp)
+	} else {
+		if _, err := rd.r.Seek(8, io.SeekStart); err != nil {
+			return Info{}, fmt.Errorf("read model: %w", err)
+		}
+		rd.pos = 8
+		info, err = rd.whisper(first)
+	}
 	if err != nil {
 		return Info{}, err
 	}
@@ -538,7 +631,7 @@ func (rd *reader) whisper(nVocab int32) (Info, error) {
 	want := h.tensors()
 	seen := map[string]bool{}
 	for rd.pos < rd.size {
-		stop, err := rd.tensor(len(seen), want, seen)
+		stop, err := rd.tensor(len(seen), want, seen, whisperTensors)
 		if err != nil {
 			return Info{}, err
 		}
@@ -579,10 +672,25 @@ func (h Whisper) check() error {
 	return nil
 }
 
+// tensorRules are what a kind of file allows its tensors: name prefixes
+// and the fewest dimensions.
+type tensorRules struct {
+	kind     string
+	prefixes []string
+	minDims  int32
+}
+
+var (
+	whisperTensors = tensorRules{kind: "whisper", prefixes: []string{"encoder.", "decoder."}, minDims: 1}
+	// The converter writes batch_norm.num_batches_tracked, a PyTorch
+	// scalar, with no dimension at all.
+	parakeetTensors = tensorRules{kind: "Parakeet", prefixes: []string{"encoder.", "decoder.", "joint."}, minDims: 0}
+)
+
 // tensor reads one tensor header and skips its data. stop is true for a
 // tensor type whose size is not known here (a newer quantization): the walk
 // ends there without a verdict on the rest.
-func (rd *reader) tensor(i, want int, seen map[string]bool) (stop bool, err error) {
+func (rd *reader) tensor(i, want int, seen map[string]bool, rules tensorRules) (stop bool, err error) {
 	what := fmt.Sprintf("tensor %d of %d", i+1, want)
 	nDims, err := rd.i32()
 	if err != nil {
@@ -596,7 +704,7 @@ func (rd *reader) tensor(i, want int, seen map[string]bool) (stop bool, err erro
 	if err != nil {
 		return false, fmt.Errorf("%w: ends inside %s", ErrTruncated, what)
 	}
-	if nDims < 1 || nDims > 4 || nameLen < 1 || nameLen > 256 {
+	if nDims < rules.minDims || nDims > 4 || nameLen < 1 || nameLen > 256 {
 		return false, fmt.Errorf("%w: %s has %d dimensions and a name of %d bytes", ErrBadHeader, what, nDims, nameLen)
 	}
 	elems := int64(1)
@@ -615,8 +723,8 @@ func (rd *reader) tensor(i, want int, seen map[string]bool) (stop bool, err erro
 		return false, err
 	}
 	n := string(name)
-	if !strings.HasPrefix(n, "encoder.") && !strings.HasPrefix(n, "decoder.") {
-		return false, fmt.Errorf("%w: %s is named %s, not a whisper tensor", ErrBadHeader, what, quoteHead(name))
+	if !slices.ContainsFunc(rules.prefixes, func(p string) bool { return strings.HasPrefix(n, p) }) {
+		return false, fmt.Errorf("%w: %s is named %s, not a %s tensor", ErrBadHeader, what, quoteHead(name), rules.kind)
 	}
 	if seen[n] {
 		return false, fmt.Errorf("%w: tensor %s appears twice", ErrBadHeader, n)
@@ -634,6 +742,115 @@ func (rd *reader) tensor(i, want int, seen map[string]bool) (stop bool, err erro
 	}
 	rd.ends = append(rd.ends, rd.pos)
 	return false, nil
+}
+
+// looksParakeet reports whether the fifteen header integers hp are laid out
+// as a Parakeet file's: n_mels where a whisper file has n_text_ctx, a
+// subsampling factor and an FFT size where a whisper file has its text
+// decoder's dimensions.
+func looksParakeet(hp []int32) bool {
+	nMels, nFFT, sub := hp[5], hp[7], hp[8]
+	return (nMels == 80 || nMels == 128) && nFFT >= 64 && nFFT <= 4096 && (sub == 2 || sub == 4 || sub == 8 || sub == 16)
+}
+
+// parakeet reads a Parakeet file whose fifteen header integers were read.
+func (rd *reader) parakeet(hp []int32) (Info, error) {
+	h := Parakeet{NVocab: hp[0], NAudioCtx: hp[1], NAudioState: hp[2], NAudioHead: hp[3], NAudioLayer: hp[4],
+		NMels: hp[5], Ftype: hp[6], NFFT: hp[7], SubsamplingFactor: hp[8], NSubsamplingChannels: hp[9],
+		NConvKernel: hp[10], NPredDim: hp[11], NPredLayers: hp[12], NTDTDurations: hp[13], NMaxTokens: hp[14]}
+	if err := h.check(); err != nil {
+		return Info{}, err
+	}
+	nMel, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	nFB, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if nMel != h.NMels || nFB != h.NFFT/2+1 {
+		return Info{}, fmt.Errorf("%w: mel filters %d×%d for %d mels and an FFT of %d", ErrBadHeader, nMel, nFB, h.NMels, h.NFFT)
+	}
+	if err := rd.skip(int64(nMel)*int64(nFB)*4, "the mel filters"); err != nil {
+		return Info{}, err
+	}
+	nWin, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if nWin < 1 || nWin > h.NFFT {
+		return Info{}, fmt.Errorf("%w: a window of %d samples for an FFT of %d", ErrBadHeader, nWin, h.NFFT)
+	}
+	if err := rd.skip(int64(nWin)*4, "the window"); err != nil {
+		return Info{}, err
+	}
+	if err := rd.skip(int64(h.NTDTDurations)*4, "the durations"); err != nil {
+		return Info{}, err
+	}
+	count, err := rd.i32()
+	if err != nil {
+		return Info{}, err
+	}
+	if count != h.NVocab {
+		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
+	}
+	for i := int32(0); i < count; i++ {
+		n, err := rd.i32()
+		if err != nil {
+			return Info{}, err
+		}
+		if n < 0 || n > 1<<16 {
+			return Info{}, fmt.Errorf("%w: vocabulary entry %d of %d bytes", ErrBadHeader, i, n)
+		}
+		if err := rd.skip(int64(n), "the vocabulary"); err != nil {
+			return Info{}, err
+		}
+	}
+	want := h.tensors()
+	seen := map[string]bool{}
+	for rd.pos < rd.size {
+		stop, err := rd.tensor(len(seen), want, seen, parakeetTensors)
+		if err != nil {
+			return Info{}, err
+		}
+		if stop {
+			return Info{Kind: KindParakeet, Parakeet: &h, Tensors: len(seen)}, nil
+		}
+	}
+	if len(seen) != want {
+		return Info{}, fmt.Errorf("%w: %d of the %d tensors a model of these dimensions has",
+			ErrTruncated, len(seen), want)
+	}
+	return Info{Kind: KindParakeet, Parakeet: &h, Tensors: len(seen)}, nil
+}
+
+// check rejects hyper-parameters no Parakeet model has, and a zero audio
+// context, with which whisper.cpp cannot allocate a state.
+func (h Parakeet) check() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: Parakeet %s", ErrBadHeader, fmt.Sprintf(format, a...))
+	}
+	in := func(v, lo, hi int32) bool { return v >= lo && v <= hi }
+	switch {
+	case h.NAudioCtx == 0:
+		return bad("n_audio_ctx 0: the file must give the audio context (the converter writes 5000); whisper.cpp cannot allocate a state without it")
+	case !in(h.NAudioCtx, 16, 1<<20):
+		return bad("n_audio_ctx %d", h.NAudioCtx)
+	case !in(h.NVocab, 2, 1<<20):
+		return bad("n_vocab %d", h.NVocab)
+	case !in(h.NAudioState, 1, 1<<16), !in(h.NAudioHead, 1, 1024), h.NAudioState%h.NAudioHead != 0:
+		return bad("%d heads for a state of %d", h.NAudioHead, h.NAudioState)
+	case !in(h.NAudioLayer, 1, 256), !in(h.NPredLayers, 1, 16):
+		return bad("%d encoder and %d prediction layers", h.NAudioLayer, h.NPredLayers)
+	case h.NMels%h.SubsamplingFactor != 0, !in(h.NSubsamplingChannels, 1, 1<<14), !in(h.NConvKernel, 1, 255), !in(h.NPredDim, 1, 1<<16):
+		return bad("subsampling %d×%d of %d mels, kernel %d, prediction %d", h.SubsamplingFactor, h.NSubsamplingChannels, h.NMels, h.NConvKernel, h.NPredDim)
+	case !in(h.NTDTDurations, 1, 64), !in(h.NMaxTokens, 1, 1024):
+		return bad("%d durations, %d tokens a frame", h.NTDTDurations, h.NMaxTokens)
+	case !in(h.Ftype%1000, 0, 63) || h.Ftype < 0:
+		return bad("ftype %d", h.Ftype)
+	}
+	return nil
 }
 
 // typeSizes are ggml's block sizes (elements) and bytes per block of the

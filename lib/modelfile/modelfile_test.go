@@ -361,3 +361,135 @@ func FuzzCheckVADData(f *testing.F) {
 		}
 	})
 }
+
+var pmini struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// parakeetModel is the generated parakeet-mini model (the one whisper.cpp
+// loads in the other packages' tests), in memory.
+func parakeetModel(t *testing.T) []byte {
+	t.Helper()
+	pmini.once.Do(func() {
+		var b bytes.Buffer
+		pmini.err = testmodel.Write(&b, testmodel.ParakeetMini, 1)
+		pmini.b = b.Bytes()
+	})
+	if pmini.err != nil {
+		t.Fatal(pmini.err)
+	}
+	return pmini.b
+}
+
+func TestParakeetModel(t *testing.T) {
+	info, err := read(parakeetModel(t))
+	if err != nil {
+		t.Fatalf("Read(parakeet-mini) = %v", err)
+	}
+	// 12 subsampling + 2 layers × 29 + embedding + 2 LSTM layers × 3 + 6 joint.
+	if info.Kind != KindParakeet || info.Parakeet == nil || info.Tensors != 83 || info.Parakeet.NAudioCtx != 5000 {
+		t.Errorf("Read(parakeet-mini) = %+v, want a Parakeet model with 83 tensors", info)
+	}
+	if got, want := info.Describe(), "Parakeet TDT model (1024 tokens, f16)"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	h, _ := testmodel.ParakeetTDT06B.ParakeetHparams()
+	big := Info{Kind: KindParakeet, Parakeet: &Parakeet{NVocab: h.NVocab, NAudioState: h.NAudioState, NAudioLayer: h.NAudioLayer, Ftype: h.Ftype}}
+	if got, want := big.Describe(), "Parakeet TDT model (0.6B, 8192 tokens, f16)"; got != want {
+		t.Errorf("Describe(0.6B) = %q, want %q", got, want)
+	}
+}
+
+// A Parakeet file cut anywhere is refused as truncated (or, where the cut
+// leaves a header that cannot be, as a bad header), never taken for a
+// model; so is one missing whole tensors at the end.
+func TestParakeetTruncated(t *testing.T) {
+	full := parakeetModel(t)
+	var cuts []int
+	for i := 4; i < 80; i++ {
+		cuts = append(cuts, i)
+	}
+	for c := 80; c < len(full); c += len(full)/1499 + 1 {
+		cuts = append(cuts, c)
+	}
+	cuts = append(cuts, len(full)-1)
+	for _, c := range cuts {
+		if _, err := read(full[:c]); !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrBadHeader) {
+			t.Errorf("Read(first %d of %d bytes) = %v, want ErrTruncated", c, len(full), err)
+		}
+	}
+	// The last tensor (joint.joint_net.2.bias: 1024+5+1 floats) cut off whole.
+	last := 4*3 + 4 + len("joint.joint_net.2.bias") + 4*1030
+	if _, err := read(full[:len(full)-last]); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "82 of the 83 tensors") {
+		t.Errorf("Read(without the last tensor) = %v, want the tensor count", err)
+	}
+}
+
+// Header fields no Parakeet model has are refused with the field named;
+// n_audio_ctx 0 (a converter that left it out) says why it matters.
+func TestParakeetBadHeader(t *testing.T) {
+	for _, tc := range []struct {
+		field int // index of the int32 after the magic
+		v     uint32
+		msg   string
+	}{
+		{1, 0, "cannot allocate a state"},
+		{3, 7, "heads"},           // 64 not divisible by 7
+		{4, 0, "encoder"},         // no layer
+		{9, 0, "subsampling"},     // no channel
+		{13, 0, "durations"},      // no duration
+		{6, 1 << 20, "ftype"},     // ftype
+		{0, 1 << 30, "n_vocab"},   // n_vocab
+		{12, 99, "prediction"},    // 99 LSTM layers
+		{1, 3, "n_audio_ctx 3"},   // too small to hold a frame
+		{14, 0, "tokens a frame"}, // n_max_tokens
+	} {
+		b := bytes.Clone(parakeetModel(t))
+		binary.LittleEndian.PutUint32(b[4+4*tc.field:], tc.v)
+		_, err := read(b)
+		if !errors.Is(err, ErrBadHeader) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Read(field %d = %d) = %v, want ErrBadHeader mentioning %q", tc.field, tc.v, err, tc.msg)
+		}
+	}
+}
+
+// CheckSpeech takes either engine's model and nothing else; CheckWhisper
+// still takes only whisper. A whisper file named like a Parakeet one and the
+// reverse are told by their content.
+func TestCheckSpeech(t *testing.T) {
+	dir := t.TempDir()
+	whisperAsParakeet := filepath.Join(dir, "ggml-parakeet-tdt-0.6b-v3-f16.bin")
+	parakeetAsWhisper := filepath.Join(dir, "ggml-base.en.bin")
+	vad := filepath.Join(dir, "ggml-silero-v6.2.0.bin")
+	os.WriteFile(whisperAsParakeet, miniModel(t), 0o644)
+	os.WriteFile(parakeetAsWhisper, parakeetModel(t), 0o644)
+	os.WriteFile(vad, vadFile(nil), 0o644)
+	if info, err := CheckSpeech(whisperAsParakeet); err != nil || info.Kind != KindWhisper {
+		t.Errorf("CheckSpeech(whisper named like Parakeet) = %+v, %v; want a whisper model", info, err)
+	}
+	if info, err := CheckSpeech(parakeetAsWhisper); err != nil || info.Kind != KindParakeet {
+		t.Errorf("CheckSpeech(Parakeet named like whisper) = %+v, %v; want a Parakeet model", info, err)
+	}
+	_, err := CheckSpeech(vad)
+	if want := vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper or Parakeet model — fetch one with yaz-fetch-model base.en"; !errors.Is(err, ErrWrongKind) || err.Error() != want {
+		t.Errorf("CheckSpeech(VAD) = %v, want %q", err, want)
+	}
+	_, err = CheckWhisper(parakeetAsWhisper)
+	if !errors.Is(err, ErrWrongKind) || !strings.Contains(err.Error(), "is a Parakeet TDT model (1024 tokens, f16), not a whisper model") {
+		t.Errorf("CheckWhisper(Parakeet) = %v, want ErrWrongKind naming the Parakeet model", err)
+	}
+	cut := filepath.Join(dir, "ggml-parakeet-tdt-0.6b-v3-q8_0.bin")
+	os.WriteFile(cut, parakeetModel(t)[:len(parakeetModel(t))/3], 0o644)
+	if _, err := CheckSpeech(cut); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "fetch it again with yaz-fetch-model parakeet-tdt-0.6b-v3-q8_0") {
+		t.Errorf("CheckSpeech(truncated Parakeet) = %v", err)
+	}
+	zero := filepath.Join(dir, "zero-ctx.bin")
+	b := bytes.Clone(parakeetModel(t))
+	binary.LittleEndian.PutUint32(b[8:], 0)
+	os.WriteFile(zero, b, 0o644)
+	if _, err := CheckSpeech(zero); !errors.Is(err, ErrBadHeader) || !strings.Contains(err.Error(), "n_audio_ctx 0: the file must give the audio context") {
+		t.Errorf("CheckSpeech(zero n_audio_ctx) = %v", err)
+	}
+}

@@ -373,7 +373,7 @@ func startX(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, os.Environ(), []*os.File{w}, "Xvfb", "-displayfd", "3", "-nolisten", "tcp")
+	start(t, os.Environ(), []*os.File{w}, "Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-noreset")
 	w.Close()
 	line := make(chan string, 1)
 	go func() {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -121,7 +122,7 @@ func Synthesize(ctx context.Context, text string, opt Options) ([]int16, error) 
 	if out.Len() == 0 {
 		return nil, fmt.Errorf("synthesize speech: espeak-ng wrote no audio%s", diagnostic(errOut.Bytes(), opt.Voice))
 	}
-	samples, err := convert(ctx, out.Bytes())
+	samples, err := convert(ctx, bytes.NewReader(out.Bytes()))
 	if err != nil {
 		return nil, fmt.Errorf("synthesize speech: %w", err)
 	}
@@ -131,15 +132,16 @@ func Synthesize(ctx context.Context, text string, opt Options) ([]int16, error) 
 // convert turns espeak-ng's WAV into wire-format samples. Resampling a long
 // utterance takes a while and cannot be interrupted, so it runs in a
 // goroutine of its own and a cancel returns at once; the goroutine then
-// finishes its bounded work on the in-memory buffer and exits.
-func convert(ctx context.Context, wavBytes []byte) ([]int16, error) {
+// finishes its bounded work on the in-memory buffer and exits (r is
+// espeak-ng's output, already read; a test gives a reader that blocks).
+func convert(ctx context.Context, r io.Reader) ([]int16, error) {
 	type result struct {
 		samples []int16
 		err     error
 	}
 	done := make(chan result, 1)
 	go func() {
-		f, _, err := wav.ReadAll16k(bytes.NewReader(wavBytes), maxSamples)
+		f, _, err := wav.ReadAll16k(r, maxSamples)
 		switch {
 		case errors.Is(err, wav.ErrTooLarge):
 			done <- result{err: ErrTooLong}

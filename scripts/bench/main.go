@@ -16,6 +16,14 @@
 // two-minute recording that is half quiet and a minute of speech without
 // gaps, yaz-decode decoding the speech spans against whisper-cli with and
 // without its own --vad, in turns.
+//
+// With -parakeet-cli, a second table puts the two engines side by side on
+// the same files and threads: yaz-decode with a generated model of NVIDIA
+// Parakeet TDT 0.6B's dimensions (1.26 GB, written once into -work) against
+// whisper.cpp's parakeet-cli on that model, next to yaz-decode with
+// generated whisper models of base.en's and small.en's dimensions; then the
+// resident Parakeet model's decode time for a 3 s utterance in --serve mode.
+// Times are whole runs (model load included) except --serve's.
 package main
 
 import (
@@ -56,6 +64,9 @@ func run() error {
 	onlyMemory := flag.Bool("only-memory", false, "measure only the memory rows")
 	vadModel := flag.String("vad-model", "", "Silero VAD model for the file rows (default: the user's, else ../shared/models)")
 	onlyVAD := flag.Bool("only-vad", false, "run only the file rows with a voice detector")
+	pcli := flag.String("parakeet-cli", os.Getenv("YAZ_PARAKEET_CLI"), "parakeet-cli binary; empty: no Parakeet table")
+	pruns := flag.Int("parakeet-runs", 5, "runs per row of the Parakeet table")
+	ponly := flag.Bool("parakeet-only", false, "only the Parakeet table")
 	flag.Parse()
 	if *jfk == "" || (*cli == "" && !*onlyMemory) {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
@@ -98,6 +109,9 @@ func run() error {
 		return err
 	}
 	t := strconv.Itoa(*threads)
+	if *ponly {
+		return parakeetTable(*pruns, *bin, *pcli, *work, t, []struct{ name, path string }{{"jfk.wav 11 s", *jfk}, {"60 s", long}}, s3)
+	}
 	yaz := filepath.Join(*bin, "yaz-decode")
 	vm := vadModelPath(*vadModel)
 	if vm == "" {
@@ -146,9 +160,87 @@ func run() error {
 		}
 	}
 	if *memory {
-		return memoryRows(*bin, *work, speech)
+		if err := memoryRows(*bin, *work, speech); err != nil {
+			return err
+		}
 	}
+	if *pcli == "" {
+		return nil
+	}
+	return parakeetTable(*pruns, *bin, *pcli, *work, t, []struct{ name, path string }{{"jfk.wav 11 s", *jfk}, {"60 s", long}}, s3)
+}
+
+// parakeetTable prints the engines side by side (see the package comment).
+func parakeetTable(runs int, bin, pcli, work, threads string, files []struct{ name, path string }, s3 []int16) error {
+	models := map[testmodel.Size]string{}
+	for _, sz := range []testmodel.Size{testmodel.ParakeetTDT06B, testmodel.BaseEn, testmodel.SmallEn} {
+		models[sz] = filepath.Join(work, "ggml-"+sz.String()+"-random.bin")
+		if _, err := os.Stat(models[sz]); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: writing the %s-sized model (once)\n", sz)
+			if err := testmodel.WriteFile(models[sz], sz, 1); err != nil {
+				return err
+			}
+		}
+	}
+	pk := models[testmodel.ParakeetTDT06B]
+	yaz := filepath.Join(bin, "yaz-decode")
+	yazArgs := func(model, f string) []string {
+		return []string{"-m", model, "-t", threads, "--no-vad-gate", "--log-level", "error", f}
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d interleaved runs per row, Parakeet TDT 0.6B-sized random model, %s threads\n", runs, threads)
+	fmt.Printf("\n| audio | parakeet-cli 0.6B (median) | yaz-decode Parakeet 0.6B (median) | ratio | CPU ratio | yaz-decode whisper base.en | yaz-decode whisper small.en |\n|---|---|---|---|---|---|---|\n")
+	for _, f := range files {
+		// The tools take turns, run by run, so that a burst of load on a
+		// shared machine falls on all of them alike.
+		med, err := interleaved(runs, [][]string{
+			append([]string{pcli}, "-m", pk, "-t", threads, "-np", f.path),
+			append([]string{yaz}, yazArgs(pk, f.path)...),
+			append([]string{yaz}, yazArgs(models[testmodel.BaseEn], f.path)...),
+			append([]string{yaz}, yazArgs(models[testmodel.SmallEn], f.path)...),
+		})
+		if err != nil {
+			return err
+		}
+		c, y := med[0], med[1]
+		fmt.Printf("| %s | %s | %s | %.2f× | %.2f× | %s | %s |\n", f.name, ms(c.wall), ms(y.wall), ratio(y.wall, c.wall),
+			ratio(y.cpu, c.cpu), ms(med[2].wall), ms(med[3].wall))
+	}
+	sv, err := serveRuns(runs+2, yaz, []string{"--serve", "-m", pk, "-t", threads, "--no-vad-gate", "--log-level", "error"}, s3)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| 3 s utterance | yaz-decode --serve, resident Parakeet 0.6B (median of %d) |\n|---|---|\n", runs+2)
+	fmt.Printf("| decode time | %s |\n", ms(sv))
 	return nil
+}
+
+// times are the medians of a command's runs: wall clock, and the CPU time
+// (user and system) of the process.
+type times struct{ wall, cpu time.Duration }
+
+// interleaved runs each command n times, taking turns, and returns the
+// medians of each.
+func interleaved(n int, cmds [][]string) ([]times, error) {
+	walls := make([][]time.Duration, len(cmds))
+	cpus := make([][]time.Duration, len(cmds))
+	for range n {
+		for i, c := range cmds {
+			cmd := exec.Command(c[0], c[1:]...)
+			var errb strings.Builder
+			cmd.Stdout, cmd.Stderr = io.Discard, &errb
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("%s: %v\n%s", c[0], err, errb.String())
+			}
+			walls[i] = append(walls[i], time.Since(start))
+			cpus[i] = append(cpus[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
+	}
+	out := make([]times, len(cmds))
+	for i := range cmds {
+		out[i] = times{median(walls[i]), median(cpus[i])}
+	}
+	return out, nil
 }
 
 func timeRuns(n int, name string, args ...string) (time.Duration, error) {

@@ -1,7 +1,8 @@
 // Command testmodel writes a whisper.cpp model file with random weights for
-// tests (see internal/testmodel).
+// tests (see internal/testmodel): a whisper model, or a Parakeet TDT model
+// for the parakeet-* sizes.
 //
-//	go run ./scripts/testmodel -size mini|tiny|tiny.en|base.en -seed N -o FILE
+//	go run ./scripts/testmodel -size mini|tiny|tiny.en|base.en|small.en|parakeet-mini|parakeet-tdt-0.6b -seed N -o FILE
 //
 // Missing parent folders of FILE are created. It writes nothing to stdout. Exit status: 0 on success, 1 when the file
 // cannot be written, 2 on a usage error.
@@ -23,12 +24,12 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testmodel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	sizeName := fs.String("size", "mini", "model dimensions: mini, tiny, tiny.en or base.en")
+	sizeName := fs.String("size", "mini", "model dimensions: whisper mini, tiny, tiny.en, base.en or small.en; Parakeet TDT parakeet-mini or parakeet-tdt-0.6b (1.26 GB)")
 	seed := fs.Int64("seed", 1, "random seed; the same seed writes the same bytes")
 	out := fs.String("o", "", "output `file` (required)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: testmodel [-size S] [-seed N] -o FILE\n\n"+
-			"Writes a whisper.cpp model with random weights for tests.\n\n")
+			"Writes a whisper.cpp model (whisper or Parakeet TDT) with random weights for tests.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -35,6 +35,31 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 	}
 }
 
+// TestSpeechEngineOnlyInDecode: lib/asr, the one package that links
+// whisper.cpp (both engines, Whisper and Parakeet TDT, with their cgo), is
+// linked by yaz-decode alone among the binaries; everything else runs
+// yaz-decode as a child, and reads model files through the pure-Go
+// lib/modelfile.
+func TestSpeechEngineOnlyInDecode(t *testing.T) {
+	linked := 0
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if !strings.Contains(","+deps+",", ","+module+"lib/asr,") {
+			continue
+		}
+		if !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
+			t.Errorf("%s links lib/asr (whisper.cpp); only yaz-decode may", pkg)
+		}
+		linked++
+	}
+	if linked == 0 {
+		t.Error("nothing links lib/asr: the check above proves nothing")
+	}
+	if n := strings.TrimSpace(goList(t, nil, "-f", "{{len .CgoFiles}}", "./lib/modelfile")); n != "0" {
+		t.Errorf("lib/modelfile has %s cgo files; it must stay pure Go for yazsesd config check", n)
+	}
+}
+
 // TestPureGoBuild: everything the daemon side will use builds with
 // CGO_ENABLED=0, so yazsesd, yaz-gate and yaz-mcp never link C.
 func TestPureGoBuild(t *testing.T) {

@@ -106,7 +106,7 @@ func badModels(t *testing.T, dir string) []struct{ name, path, cause, says strin
 	return []struct{ name, path, cause, says string }{
 		{"missing", missing, "model_missing", "model not found: " + missing + " — fetch one with yaz-fetch-model base.en"},
 		{"html", text, "model_invalid", text + `: not a ggml model file (it starts with "<html><body>502")`},
-		{"vad", vad, "model_invalid", vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper model"},
+		{"vad", vad, "model_invalid", vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper or Parakeet model"},
 		{"truncated", cut, "model_invalid", cut + ": model file is truncated"},
 	}
 }

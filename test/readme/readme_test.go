@@ -119,6 +119,8 @@ var notHere = []struct {
 		instead: (*session).writeModel},
 	{prefix: "yaz-fetch-model silero-v5.1.2", reason: "a network download (tests never download; the hub address, resume, size and checksum checks are TestFetchVADModel); the real Silero VAD model from ../shared/models is put in its place",
 		instead: (*session).copyVADModel},
+	{prefix: "yaz-fetch-model parakeet-tdt-0.6b-v3-q8_0", reason: "a network download (TestFetchParakeet checks this entry against a local server); a generated Parakeet model is put in its place",
+		instead: (*session).writeParakeetModel},
 	{prefix: "ffmpeg ", reason: "ffmpeg is not installed here: make setup does not install it (54 Debian packages for one example); the same pipeline runs with sox above",
 		when: func() bool { _, err := exec.LookPath("ffmpeg"); return err != nil }},
 	{prefix: "bindsym ", reason: "a line of sway's configuration, not a shell command"},

@@ -24,7 +24,8 @@ const (
 	causeModelMissing = "model_missing"
 	causeModelInvalid = "model_invalid"
 	// causeLanguageUnsupported: -l names a language the model does not
-	// know (any but en with an English-only model).
+	// know (any but en with an English-only model; any but en and auto
+	// with a Parakeet model).
 	causeLanguageUnsupported = "language_unsupported"
 	// causeVADModelMissing: --vad silero and no file at --vad-model.
 	causeVADModelMissing = "vad_model_missing"
@@ -44,12 +45,13 @@ func (e *startupError) Error() string { return e.msg }
 func (e *startupError) Unwrap() error { return e.err }
 
 // checkModel reads the model file's headers in pure Go before whisper.cpp
-// sees it: a missing file, a file that is not a whisper model (an HTML
-// error page, a Silero VAD model) or one cut short fails here with a
-// message, instead of in whisper.cpp, which aborts the process on some of
-// them (a GGML_ASSERT).
+// sees it: a missing file, a file that is neither a whisper nor a Parakeet
+// model (an HTML error page, a Silero VAD model) or one cut short (or a
+// Parakeet file without its audio context) fails here with a message,
+// instead of in whisper.cpp, which aborts the process on some of them (a
+// GGML_ASSERT).
 func checkModel(path string) error {
-	_, err := modelfile.CheckWhisper(path)
+	_, err := modelfile.CheckSpeech(path)
 	switch {
 	case err == nil:
 		return nil

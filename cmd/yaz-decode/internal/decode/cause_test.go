@@ -38,7 +38,7 @@ func TestStartupCause(t *testing.T) {
 	}{
 		{missing, "model_missing", []string{"model not found: " + missing + " — fetch one with yaz-fetch-model tiny.en"}},
 		{text, "model_invalid", []string{text, "not a ggml model file", `"<html>404 Not Fo"`, "yaz-fetch-model base.en"}},
-		{vad, "model_invalid", []string{vad, "is a Silero VAD model", "not a whisper model"}},
+		{vad, "model_invalid", []string{vad, "is a Silero VAD model", "not a whisper or Parakeet model"}},
 		{cut, "model_invalid", []string{cut, "truncated", "fetch it again with yaz-fetch-model small.en"}},
 	}
 	for _, tt := range tests {

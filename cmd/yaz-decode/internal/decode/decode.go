@@ -27,14 +27,14 @@ const name = "yaz-decode"
 type CLI struct {
 	Files []string `arg:"" optional:"" name:"file" help:"WAV files to transcribe; none: read a PCM or WAV stream on stdin."`
 
-	Model             string   `short:"m" help:"Whisper ggml model file." default:"${model}" env:"YAZ_MODEL"`
-	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual model (auto: detect it)." default:"en" env:"YAZ_LANGUAGE"`
-	Threads           int      `short:"t" help:"CPU threads for whisper (0: up to 4)." default:"0" env:"YAZ_THREADS"`
-	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect." env:"YAZ_PROMPT"`
-	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default." default:"1" env:"YAZ_BEAM_SIZE"`
-	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second)." default:"auto"`
-	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output)."`
-	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all)." default:"0.6"`
+	Model             string   `short:"m" help:"ggml model file: whisper or Parakeet TDT (the engine is read from the file)." default:"${model}" env:"YAZ_MODEL"`
+	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual whisper model (auto: detect it). Parakeet: en or auto only." default:"en" env:"YAZ_LANGUAGE"`
+	Threads           int      `short:"t" help:"CPU threads for whisper.cpp (0: up to 4)." default:"0" env:"YAZ_THREADS"`
+	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect (whisper only)." env:"YAZ_PROMPT"`
+	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default (whisper only)." default:"1" env:"YAZ_BEAM_SIZE"`
+	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second) (whisper only)." default:"auto"`
+	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output; Parakeet always is)."`
+	NoSpeechThreshold float32  `help:"Drop segments whisper rates as no-speech above this probability (1 keeps all; whisper only)." default:"0.6"`
 	VADGate           bool     `help:"Skip decoding audio that holds no speech (files: decode only the speech spans)." default:"true" negatable:""`
 	VAD               string   `help:"Voice-activity detector: auto (Silero when its model file exists, else energy), silero (its model is required) or energy." default:"auto" enum:"auto,silero,energy" env:"YAZ_VAD"`
 	VADModel          string   `help:"Silero VAD model file (fetch it with yaz-fetch-model silero-v5.1.2)." default:"${vad_model}" env:"YAZ_VAD_MODEL"`
@@ -54,6 +54,9 @@ type CLI struct {
 	audioCtx int
 	lang     string    // the language the model decodes for --language ("auto": detected)
 	det      *detector // the voice-activity detector (vad.go); nil: energy
+	// promptUnused, when set, is called for a prompt the engine has no use
+	// for (a Prompt frame under --serve with a Parakeet model).
+	promptUnused func()
 }
 
 type duration = time.Duration
@@ -67,7 +70,7 @@ type Recognizer interface {
 // Main runs yaz-decode and returns its exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
-	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp, offline.", &c, args, stdout, stderr,
+	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp (whisper or Parakeet TDT models), offline.", &c, args, stdout, stderr,
 		kong.Vars{"model": models.DefaultPath(), "vad_model": models.DefaultVADPath()})
 	if done {
 		return code
@@ -143,12 +146,16 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	}
 	defer m.Close()
 	if c.lang, err = m.Language(c.Language); err != nil {
+		if m.Engine() == asr.Parakeet {
+			return err
+		}
 		return fmt.Errorf("%w; use -l en, or a multilingual model (one without .en in its name, e.g. ggml-base.bin)", err)
 	}
-	if c.Language == "auto" && !m.Multilingual() {
+	if c.Language == "auto" && m.Features().Language && !m.Multilingual() {
 		log.Warn("--language auto needs a multilingual model; this one is English-only: decoding English")
 	}
-	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "multilingual", m.Multilingual())
+	c.warnUnsupported(log, m.Features())
+	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "engine", m.Engine(), "multilingual", m.Multilingual())
 	if c.det, err = c.openDetector(log); err != nil { // vad.go
 		return err
 	}
@@ -165,6 +172,40 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		return c.stream(ctx, log, m, stdin, stdout)
 	}
 }
+
+// warnUnsupported says, once each, which settings given differ from their
+// defaults but mean nothing to the model's engine (a Parakeet model has no
+// prompt, beam search, audio context or no-speech threshold): decoding goes
+// on without them, and the person is told so rather than left to believe
+// they applied. A vocabulary prompt sent later in a Prompt frame (--serve)
+// is reported the same way, once.
+func (c *CLI) warnUnsupported(log *slog.Logger, f asr.Features) {
+	const why = "not supported with a Parakeet model: ignored"
+	if !f.Prompt {
+		if c.Prompt != "" {
+			log.Warn("--prompt is "+why, "setting", "prompt")
+		}
+		warned := false
+		c.promptUnused = func() {
+			if !warned {
+				warned = true
+				log.Warn("a vocabulary prompt (dictation.prompt) is "+why, "setting", "prompt")
+			}
+		}
+	}
+	if !f.BeamSearch && c.BeamSize > 1 {
+		log.Warn("--beam-size is "+why+" (Parakeet decodes greedily)", "setting", "beam_size")
+	}
+	if !f.AudioCtx && c.audioCtx != 0 {
+		log.Warn("--audio-ctx is "+why, "setting", "audio_ctx")
+	}
+	if !f.NoSpeech && c.NoSpeechThreshold != defaultNoSpeech {
+		log.Warn("--no-speech-threshold is "+why, "setting", "no_speech_threshold")
+	}
+}
+
+// defaultNoSpeech is --no-speech-threshold's default.
+const defaultNoSpeech = 0.6
 
 // checkOutputDir refuses an --output-dir that exists and is not a folder,
 // before anything is loaded.

@@ -151,6 +151,9 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 			opt := c.options()
 			if j.prompt != nil {
 				opt.Prompt = *j.prompt
+				if c.promptUnused != nil && opt.Prompt != "" {
+					c.promptUnused()
+				}
 			}
 			promptChars = utf8.RuneCountInString(opt.Prompt)
 			r, err := m.Transcribe(j.ctx, pcm.ToFloat32(nil, j.samples), opt)

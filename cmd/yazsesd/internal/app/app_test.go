@@ -104,7 +104,7 @@ func TestConfigCheck(t *testing.T) {
 		{"not a model", "\n[decode]\nmodel = " + strconv.Quote(filepath.Join(dir, "notes.toml")) + "\n", 1,
 			"notes.toml:3: decode.model: " + filepath.Join(dir, "notes.toml") + ": not a ggml model file"},
 		{"a VAD model", "[decode]\nmodel = " + strconv.Quote(vad) + "\n", 1,
-			"vad.toml:2: decode.model: " + vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper model"},
+			"vad.toml:2: decode.model: " + vad + " is a Silero VAD model (silero-16k 6.2.0), not a whisper or Parakeet model"},
 		{"language", "[decode]\nmodel = " + strconv.Quote(model) + "\nlanguage = \"de\"\n", 1,
 			`de.toml:3: decode.language: "de" needs a multilingual model`},
 		{"unknown hotkey", "[decode]\nmodel = " + strconv.Quote(model) + "\n[hotkey]\nkey = \"KEY_NOPE\"\n", 1,
