@@ -30,8 +30,8 @@ func TestDaemonParakeetDictation(t *testing.T) {
 	c := d.client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
-	if r.Outcome != "typed" || r.Backend != "xdotool" {
-		t.Fatalf("hold.stop = %+v, want typed with xdotool\n%s", r, d.logTail(20))
+	if r.Outcome != "typed" || r.Backend != "x11" {
+		t.Fatalf("hold.stop = %+v, want typed in-process (x11)\n%s", r, d.logTail(20))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
