@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// TestDaemonParakeetAnswerAndMCP: with decode.model set to the generated
+// Parakeet model, an ask_human answer played into the microphone comes
+// back as text decoded by Parakeet, and an MCP host's transcribe (the
+// official Go SDK client, yaz-mcp started with a host's environment) runs
+// on the daemon's resident Parakeet decoder and gives the segments the
+// daemon's own transcribe gives.
+func TestDaemonParakeetAnswerAndMCP(t *testing.T) {
+	t.Parallel()
+	model, _ := parakeet(t)
+	d := startDaemon(t, baseConfig().
+		with("decode.model", q(model)).
+		with("budget.ask_human_per_hour", "2"))
+
+	a := d.ask("Shall I deploy the build?", 30)
+	if a.Result != daemonapi.Answered || strings.TrimSpace(a.Answer) == "" {
+		t.Fatalf("ask_human with a Parakeet decoder = %+v, want an answer\n%s", a, d.logTail(30))
+	}
+	if strings.Contains(d.log.String(), a.Answer) {
+		t.Error("the daemon's log holds the answer")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := d.client()
+	own, err := c.Transcribe(ctx, world.jfk)
+	if err != nil {
+		t.Fatalf("transcribe on the daemon: %v", err)
+	}
+	cs, _, stderr := sdkSession(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime), "2025-11-25", nil)
+	utts := d.fileUtterances()
+	tr := checkTranscript(t, callTool(t, cs, "transcribe", map[string]any{"path": world.jfk}), jfkMs)
+	cs.Close()
+	if n := d.fileUtterances(); n != utts+1 {
+		t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident Parakeet decoder)\n%s", utts, n, stderr)
+	}
+	if tr.Text != own.Text || len(tr.Segments) != len(own.Segments) {
+		t.Errorf("MCP transcribe gave %d segments, the daemon's own transcribe %d; texts equal: %v", len(tr.Segments), len(own.Segments), tr.Text == own.Text)
+	}
+	if own.Text == "" {
+		t.Error("no text for jfk.wav: the comparison proves nothing")
+	}
+	for _, m := range d.logRecords() {
+		if m["child"] == "decode" && m["msg"] == "model loaded" && m["engine"] != "parakeet" {
+			t.Errorf("the decoder loaded engine %v, want parakeet", m["engine"])
+		}
+	}
+}
+
+// TestDaemonParakeetDecoderKilledMidHold: the Parakeet decoder killed while
+// a hold records is restarted by the daemon, as a whisper one is, and the
+// hold's audio is decoded by the restarted decoder and typed at release.
+func TestDaemonParakeetDecoderKilledMidHold(t *testing.T) {
+	t.Parallel()
+	model, _ := parakeet(t)
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.focus(t)
+	speech := speechWAV(t, 3*time.Second)
+	d := startDaemon(t, dictationConfig(speech, false).with("decode.model", q(model)), x.daemonEnv()...)
+	c := d.client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	pid := d.pidOf("decode")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor(30*time.Second, "the decoder restarted", func() bool {
+		ch := d.child("decode")
+		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
+	})
+	r := d.stopHold(c)
+	if r.Outcome != "typed" || r.Chars == 0 {
+		t.Fatalf("hold.stop after the decoder's restart = %+v, want typed\n%s", r, d.logTail(30))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := c.Last(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, l.Text)
+}
