@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
+	"syscall"
 
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
@@ -75,6 +77,10 @@ func (c *CLI) vadStream(ctx context.Context, log *slog.Logger, stdin io.Reader, 
 		return fmt.Errorf("VAD stream: %w", err)
 	}
 	defer s.Close()
+	// A daemon that closes its end of stdout has stopped listening: the
+	// next answer then fails with EPIPE and the mode ends with exit 0,
+	// instead of the runtime's death by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := cli.Ready(); err != nil {
 		return err
 	}

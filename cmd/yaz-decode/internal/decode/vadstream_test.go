@@ -51,6 +51,7 @@ type child struct {
 	in     io.WriteCloser
 	fw     *frame.Writer
 	out    *vadwire.Reader
+	rawOut io.ReadCloser
 	stderr bytes.Buffer
 }
 
@@ -78,6 +79,7 @@ func startChild(t *testing.T, args ...string) *child {
 	})
 	c.fw = frame.NewWriter(c.in)
 	c.out = vadwire.NewReader(out)
+	c.rawOut = out
 	return c
 }
 
@@ -386,5 +388,22 @@ func TestVADStreamSignal(t *testing.T) {
 	err := c.cmd.Wait()
 	if err != nil {
 		t.Errorf("after SIGTERM: %v, want exit 0; stderr:\n%s", err, c.stderr.String())
+	}
+}
+
+// TestVADStreamReaderGone: when the daemon closes its end of stdout (it
+// stopped listening), the child exits 0 at its next answer instead of
+// dying of SIGPIPE.
+func TestVADStreamReaderGone(t *testing.T) {
+	c := startChild(t, "--vad-stream", "--vad-model", sileroModel(t))
+	c.fw.Audio(make([]int16, 512))
+	if rec, err := c.out.Next(); err != nil || rec.Kind != vadwire.Probs {
+		t.Fatalf("%+v, %v", rec, err)
+	}
+	c.rawOut.Close()
+	c.fw.Audio(make([]int16, 4096)) // answered into a closed pipe
+	err := c.cmd.Wait()
+	if err != nil {
+		t.Errorf("after its stdout was closed: %v, want exit 0; stderr:\n%s", err, c.stderr.String())
 	}
 }
