@@ -122,7 +122,7 @@ func (e *energyUse) window(w []int16) {
 	e.seg.Write(w)
 	on := e.seg.InSpeech()
 	if on && !e.on {
-		for i := range e.held {
+		for i := max(0, len(e.held)-holdBack); i < len(e.held); i++ {
 			e.held[i] = 1 // the loud frames that decided it
 		}
 	}

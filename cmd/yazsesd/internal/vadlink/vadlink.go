@@ -47,9 +47,10 @@
 // (lines from it), and NewEnergy the energy detector's; all end when the
 // Link's context is done, which closes the pipes it was given (the child
 // then sees EOF on stdin and exits 0). Done is closed once they have all
-// returned. Feed never blocks on the detector: frames queue (up to
-// QueueFrames) and a full queue ends the Link with ErrBehind rather than
-// stall the microphone. The reader blocks on a use's Events channel
+// returned. Feed never blocks on the detector: audio queues (consecutive
+// blocks joined into one frame, up to MaxQueued of audio in all) and a
+// full queue ends the Link with ErrBehind rather than stall the
+// microphone. The reader blocks on a use's Events channel
 // until the caller reads it or Closes the use: read every Use's events
 // until the channel closes, or Close it.
 package vadlink
@@ -68,15 +69,17 @@ import (
 	"github.com/yazses/yazses/lib/vadwire"
 )
 
-// QueueFrames is how many Feed blocks may wait for the detector.
-const QueueFrames = 512
+// MaxQueued is the most audio that may wait for the detector (it runs
+// about 400 times faster than real time on one thread: a backlog this long
+// means it is stuck).
+const MaxQueued = 30 * time.Second
 
 // maxPending is how many uses may wait for their answers.
 const maxPending = 16
 
 // Errors.
 var (
-	// ErrBehind: the detector fell QueueFrames blocks behind the audio.
+	// ErrBehind: the detector fell MaxQueued behind the audio.
 	ErrBehind = errors.New("voice detector fell behind")
 	// ErrUseOpen: Begin while the last use has not ended.
 	ErrUseOpen = errors.New("a voice detector use is still open")
@@ -153,8 +156,11 @@ func (s State) Silent() time.Duration { return pcm.Duration(int(s.Pos - s.LastVo
 type Link struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	frames chan frame.Frame
-	uses   chan *Use // begun, in order, for the reader
+	qmu    sync.Mutex
+	queue  []frame.Frame // to write, in order
+	queued int           // bytes of audio in queue
+	wake   chan struct{} // the queue has frames (capacity 1)
+	uses   chan *Use     // begun, in order, for the reader
 	done   chan struct{}
 	wg     sync.WaitGroup
 
@@ -191,7 +197,7 @@ func (l *Link) start(frames io.WriteCloser, lines io.ReadCloser) {
 
 func newLink(ctx context.Context) *Link {
 	ctx, cancel := context.WithCancel(ctx)
-	return &Link{ctx: ctx, cancel: cancel, frames: make(chan frame.Frame, QueueFrames), uses: make(chan *Use, maxPending), done: make(chan struct{})}
+	return &Link{ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), uses: make(chan *Use, maxPending), done: make(chan struct{})}
 }
 
 // Close ends the Link (as cancelling its context does) and waits for its
@@ -253,17 +259,54 @@ func (l *Link) errLocked() error {
 	return context.Cause(l.ctx)
 }
 
-// send queues a frame for the writer, without blocking.
-func (l *Link) send(f frame.Frame) error {
+// maxQueuedBytes is MaxQueued in wire bytes.
+var maxQueuedBytes = pcm.Samples(MaxQueued) * pcm.FrameBytes
+
+// sendAudio queues samples for the writer, without blocking: appended to
+// the last queued Audio frame while it has room.
+func (l *Link) sendAudio(samples []int16) error {
 	if l.ctx.Err() != nil {
 		return ErrClosed
 	}
-	select {
-	case l.frames <- f:
-		return nil
-	default:
+	l.qmu.Lock()
+	if l.queued+len(samples)*pcm.FrameBytes > maxQueuedBytes {
+		l.qmu.Unlock()
 		l.fail(ErrBehind)
 		return ErrBehind
+	}
+	for len(samples) > 0 {
+		n := len(l.queue)
+		if n == 0 || l.queue[n-1].Type != frame.Audio || len(l.queue[n-1].Payload) == frame.MaxPayload {
+			l.queue = append(l.queue, frame.Frame{Type: frame.Audio})
+			n++
+		}
+		f := &l.queue[n-1]
+		k := min(len(samples), (frame.MaxPayload-len(f.Payload))/pcm.FrameBytes)
+		f.Payload = pcm.Encode(f.Payload, samples[:k])
+		l.queued += k * pcm.FrameBytes
+		samples = samples[k:]
+	}
+	l.qmu.Unlock()
+	l.signal()
+	return nil
+}
+
+// sendEnd queues an End frame.
+func (l *Link) sendEnd() error {
+	if l.ctx.Err() != nil {
+		return ErrClosed
+	}
+	l.qmu.Lock()
+	l.queue = append(l.queue, frame.Frame{Type: frame.End})
+	l.qmu.Unlock()
+	l.signal()
+	return nil
+}
+
+func (l *Link) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -273,13 +316,19 @@ func (l *Link) write(w io.Writer) {
 	fw := frame.NewWriter(w)
 	for {
 		select {
-		case f := <-l.frames:
+		case <-l.wake:
+		case <-l.ctx.Done():
+			return
+		}
+		l.qmu.Lock()
+		q := l.queue
+		l.queue, l.queued = nil, 0
+		l.qmu.Unlock()
+		for _, f := range q {
 			if err := fw.WriteFrame(f); err != nil {
 				l.fail(fmt.Errorf("write to the voice detector: %w", err))
 				return
 			}
-		case <-l.ctx.Done():
-			return
 		}
 	}
 }
@@ -388,15 +437,10 @@ func (u *Use) Feed(samples []int16) error {
 	if u.ended {
 		return ErrEnded
 	}
-	const most = frame.MaxPayload / pcm.FrameBytes
-	for len(samples) > 0 {
-		n := min(len(samples), most)
-		if err := u.l.send(frame.Frame{Type: frame.Audio, Payload: pcm.Encode(nil, samples[:n])}); err != nil {
-			return err
-		}
-		u.fed += int64(n)
-		samples = samples[n:]
+	if err := u.l.sendAudio(samples); err != nil {
+		return err
 	}
+	u.fed += int64(len(samples))
 	return nil
 }
 
@@ -415,7 +459,7 @@ func (u *Use) End() error {
 		u.l.open = nil
 	}
 	u.l.mu.Unlock()
-	return u.l.send(frame.Frame{Type: frame.End})
+	return u.l.sendEnd()
 }
 
 // Close ends the use and drops its events from now on (the caller has

@@ -479,11 +479,28 @@ func TestEnergyFallback(t *testing.T) {
 	defer l.Close()
 	burst := bursts(2 * time.Second)
 	samples := cat(silence(time.Second), burst, silence(time.Second))
-	u, err := l.Begin(Params{Span: vadspan.Params{MinSilence: 300 * time.Millisecond, SpeechPad: -1}, Silences: []time.Duration{500 * time.Millisecond}})
+	p := Params{Span: vadspan.Params{MinSilence: 300 * time.Millisecond, SpeechPad: -1}, Silences: []time.Duration{500 * time.Millisecond}}
+	u, err := l.Begin(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs := feed(t, u, samples, 9)
+	// The same events whatever the blocks: all at once, 20 ms, one sample.
+	for _, size := range []int{len(samples), 320, 1} {
+		u, err := l.Begin(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for s := samples; len(s) > 0; s = s[min(size, len(s)):] {
+				u.Feed(s[:min(size, len(s))])
+			}
+			u.End()
+		}()
+		if d := cmp.Diff(evs, drain(u)); d != "" {
+			t.Errorf("in blocks of %d samples, the events differ (-random blocks +these):\n%s", size, d)
+		}
+	}
 	spans := spansOf(t, evs)
 	if len(spans) != 1 {
 		t.Fatalf("spans %v, want one", spans)
@@ -541,7 +558,7 @@ func (w blockingWriter) Write(p []byte) (int, error) { <-w.closed; return 0, io.
 func (w blockingWriter) Close() error                { close(w.closed); return nil }
 
 // TestBehind: a detector that stops reading makes Feed fail with
-// ErrBehind once QueueFrames blocks wait, instead of blocking the caller;
+// ErrBehind once MaxQueued of audio waits, instead of blocking the caller;
 // the Link ends.
 func TestBehind(t *testing.T) {
 	lr, lw := io.Pipe()
@@ -552,8 +569,14 @@ func TestBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ferr error
-	for i := 0; i < QueueFrames+2 && ferr == nil; i++ {
+	// Many small blocks (they join into few frames), up to MaxQueued and
+	// past it: the writer holds one frame, the rest waits.
+	n := 0
+	for ; n < 2*pcm.Samples(MaxQueued) && ferr == nil; n += 160 {
 		ferr = u.Feed(make([]int16, 160))
+	}
+	if n < pcm.Samples(MaxQueued) {
+		t.Errorf("ErrBehind after %v of audio, MaxQueued is %v", pcm.Duration(n), MaxQueued)
 	}
 	if !errors.Is(ferr, ErrBehind) {
 		t.Fatalf("Feed: %v, want ErrBehind", ferr)
