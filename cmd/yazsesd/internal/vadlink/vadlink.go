@@ -406,7 +406,6 @@ type Use struct {
 	tr       *vadspan.Tracker
 	thr, neg float32
 	fired    []bool // per Params.Silences, in this stretch of silence
-	said     bool
 
 	smu     sync.Mutex
 	st      State
