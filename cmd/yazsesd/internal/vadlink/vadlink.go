@@ -77,6 +77,10 @@ const MaxQueued = 30 * time.Second
 // maxPending is how many uses may wait for their answers.
 const maxPending = 16
 
+// eventBuffer is how many events of a use may wait for the caller before
+// the reader waits for it (a few per second of speech at most).
+const eventBuffer = 256
+
 // Errors.
 var (
 	// ErrBehind: the detector fell MaxQueued behind the audio.
@@ -423,7 +427,7 @@ func newUse(l *Link, p Params) *Use {
 		neg = max(thr-0.15, 0.01)
 	}
 	return &Use{
-		l: l, p: p, ev: make(chan Event, 16), closed: make(chan struct{}),
+		l: l, p: p, ev: make(chan Event, eventBuffer), closed: make(chan struct{}),
 		tr: vadspan.NewTracker(p.Span), thr: thr, neg: neg, fired: make([]bool, len(p.Silences)),
 		changed: make(chan struct{}),
 	}
@@ -480,7 +484,9 @@ func (u *Use) State() State {
 
 // Wait returns the State once the windows up to sample pos are answered
 // (the whole windows below pos: a partial one waits for more audio or
-// End), the use ended, ctx is done or the detector failed.
+// End), the use ended, ctx is done or the detector failed. The reader
+// delivers the events before it moves on: keep reading Events meanwhile
+// (from another goroutine) once more than eventBuffer may have piled up.
 func (u *Use) Wait(ctx context.Context, pos int64) (State, error) {
 	want := pos / vadspan.Window * vadspan.Window
 	for {
