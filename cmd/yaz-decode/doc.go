@@ -9,6 +9,7 @@
 //	yaz-decode [flags] FILE...           transcribe WAV files
 //	yaz-decode [flags] < audio           transcribe a live PCM or WAV stream
 //	yaz-decode --serve [flags]           framed mode for yazsesd
+//	yaz-decode --vad-stream [flags]      Silero VAD probabilities for yazsesd
 //
 // With files as arguments, each WAV file (8/16/24/32-bit integer or 32/64-bit
 // float PCM, any rate, any channel count) is converted to 16 kHz mono and
@@ -69,6 +70,22 @@
 // stays loaded. If YAZ_READY_FD names a file descriptor, a newline is written
 // to it once the model is loaded.
 //
+// With --vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
+// pure Go and cannot link whisper.cpp): stdin carries 'A' and 'E' frames
+// as in --serve, and stdout answers, for every frame that completes 512-
+// sample windows (32 ms), a line "P FIRST PROB..." with Silero VAD's speech
+// probability of each, in the shortest decimal that reads back as the same
+// float32; an 'E' frame runs the last partial window zero-padded, answers
+// "E N" (N windows in that use) and resets the detector's state, so the
+// next audio starts a new use at window 0 (see package lib/vadwire). The
+// windows run as the frames arrive, never again. The reader applies its own
+// thresholds and durations (package lib/vadspan). No whisper model is
+// loaded; the Silero model is required (--vad auto or silero; auto without
+// the file is vad_model_missing, as there is no energy fallback for
+// probabilities). Any other frame, or a malformed one, exits 1; EOF ends
+// the open use as 'E' does and exits 0. One thread, no gate: the numbers
+// are whisper.cpp's, bit for bit.
+//
 // The same audio with the same flags always gives the same transcript,
 // whatever the process decoded before. SIGINT or SIGTERM stop whisper at
 // once (files and serve mode; stream mode still decodes what it heard).
@@ -126,6 +143,7 @@
 //	    --output-dir DIR        write one file per input into DIR
 //	    --json                  JSON lines in stream mode
 //	    --serve                 framed supervised mode
+//	    --vad-stream            framed mode: Silero probabilities for yazsesd
 //	    --[no-]vad-gate         skip decoding audio with no speech (default on;
 //	                            off: files are decoded whole)
 //	    --vad auto|silero|energy  voice detector (env YAZ_VAD; default auto)
@@ -148,8 +166,8 @@
 //
 // Exit status: 0 success (also after SIGINT or SIGTERM); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
-// 125 under a supervisor (--serve, or YAZ_READY_FD set) when the model is
-// missing or not a whisper or Parakeet model, -l names a language the model does not
+// 125 under a supervisor (--serve, --vad-stream, or YAZ_READY_FD set) when
+// the model is missing or not a whisper or Parakeet model, -l names a language the model does not
 // know, or the VAD model is missing (--vad silero) or unusable: a restart
 // cannot fix that, so the one log record says why (attribute cause:
 // model_missing, model_invalid, language_unsupported, vad_model_missing or

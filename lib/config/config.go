@@ -203,6 +203,10 @@ type Children struct {
 	Decode  []string `toml:"decode"`
 	Speak   []string `toml:"speak"`
 	Gate    []string `toml:"gate"`
+	// VAD is the daemon's voice detector when vad.engine selects Silero
+	// VAD: frames in, a speech probability per 32 ms window out
+	// (yaz-decode --vad-stream, package vadwire).
+	VAD []string `toml:"vad"`
 }
 
 // Allowed values.
@@ -286,6 +290,7 @@ func rawDefault() Config {
 			Decode:  []string{"yaz-decode", "--serve"},
 			Speak:   []string{"yaz-speak", "--serve"},
 			Gate:    []string{"yaz-gate"},
+			VAD:     []string{"yaz-decode", "--vad-stream"},
 		},
 	}
 }

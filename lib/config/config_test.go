@@ -65,6 +65,7 @@ func TestDefault(t *testing.T) {
 		{"children.decode", c.Children.Decode, []string{"yaz-decode", "--serve"}},
 		{"children.speak", c.Children.Speak, []string{"yaz-speak", "--serve"}},
 		{"children.gate", c.Children.Gate, []string{"yaz-gate"}},
+		{"children.vad", c.Children.VAD, []string{"yaz-decode", "--vad-stream"}},
 	}
 	for _, tc := range checks {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {

@@ -132,4 +132,6 @@ decode = ["yaz-decode", "--serve"]
 speak = ["yaz-speak", "--serve"]
 # The interruption budget.
 gate = ["yaz-gate"]
+# The voice detector (Silero VAD's probabilities), when [vad] selects Silero.
+vad = ["yaz-decode", "--vad-stream"]
 `

@@ -275,5 +275,6 @@ func (c *Children) list() []child {
 		{"children.decode", &c.Decode},
 		{"children.speak", &c.Speak},
 		{"children.gate", &c.Gate},
+		{"children.vad", &c.VAD},
 	}
 }

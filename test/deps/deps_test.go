@@ -65,7 +65,8 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./cmd/yazsesd", "./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models",
-		"./cmd/yaz-mcp", "./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./lib/inject"}
+		"./cmd/yaz-mcp", "./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./lib/inject",
+		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -43,6 +43,7 @@ type CLI struct {
 	OutputDir         string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
 	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
 	Serve             bool     `help:"Supervised mode for yazsesd: framed audio on stdin, JSON results on stdout."`
+	VADStream         bool     `name:"vad-stream" help:"Supervised mode for yazsesd: framed audio on stdin, Silero VAD's speech probability of every 32 ms window on stdout (lines \"P FIRST PROB...\" and \"E N\"); needs the Silero model, loads no whisper model."`
 	Progress          string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`
 	MaxDuration       duration `help:"Refuse files longer than this." default:"4h"`
 	MinSpeech         duration `help:"Stream mode: shortest speech that opens an utterance." default:"120ms"`
@@ -76,7 +77,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return code
 	}
 	log := c.Logger(stderr)
-	underSupervisor := supervised(c.Serve)
+	underSupervisor := supervised(c.Serve || c.VADStream)
 	return exit(log, stderr, underSupervisor, c.Model, c.run(ctx, log, stdin, stdout, stderr))
 }
 
@@ -123,6 +124,12 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	}
 	if !(c.VADThreshold >= 0.01 && c.VADThreshold <= 0.99) { // NaN too
 		return cli.Usagef("--vad-threshold must be between 0.01 and 0.99")
+	}
+	if c.VADStream {
+		if err := c.checkVADStream(); err != nil {
+			return err
+		}
+		return c.vadStream(ctx, log, stdin, stdout) // vadstream.go: no whisper model
 	}
 	if len(c.Files) == 0 && !c.Serve && cli.IsTerminal(stdin) {
 		return cli.Usagef("no input: give WAV files as arguments, or pipe audio in (yaz-capture | yaz-decode)")
