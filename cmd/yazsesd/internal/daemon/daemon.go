@@ -3,15 +3,31 @@
 // descriptors, and serves the JSON-RPC socket API of lib/daemonapi
 // (hold.*, ask_human, status, budget.status, last, audit, transcribe).
 //
-// Wiring. Each child gets fresh pipes on every start: the decoder's stdin
-// carries frames and its stdout results, the speaker's stdin requests and
-// its stdout events, the microphone's stdout PCM. The gate gets one end of
-// a fresh socketpair as fd 3. A gate restarted after a crash is started
-// with --spent: it refuses every question for the rest of the hour (fail
-// closed), which status reports as budget.fail_closed. So is the first gate
-// of a daemon whose predecessor ended without a clean stop in this boot
-// (a crash marker in the runtime folder, marker.go), so that a crash of
-// the daemon itself never hands out a fresh budget.
+// Wiring. The daemon's ends of its children are package child (Mic,
+// Decoder, Speaker, Gate): each owns its supervised process, makes its
+// pipes afresh on every start (the gate gets one end of a fresh socketpair
+// as fd 3) and shows its state as channels. This package is the policy on
+// top: holds (hold.go), questions (ask.go), files (files.go), the socket
+// methods (rpc.go), health (health.go). A gate restarted after a crash is
+// started with --spent: it refuses every question for the rest of the hour
+// (fail closed), which status reports as budget.fail_closed. So is the
+// first gate of a daemon whose predecessor ended without a clean stop in
+// this boot (a crash marker in the runtime folder, marker.go), so that a
+// crash of the daemon itself never hands out a fresh budget.
+//
+// Budget. A question's slot is reserved in the gate before any audio and
+// settled once, when the call ends, in ask.settle: released only when the
+// speaker proved that nothing was played, committed otherwise (DESIGN.md
+// invariant 3).
+//
+// Holds. A hold's decoding waits at most holdDecodeBound (a minute plus
+// four times its audio): a decoder that answers nothing by then (stopped,
+// or looping) is restarted and the hold ends failed, cause
+// decoder_timeout, its utterance lost and said to be.
+//
+// Goroutines. Work that outlives its caller (a hotkey release, a hold that
+// reached dictation.max_hold_s) runs under spawn; Run waits for it, up to
+// workWait, before it closes the audit log.
 //
 // Files. transcribe reads a file as a 16 kHz stream and decodes it in
 // pieces of at most 30 s, each taking the decoder's turn after any hold
