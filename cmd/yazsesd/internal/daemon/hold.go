@@ -15,6 +15,7 @@ import (
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -251,13 +252,19 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
 		switch {
 		case hung:
-			// Stopped, or looping: what a crash would have done, the
-			// restart does, and the holds behind this one are served by
-			// the new decoder.
 			ev.Reason = "decoder_timeout"
-			d.decode.Restart()
 			res.Cause = ev.Reason
-			res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", int(bound/time.Second))
+			secs := int(bound / time.Second)
+			if st := d.decode.Status().State; st != supervise.StateRunning {
+				// Starting or restarting: its supervisor bounds that.
+				res.Reason = fmt.Sprintf("decode: the decoder was not up within %d s (%s); this utterance is lost: say it again", secs, st)
+				break
+			}
+			// Up, and silent (stopped, or looping): the restart does
+			// what a crash would have done, and whatever waits behind
+			// this hold is served by the new decoder.
+			d.decode.Restart()
+			res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
 		case !errors.Is(err, child.ErrLost) && !down:
 			ev.Reason = "decode_error"
 			fallthrough
