@@ -600,8 +600,9 @@ func (d *Daemon) spawn(f func()) bool {
 // workWait bounds how long a stopping daemon waits for spawned work. A
 // hold's decoding ends at once when the daemon stops (decodeCtx) and its
 // typing takes a moment; past the bound the daemon stops anyway and says
-// so.
-const workWait = 10 * time.Second
+// so (the children stop meanwhile: the whole stop stays within the 10 s
+// a service manager or a test gives it).
+const workWait = 5 * time.Second
 
 // waitWork waits (up to workWait) for the goroutines of spawn, then ends
 // a hold still open: its audio is dropped, its microphone closed.
