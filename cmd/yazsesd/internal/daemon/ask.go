@@ -59,7 +59,8 @@ type ask struct {
 // slot is the question's reservation in the gate, from reserve to its one
 // settlement (settle). Its state only moves forward: reserved, then
 // audible (audio may have reached the output device) or silent (proven
-// that none did, with the reason).
+// that none did, with the reason). Audible is final and wins over an
+// earlier silent: when in doubt, charged.
 type slot struct {
 	tok    string
 	state  slotState
@@ -78,8 +79,8 @@ const (
 // audible records that audio may have been heard: the slot is charged,
 // whatever happens next.
 func (s *slot) audible() {
-	if s.state == slotReserved {
-		s.state = slotAudible
+	if s.state != slotNone {
+		s.state, s.reason = slotAudible, ""
 	}
 }
 
