@@ -61,6 +61,8 @@ func NewDecoder(spec supervise.Spec, prompt string, log *slog.Logger) *Decoder {
 }
 
 // OpenStdin is the supervisor's Stdin hook: a fresh pipe per start.
+// NewDecoder installs it, OpenStdout and Started; they are exported for
+// tests that play the decoder on these pipes.
 func (d *Decoder) OpenStdin() (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -145,11 +147,6 @@ func (d *Decoder) WaitUp(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// Take waits for the decoder's turn at priority prio (see Queue).
-func (d *Decoder) Take(ctx context.Context, prio Prio) (*Turn, error) {
-	return d.turns.Take(ctx, prio)
 }
 
 // Decode decodes one utterance. Its turn comes by prio; once it is

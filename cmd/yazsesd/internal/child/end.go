@@ -47,9 +47,6 @@ func DownState(s supervise.State) bool {
 	return s == supervise.StateExited || s == supervise.StateCrashLoop || s == supervise.StateStopped
 }
 
-// Name is the child's name ("decode").
-func (e *end) Name() string { return e.c.Status().Name }
-
 // Status is a snapshot of the supervised child.
 func (e *end) Status() supervise.Status { return e.c.Status() }
 
