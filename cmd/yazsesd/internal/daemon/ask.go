@@ -7,12 +7,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/vad"
 )
@@ -30,64 +30,6 @@ const (
 	decoderWait    = 30 * time.Second // for a restarted decoder, once
 	maxAnswerAudio = 29 * time.Second // whisper's window is 30 s
 )
-
-// askQueue puts questions to the person one at a time, in arrival order.
-type askQueue struct {
-	mu      sync.Mutex
-	busy    bool
-	waiters []chan struct{}
-}
-
-func (q *askQueue) init() {}
-
-func (q *askQueue) acquire(ctx context.Context) error {
-	q.mu.Lock()
-	if !q.busy {
-		q.busy = true
-		q.mu.Unlock()
-		return nil
-	}
-	ch := make(chan struct{})
-	q.waiters = append(q.waiters, ch)
-	q.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		for i, c := range q.waiters {
-			if c == ch {
-				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-				return ctx.Err()
-			}
-		}
-		q.releaseLocked() // the turn came just now: pass it on
-		return ctx.Err()
-	}
-}
-
-func (q *askQueue) release() {
-	q.mu.Lock()
-	q.releaseLocked()
-	q.mu.Unlock()
-}
-
-func (q *askQueue) releaseLocked() {
-	if len(q.waiters) > 0 {
-		ch := q.waiters[0]
-		q.waiters = q.waiters[1:]
-		close(ch)
-		return
-	}
-	q.busy = false
-}
-
-func (q *askQueue) state() (busy bool, waiting int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.busy, len(q.waiters)
-}
 
 // askRun is the question being put to the person; a hold interrupts it.
 type askRun struct {
@@ -109,11 +51,45 @@ type ask struct {
 	cfg   config.Config
 	peer  peer
 	start time.Time
-	tok   string
-	// settled is true once the reservation was committed or released.
-	settled bool
+	slot  slot
 	// deadline is the end of the caller's timeout_s (set by run).
 	deadline time.Time
+}
+
+// slot is the question's reservation in the gate, from reserve to its one
+// settlement (settle). Its state only moves forward: reserved, then
+// audible (audio may have reached the output device) or silent (proven
+// that none did, with the reason). Audible is final and wins over an
+// earlier silent: when in doubt, charged.
+type slot struct {
+	tok    string
+	state  slotState
+	reason string // why silent
+}
+
+type slotState int
+
+const (
+	slotNone     slotState = iota // nothing reserved
+	slotReserved                  // reserved; nothing known about audio yet
+	slotAudible                   // audio may have been heard
+	slotSilent                    // proven that no audio was played
+)
+
+// audible records that audio may have been heard: the slot is charged,
+// whatever happens next.
+func (s *slot) audible() {
+	if s.state != slotNone {
+		s.state, s.reason = slotAudible, ""
+	}
+}
+
+// silent records a proven pre-output failure (the speaker never started,
+// or the question was never sent to it), for reason.
+func (s *slot) silent(reason string) {
+	if s.state == slotReserved {
+		s.state, s.reason = slotSilent, reason
+	}
 }
 
 func (a *ask) audit(kind, reason string) { a.d.auditf(a.event(kind, reason)) }
@@ -129,30 +105,28 @@ func gateCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), gateWait)
 }
 
-// release refunds the slot: only for a proven pre-output failure.
-func (a *ask) release(ctx context.Context, reason string) {
-	if a.settled || a.tok == "" {
+// settle is DESIGN.md invariant 3, once per reserved question, when the
+// call ends: a slot proven silent is released (refunded; audit
+// ask.released with the reason); every other one, audible or not known to
+// be silent, is committed (charged; audit ask.spoken). Until then the
+// slot is reserved, which the budget counts as used; a daemon that dies
+// before it settles leaves the reservation to the gate's lease (charged)
+// and its successor starts spent (marker.go).
+func (a *ask) settle(ctx context.Context) {
+	if a.slot.state == slotNone {
 		return
 	}
-	a.settled = true
 	gctx, cancel := gateCtx(ctx)
 	defer cancel()
-	err := a.d.gate.do(gctx, gateWait, false, func(c *gate.Client) error { return c.Release(gctx, a.tok) })
-	if err != nil {
-		a.d.log.Warn("release refused: the slot stays charged", "err", err)
-	}
-	a.audit("ask.released", reason)
-}
-
-// commit charges the slot: audio may have been heard.
-func (a *ask) commit(ctx context.Context) {
-	if a.settled || a.tok == "" {
+	if a.slot.state == slotSilent {
+		err := a.d.gate.Do(gctx, gateWait, false, func(c *gate.Client) error { return c.Release(gctx, a.slot.tok) })
+		if err != nil {
+			a.d.log.Warn("release refused: the slot stays charged", "err", err)
+		}
+		a.audit("ask.released", a.slot.reason)
 		return
 	}
-	a.settled = true
-	gctx, cancel := gateCtx(ctx)
-	defer cancel()
-	err := a.d.gate.do(gctx, gateWait, false, func(c *gate.Client) error { return c.Commit(gctx, a.tok) })
+	err := a.d.gate.Do(gctx, gateWait, false, func(c *gate.Client) error { return c.Commit(gctx, a.slot.tok) })
 	if err != nil {
 		// The gate died with our reservation: it restarts fully spent, so
 		// nothing is undercharged.
@@ -178,11 +152,7 @@ func (d *Daemon) askHuman(ctx context.Context, p daemonapi.AskParams) (daemonapi
 		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "timeout_s must not be negative")
 	}
 	a := &ask{d: d, cfg: d.config(), peer: peerOf(ctx), start: time.Now()}
-	res := a.run(ctx, q, p.TimeoutS)
-	if !a.settled && a.tok != "" {
-		// Every path settles; this is the safety net: charged.
-		a.commit(ctx)
-	}
+	res := a.run(ctx, q, p.TimeoutS) // settles the slot
 	switch res.Result {
 	case daemonapi.Answered:
 		a.d.auditf(audit.Event{Kind: "ask.answered", Count: utf8.RuneCountInString(res.Answer),
@@ -215,9 +185,9 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 
 	// The one way to a slot: the gate's atomic check-and-reserve.
 	gctx, gcancel := gateCtx(ctx)
-	err := d.gate.do(gctx, gateWait, true, func(c *gate.Client) error {
+	err := d.gate.Do(gctx, gateWait, true, func(c *gate.Client) error {
 		tok, err := c.Reserve(gctx)
-		a.tok = tok
+		a.slot.tok = tok
 		return err
 	})
 	gcancel()
@@ -233,34 +203,37 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 		d.log.Warn("ask_human: no gate", "err", err)
 		return result(daemonapi.Unavailable, daemonapi.ReasonGateUnavailable)
 	}
+	a.slot.state = slotReserved
+	defer a.settle(ctx) // the one place the slot is charged or refunded
 	// A question that cannot be audited is not asked: the reservation is
 	// its first record, so a failing log refunds the slot before any audio.
 	if err := a.d.auditErr(a.event("ask.reserved", "")); err != nil {
-		a.release(ctx, daemonapi.ReasonAuditUnavailable)
+		a.slot.silent(daemonapi.ReasonAuditUnavailable)
 		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable)
 	}
 	if ctx.Err() != nil { // the caller left while we reserved
-		a.release(ctx, daemonapi.ReasonCancelled)
+		a.slot.silent(daemonapi.ReasonCancelled)
 		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)
 	}
 
 	// One question at a time, in order.
-	if err := d.asks.acquire(dctx); err != nil {
-		a.release(ctx, daemonapi.ReasonBusy)
+	turn, err := d.asks.Take(dctx, child.PrioAnswer)
+	if err != nil {
+		a.slot.silent(daemonapi.ReasonBusy)
 		return a.notAsked(ctx, daemonapi.ReasonBusy)
 	}
-	defer d.asks.release()
+	defer turn.Release()
 
 	run := &askRun{stop: make(chan struct{})}
 	for {
 		if !d.waitNoHold(dctx) {
-			a.release(ctx, daemonapi.ReasonHolding)
+			a.slot.silent(daemonapi.ReasonHolding)
 			return a.notAsked(ctx, daemonapi.ReasonHolding)
 		}
 		d.state.mu.Lock()
 		if d.state.closing {
 			d.state.mu.Unlock()
-			a.release(ctx, daemonapi.ReasonShuttingDown)
+			a.slot.silent(daemonapi.ReasonShuttingDown)
 			return result(daemonapi.Unavailable, daemonapi.ReasonShuttingDown)
 		}
 		if d.state.hold == nil {
@@ -315,18 +288,19 @@ func (d *Daemon) waitNoHold(ctx context.Context) bool {
 	}
 }
 
-// speak plays the question. spoken is false when the call ends here; the
-// reservation is settled either way: committed once audio may have been
-// heard, released only when the speaker proved that none was.
+// speak plays the question. spoken is false when the call ends here. The
+// slot's state follows what the speaker says: audible from its "started"
+// on (or when it dies or falls silent without a final event), silent only
+// when it proved that nothing was played.
 func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemonapi.AskResult, spoken bool) {
 	d := a.d
 	if !d.speakerReady(dctx) {
-		a.release(ctx, daemonapi.ReasonTTSUnavailable)
+		a.slot.silent(daemonapi.ReasonTTSUnavailable)
 		return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
 	}
-	_, events, err := d.speak.speak(Label + q)
+	_, events, err := d.speak.Speak(Label + q)
 	if err != nil {
-		a.release(ctx, daemonapi.ReasonTTSUnavailable)
+		a.slot.silent(daemonapi.ReasonTTSUnavailable)
 		return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
 	}
 	// why is set once the question is being stopped: interrupted,
@@ -335,7 +309,7 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 	stopNow := func(reason string) {
 		if why == "" {
 			why = reason
-			d.speak.skip()
+			d.speak.Skip()
 		}
 	}
 	var settle <-chan time.Time
@@ -346,16 +320,16 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 		case ev, ok := <-events:
 			switch {
 			case !ok: // the speaker died without a final event: maybe heard
-				a.commit(ctx)
+				a.slot.audible()
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventStarted:
 				// Handed to the sound server, not heard yet: the server
 				// may hold it back for a second or two. Listening waits
 				// for "done".
 				started = true
-				a.commit(ctx)
+				a.slot.audible()
 			case ev.Event == tts.EventFailed && !ev.Audible && !started:
-				a.release(ctx, daemonapi.ReasonTTSUnavailable)
+				a.slot.silent(daemonapi.ReasonTTSUnavailable)
 				if why != "" {
 					if why == daemonapi.ReasonInterrupted {
 						return a.notAsked(ctx, daemonapi.ReasonHolding), false
@@ -364,14 +338,14 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 				}
 				return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
 			case ev.Event == tts.EventFailed:
-				a.commit(ctx)
+				a.slot.audible()
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventDone:
 				// The device has played the question out (measured by
 				// the speaker from the device's own requests for data,
 				// before it closes the device): listen from now on,
 				// after the guard.
-				a.commit(ctx)
+				a.slot.audible()
 				if why != "" {
 					return a.stopped(ctx, why, why), false
 				}
@@ -391,31 +365,32 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			settle = time.After(settleWait)
 		case <-settle:
 			// The speaker never said how it ended: charged.
-			a.commit(ctx)
+			a.slot.audible()
 			return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 		}
 	}
 }
 
 // speakerReady waits (up to speakerWait) for a speaker that is starting
-// or restarting; one left down (crash loop) is not waited for.
+// or restarting; one left down (crash loop, exited, stopped) is not
+// waited for.
 func (d *Daemon) speakerReady(ctx context.Context) bool {
+	up, down := d.speak.Up(), d.speak.Down()
+	select {
+	case <-up:
+		return true
+	default:
+	}
 	t := time.NewTimer(speakerWait)
 	defer t.Stop()
-	for !d.speak.up() {
-		switch d.speakC.Status().State {
-		case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
-			return false
-		}
-		select {
-		case <-t.C:
-			return false
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
+	select {
+	case <-up:
+		return true
+	case <-down:
+	case <-t.C:
+	case <-ctx.Done():
 	}
-	return true
+	return false
 }
 
 // stopped is the result of a spoken question that ended before listening.
@@ -449,8 +424,8 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 	vcfg.MaxUtterance = min(maxAnswer, maxAnswerAudio)
 	seg := vad.NewSegmenter(vcfg)
 
-	l := d.mic.listen(false) // only what is said from now on
-	defer d.mic.unlisten(l)
+	l := d.mic.Listen(false) // only what is said from now on
+	defer d.mic.Unlisten(l)
 	d.log.Debug("listening for the answer", "guard_ms", cfg.Ask.GuardMs)
 	window := time.NewTimer(maxAnswer)
 	defer window.Stop()
@@ -460,7 +435,7 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 collect:
 	for {
 		select {
-		case s := <-l.ch:
+		case s := <-l.Audio():
 			if s == nil { // the microphone's stream ended: what was said is all
 				if heard == 0 {
 					// It never delivered a sample: not silence, a
@@ -498,7 +473,7 @@ collect:
 	if utt == nil {
 		return result(daemonapi.NoAnswer, reason)
 	}
-	d.mic.unlisten(l)
+	d.mic.Unlisten(l)
 
 	text, err := a.decode(ctx, utt)
 	if err != nil {
@@ -536,14 +511,14 @@ func (a *ask) decode(ctx context.Context, utt []int16) (string, error) {
 	}
 	dctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	r, err := a.d.decode.decode(dctx, prioAnswer, utt, nil)
-	if errors.Is(err, errDecoderLost) {
+	r, err := a.d.decode.Decode(dctx, child.PrioAnswer, utt, nil)
+	if errors.Is(err, child.ErrLost) {
 		a.d.log.Warn("decoder lost during an answer: retrying once on the restarted decoder")
 		wctx, wcancel := context.WithTimeout(dctx, decoderWait)
-		err = a.d.decode.waitUp(wctx)
+		err = a.d.decode.WaitUp(wctx)
 		wcancel()
 		if err == nil {
-			r, err = a.d.decode.decode(dctx, prioAnswer, utt, nil)
+			r, err = a.d.decode.Decode(dctx, child.PrioAnswer, utt, nil)
 		}
 	}
 	if err != nil {

@@ -3,15 +3,31 @@
 // descriptors, and serves the JSON-RPC socket API of lib/daemonapi
 // (hold.*, ask_human, status, budget.status, last, audit, transcribe).
 //
-// Wiring. Each child gets fresh pipes on every start: the decoder's stdin
-// carries frames and its stdout results, the speaker's stdin requests and
-// its stdout events, the microphone's stdout PCM. The gate gets one end of
-// a fresh socketpair as fd 3. A gate restarted after a crash is started
-// with --spent: it refuses every question for the rest of the hour (fail
-// closed), which status reports as budget.fail_closed. So is the first gate
-// of a daemon whose predecessor ended without a clean stop in this boot
-// (a crash marker in the runtime folder, marker.go), so that a crash of
-// the daemon itself never hands out a fresh budget.
+// Wiring. The daemon's ends of its children are package child (Mic,
+// Decoder, Speaker, Gate): each owns its supervised process, makes its
+// pipes afresh on every start (the gate gets one end of a fresh socketpair
+// as fd 3) and shows its state as channels. This package is the policy on
+// top: holds (hold.go), questions (ask.go), files (files.go), the socket
+// methods (rpc.go), health (health.go). A gate restarted after a crash is
+// started with --spent: it refuses every question for the rest of the hour
+// (fail closed), which status reports as budget.fail_closed. So is the
+// first gate of a daemon whose predecessor ended without a clean stop in
+// this boot (a crash marker in the runtime folder, marker.go), so that a
+// crash of the daemon itself never hands out a fresh budget.
+//
+// Budget. A question's slot is reserved in the gate before any audio and
+// settled once, when the call ends, in ask.settle: released only when the
+// speaker proved that nothing was played, committed otherwise (DESIGN.md
+// invariant 3).
+//
+// Holds. A hold's decoding waits at most holdDecodeBound (a minute plus
+// four times its audio): a decoder that answers nothing by then (stopped,
+// or looping) is restarted and the hold ends failed, cause
+// decoder_timeout, its utterance lost and said to be.
+//
+// Goroutines. Work that outlives its caller (a hotkey release, a hold that
+// reached dictation.max_hold_s) runs under spawn; Run waits for it, up to
+// workWait, before it closes the audit log.
 //
 // Files. transcribe reads a file as a 16 kHz stream and decodes it in
 // pieces of at most 30 s, each taking the decoder's turn after any hold
@@ -40,6 +56,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -116,13 +133,11 @@ type Daemon struct {
 
 	audit *audit.Log
 
-	gate    *gateLink
-	speak   *speaker
-	decode  *decoder
-	mic     *mic
-	gateC   *supervise.Child
-	speakC  *supervise.Child
-	decodeC *supervise.Child
+	// The child ends (package child): each owns its supervised process.
+	gate   *child.Gate
+	speak  *child.Speaker
+	decode *child.Decoder
+	mic    *child.Mic
 
 	injMu  sync.Mutex
 	inj    Injector
@@ -134,10 +149,19 @@ type Daemon struct {
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
-	state       stateT // hold and ask state, see hold.go
-	asks        askQueue
-	files       fileLine     // transcribe calls, see files.go
+	state       stateT       // hold and ask state, see hold.go
+	asks        child.Queue  // questions, one at a time, in order (ask.go)
+	files       child.Queue  // transcribe calls, see files.go
 	holdWaiters atomic.Int32 // questions waiting for a hold to end
+
+	// life ends when the daemon stops (Run's shutdown): the clock of a
+	// hold's tail and the work of spawn watch it.
+	life    context.Context
+	endLife context.CancelFunc
+	// work counts the goroutines of spawn: stops started by the hotkey
+	// or by dictation.max_hold_s, which outlive their caller. Run waits
+	// for them (up to workWait) before it closes the audit log.
+	work sync.WaitGroup
 }
 
 // New prepares a daemon; Run starts it.
@@ -153,7 +177,8 @@ func New(opt Options) (*Daemon, error) {
 	}
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now()}
 	d.state.init()
-	d.asks.init()
+	d.files.MaxWaiting = fileWaiting
+	d.life, d.endLife = context.WithCancel(context.Background())
 	cfg := opt.Config
 
 	resolve := func(name string, argv []string) ([]string, error) {
@@ -181,55 +206,30 @@ func New(opt Options) (*Daemon, error) {
 	}
 	env := []string{"YAZ_LOG_FORMAT=json", "YAZ_LOG_LEVEL=" + opt.ChildLogLevel}
 
-	d.gate = newGateLink(cfg.Budget.AskHumanPerHour)
-	d.gateC = supervise.New(supervise.Spec{
-		Name:    "gate",
-		ArgvFor: func(n int) []string { return d.gate.argv(gateArgv, n) },
-		Env:     env,
-		Files:   d.gate.files,
-		FDNames: []string{"gate"},
-		Ready:   true,
-	}, d.log)
-	d.gateC.OnStart(d.gate.started)
-	d.gateC.OnStart(d.childStarted("gate"))
+	d.gate = child.NewGate(supervise.Spec{Name: "gate", Argv: gateArgv, Env: env}, cfg.Budget.AskHumanPerHour, d.log)
+	d.gate.OnStart(d.childStarted("gate"))
 
 	speakArgv = append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate))
 	if cfg.Speak.Device != "" {
 		speakArgv = append(speakArgv, "--device="+cfg.Speak.Device) // one word: a device never reads as a flag
 	}
-	d.speak = newSpeaker(func() int { return d.speakC.Status().PID })
-	d.speakC = supervise.New(supervise.Spec{
-		Name:   "speak",
-		Argv:   speakArgv,
-		Env:    env,
-		Ready:  true,
-		Stdin:  d.speak.stdin,
-		Stdout: d.speak.stdout,
-	}, d.log)
-	d.speakC.OnStart(d.speak.started)
-	d.speakC.OnStart(d.childStarted("speak"))
+	d.speak = child.NewSpeaker(supervise.Spec{Name: "speak", Argv: speakArgv, Env: env}, d.log)
+	d.speak.OnStart(d.childStarted("speak"))
 
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
 		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
 		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize),
 		"--vad", cfg.VAD.Engine, "--vad-model", cfg.VAD.Model,
 		"--vad-threshold", strconv.FormatFloat(cfg.VAD.Threshold, 'g', -1, 64))
-	d.decode = newDecoder()
-	// decode.prompt is private (a vocabulary of names, say): it goes with
-	// each utterance as a Prompt frame, never on the command line, which
-	// every local user can read in /proc.
-	d.decode.prompt = cfg.Decode.Prompt
-	d.decodeC = supervise.New(supervise.Spec{
+	// decode.prompt is private (a vocabulary of names, say): the end
+	// sends it with each utterance, never on the command line.
+	d.decode = child.NewDecoder(supervise.Spec{
 		Name:         "decode",
 		Argv:         decArgv,
 		Env:          env,
-		Ready:        true,
 		ReadyTimeout: 60 * time.Second, // a large model loads slowly
-		Stdin:        d.decode.stdin,
-		Stdout:       d.decode.stdout,
-	}, d.log)
-	d.decodeC.OnStart(d.decode.started)
-	d.decodeC.OnStart(d.childStarted("decode"))
+	}, cfg.Decode.Prompt, d.log)
+	d.decode.OnStart(d.childStarted("decode"))
 
 	capArgv := slices.Clone(captureArgv)
 	if cfg.Capture.Backend != "" && cfg.Capture.Backend != "auto" {
@@ -239,25 +239,18 @@ func New(opt Options) (*Daemon, error) {
 		capArgv = append(capArgv, "--device", cfg.Capture.Device)
 	}
 	always := cfg.Capture.Mode == config.CaptureAlways
-	d.mic = newMic(d.log, always, cfg.Capture.PreRollMs*16)
-	d.mic.child = supervise.New(supervise.Spec{
-		Name:   "capture",
-		Argv:   capArgv,
-		Env:    env,
-		Ready:  true,
-		Stdout: d.mic.stdout,
-	}, d.log)
-	d.mic.child.OnStart(d.childStarted("capture"))
+	d.mic = child.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, cfg.Capture.PreRollMs*16, d.log)
+	d.mic.OnStart(d.childStarted("capture"))
 
 	boot := []string{"gate", "speak", "decode"}
 	if always {
 		boot = append(boot, "capture")
 	}
 	d.health = newHealth(d, []string{"gate", "speak", "decode", "capture"}, boot...)
-	d.health.watch("gate", d.gateC)
-	d.health.watch("speak", d.speakC)
-	d.health.watch("decode", d.decodeC)
-	d.health.watch("capture", d.mic.child)
+	d.health.watch("gate", d.gate)
+	d.health.watch("speak", d.speak)
+	d.health.watch("decode", d.decode)
+	d.health.watch("capture", d.mic)
 	d.versions = newVersions(map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
 		"decode": decodeArgv[0], "capture": captureArgv[0]})
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
@@ -338,7 +331,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		d.log.Error("the crash marker could not be written: a crash of this daemon would not be noticed by the next one", "err", err)
 	}
 	if unclean {
-		d.gate.startSpent(daemonapi.FailClosedDaemon)
+		d.gate.StartSpent(daemonapi.FailClosedDaemon)
 		d.log.Warn("the previous yazsesd did not stop cleanly: the interruption budget starts spent for the hour (fail closed)")
 		d.auditf(audit.Event{Kind: "budget.fail_closed", Reason: daemonapi.FailClosedDaemon})
 	}
@@ -350,7 +343,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	supervised := func(c *supervise.Child, name string) {
+	supervised := func(c interface{ Run(context.Context) error }, name string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -360,10 +353,10 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			}
 		}()
 	}
-	supervised(d.gateC, "gate")
-	supervised(d.speakC, "speak")
-	supervised(d.decodeC, "decode")
-	d.mic.start(ctx)
+	supervised(d.gate, "gate")
+	supervised(d.speak, "speak")
+	supervised(d.decode, "decode")
+	d.mic.Start(ctx)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -418,15 +411,17 @@ loop:
 	}
 	d.log.Info("stopping")
 	d.state.shutdown()
+	d.endLife()
 	cancel()
 	if runErr == nil {
 		<-serveErr
 	}
-	d.gate.close()
-	d.speak.close()
-	d.decode.close()
+	d.waitWork()
+	d.gate.Close()
+	d.speak.Close()
+	d.decode.Close()
 	wg.Wait()
-	d.mic.wait()
+	d.mic.Wait()
 	d.auditf(audit.Event{Kind: "daemon.stopped"})
 	if runErr == nil {
 		// A clean stop: the next daemon starts a fresh budget. Not
@@ -470,18 +465,18 @@ func (d *Daemon) reload(ctx context.Context) {
 	}
 	if nc.Budget.AskHumanPerHour != old.Budget.AskHumanPerHour {
 		n := nc.Budget.AskHumanPerHour
-		d.gate.setPerHour(n) // for the next start of the gate
+		d.gate.SetPerHour(n) // for the next start of the gate
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := d.gate.do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
+		err := d.gate.Do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
 		cancel()
 		if err != nil {
-			switch st := d.gateC.Status().State; st {
+			switch st := d.gate.Status().State; st {
 			case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
 				// Nothing would restart: say what is true.
 				d.log.Error("reload: the gate is down and was not restarted; no question is asked until yazsesd restarts", "gate", st)
 			default:
 				d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
-				d.gateC.Restart()
+				d.gate.Restart()
 			}
 		}
 	}
@@ -516,7 +511,13 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 				}
 				return
 			}
-			go d.holdStop(ctx)
+			// The stop decodes and types after the key is up: spawn
+			// owns it, and Run waits for it before it closes the audit.
+			d.spawn(func() {
+				if _, err := d.holdStop(d.life); err != nil {
+					d.log.Warn("hotkey: hold.stop failed", "err", err)
+				}
+			})
 		})
 	}
 	set(false, err)
@@ -579,8 +580,50 @@ func peerOf(ctx context.Context) peer {
 	return p
 }
 
+// spawn runs f on a goroutine the daemon owns: Run waits for it before
+// it closes the audit log (waitWork). It reports false, and f does not
+// run, once the daemon is stopping.
+func (d *Daemon) spawn(f func()) bool {
+	d.state.mu.Lock()
+	defer d.state.mu.Unlock()
+	if d.state.closing {
+		return false
+	}
+	d.work.Add(1) // under state.mu, before closing: never after waitWork began
+	go func() {
+		defer d.work.Done()
+		f()
+	}()
+	return true
+}
+
+// workWait bounds how long a stopping daemon waits for spawned work. A
+// hold's decoding ends at once when the daemon stops (decodeCtx) and its
+// typing takes a moment; past the bound the daemon stops anyway and says
+// so (the children stop meanwhile: the whole stop stays within the 10 s
+// a service manager or a test gives it).
+const workWait = 5 * time.Second
+
+// waitWork waits (up to workWait) for the goroutines of spawn, then ends
+// a hold still open: its audio is dropped, its microphone closed.
+func (d *Daemon) waitWork() {
+	done := make(chan struct{})
+	go func() {
+		d.work.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(workWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
+	}
+	d.takeHold(d.life, 0, false, nil)
+}
+
 // childStatus reports a supervised child for status.
-func (d *Daemon) childStatus(c *supervise.Child) daemonapi.ChildStatus {
+func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi.ChildStatus {
 	s := c.Status()
 	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
 		LastExit: s.LastExit, Version: d.versions.get(s.Name), Cause: s.Cause}

@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/jsonrpc"
@@ -32,8 +32,8 @@ import (
 // offset back to the file's timeline.
 //
 // File work is bounded: one file decodes at a time and fileWaiting more
-// may wait for their turn; a call beyond that is refused at once with
-// daemonapi.CodeBusy.
+// may wait for their turn (Daemon.files, a child.Queue); a call beyond
+// that is refused at once with daemonapi.CodeBusy.
 
 const (
 	// pieceMax is the longest piece of a file sent as one utterance:
@@ -60,60 +60,6 @@ var (
 	errFileDecoder = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "the decoder failed"}
 )
 
-// fileLine lets one file decode at a time and a few wait, in order.
-type fileLine struct {
-	mu      sync.Mutex
-	busy    bool
-	waiters []chan struct{}
-}
-
-// enter waits for the file turn; errBusy when the line is full.
-func (l *fileLine) enter(ctx context.Context) error {
-	l.mu.Lock()
-	if !l.busy {
-		l.busy = true
-		l.mu.Unlock()
-		return nil
-	}
-	if len(l.waiters) >= fileWaiting {
-		l.mu.Unlock()
-		return errBusy
-	}
-	ch := make(chan struct{})
-	l.waiters = append(l.waiters, ch)
-	l.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for i, c := range l.waiters {
-			if c == ch {
-				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
-				return ctx.Err()
-			}
-		}
-		l.leaveLocked() // handed over just now: pass it on
-		return ctx.Err()
-	}
-}
-
-func (l *fileLine) leave() {
-	l.mu.Lock()
-	l.leaveLocked()
-	l.mu.Unlock()
-}
-
-func (l *fileLine) leaveLocked() {
-	if len(l.waiters) > 0 {
-		close(l.waiters[0])
-		l.waiters = l.waiters[1:]
-		return
-	}
-	l.busy = false
-}
-
 // transcribe decodes a file on the resident decoder, piece by piece, each
 // after any hold or answer that is waiting. A caller that goes away
 // abandons the piece in progress (contract 1); a decoder that is down for
@@ -139,13 +85,15 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 			return daemonapi.TranscribeResult{}, errTooLong
 		}
 	}
-	if err := d.files.enter(ctx); err != nil {
-		if errors.Is(err, errBusy) {
+	turn, err := d.files.Take(ctx, child.PrioFile)
+	if err != nil {
+		if errors.Is(err, child.ErrQueueFull) {
 			d.log.Debug("transcribe refused: busy", "decoding", 1, "waiting", fileWaiting)
+			return daemonapi.TranscribeResult{}, errBusy
 		}
 		return daemonapi.TranscribeResult{}, err
 	}
-	defer d.files.leave()
+	defer turn.Release()
 
 	dctx, cancel := d.decodeCtx(ctx)
 	defer cancel()
@@ -212,17 +160,17 @@ func (d *Daemon) decodeFile(ctx context.Context, p *piecer) (daemonapi.Transcrib
 func (d *Daemon) decodePiece(ctx context.Context, piece []int16, yields *int) (frame.Result, error) {
 	retried := false
 	for {
-		r, err := d.decode.decode(ctx, prioFile, piece, nil)
+		r, err := d.decode.Decode(ctx, child.PrioFile, piece, nil)
 		switch {
 		case err == nil:
 			return r, nil
-		case errors.Is(err, errYielded) && ctx.Err() == nil:
+		case errors.Is(err, child.ErrYielded) && ctx.Err() == nil:
 			*yields++
 			continue
-		case errors.Is(err, errDecoderLost) && !retried && ctx.Err() == nil:
+		case errors.Is(err, child.ErrLost) && !retried && ctx.Err() == nil:
 			retried = true
 			wctx, cancel := context.WithTimeout(ctx, pieceRetryWait)
-			err = d.decode.waitUp(wctx)
+			err = d.decode.WaitUp(wctx)
 			cancel()
 			if err == nil {
 				continue

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -144,17 +146,17 @@ type slowServe struct {
 	done  chan struct{}
 }
 
-func startSlowServe(t *testing.T, d *decoder, perSecond time.Duration) *slowServe {
+func startSlowServe(t *testing.T, d *child.Decoder, perSecond time.Duration) *slowServe {
 	t.Helper()
-	in, err := d.stdin()
+	in, err := d.OpenStdin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.stdout()
+	out, err := d.OpenStdout()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.started(1, 0)
+	d.Started(1, 0)
 	f := &slowServe{ended: make(chan int, 16), done: make(chan struct{})}
 	type job struct{ utt, n int }
 	jobs := make(chan job, 16)
@@ -229,9 +231,10 @@ func (f *slowServe) events() []string {
 // abandoned and is decoded at once; the piece is sent again after it, and
 // the file's transcript is whole, its segments on the file's timeline.
 func TestDecodeFileGivesWay(t *testing.T) {
-	d := &Daemon{log: slog.New(slog.DiscardHandler), decode: newDecoder()}
+	log := slog.New(slog.DiscardHandler)
+	d := &Daemon{log: log, decode: child.NewDecoder(supervise.Spec{Name: "decode"}, "", log)}
 	f := startSlowServe(t, d.decode, 50*time.Millisecond) // a 25 s piece: 1.25 s
-	defer func() { d.decode.close(); <-f.done }()
+	defer func() { d.decode.Close(); <-f.done }()
 
 	src := tone16k(70, map[time.Duration]time.Duration{25 * time.Second: 300 * time.Millisecond, 52 * time.Second: 300 * time.Millisecond})
 	r, err := wav.OpenFile16k(wav16k(t, src))
@@ -257,7 +260,7 @@ func TestDecodeFileGivesWay(t *testing.T) {
 	if n := <-f.ended; n != 1 { // the first piece is being decoded
 		t.Fatalf("first utterance numbered %d", n)
 	}
-	res, err := d.decode.decode(context.Background(), prioHold, make([]int16, 16000), nil)
+	res, err := d.decode.Decode(context.Background(), child.PrioHold, make([]int16, 16000), nil)
 	if err != nil || res.Error != "" || res.AudioMs != 1000 {
 		t.Fatalf("the hold = %+v, %v; want its own answer", res, err)
 	}
@@ -285,63 +288,6 @@ func TestDecodeFileGivesWay(t *testing.T) {
 	}
 	if o.text != "p p p" {
 		t.Errorf("text %q, want the three pieces' in order", o.text)
-	}
-}
-
-// The file line lets one file decode and four wait; the next is busy at
-// once. A waiter that goes away leaves its place.
-func TestFileLine(t *testing.T) {
-	var l fileLine
-	ctx := context.Background()
-	if err := l.enter(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gone, cancel := context.WithCancel(ctx)
-	entered := make(chan int, fileWaiting)
-	for i := range fileWaiting {
-		c := ctx
-		if i == 0 {
-			c = gone
-		}
-		go func() {
-			if l.enter(c) == nil {
-				entered <- i
-				l.leave()
-			}
-		}()
-	}
-	for {
-		l.mu.Lock()
-		n := len(l.waiters)
-		l.mu.Unlock()
-		if n == fileWaiting {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := l.enter(ctx); !errors.Is(err, errBusy) {
-		t.Errorf("enter with %d waiting = %v, want busy", fileWaiting, err)
-	}
-	cancel()
-	for {
-		l.mu.Lock()
-		n := len(l.waiters)
-		l.mu.Unlock()
-		if n == fileWaiting-1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	l.leave()
-	for range fileWaiting - 1 {
-		if i := <-entered; i == 0 {
-			t.Errorf("the waiter that went away entered")
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.busy || len(l.waiters) != 0 {
-		t.Errorf("line not free at the end: busy %v, %d waiting", l.busy, len(l.waiters))
 	}
 }
 

@@ -32,7 +32,6 @@ type health struct {
 	st       map[string]supervise.Status // latest status of each child
 	boot     map[string]bool             // boot children → settled
 	settled  chan struct{}               // closed once every boot child settled
-	down     map[string]chan struct{}    // closed while a child is down for good
 	logged   map[string]string           // child → the failure last logged
 	notified map[string]bool             // child+cause notified
 	line     string
@@ -45,16 +44,12 @@ func newHealth(d *Daemon, order []string, boot ...string) *health {
 		st:       map[string]supervise.Status{},
 		boot:     map[string]bool{},
 		settled:  make(chan struct{}),
-		down:     map[string]chan struct{}{},
 		logged:   map[string]string{},
 		notified: map[string]bool{},
 		order:    order,
 	}
 	for _, n := range boot {
 		h.boot[n] = false
-	}
-	for _, n := range order {
-		h.down[n] = make(chan struct{})
 	}
 	if len(boot) == 0 {
 		close(h.settled)
@@ -63,7 +58,7 @@ func newHealth(d *Daemon, order []string, boot ...string) *health {
 }
 
 // watch follows c.
-func (h *health) watch(name string, c *supervise.Child) {
+func (h *health) watch(name string, c interface{ OnState(func(supervise.Status)) }) {
 	c.OnState(func(st supervise.Status) { h.changed(name, st) })
 }
 
@@ -88,18 +83,6 @@ func (h *health) changed(name string, st supervise.Status) {
 			if all {
 				close(h.settled)
 			}
-		}
-	}
-	ch := h.down[name]
-	downNow := isDown(st.State) || st.State == supervise.StateStopped
-	select {
-	case <-ch:
-		if !downNow {
-			h.down[name] = make(chan struct{})
-		}
-	default:
-		if downNow {
-			close(ch)
 		}
 	}
 	var logIt, notifyKind string
@@ -200,14 +183,6 @@ func (h *health) summary() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lineLocked()
-}
-
-// status returns the latest status of a child and a channel that is
-// closed while it is down (exited, crash loop or stopped).
-func (h *health) status(name string) (supervise.Status, <-chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.st[name], h.down[name]
 }
 
 // awaitSettled calls ready with the summary once every boot child has

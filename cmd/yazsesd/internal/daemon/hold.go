@@ -3,16 +3,19 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -55,7 +58,7 @@ func (s *stateT) shutdown() {
 
 // holdRec is one open hold: the audio it collects.
 type holdRec struct {
-	l       *listener
+	l       *child.Listener
 	started time.Time
 	stop    chan struct{}
 	done    chan struct{}
@@ -78,12 +81,12 @@ func (h *holdRec) collect() {
 	}
 	for {
 		select {
-		case s := <-h.l.ch:
+		case s := <-h.l.Audio():
 			add(s)
 		case <-h.stop:
 			for { // what is already queued belongs to the hold too
 				select {
-				case s := <-h.l.ch:
+				case s := <-h.l.Audio():
 					add(s)
 				default:
 					return
@@ -118,9 +121,9 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
 		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second)}
-	h.l = d.mic.listen(d.mic.always)
-	go h.collect()
-	h.limit = time.AfterFunc(maxHold, func() { d.holdLimit(h) })
+	h.l = d.mic.Listen(d.mic.Always())
+	go h.collect() // ends when takeHold closes h.stop
+	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
 	d.state.hold = h
 	d.state.broadcastLocked()
 	if d.state.asking != nil {
@@ -131,12 +134,12 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
 }
 
-// takeHold ends the open hold: after the tail it stops collecting and
-// returns the audio. nil when no hold was open, or (for a stop) when the
-// open hold is already in another stop's tail, or when only is not nil
-// and the open hold is another. A cancel (stop false) also takes a hold
-// in its tail.
-func (d *Daemon) takeHold(tail time.Duration, stop bool, only *holdRec) *holdRec {
+// takeHold ends the open hold: after the tail (cut short when ctx ends)
+// it stops collecting and returns the audio. nil when no hold was open, or
+// (for a stop) when the open hold is already in another stop's tail, or
+// when only is not nil and the open hold is another. A cancel (stop
+// false) also takes a hold in its tail.
+func (d *Daemon) takeHold(ctx context.Context, tail time.Duration, stop bool, only *holdRec) *holdRec {
 	d.state.mu.Lock()
 	h := d.state.hold
 	if h == nil || (only != nil && h != only) || (stop && h.stopping) {
@@ -146,7 +149,12 @@ func (d *Daemon) takeHold(tail time.Duration, stop bool, only *holdRec) *holdRec
 	h.stopping = h.stopping || stop
 	d.state.mu.Unlock()
 	if tail > 0 {
-		time.Sleep(tail)
+		t := time.NewTimer(tail)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	d.state.mu.Lock()
 	if h.taken { // a cancel took it meanwhile
@@ -162,14 +170,16 @@ func (d *Daemon) takeHold(tail time.Duration, stop bool, only *holdRec) *holdRec
 	d.state.mu.Unlock()
 	close(h.stop)
 	<-h.done
-	d.mic.unlisten(h.l)
+	d.mic.Unlisten(h.l)
 	return h
 }
 
-// holdStop ends the hold, decodes it and types the text.
+// holdStop ends the hold, decodes it and types the text. The tail is
+// recorded in full unless the daemon stops: a caller that hangs up after
+// hold.stop still gets its words typed.
 func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
 	cfg := d.config()
-	h := d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, nil)
+	h := d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, nil)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
@@ -181,7 +191,7 @@ func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
 // cancelled, is left alone.
 func (d *Daemon) holdLimit(h *holdRec) {
 	cfg := d.config()
-	if d.takeHold(time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
+	if d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
 		return
 	}
 	d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", cfg.Dictation.MaxHoldS)
@@ -191,7 +201,7 @@ func (d *Daemon) holdLimit(h *holdRec) {
 
 // holdCancel ends the hold and drops its audio.
 func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
-	h := d.takeHold(0, false, nil)
+	h := d.takeHold(ctx, 0, false, nil)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
@@ -231,19 +241,38 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	if p := d.opt.Config.Dictation.Prompt; p != "" { // restart-only: the start value
 		prompt = &p
 	}
-	dctx, cancel := d.holdDecodeCtx(ctx)
-	r, err := d.decode.decode(dctx, prioHold, h.samples, prompt)
+	bound := holdDecodeBound(audioDur)
+	dctx, cancel := d.holdDecodeCtx(ctx, bound)
+	r, err := d.decode.Decode(dctx, child.PrioHold, h.samples, prompt)
+	hung := errors.Is(context.Cause(dctx), errHoldDecodeBound)
 	down := dctx.Err() != nil
 	cancel()
 	if err != nil {
 		res.Outcome = "failed"
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
-		if !errors.Is(err, errDecoderLost) && !down {
+		switch {
+		case hung:
+			ev.Reason = "decoder_timeout"
+			res.Cause = ev.Reason
+			secs := int(bound / time.Second)
+			if st := d.decode.Status().State; st != supervise.StateRunning {
+				// Starting or restarting: its supervisor bounds that.
+				res.Reason = fmt.Sprintf("decode: the decoder was not up within %d s (%s); this utterance is lost: say it again", secs, st)
+				break
+			}
+			// Up, and silent (stopped, or looping): the restart does
+			// what a crash would have done, and whatever waits behind
+			// this hold is served by the new decoder.
+			d.decode.Restart()
+			res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
+		case !errors.Is(err, child.ErrLost) && !down:
 			ev.Reason = "decode_error"
+			fallthrough
+		default:
+			res.Cause, res.Reason = d.decodeFailure(ev.Reason)
 		}
-		res.Cause, res.Reason = d.decodeFailure(ev.Reason)
 		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
-			"audio_ms", audioDur.Milliseconds())
+			"audio_ms", audioDur.Milliseconds(), "bound_ms", bound.Milliseconds())
 		d.auditf(ev)
 		d.notify("lost")
 		return res
@@ -286,11 +315,37 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	return res
 }
 
+// A hold's decoding is bounded: a decoder that answers nothing within
+// holdDecodeBound of the stop (stopped by SIGSTOP, say, or looping) is
+// taken for hung. The hold then ends failed (cause decoder_timeout, its
+// utterance lost, and the reason says so) and the decoder is restarted,
+// as the supervisor restarts one that dies; the holds, answers and file
+// pieces behind it are served by the new one. The bound covers the wait
+// for the decoder's turn too: a minute, plus four seconds for every
+// second of audio (a large model on a slow CPU decodes at about twice
+// real time, and a hold may wait behind an answer's decoding).
+const (
+	holdDecodeFloor    = time.Minute
+	holdDecodePerAudio = 4
+)
+
+// errHoldDecodeBound is the cause of a hold's decode context that ended
+// at its bound.
+var errHoldDecodeBound = errors.New("the decoder did not answer within the hold's bound")
+
+// holdDecodeBound is the longest a hold of audio takes to decode.
+func holdDecodeBound(audio time.Duration) time.Duration {
+	return holdDecodeFloor + holdDecodePerAudio*audio
+}
+
 // holdDecodeCtx is the context of a hold's decoding. It is not the
 // caller's (a client that hangs up after hold.stop still gets its text
-// typed), but it ends as decodeCtx's does.
-func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return d.decodeCtx(context.WithoutCancel(ctx))
+// typed), but it ends as decodeCtx's does, and at bound with cause
+// errHoldDecodeBound.
+func (d *Daemon) holdDecodeCtx(ctx context.Context, bound time.Duration) (context.Context, context.CancelFunc) {
+	dctx, cancel := d.decodeCtx(context.WithoutCancel(ctx))
+	tctx, tcancel := context.WithTimeoutCause(dctx, bound, errHoldDecodeBound)
+	return tctx, func() { tcancel(); cancel() }
 }
 
 // decodeCtx is parent, ended also when the daemon stops or when the
@@ -300,12 +355,11 @@ func (d *Daemon) holdDecodeCtx(ctx context.Context) (context.Context, context.Ca
 // holding the decoder's turn meanwhile.
 func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	dctx, cancel := context.WithCancel(parent)
-	go func() {
+	go func() { // ends with dctx, which the caller cancels
 		for {
 			d.state.mu.Lock()
 			closing, changed := d.state.closing, d.state.changed
 			d.state.mu.Unlock()
-			_, down := d.health.status("decode")
 			if closing {
 				cancel()
 				return
@@ -313,7 +367,7 @@ func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.Can
 			select {
 			case <-dctx.Done():
 				return
-			case <-down:
+			case <-d.decode.Down():
 				cancel()
 				return
 			case <-changed:
@@ -327,7 +381,7 @@ func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.Can
 // when it is down for one, else the kind of failure (decoder_failed: it
 // ended before answering; decode_error: it answered with an error).
 func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
-	st, _ := d.health.status("decode")
+	st := d.decode.Status()
 	if isDown(st.State) {
 		cause = st.Cause
 		if cause == "" {

@@ -125,13 +125,13 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	d.state.mu.Lock()
 	asking := d.state.asking != nil
 	d.state.mu.Unlock()
-	_, waiting := d.asks.state()
+	_, waiting := d.asks.State()
 	hold := daemonapi.HoldIdle
 	if on {
 		hold = daemonapi.HoldHolding
 	}
-	mic := d.childStatus(d.mic.child)
-	if mic.State == "stopped" && !d.mic.always {
+	mic := d.childStatus(d.mic)
+	if mic.State == "stopped" && !d.mic.Always() {
 		mic.State = "idle" // on-demand: closed between holds
 	}
 	return daemonapi.Status{
@@ -144,7 +144,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Hold:        hold,
 		Asking:      asking,
 		Waiting:     waiting + int(d.holdWaiters.Load()),
-		Children:    []daemonapi.ChildStatus{d.childStatus(d.gateC), d.childStatus(d.speakC), d.childStatus(d.decodeC), mic},
+		Children:    []daemonapi.ChildStatus{d.childStatus(d.gate), d.childStatus(d.speak), d.childStatus(d.decode), mic},
 		Budget:      d.budgetStatus(ctx),
 
 		Health:         d.health.summary(),
@@ -166,11 +166,11 @@ func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
 
 // budgetStatus asks the gate; a gate that is down reports unavailable.
 func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
-	failClosed, _ := d.gate.state()
-	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed, FailClosedReason: d.gate.failReason()}
+	failClosed, why := d.gate.FailClosed()
+	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed, FailClosedReason: why}
 	gctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	err := d.gate.do(gctx, 0, false, func(c *gate.Client) error {
+	err := d.gate.Do(gctx, 0, false, func(c *gate.Client) error {
 		st, err := c.Status(gctx)
 		if err == nil {
 			b.PerHour, b.Used, b.NextFreeS, b.Available = st.PerHour, st.Used, st.NextFreeS, true

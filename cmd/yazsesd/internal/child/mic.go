@@ -1,4 +1,4 @@
-package daemon
+package child
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/yazses/yazses/lib/supervise"
 )
 
-// mic is the daemon's side of yaz-capture. In on-demand mode the child runs
+// Mic is the daemon's end of yaz-capture. In on-demand mode the child runs
 // only while someone listens (a hold or an answer); in always mode it runs
 // for the daemon's life and the last pre-roll of audio is kept in a ring.
 // Audio is handed to every listener as it arrives.
-type mic struct {
+type Mic struct {
+	end
 	log    *slog.Logger
-	child  *supervise.Child
 	always bool
 	ring   *ring // the last pre-roll of audio (always mode); nil otherwise
 
@@ -29,27 +29,39 @@ type mic struct {
 	users   int
 	cancel  context.CancelFunc
 	runDone chan struct{}
-	subs    map[*listener]struct{}
+	subs    map[*Listener]struct{}
 	rootCtx context.Context
 }
 
-// listener receives audio from the microphone; a nil chunk means that the
-// capture child's stream ended.
-type listener struct {
+// Listener receives audio from the microphone.
+type Listener struct {
 	ch      chan []int16
 	dropped int
 }
 
-func newMic(log *slog.Logger, always bool, preRollSamples int) *mic {
-	m := &mic{log: log, always: always, subs: make(map[*listener]struct{})}
+// Audio delivers the microphone's audio as it arrives; a nil chunk means
+// that the capture child's stream ended.
+func (l *Listener) Audio() <-chan []int16 { return l.ch }
+
+// NewMic returns the end of the capture child run as spec (its Stdout and
+// Ready are the Mic's). always keeps it open for the daemon's life with
+// the last preRollSamples in a ring; else it runs only while someone
+// listens.
+func NewMic(spec supervise.Spec, always bool, preRollSamples int, log *slog.Logger) *Mic {
+	m := &Mic{log: log, always: always, subs: make(map[*Listener]struct{})}
 	if always && preRollSamples > 0 {
 		m.ring = newRing(preRollSamples)
 	}
+	spec.Stdout, spec.Ready = m.stdout, true
+	m.init(spec, log)
 	return m
 }
 
+// Always reports whether the microphone stays open (capture.mode = always).
+func (m *Mic) Always() bool { return m.always }
+
 // stdout is the supervisor's Stdout hook: a pipe per start, read here.
-func (m *mic) stdout() (*os.File, error) {
+func (m *Mic) stdout() (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("capture stdout: %w", err)
@@ -58,7 +70,7 @@ func (m *mic) stdout() (*os.File, error) {
 	return w, nil
 }
 
-func (m *mic) read(r *os.File) {
+func (m *Mic) read(r *os.File) {
 	defer r.Close()
 	buf := make([]byte, 8000) // up to 250 ms: more than one idle nap gathers
 	odd := false
@@ -97,7 +109,7 @@ func (m *mic) read(r *os.File) {
 
 // deliver hands wire-format bytes to the ring and every listener. With no
 // listener (idle, always mode) nothing is allocated.
-func (m *mic) deliver(b []byte) {
+func (m *Mic) deliver(b []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var s []int16
@@ -121,7 +133,7 @@ func (m *mic) deliver(b []byte) {
 
 // ended tells every listener that the capture stream ended (the child
 // exited: a replayed file ran out, or it crashed) with a nil chunk.
-func (m *mic) ended() {
+func (m *Mic) ended() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for l := range m.subs {
@@ -136,14 +148,15 @@ func (m *mic) ended() {
 // listens (always mode between holds): 100 ms, a tenth of the wakeups.
 const idleNap = 100 * time.Millisecond
 
-func (m *mic) idle() bool {
+func (m *Mic) idle() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.subs) == 0
 }
 
-// start runs the child for the daemon's life (always mode).
-func (m *mic) start(ctx context.Context) {
+// Start keeps ctx as the life of every run of the child and, in always
+// mode, starts it for the daemon's life.
+func (m *Mic) Start(ctx context.Context) {
 	m.mu.Lock()
 	m.rootCtx = ctx
 	m.mu.Unlock()
@@ -155,7 +168,7 @@ func (m *mic) start(ctx context.Context) {
 }
 
 // runLocked starts supervising the child if it is not running.
-func (m *mic) runLocked() {
+func (m *Mic) runLocked() {
 	if m.cancel != nil || m.rootCtx == nil || m.rootCtx.Err() != nil {
 		return
 	}
@@ -168,7 +181,7 @@ func (m *mic) runLocked() {
 		if prev != nil {
 			<-prev // one Run at a time
 		}
-		if err := m.child.Run(ctx); err != nil {
+		if err := m.Run(ctx); err != nil {
 			m.log.Error("capture stopped", "err", err)
 		}
 		cancel()
@@ -180,10 +193,10 @@ func (m *mic) runLocked() {
 	}()
 }
 
-// listen adds a listener; with preRoll the ring's audio comes first. The
+// Listen adds a listener; with preRoll the ring's audio comes first. The
 // microphone opens if it is not open.
-func (m *mic) listen(preRoll bool) *listener {
-	l := &listener{ch: make(chan []int16, 1024)}
+func (m *Mic) Listen(preRoll bool) *Listener {
+	l := &Listener{ch: make(chan []int16, 1024)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if preRoll && m.ring != nil {
@@ -197,8 +210,9 @@ func (m *mic) listen(preRoll bool) *listener {
 	return l
 }
 
-// unlisten removes l; the last one closes the microphone in on-demand mode.
-func (m *mic) unlisten(l *listener) {
+// Unlisten removes l; the last one closes the microphone in on-demand
+// mode. A second call does nothing.
+func (m *Mic) Unlisten(l *Listener) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.subs[l]; !ok {
@@ -215,8 +229,8 @@ func (m *mic) unlisten(l *listener) {
 	}
 }
 
-// wait waits for the supervision to end (after the root context ended).
-func (m *mic) wait() {
+// Wait waits for the supervision to end (after Start's context ended).
+func (m *Mic) Wait() {
 	m.mu.Lock()
 	done := m.runDone
 	m.mu.Unlock()

@@ -1,9 +1,10 @@
-package daemon
+package child
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -14,18 +15,22 @@ import (
 
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
+	"github.com/yazses/yazses/lib/supervise"
 )
 
-// errGateDown is returned when no gate answers within the wait.
-var errGateDown = errors.New("gate unavailable")
+// ErrGateDown is returned when no gate answers within the wait.
+var ErrGateDown = errors.New("gate unavailable")
 
-// gateLink is the daemon's side of yaz-gate: a fresh socketpair for every
+// Gate is the daemon's end of yaz-gate: a fresh socketpair for every
 // start of the child, and the gate.Client on it once the child is ready.
 // A gate that was restarted after a crash starts fully spent (--spent), and
 // so does the first gate of a daemon whose predecessor did not stop cleanly
-// (see marker.go); the link remembers that, and why, for status.
-type gateLink struct {
+// (StartSpent); the end remembers that, and why, for status.
+type Gate struct {
+	end
+
 	mu         sync.Mutex
+	base       []string     // the configured command
 	pending    net.Conn     // our end for the child being started
 	client     *gate.Client // nil while the gate is down
 	up         chan struct{}
@@ -35,18 +40,26 @@ type gateLink struct {
 	perHour    int
 }
 
-func newGateLink(perHour int) *gateLink {
-	return &gateLink{up: make(chan struct{}), perHour: perHour}
+// NewGate returns the end of the gate child: spec.Argv is the configured
+// command, to which the cap and --spent are added at each start.
+func NewGate(spec supervise.Spec, perHour int, log *slog.Logger) *Gate {
+	g := &Gate{up: make(chan struct{}), perHour: perHour, base: spec.Argv}
+	spec.Argv = nil
+	spec.ArgvFor, spec.Files = g.argv, g.files
+	spec.FDNames, spec.Ready = []string{"gate"}, true
+	g.init(spec, log)
+	g.OnStart(g.started)
+	return g
 }
 
 // argv returns the gate's command line for start number restart: the
 // configured command, the cap, and --spent on every restart (fail closed),
 // and on the first start after an unclean end of the previous daemon.
-func (g *gateLink) argv(base []string, restart int) []string {
+func (g *Gate) argv(restart int) []string {
 	g.mu.Lock()
 	perHour, spentFirst := g.perHour, g.spentFirst
 	g.mu.Unlock()
-	argv := append(append([]string(nil), base...), "--per-hour", strconv.Itoa(perHour))
+	argv := append(append([]string(nil), g.base...), "--per-hour", strconv.Itoa(perHour))
 	if restart > 0 || spentFirst {
 		argv = append(argv, "--spent")
 	}
@@ -55,7 +68,7 @@ func (g *gateLink) argv(base []string, restart int) []string {
 
 // files makes the socketpair for one start: the child gets one end as fd
 // 3, we keep the other for the client made in started.
-func (g *gateLink) files(restart int) ([]*os.File, error) {
+func (g *Gate) files(restart int) ([]*os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gate socketpair: %w", err)
@@ -82,7 +95,7 @@ func (g *gateLink) files(restart int) ([]*os.File, error) {
 }
 
 // started is the supervisor's start hook: the child is ready.
-func (g *gateLink) started(pid, restart int) {
+func (g *Gate) started(pid, restart int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.pending == nil {
@@ -94,7 +107,7 @@ func (g *gateLink) started(pid, restart int) {
 }
 
 // dropLocked forgets the current client (its gate is gone).
-func (g *gateLink) dropLocked() {
+func (g *Gate) dropLocked() {
 	if g.client == nil {
 		return
 	}
@@ -105,7 +118,7 @@ func (g *gateLink) dropLocked() {
 
 // get returns the gate client, waiting up to wait (and ctx) for a gate
 // that is starting or restarting.
-func (g *gateLink) get(ctx context.Context, wait time.Duration) (*gate.Client, error) {
+func (g *Gate) get(ctx context.Context, wait time.Duration) (*gate.Client, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -118,7 +131,7 @@ func (g *gateLink) get(ctx context.Context, wait time.Duration) (*gate.Client, e
 		select {
 		case <-up:
 		case <-t.C:
-			return nil, errGateDown
+			return nil, ErrGateDown
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -126,7 +139,7 @@ func (g *gateLink) get(ctx context.Context, wait time.Duration) (*gate.Client, e
 }
 
 // broken reports that c failed with a broken connection: forget it.
-func (g *gateLink) broken(c *gate.Client) {
+func (g *Gate) broken(c *gate.Client) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.client == c {
@@ -134,9 +147,10 @@ func (g *gateLink) broken(c *gate.Client) {
 	}
 }
 
-// do runs f on the gate client. A broken connection (the gate died) is
-// retried once on the restarted gate when retry is true.
-func (g *gateLink) do(ctx context.Context, wait time.Duration, retry bool, f func(*gate.Client) error) error {
+// Do runs f on the gate client, waiting up to wait for a gate that is
+// (re)starting. A broken connection (the gate died) is retried once on
+// the restarted gate when retry is true.
+func (g *Gate) Do(ctx context.Context, wait time.Duration, retry bool, f func(*gate.Client) error) error {
 	for attempt := 0; ; attempt++ {
 		c, err := g.get(ctx, wait)
 		if err != nil {
@@ -153,37 +167,34 @@ func (g *gateLink) do(ctx context.Context, wait time.Duration, retry bool, f fun
 	}
 }
 
-func (g *gateLink) setPerHour(n int) {
+// SetPerHour sets the cap for the next start of the gate.
+func (g *Gate) SetPerHour(n int) {
 	g.mu.Lock()
 	g.perHour = n
 	g.mu.Unlock()
 }
 
-func (g *gateLink) state() (failClosed, available bool) {
+// FailClosed says whether the gate is fail closed, and why
+// (daemonapi.FailClosedGate or FailClosedDaemon; "" when it is not).
+func (g *Gate) FailClosed() (bool, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.failClosed, g.client != nil
+	if !g.failClosed {
+		return false, ""
+	}
+	return true, g.reason
 }
 
-// startSpent makes the gate start fully spent from its first start on,
+// StartSpent makes the gate start fully spent from its first start on,
 // for reason (call it before the gate starts).
-func (g *gateLink) startSpent(reason string) {
+func (g *Gate) StartSpent(reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.spentFirst, g.failClosed, g.reason = true, true, reason
 }
 
-// failReason says why the gate is fail closed; "" when it is not.
-func (g *gateLink) failReason() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.failClosed {
-		return ""
-	}
-	return g.reason
-}
-
-func (g *gateLink) close() {
+// Close closes the connection to the gate (it exits at EOF).
+func (g *Gate) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.dropLocked()

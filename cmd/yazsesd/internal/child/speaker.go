@@ -1,39 +1,49 @@
-package daemon
+package child
 
 import (
 	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
 	"syscall"
 
+	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/tts"
 )
 
-// errNotRunning: the child is not up, so nothing was sent to it.
-var errNotRunning = errors.New("child not running")
+// ErrNotRunning: the child is not up, so nothing was sent to it.
+var ErrNotRunning = errors.New("child not running")
 
-// speaker is the daemon's side of `yaz-speak --serve`: requests on its
+// Speaker is the daemon's end of `yaz-speak --serve`: requests on its
 // stdin, events from its stdout, routed to the caller by id.
-type speaker struct {
+type Speaker struct {
+	end
+
 	mu      sync.Mutex
 	w       *os.File // the child's stdin; nil while down
 	gen     int      // counts starts; events of an older start are dropped
 	pending map[string]chan tts.Event
 	nextID  int
-	ready   bool // the current start signalled readiness
-	pid     func() int
+	ready   bool          // the current start signalled readiness
+	upCh    chan struct{} // closed while ready
 }
 
-func newSpeaker(pid func() int) *speaker {
-	return &speaker{pending: make(map[string]chan tts.Event), pid: pid}
+// NewSpeaker returns the end of the speaker child run as spec (its Stdin,
+// Stdout and Ready are the Speaker's).
+func NewSpeaker(spec supervise.Spec, log *slog.Logger) *Speaker {
+	s := &Speaker{pending: make(map[string]chan tts.Event), upCh: make(chan struct{})}
+	spec.Stdin, spec.Stdout, spec.Ready = s.openStdin, s.openStdout, true
+	s.init(spec, log)
+	s.OnStart(s.started)
+	return s
 }
 
-// stdin is the supervisor's Stdin hook: a fresh pipe per start.
-func (s *speaker) stdin() (*os.File, error) {
+// openStdin is the supervisor's Stdin hook: a fresh pipe per start.
+func (s *Speaker) openStdin() (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("speak stdin: %w", err)
@@ -43,21 +53,33 @@ func (s *speaker) stdin() (*os.File, error) {
 		s.w.Close()
 	}
 	s.w = w
-	s.ready = false
+	s.setReadyLocked(false)
 	s.mu.Unlock()
 	return r, nil
 }
 
 // started is the supervisor's hook: the child takes requests.
-func (s *speaker) started(pid, restart int) {
+func (s *Speaker) started(pid, restart int) {
 	s.mu.Lock()
-	s.ready = s.w != nil
+	s.setReadyLocked(s.w != nil)
 	s.mu.Unlock()
 }
 
-// stdout is the supervisor's Stdout hook: a fresh pipe per start, read
+func (s *Speaker) setReadyLocked(ready bool) {
+	if ready == s.ready {
+		return
+	}
+	s.ready = ready
+	if ready {
+		close(s.upCh)
+	} else {
+		s.upCh = make(chan struct{})
+	}
+}
+
+// openStdout is the supervisor's Stdout hook: a fresh pipe per start, read
 // until the child's end closes it.
-func (s *speaker) stdout() (*os.File, error) {
+func (s *Speaker) openStdout() (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("speak stdout: %w", err)
@@ -74,7 +96,7 @@ func (s *speaker) stdout() (*os.File, error) {
 // read routes the events of one start. At EOF (the child is gone) every
 // request still pending is told by closing its channel without a final
 // event: whether it was heard is then unknown.
-func (s *speaker) read(r *os.File, gen int) {
+func (s *Speaker) read(r *os.File, gen int) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64<<10)
@@ -104,26 +126,26 @@ func (s *speaker) read(r *os.File, gen int) {
 			s.w.Close()
 			s.w = nil
 		}
-		s.ready = false
+		s.setReadyLocked(false)
 	}
 	s.mu.Unlock()
 }
 
-func (s *speaker) failPendingLocked() {
+func (s *Speaker) failPendingLocked() {
 	for id, ch := range s.pending {
 		close(ch)
 		delete(s.pending, id)
 	}
 }
 
-// speak sends one request. Its events (started, then done or failed) come
+// Speak sends one request. Its events (started, then done or failed) come
 // on the channel, which is closed after the final one, or without one when
-// the child died. errNotRunning means nothing was sent: proven silent.
-func (s *speaker) speak(text string) (id string, events <-chan tts.Event, err error) {
+// the child died. ErrNotRunning means nothing was sent: proven silent.
+func (s *Speaker) Speak(text string) (id string, events <-chan tts.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w == nil || !s.ready {
-		return "", nil, errNotRunning
+		return "", nil, ErrNotRunning
 	}
 	s.nextID++
 	id = "q" + strconv.Itoa(s.nextID)
@@ -138,25 +160,27 @@ func (s *speaker) speak(text string) (id string, events <-chan tts.Event, err er
 		// in whole or not at all, and a child that never read it played
 		// nothing of it.
 		delete(s.pending, id)
-		return "", nil, fmt.Errorf("%w: %w", errNotRunning, err)
+		return "", nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
 	}
 	return id, ch, nil
 }
 
-// skip stops the utterance in progress (SIGUSR1); it then ends with failed.
-func (s *speaker) skip() {
-	if pid := s.pid(); pid > 0 {
+// Skip stops the utterance in progress (SIGUSR1); it then ends with failed.
+func (s *Speaker) Skip() {
+	if pid := s.Status().PID; pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGUSR1)
 	}
 }
 
-func (s *speaker) up() bool {
+// Up returns a channel closed while the speaker takes requests.
+func (s *Speaker) Up() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w != nil && s.ready
+	return s.upCh
 }
 
-func (s *speaker) close() {
+// Close closes the speaker's stdin: it ends at EOF.
+func (s *Speaker) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w != nil {

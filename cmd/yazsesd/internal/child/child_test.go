@@ -1,0 +1,355 @@
+package child
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/supervise"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A queue of one priority (the daemon's questions) serves callers in
+// arrival order; one whose context ends leaves the line without blocking
+// the others.
+func TestQueueOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue
+		ctx := context.Background()
+		first, err := q.Take(ctx, PrioAnswer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		gone, cancel := context.WithCancel(ctx)
+		for i := range 4 {
+			c := ctx
+			if i == 2 {
+				c = gone
+			}
+			wg.Go(func() {
+				turn, err := q.Take(c, PrioAnswer)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				turn.Release()
+			})
+			synctest.Wait() // it is in line
+		}
+		if _, w := q.State(); w != 4 {
+			t.Fatalf("%d waiting, want 4", w)
+		}
+		cancel()
+		synctest.Wait() // the cancelled one has left the line
+		if _, w := q.State(); w != 3 {
+			t.Fatalf("%d waiting after a cancel, want 3", w)
+		}
+		first.Release()
+		wg.Wait()
+		if diff := cmp.Diff([]int{0, 1, 3}, order); diff != "" {
+			t.Errorf("served order (-want +got):\n%s", diff)
+		}
+		if busy, w := q.State(); busy || w != 0 {
+			t.Errorf("state after all = busy %v, waiting %d", busy, w)
+		}
+	})
+}
+
+// The decoder's queue serves holds before answers and answers before
+// files, and a file turn in progress is asked to yield when a more
+// urgent one waits.
+func TestQueuePriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue
+		ctx := context.Background()
+		file, err := q.Take(ctx, PrioFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan Prio, 3)
+		var wg sync.WaitGroup
+		for i, p := range []Prio{PrioFile, PrioAnswer, PrioHold} {
+			wg.Go(func() {
+				turn, err := q.Take(ctx, p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got <- p
+				turn.Release()
+			})
+			synctest.Wait()
+			if _, w := q.State(); w != i+1 {
+				t.Fatalf("%d waiting, want %d", w, i+1)
+			}
+			if yielded, want := file.Yielded(), p != PrioFile; yielded != want {
+				t.Errorf("file turn asked to yield = %v with a %d waiting, want %v", yielded, p, want)
+			}
+		}
+		file.Release()
+		wg.Wait()
+		close(got)
+		var order []Prio
+		for p := range got {
+			order = append(order, p)
+		}
+		if diff := cmp.Diff([]Prio{PrioHold, PrioAnswer, PrioFile}, order); diff != "" {
+			t.Errorf("served order (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A queue with MaxWaiting (the daemon's files: one decodes, four wait)
+// refuses the next at once; a waiter that goes away leaves its place.
+func TestQueueMaxWaiting(t *testing.T) {
+	const waiting = 4
+	synctest.Test(t, func(t *testing.T) {
+		q := Queue{MaxWaiting: waiting}
+		ctx := context.Background()
+		first, err := q.Take(ctx, PrioFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, cancel := context.WithCancel(ctx)
+		entered := make(chan int, waiting)
+		for i := range waiting {
+			c := ctx
+			if i == 0 {
+				c = gone
+			}
+			go func() {
+				if turn, err := q.Take(c, PrioFile); err == nil {
+					entered <- i
+					turn.Release()
+				}
+			}()
+		}
+		synctest.Wait()
+		if _, w := q.State(); w != waiting {
+			t.Fatalf("%d waiting, want %d", w, waiting)
+		}
+		if _, err := q.Take(ctx, PrioFile); !errors.Is(err, ErrQueueFull) {
+			t.Errorf("Take with %d waiting = %v, want ErrQueueFull", waiting, err)
+		}
+		cancel()
+		synctest.Wait()
+		if _, w := q.State(); w != waiting-1 {
+			t.Fatalf("%d waiting after a cancel, want %d", w, waiting-1)
+		}
+		first.Release()
+		for range waiting - 1 {
+			if i := <-entered; i == 0 {
+				t.Errorf("the waiter that went away entered")
+			}
+		}
+		if busy, w := q.State(); busy || w != 0 {
+			t.Errorf("queue not free at the end: busy %v, %d waiting", busy, w)
+		}
+	})
+}
+
+// A child end's Down channel is closed while the child is down for good
+// (exited 125, crash loop, stopped) and replaced by an open one when it
+// starts again; Changed is closed at every change.
+func TestEndDown(t *testing.T) {
+	var e end
+	e.init(supervise.Spec{Name: "decode"}, slog.New(slog.DiscardHandler))
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	down, changed := e.Down(), e.Changed()
+	e.set(supervise.Status{State: supervise.StateStarting})
+	if closed(down) || !closed(changed) {
+		t.Errorf("starting: down closed %v, changed closed %v; want false, true", closed(down), closed(changed))
+	}
+	e.set(supervise.Status{State: supervise.StateExited, Cause: "model_missing"})
+	if !closed(down) {
+		t.Error("down open after exit 125")
+	}
+	e.set(supervise.Status{State: supervise.StateStarting})
+	if closed(e.Down()) {
+		t.Error("down still closed after a new start")
+	}
+	e.set(supervise.Status{State: supervise.StateCrashLoop})
+	if !closed(e.Down()) {
+		t.Error("down open in a crash loop")
+	}
+}
+
+// The pre-roll ring keeps the last N samples in order, whatever the sizes
+// of the writes.
+func TestRing(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 10, 25} {
+		r := newRing(10)
+		var all []int16
+		next := int16(0)
+		for range 9 {
+			s := make([]int16, chunk)
+			for i := range s {
+				s[i] = next
+				next++
+			}
+			r.write(s)
+			all = append(all, s...)
+			want := all[max(0, len(all)-10):]
+			if diff := cmp.Diff(want, r.snapshot()); diff != "" {
+				t.Fatalf("chunk %d, after %d samples (-want +got):\n%s", chunk, len(all), diff)
+			}
+		}
+	}
+}
+
+// fakeServe plays `yaz-decode --serve` on the decoder's pipes and records
+// what happens, in order: "E1" (utterance 1 ended), "X" (an abandon frame),
+// "A" (audio of the next utterance), "R1 abandoned" or "R1" (the answer it
+// wrote). Utterance 1 is a long file: after its E the fake "decodes" until
+// an X arrives, or until fallback passes (a decoder that never hears of
+// the abandon); any other is answered at once.
+type fakeServe struct {
+	mu     sync.Mutex
+	events []string
+	ended  chan int // utterance numbers as their E arrives
+	done   chan struct{}
+}
+
+func startFakeServe(t *testing.T, d *Decoder, fallback time.Duration) *fakeServe {
+	t.Helper()
+	in, err := d.OpenStdin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.OpenStdout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Started(1, 0)
+	f := &fakeServe{ended: make(chan int, 8), done: make(chan struct{})}
+	frames := make(chan frame.Frame)
+	go func() {
+		defer close(frames)
+		r := frame.NewReader(in)
+		for {
+			fr, err := r.Next()
+			if err != nil {
+				return
+			}
+			frames <- fr
+		}
+	}()
+	go func() {
+		defer close(f.done)
+		defer in.Close()
+		defer out.Close()
+		enc := json.NewEncoder(out)
+		utt, audio := 0, false
+		for fr := range frames {
+			switch fr.Type {
+			case frame.Audio:
+				if !audio {
+					f.add("A")
+				}
+				audio = true
+			case frame.Abandon:
+				f.add("X")
+			case frame.End:
+				utt++
+				audio = false
+				f.add(fmt.Sprintf("E%d", utt))
+				f.ended <- utt
+				res := frame.Result{Utt: utt, Text: "t", Segments: []frame.Segment{}}
+				wait := fallback
+				if utt != 1 {
+					wait = 0
+				}
+				select {
+				case fr, ok := <-frames:
+					if !ok {
+						return
+					}
+					if fr.Type == frame.Abandon {
+						f.add("X")
+						res.Text, res.Error = "", "abandoned"
+					} else {
+						f.add(fmt.Sprintf("unexpected %c", fr.Type))
+					}
+				case <-time.After(wait):
+				}
+				if res.Error != "" {
+					f.add(fmt.Sprintf("R%d %s", utt, res.Error))
+				} else {
+					f.add(fmt.Sprintf("R%d", utt))
+				}
+				enc.Encode(res)
+			}
+		}
+	}()
+	return f
+}
+
+func (f *fakeServe) add(e string) {
+	f.mu.Lock()
+	f.events = append(f.events, e)
+	f.mu.Unlock()
+}
+
+func (f *fakeServe) log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events)
+}
+
+// Contract 1, the daemon's side: when the caller of a decode goes away
+// after its utterance was sent, the decoder gets an X frame at once (not
+// after it has decoded the whole file), the caller returns, and the
+// decoder's turn is kept until the answer for that utterance (abandoned)
+// arrives; then the next turn (a hold) is served, and its answer is its
+// own.
+func TestDecodeCancelSendsAbandon(t *testing.T) {
+	d := NewDecoder(supervise.Spec{Name: "decode"}, "", slog.New(slog.DiscardHandler))
+	f := startFakeServe(t, d, 3*time.Second)
+	defer func() { d.Close(); <-f.done }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	fileErr := make(chan error, 1)
+	go func() {
+		_, err := d.Decode(ctx, PrioFile, make([]int16, 16000), nil)
+		fileErr <- err
+	}()
+	if n := <-f.ended; n != 1 {
+		t.Fatalf("first utterance numbered %d", n)
+	}
+	cancel()
+	if err := <-fileErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled decode = %v, want context.Canceled", err)
+	}
+	res, err := d.Decode(context.Background(), PrioHold, make([]int16, 8000), nil)
+	if err != nil || res.Utt != 2 || res.Error != "" {
+		t.Errorf("the hold after the cancel = %+v, %v; want utterance 2's own answer", res, err)
+	}
+	want := []string{"A", "E1", "X", "R1 abandoned", "A", "E2", "R2"}
+	if diff := cmp.Diff(want, f.log()); diff != "" {
+		t.Errorf("what the decoder saw (-want +got):\n%s", diff)
+	}
+}

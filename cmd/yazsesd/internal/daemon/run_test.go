@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+)
+
+// fakeChild is a child that signals readiness and then reads its stdin
+// until the daemon closes it or stops it: enough for the daemon to run.
+var fakeChild = []string{"/bin/sh", "-c", `echo >&"$YAZ_READY_FD"; exec cat >/dev/null`}
+
+// A hotkey release decodes and types after the key is up, on a goroutine
+// of its own: Run waits for it before it closes the audit log, so the
+// stop's audit event is written, and no goroutine outlives Run (goleak, in
+// TestMain). The stop is in its tail (1.5 s) when the daemon is told to
+// stop; the tail is cut short and the hold ends too short. (The stop used
+// to run outside Run's WaitGroup: its event was lost to a closed log, and
+// its goroutine outlived Run.)
+func TestRunWaitsForHotkeyStop(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Children.Gate, cfg.Children.Speak, cfg.Children.Decode, cfg.Children.Capture = fakeChild, fakeChild, fakeChild, fakeChild
+	cfg.Hotkey.Enabled = true
+	cfg.Dictation.TailMs = 1500
+	cfg.Dictation.MinUtteranceMs = 60000
+	released := make(chan struct{})
+	d, err := New(Options{
+		Config:     cfg,
+		Log:        slog.New(slog.DiscardHandler),
+		RuntimeDir: filepath.Join(dir, "run"),
+		AuditPath:  filepath.Join(dir, "audit.jsonl"),
+		Hotkey: func() (func(context.Context, func(bool)) error, error) {
+			return func(ctx context.Context, hold func(bool)) error {
+				hold(true)
+				hold(false)
+				close(released)
+				<-ctx.Done()
+				return nil
+			}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx, nil) }()
+	<-released // the stop is in its tail
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	evs, err := audit.Read(filepath.Join(dir, "audit.jsonl"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	stop, stopped := slices.Index(kinds, "dictation.too_short"), slices.Index(kinds, "daemon.stopped")
+	if stop < 0 || stopped < 0 || stop > stopped {
+		t.Errorf("audit %q: want dictation.too_short (the hotkey's stop) before daemon.stopped", kinds)
+	}
+}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+)
+
+// TestHoldStopDecoderStopped: with the real yaz-decode stopped (SIGSTOP: it
+// runs, as far as its supervisor sees, and never answers), hold.stop does
+// not wait forever. After the hold's decode bound (a minute plus four
+// times its audio) the hold ends failed, cause decoder_timeout, with a
+// reason that says what became of the utterance; the audit has
+// dictation.lost decoder_timeout; the stopped decoder is killed and
+// started again, and the next hold is decoded by the new one. (hold.stop
+// used to wait for the stopped decoder for as long as it stayed stopped.)
+func TestHoldStopDecoderStopped(t *testing.T) {
+	t.Parallel()
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, false))
+	c := d.client()
+	pid := d.pidOf("decode")
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) }) // harmless once it is gone
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+
+	type stopOut struct {
+		r   daemonapi.HoldResult
+		err error
+	}
+	stopped := make(chan stopOut, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
+		stopped <- stopOut{r, err}
+	}()
+	var o stopOut
+	select {
+	case o = <-stopped:
+	case <-time.After(4 * time.Minute): // the bound for this hold is about 80 s
+		t.Fatalf("hold.stop still waits for the stopped decoder after 4 minutes\n%s", d.logTail(30))
+	}
+	if o.err != nil || o.r.Hold != daemonapi.HoldIdle || o.r.Outcome != "failed" || o.r.Cause != "decoder_timeout" {
+		t.Fatalf("hold.stop with the decoder stopped = %+v, %v; want idle, failed, cause decoder_timeout", o.r, o.err)
+	}
+	if !strings.Contains(o.r.Reason, "restarted") || !strings.Contains(o.r.Reason, "lost") {
+		t.Errorf("reason %q: want it to say that the decoder is restarted and the utterance lost", o.r.Reason)
+	}
+	if n := d.count("dictation.lost", "decoder_timeout"); n != 1 {
+		t.Errorf("audit has %d dictation.lost decoder_timeout, want 1", n)
+	}
+	d.waitFor(60*time.Second, "the decoder restarted", func() bool {
+		ch := d.child("decode")
+		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
+	})
+	if alive(pid) {
+		t.Errorf("the stopped decoder (pid %d) is still there after the restart", pid)
+	}
+	// The next hold is decoded by the new decoder (the generated model's
+	// words are random: typed, kept or empty, never failed).
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome == "failed" || r.Outcome == "" {
+		t.Errorf("hold.stop after the restart = %+v, want it decoded\n%s", r, d.logTail(20))
+	}
+}
+
+// alive reports whether pid is a process that is not a zombie.
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(st)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || len(s) < i+3 || s[i+2] != 'Z'
+}
