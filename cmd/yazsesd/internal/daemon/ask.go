@@ -62,9 +62,10 @@ type ask struct {
 // that none did, with the reason). Audible is final and wins over an
 // earlier silent: when in doubt, charged.
 type slot struct {
-	tok    string
-	state  slotState
-	reason string // why silent
+	tok     string
+	state   slotState
+	reason  string // why silent
+	settled bool   // settle ran: charged or refunded, for good
 }
 
 type slotState int
@@ -105,17 +106,19 @@ func gateCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), gateWait)
 }
 
-// settle is DESIGN.md invariant 3, once per reserved question, when the
-// call ends: a slot proven silent is released (refunded; audit
+// settle is DESIGN.md invariant 3, once per reserved question: as soon as
+// audio may have been heard (heard), else when the call ends. A slot proven
+// silent is released (refunded; audit
 // ask.released with the reason); every other one, audible or not known to
 // be silent, is committed (charged; audit ask.spoken). Until then the
 // slot is reserved, which the budget counts as used; a daemon that dies
 // before it settles leaves the reservation to the gate's lease (charged)
 // and its successor starts spent (marker.go).
 func (a *ask) settle(ctx context.Context) {
-	if a.slot.state == slotNone {
+	if a.slot.state == slotNone || a.slot.settled {
 		return
 	}
+	a.slot.settled = true
 	gctx, cancel := gateCtx(ctx)
 	defer cancel()
 	if a.slot.state == slotSilent {
@@ -133,6 +136,15 @@ func (a *ask) settle(ctx context.Context) {
 		a.d.log.Warn("commit failed; the gate charges the slot anyway", "err", err)
 	}
 	a.audit("ask.spoken", "")
+}
+
+// heard records that the question's audio may have been heard and
+// settles the slot at once: audible is final, so the charge and its audit
+// line (ask.spoken: the question is playing) do not wait for the end of
+// the call, and a daemon that dies later has already committed it.
+func (a *ask) heard(ctx context.Context) {
+	a.slot.audible()
+	a.settle(ctx)
 }
 
 func result(o daemonapi.Outcome, reason string) daemonapi.AskResult {
@@ -320,14 +332,14 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 		case ev, ok := <-events:
 			switch {
 			case !ok: // the speaker died without a final event: maybe heard
-				a.slot.audible()
+				a.heard(ctx)
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventStarted:
 				// Handed to the sound server, not heard yet: the server
 				// may hold it back for a second or two. Listening waits
 				// for "done".
 				started = true
-				a.slot.audible()
+				a.heard(ctx)
 			case ev.Event == tts.EventFailed && !ev.Audible && !started:
 				a.slot.silent(daemonapi.ReasonTTSUnavailable)
 				if why != "" {
@@ -338,14 +350,14 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 				}
 				return result(daemonapi.Unavailable, daemonapi.ReasonTTSUnavailable), false
 			case ev.Event == tts.EventFailed:
-				a.slot.audible()
+				a.heard(ctx)
 				return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 			case ev.Event == tts.EventDone:
 				// The device has played the question out (measured by
 				// the speaker from the device's own requests for data,
 				// before it closes the device): listen from now on,
 				// after the guard.
-				a.slot.audible()
+				a.heard(ctx)
 				if why != "" {
 					return a.stopped(ctx, why, why), false
 				}
@@ -365,7 +377,7 @@ func (a *ask) speak(ctx, dctx context.Context, run *askRun, q string) (r daemona
 			settle = time.After(settleWait)
 		case <-settle:
 			// The speaker never said how it ended: charged.
-			a.slot.audible()
+			a.heard(ctx)
 			return a.stopped(ctx, why, daemonapi.ReasonSpeakFailed), false
 		}
 	}
