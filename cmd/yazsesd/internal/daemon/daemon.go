@@ -45,6 +45,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/safesocket"
 	"github.com/yazses/yazses/lib/supervise"
 )
@@ -239,7 +240,7 @@ func New(opt Options) (*Daemon, error) {
 		capArgv = append(capArgv, "--device", cfg.Capture.Device)
 	}
 	always := cfg.Capture.Mode == config.CaptureAlways
-	d.mic = newMic(d.log, always, cfg.Capture.PreRollMs*16)
+	d.mic = newMic(d.log, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond))
 	d.mic.child = supervise.New(supervise.Spec{
 		Name:   "capture",
 		Argv:   capArgv,
