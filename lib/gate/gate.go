@@ -61,8 +61,8 @@
 // Seconds are whole and rounded up, so a client that waits retry_after_s or
 // next_free_s finds the slot free.
 //
-// This package knows nothing of the budget itself (it must not import
-// lib/budget: only yaz-gate may) and is pure Go.
+// This package knows nothing of the budget itself (it cannot import
+// yaz-gate's internal budget package) and is pure Go.
 package gate
 
 import (

@@ -36,7 +36,7 @@ import (
 )
 
 // Line makes text one line that is safe to speak or show: what yaz-speak
-// speaks (lib/tts) and what a desktop notification shows (lib/notify).
+// speaks (lib/tts) and what a desktop notification shows (yazsesd's notify package).
 //
 //   - control characters are removed as the package says, and so are the
 //     bidirectional controls that can make text read differently from how

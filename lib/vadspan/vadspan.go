@@ -33,6 +33,12 @@
 // span is sure to be kept (MinSpeech of it above Threshold), an end once
 // the longer of MinSilence and the 200 ms merge gap (or 2·SpeechPad, if
 // that is longer still) has passed since the speech.
+//
+// Only yaz-decode links this package today. It is in lib because it is the
+// pure-Go half of the voice detector that both sides of the VAD stream
+// share: yaz-decode runs it behind Silero in process, and the daemon, which
+// never links cgo, is to run the same Tracker over the probabilities a
+// yaz-decode --vad-stream child reports (lib/vadwire, issue 13).
 package vadspan
 
 import (
