@@ -57,12 +57,14 @@
 // socket's own round trip, not the gate's, dominates. An earlier client
 // pipelined its callers' requests (a batching writer, a direct-write fast
 // path, a reader goroutine; 421 lines) to chase a p99 of 1 ms at 10
-// clients, a target since retired. Measured through the daemon socket at
-// 10 clients, interleaved runs on the shared 2-core machine (make bench,
-// BenchmarkDaemonRoundTrip), the serialised client's p99 stayed under 5 ms
-// (medians of the runs: ask_human 3.5 ms, budget.status 2.6 ms, against
-// 3.0 and 2.0 ms pipelined) and its p50 was about 0.5 ms higher; see the
-// README's speed section.
+// clients, a target since retired. Through the daemon socket at 10
+// clients (make bench, BenchmarkDaemonRoundTrip, 19 runs of each client
+// taking turns on the shared 2-core machine at a load of 5 to 12), the
+// serialised client's p99 stayed under 5 ms in the median of the runs
+// (ask_human 4.5 ms, budget.status 3.8 ms; pipelined 3.7 and 2.6 ms),
+// and its p50 was about 0.6 ms higher (1.0–1.5 ms against 0.6–0.8 ms for
+// ask_human): ten callers now wait for each other's gate round trips
+// (50–90 µs each). See the README's speed section.
 //
 // The budget is only in the gate, and a slot is granted only by the gate's
 // atomic check-and-reserve.
