@@ -166,12 +166,12 @@ func TestMCPServerDeps(t *testing.T) {
 	}
 }
 
-// sharedBy names the lib packages that one binary alone links, each with
-// that binary. Code for one binary belongs in cmd/<binary>/internal, where
-// the compiler keeps it there; a lib package with one user says in its
-// package comment why it is in lib ("Only <binary> links this package"),
-// and is listed here, so a new one, or one that gained a second user, is
-// seen.
+// sharedBy names the lib packages that the code of one binary alone
+// (cmd/<binary>/...) uses, each with that binary. Code for one binary
+// belongs in cmd/<binary>/internal, where the compiler keeps it there; a
+// lib package with one user says in its package comment why it is in lib
+// ("Only <binary> links this package"), and is listed here, so a new one,
+// or one that gained a second user, is seen.
 var sharedBy = map[string]string{
 	"lib/asr":        "yaz-decode",
 	"lib/silero":     "yaz-decode",
@@ -181,14 +181,17 @@ var sharedBy = map[string]string{
 	"lib/supervise":  "yazsesd",
 }
 
-// TestLibSingleUser: every lib package is linked by two binaries or more,
-// or is in sharedBy and its package comment says why it is in lib.
+// TestLibSingleUser: every lib package is used, directly or through other
+// lib packages, by the code of two binaries or more, or is in sharedBy and
+// its package comment says why it is in lib.
 func TestLibSingleUser(t *testing.T) {
 	users := map[string][]string{}
-	for _, bin := range strings.Fields(goList(t, nil, "-f", "{{if eq .Name \"main\"}}{{.ImportPath}}{{end}}", "./cmd/...")) {
-		for _, dep := range strings.Fields(goList(t, nil, "-deps", bin)) {
-			if rest, ok := strings.CutPrefix(dep, module); ok && strings.HasPrefix(rest, "lib/") {
-				users[rest] = append(users[rest], path.Base(bin))
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./cmd/...")), "\n") {
+		f := strings.Fields(line)
+		bin, _, _ := strings.Cut(strings.TrimPrefix(f[0], module+"cmd/"), "/")
+		for _, dep := range f[1:] {
+			if rest, ok := strings.CutPrefix(dep, module); ok && strings.HasPrefix(rest, "lib/") && !slices.Contains(users[rest], bin) {
+				users[rest] = append(users[rest], bin)
 			}
 		}
 	}
@@ -202,11 +205,11 @@ func TestLibSingleUser(t *testing.T) {
 		want, listed := sharedBy[pkg]
 		switch {
 		case len(bins) >= 2 && listed:
-			t.Errorf("%s is linked by %v: remove it from sharedBy and its one-user note", pkg, bins)
+			t.Errorf("%s is used by %v: remove it from sharedBy and its one-user note", pkg, bins)
 		case len(bins) < 2 && !listed:
-			t.Errorf("%s is linked by %v alone: move it to cmd/<binary>/internal, or say in its package comment why it is in lib and list it in sharedBy", pkg, bins)
+			t.Errorf("%s is used by %v alone: move it to cmd/<binary>/internal, or say in its package comment why it is in lib and list it in sharedBy", pkg, bins)
 		case len(bins) < 2 && (len(bins) == 0 || bins[0] != want):
-			t.Errorf("%s is linked by %v, sharedBy says %s", pkg, bins, want)
+			t.Errorf("%s is used by %v, sharedBy says %s", pkg, bins, want)
 		case listed && !strings.Contains(docs[pkg], "Only "+want+" links this package"):
 			t.Errorf("%s's package comment does not say %q and why it is in lib", pkg, "Only "+want+" links this package")
 		}
