@@ -36,7 +36,7 @@
 // whole request is already read in, and the buffer is written before any
 // read that could wait.
 //
-// Budget rules (package lib/budget): reserve atomically takes a slot before
+// Budget rules (package cmd/yaz-gate/internal/budget): reserve atomically takes a slot before
 // any audio; a reserved slot counts as used. commit (audio started) keeps
 // the slot until one hour after the commit. release refunds the slot and is
 // accepted only for a reserved, uncommitted token within its 10-minute

@@ -14,7 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
 
-	"github.com/yazses/yazses/lib/budget"
+	"github.com/yazses/yazses/cmd/yaz-gate/internal/budget"
 	"github.com/yazses/yazses/lib/cli"
 )
 

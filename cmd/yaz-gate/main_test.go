@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/yazses/yazses/lib/budget"
+	"github.com/yazses/yazses/cmd/yaz-gate/internal/budget"
 	"github.com/yazses/yazses/lib/gate"
 )
 

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/yazses/yazses/lib/budget"
+	"github.com/yazses/yazses/cmd/yaz-gate/internal/budget"
 	"github.com/yazses/yazses/lib/gate"
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/tts"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 const name = "yaz-speak"
@@ -112,7 +113,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	readErr := func() error { return nil }
 	single := len(c.Text) > 0
 	if single {
-		text := tts.Sanitize(strings.Join(c.Text, " "), 0)
+		text := untrusted.Line(strings.Join(c.Text, " "), 0)
 		if text == "" {
 			return cli.Usagef("no text to speak")
 		}
@@ -152,13 +153,13 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 			log.Warn("input line skipped: longer than the limit", "max_bytes", tts.MaxLineBytes)
 			continue
 		}
-		text := tts.Sanitize(string(l.Data), 0)
+		text := untrusted.Line(string(l.Data), 0)
 		if text == "" {
 			continue
 		}
 		if utf8.RuneCountInString(text) > tts.MaxTextRunes {
 			log.Warn("text cut to the limit", "max_runes", tts.MaxTextRunes)
-			text = tts.Sanitize(text, tts.MaxTextRunes)
+			text = untrusted.Line(text, tts.MaxTextRunes)
 		}
 		samples, err := tts.Synthesize(ctx, text, opt)
 		if err != nil {

@@ -115,10 +115,6 @@ type AskParams struct {
 	TimeoutS int `json:"timeout_s,omitempty"`
 }
 
-// MaxQuestionRunes caps a question, counted after CheckQuestion has
-// removed control and invisible characters.
-const MaxQuestionRunes = 500
-
 // AskResult is the result of ask_human.
 type AskResult struct {
 	Result      Outcome `json:"result"`

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // ErrBroken is returned (wrapped with its cause) once the connection to the
-// gate can no longer be trusted to stay in step: a write that failed, a
-// reply that is not one or does not answer the request it must answer, the
-// gate gone, the Client closed. The Client then fails every pending call
-// and refuses every later one; yazsesd restarts the gate (fully spent) and
-// makes a new Client.
+// gate can no longer be trusted to stay in step: a write cut short, a reply
+// that is not one or does not answer the request it must answer, the gate
+// gone, the Client closed. The Client then refuses every later call;
+// yazsesd restarts the gate (fully spent) and makes a new Client.
 var ErrBroken = errors.New("gate connection broken")
 
 // Refused is the error of a request the gate answered with ok:false.
@@ -32,58 +30,35 @@ func (e *Refused) Error() string {
 	return fmt.Sprintf("gate refused: %s", e.Reason)
 }
 
-// Client talks to one gate over one connection. Its methods are safe for
-// concurrent use, and concurrent calls are pipelined: many requests may be
-// on the wire at once. A call writes its own request when no other write
-// is under way; otherwise it queues it, and the writer goroutine sends all
-// that was queued in one write. A reader goroutine takes the replies, which
-// the gate sends in request order, and hands each to its call after
-// checking that it echoes that call's id. See the package documentation
-// for what a call abandoned to its context means.
+// Client talks to one gate over one connection, one request at a time. Its
+// methods are safe for concurrent use: a call waits for its turn (within
+// its context), writes its request, reads the reply and hands the turn on.
+// It starts no goroutine. See the package documentation for what a call
+// abandoned to its context means.
 type Client struct {
+	turn chan struct{} // cap 1: held by the call that uses the connection
+
+	// Guarded by turn.
 	conn   net.Conn
-	nextID atomic.Uint64
-	wake   chan struct{} // cap 1: the queue has requests for the writer
-	done   chan struct{} // closed once the Client is broken (or closed)
-	wg     sync.WaitGroup
+	lines  *LineReader
+	nextID uint64
+	stale  []uint64 // ids of requests on the wire whose callers gave up, oldest first
 
-	mu      sync.Mutex
-	writing bool    // a write is under way, by the writer or a caller
-	queue   []*call // not written yet, in call order
-	sent    []*call // written and not yet answered, in wire order, from head
-	head    int     // index of the oldest unanswered request in sent
-	broken  error
-}
-
-// call is one request of a Client and, once done is closed, its outcome.
-type call struct {
-	op   string
-	id   uint64
-	line []byte // the request line, newline included
-
-	// Guarded by Client.mu.
-	abandoned bool          // the caller stopped waiting: skip or drop
-	done      chan struct{} // closed with reply or err set
-	reply     Reply
-	err       error
+	mu     sync.Mutex
+	broken error
 }
 
 // NewClient returns a Client on conn (yazsesd's end of the gate's
-// socketpair) and starts its reader and writer. The Client owns conn from
-// now on; Close closes it and stops them.
+// socketpair). The Client owns conn from now on; Close closes it.
 func NewClient(conn net.Conn) *Client {
-	c := &Client{conn: conn, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	c.wg.Add(2)
-	go c.writeLoop()
-	go c.readLoop()
-	return c
+	return &Client{conn: conn, lines: NewLineReader(conn), turn: make(chan struct{}, 1)}
 }
 
-// Close closes the connection (the gate sees EOF and exits), fails the
-// pending calls with ErrBroken and waits for the reader and writer to stop.
+// Close closes the connection (the gate sees EOF and exits); a call under
+// way (its read or write fails at once) and every later one fail with
+// ErrBroken.
 func (c *Client) Close() error {
 	c.fail(fmt.Errorf("%w: client closed", ErrBroken))
-	c.wg.Wait()
 	return nil
 }
 
@@ -127,283 +102,129 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return *r.Status, nil
 }
 
-// call queues req and waits for its reply, within ctx. A refusal is
-// returned as *Refused.
-//
-// A call whose context ends first returns the context's error at once. If
-// its request was not written yet, it never will be; if it was, its reply
-// is dropped when it comes (the reader knows it by its place and its id),
-// so it is never taken for another call's reply.
+// call waits for the turn, sends req and reads its reply, all within ctx.
+// A refusal is returned as *Refused.
 func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
-	c.mu.Lock()
-	broken := c.broken
-	c.mu.Unlock()
-	if broken != nil {
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, broken)
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctx.Err())
+	}
+	defer func() { <-c.turn }()
+	if err := c.err(); err != nil {
+		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
-
-	req.ID = c.nextID.Add(1)
-	line, err := json.Marshal(req)
+	c.nextID++
+	req.ID = c.nextID
+	r, err := c.exchange(ctx, req)
 	if err != nil {
 		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
 	}
-	cl := &call{op: req.Op, id: req.ID, line: append(line, '\n'), done: make(chan struct{})}
-
-	c.mu.Lock()
-	if c.broken != nil {
-		err := c.broken
-		c.mu.Unlock()
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
-	}
-	if !c.writing && len(c.queue) == 0 {
-		// Nothing else to send: write it from here, without a switch
-		// to the writer goroutine and back.
-		c.writing = true
-		c.sent = append(c.sent, cl)
-		c.mu.Unlock()
-		if err := c.writeDirect(ctx, cl); err != nil {
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, err)
-		}
-	} else {
-		c.queue = append(c.queue, cl)
-		c.mu.Unlock()
-		c.kick()
-	}
-
-	select {
-	case <-cl.done:
-	case <-ctx.Done():
-		c.mu.Lock()
-		select {
-		case <-cl.done: // answered meanwhile: a reply is never thrown away
-		default:
-			cl.abandoned = true
-			c.mu.Unlock()
-			return Reply{}, fmt.Errorf("gate %s: %w", req.Op, ctx.Err())
-		}
-		c.mu.Unlock()
-	}
-	if cl.err != nil {
-		return Reply{}, fmt.Errorf("gate %s: %w", req.Op, cl.err)
-	}
-	r := cl.reply
 	if !r.OK {
 		return r, &Refused{Reason: r.Reason, RetryAfter: time.Duration(r.RetryAfterS) * time.Second}
 	}
 	return r, nil
 }
 
-// kick wakes the writer.
-func (c *Client) kick() {
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is pending: the writer takes the queue with it
+// exchange writes req, drops the replies to requests abandoned earlier
+// and reads req's, with ctx's end as the connection's deadline. It is
+// called with the turn held.
+func (c *Client) exchange(ctx context.Context, req Request) (Reply, error) {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return Reply{}, err
 	}
-}
-
-// writeDirect writes the request of cl, last in sent, from the caller's
-// goroutine, within ctx, and ends the write that c.writing marks. A write
-// that ctx interrupts before its first byte leaves cl unsent; one cut
-// later breaks the Client.
-func (c *Client) writeDirect(ctx context.Context, cl *call) error {
-	var n int
-	var err error
-	if ctx.Done() == nil {
-		n, err = c.conn.Write(cl.line)
-	} else {
-		// The context's deadline is the write's; its cancellation cuts
-		// the write short the same way. The deadline is cleared before
-		// anyone else writes.
-		if dl, ok := ctx.Deadline(); ok {
-			c.conn.SetWriteDeadline(dl)
-		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		stop := context.AfterFunc(ctx, func() {
-			defer wg.Done()
-			c.conn.SetWriteDeadline(time.Unix(1, 0))
-		})
-		n, err = c.conn.Write(cl.line)
+	if dl, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(dl)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	stop := context.AfterFunc(ctx, func() {
+		defer wg.Done()
+		c.conn.SetDeadline(time.Unix(1, 0)) // wakes a blocked read or write
+	})
+	defer func() {
 		if stop() {
 			wg.Done()
 		}
 		wg.Wait()
-		c.conn.SetWriteDeadline(time.Time{})
-	}
+		c.conn.SetDeadline(time.Time{})
+	}()
 
-	c.mu.Lock()
-	c.writing = false
-	if len(c.queue) > 0 {
-		c.kick() // what was queued meanwhile
+	if n, err := c.conn.Write(append(line, '\n')); err != nil {
+		if n == 0 && isTimeout(err) {
+			return Reply{}, ctxErr(ctx) // not a byte sent: never sent
+		}
+		return Reply{}, c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
 	}
-	if c.broken != nil {
-		err := c.broken // cl failed with it
-		c.mu.Unlock()
-		return err
+	// The replies come in request order: first those to the requests whose
+	// callers gave up, then req's.
+	for len(c.stale) > 0 {
+		if _, err := c.read(ctx, c.stale[0], ""); err != nil {
+			c.stale = append(c.stale, req.ID)
+			return Reply{}, err
+		}
+		c.stale = c.stale[1:]
 	}
-	if err != nil && n == 0 && isTimeout(err) {
-		// Not a byte written: cl was not sent and never will be.
-		c.sent = c.sent[:len(c.sent)-1] // cl: no write could follow it
-		cl.abandoned = true
-		c.mu.Unlock()
-		return ctxErr(ctx)
-	}
-	c.mu.Unlock()
+	r, err := c.read(ctx, req.ID, req.Op)
 	if err != nil {
-		c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
-		return c.stopErr()
+		c.stale = append(c.stale, req.ID) // its reply is dropped when it comes
 	}
-	return nil
+	return r, err
 }
 
-// stopErr is why the Client broke.
-func (c *Client) stopErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.broken
-}
-
-// writeLoop writes what callers queued while another write was under way,
-// all of it in one write, until the Client breaks.
-func (c *Client) writeLoop() {
-	defer c.wg.Done()
-	var buf []byte
+// read reads the reply to request id (of op; "" for an abandoned one). The
+// context's end leaves the Client in step (a partial line is kept); any
+// other failure, or a reply that does not fit, breaks it.
+func (c *Client) read(ctx context.Context, id uint64, op string) (Reply, error) {
 	for {
-		select {
-		case <-c.wake:
-		case <-c.done:
-			return
-		}
-		for {
-			c.mu.Lock()
-			if c.broken != nil {
-				c.mu.Unlock()
-				return
-			}
-			if c.writing || len(c.queue) == 0 {
-				// The caller writing now kicks the writer when it is done.
-				c.mu.Unlock()
-				break
-			}
-			buf = buf[:0]
-			for _, cl := range c.queue {
-				if cl.abandoned {
-					continue // given up before it was sent: never sent
-				}
-				c.sent = append(c.sent, cl)
-				buf = append(buf, cl.line...)
-			}
-			clear(c.queue)
-			c.queue = c.queue[:0]
-			c.writing = len(buf) > 0
-			c.mu.Unlock()
-			if len(buf) == 0 {
-				continue
-			}
-			// Registered in sent before the write, so the reader knows a
-			// reply that comes back at once. No deadline: a caller gives
-			// up on its own context; a cut write breaks the Client.
-			_, err := c.conn.Write(buf)
-			c.mu.Lock()
-			c.writing = false
-			c.mu.Unlock()
-			if err != nil {
-				c.fail(fmt.Errorf("%w: write: %v", ErrBroken, err))
-				return
-			}
-			if cap(buf) > 64<<10 {
-				buf = nil // do not keep a burst's buffer for good
-			}
-		}
-	}
-}
-
-// readLoop hands each reply to the oldest unanswered request, which it
-// must answer by its id, until the Client breaks.
-func (c *Client) readLoop() {
-	defer c.wg.Done()
-	lines := NewLineReader(c.conn)
-	for {
-		b, err := lines.ReadLine()
+		b, err := c.lines.ReadLine()
 		if err != nil {
-			c.fail(fmt.Errorf("%w: read: %v", ErrBroken, err))
-			return
+			if isTimeout(err) {
+				return Reply{}, ctxErr(ctx)
+			}
+			return Reply{}, c.fail(fmt.Errorf("%w: read: %v", ErrBroken, err))
 		}
 		if len(b) == 0 {
 			continue
 		}
 		var r Reply
 		if err := json.Unmarshal(b, &r); err != nil {
-			c.fail(fmt.Errorf("%w: bad reply: %v", ErrBroken, err))
-			return
+			return Reply{}, c.fail(fmt.Errorf("%w: bad reply: %v", ErrBroken, err))
 		}
-		if err := c.deliver(r); err != nil {
-			c.fail(err)
-			return
+		switch {
+		case r.ID != id:
+			return Reply{}, c.fail(fmt.Errorf("%w: reply id %d, want %d", ErrBroken, r.ID, id))
+		case r.OK && op == OpReserve && r.Token == "":
+			return Reply{}, c.fail(fmt.Errorf("%w: reserve: reply without a token", ErrBroken))
+		case r.OK && op == OpStatus && r.Status == nil:
+			return Reply{}, c.fail(fmt.Errorf("%w: status: reply without status", ErrBroken))
 		}
+		return r, nil
 	}
 }
 
-// deliver gives r to the oldest unanswered request, or to nobody if its
-// caller gave up. A reply that does not fit that request is an error.
-func (c *Client) deliver(r Reply) error {
+// err is why the Client broke, or nil.
+func (c *Client) err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.head == len(c.sent) {
-		return fmt.Errorf("%w: reply id %d with no request pending", ErrBroken, r.ID)
-	}
-	cl := c.sent[c.head]
-	if r.ID != cl.id {
-		return fmt.Errorf("%w: reply id %d, want %d", ErrBroken, r.ID, cl.id)
-	}
-	switch {
-	case r.OK && cl.op == OpReserve && r.Token == "":
-		return fmt.Errorf("%w: reserve: reply without a token", ErrBroken)
-	case r.OK && cl.op == OpStatus && r.Status == nil:
-		return fmt.Errorf("%w: status: reply without status", ErrBroken)
-	}
-	c.sent[c.head] = nil
-	c.head++
-	switch {
-	case c.head == len(c.sent):
-		c.sent, c.head = c.sent[:0], 0
-	case c.head >= 256 && 2*c.head >= len(c.sent):
-		n := copy(c.sent, c.sent[c.head:])
-		clear(c.sent[n:])
-		c.sent, c.head = c.sent[:n], 0
-	}
-	if !cl.abandoned {
-		cl.reply = r
-		close(cl.done)
-	}
-	return nil
+	return c.broken
 }
 
-// fail breaks the Client with err (the first cause wins): every pending
-// call fails with it, the connection is closed, the reader and writer stop.
-func (c *Client) fail(err error) {
+// fail breaks the Client with err (the first cause wins), closes the
+// connection and returns the cause.
+func (c *Client) fail(err error) error {
 	c.mu.Lock()
 	if c.broken == nil {
 		c.broken = err
-		close(c.done)
-		for _, cl := range c.queue {
-			cl.abandoned = true // never sent now
-			cl.err = err
-			close(cl.done)
-		}
-		for _, cl := range c.sent[c.head:] {
-			if !cl.abandoned {
-				cl.err = err
-				close(cl.done)
-			}
-		}
-		c.queue, c.sent, c.head = nil, nil, 0
 	}
+	err = c.broken
 	c.mu.Unlock()
 	c.conn.Close()
+	return err
 }
 
 // ctxErr is ctx's error, or DeadlineExceeded when the connection's deadline

@@ -33,36 +33,47 @@
 // in that order; it may write several replies at once, but never holds a
 // reply back while it waits for input.
 //
-// The Client pipelines the calls of its concurrent callers. A call made
-// while no write is under way writes its request itself; one made during
-// a write is queued, and a writer goroutine sends all that was queued in
-// one write. A reader goroutine hands each reply to the oldest request not
-// yet answered, whose id it must echo. Properties:
+// The Client sends one request at a time: a call waits for its turn,
+// writes its request and reads the reply, which must echo its id. It starts
+// no goroutine. Properties:
 //
 //   - A call abandoned to its context returns the context's error at once.
-//     If its request was not written yet (still queued, or its own write
-//     interrupted before the first byte), it is never sent. If it was, its
-//     late reply is dropped when it comes: known by its place and its id,
-//     it is never taken for the reply to another request. A reserve whose
-//     reply was abandoned leaves its slot reserved, and charged once its
-//     lease passes: abandoning a Reserve costs a slot, so give it a
-//     deadline, not the caller's cancellation.
-//   - A reply that came before the context ended is never thrown away.
+//     If its request was not written yet (it was still waiting for its
+//     turn, or its own write was interrupted before the first byte), it is
+//     never sent. If it was, the next call reads its late reply and drops
+//     it: known by its place and its id, it is never taken for the reply
+//     to another request. A reserve whose reply was abandoned leaves its
+//     slot reserved, and charged once its lease passes: abandoning a
+//     Reserve costs a slot, so give it a deadline, not the caller's
+//     cancellation.
+//   - A reply read before the context ended is returned.
 //   - Anything out of step (a reply that is not JSON, one that answers
-//     another request than the oldest pending, or none, a reserve granted
-//     without a token, a status without the budget), a failed write, or
-//     the connection ending breaks the Client: every pending call fails
-//     with ErrBroken and so does every later one. The connection is closed.
+//     another request than the oldest pending, a reserve granted without a
+//     token, a status without the budget), a write cut short, or the
+//     connection ending breaks the Client: the call under way fails with
+//     ErrBroken and so does every later one. The connection is closed.
 //
-// The pipelining changes the cost of a call, not its meaning: the budget
-// is only in the gate, and a slot is granted only by the gate's atomic
-// check-and-reserve.
+// Why one at a time: a question takes seconds to speak, and the daemon
+// socket's own round trip, not the gate's, dominates. An earlier client
+// pipelined its callers' requests (a batching writer, a direct-write fast
+// path, a reader goroutine; 421 lines) to chase a p99 of 1 ms at 10
+// clients, a target since retired. Through the daemon socket at 10
+// clients (make bench, BenchmarkDaemonRoundTrip, 19 runs of each client
+// taking turns on the shared 2-core machine at a load of 5 to 12), the
+// serialised client's p99 stayed under 5 ms in the median of the runs
+// (ask_human 4.5 ms, budget.status 3.8 ms; pipelined 3.7 and 2.6 ms),
+// and its p50 was about 0.6 ms higher (1.0–1.5 ms against 0.6–0.8 ms for
+// ask_human): ten callers now wait for each other's gate round trips
+// (50–90 µs each). See the README's speed section.
+//
+// The budget is only in the gate, and a slot is granted only by the gate's
+// atomic check-and-reserve.
 //
 // Seconds are whole and rounded up, so a client that waits retry_after_s or
 // next_free_s finds the slot free.
 //
-// This package knows nothing of the budget itself (it must not import
-// lib/budget: only yaz-gate may) and is pure Go.
+// This package knows nothing of the budget itself (it cannot import
+// yaz-gate's internal budget package) and is pure Go.
 package gate
 
 import (

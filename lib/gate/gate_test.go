@@ -521,9 +521,10 @@ func wait[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
-// TestClientPipelined: requests go out while earlier ones are unanswered,
-// and each caller gets the reply to its own request.
-func TestClientPipelined(t *testing.T) {
+// TestClientOneAtATime: a call waits while an earlier one is on the wire
+// (the gate sees one request at a time), and each caller gets the reply to
+// its own request.
+func TestClientOneAtATime(t *testing.T) {
 	cc, sc := socketpair(t)
 	g := newHeldGate(t, sc)
 	c := NewClient(cc)
@@ -532,23 +533,35 @@ func TestClientPipelined(t *testing.T) {
 	var results [n]<-chan result
 	for i := range n {
 		results[i] = reserveAsync(c, context.Background())
-		g.next(t) // on the wire before any reply: pipelined
 	}
-	for i := range n {
-		g.answer <- Reply{OK: true, Token: fmt.Sprintf("t%d", i)}
-	}
-	// The gate answered in request order; request i was made by caller i.
-	for i := range n {
-		if r := wait(t, results[i]); r.err != nil || r.tok != fmt.Sprintf("t%d", i) {
-			t.Errorf("caller %d: Reserve() = %q, %v; want t%d", i, r.tok, r.err, i)
+	var seen []uint64
+	for range n {
+		req := g.next(t)
+		seen = append(seen, req.ID)
+		select {
+		case extra := <-g.got:
+			t.Fatalf("the gate got request %d while %d was unanswered", extra.ID, req.ID)
+		default:
 		}
+		g.answer <- Reply{OK: true, Token: fmt.Sprintf("t%d", req.ID)}
+	}
+	if want := []uint64{1, 2, 3, 4, 5}; !slices.Equal(seen, want) {
+		t.Errorf("the gate got requests %v, want %v", seen, want)
+	}
+	toks := map[string]bool{}
+	for i := range n {
+		r := wait(t, results[i])
+		if r.err != nil || toks[r.tok] {
+			t.Errorf("caller %d: Reserve() = %q, %v; want a token of its own", i, r.tok, r.err)
+		}
+		toks[r.tok] = true
 	}
 }
 
-// TestClientCancelOutOfOrder: of three calls on the wire, the middle one
-// gives up; the first and the last still get their own replies, the
-// middle one's late reply is dropped, and the next call gets its own.
-func TestClientCancelOutOfOrder(t *testing.T) {
+// TestClientCancelWhileWaiting: a call given up while an earlier one is on
+// the wire returns at once and is never sent; the earlier call and a later
+// one get their own replies.
+func TestClientCancelWhileWaiting(t *testing.T) {
 	cc, sc := socketpair(t)
 	g := newHeldGate(t, sc)
 	c := NewClient(cc)
@@ -557,47 +570,68 @@ func TestClientCancelOutOfOrder(t *testing.T) {
 	g.next(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	middle := reserveAsync(c, ctx)
-	g.next(t)
-	last := reserveAsync(c, context.Background())
-	g.next(t)
-
 	cancel()
 	if r := wait(t, middle); !errors.Is(r.err, context.Canceled) || r.tok != "" {
 		t.Fatalf("cancelled Reserve() = %q, %v; want Canceled", r.tok, r.err)
 	}
+	last := reserveAsync(c, context.Background())
 	g.answer <- Reply{OK: true, Token: "first"}
-	g.answer <- Reply{OK: true, Token: "middle"} // late: nobody waits
-	g.answer <- Reply{OK: true, Token: "last"}
 	if r := wait(t, first); r.err != nil || r.tok != "first" {
 		t.Errorf("first Reserve() = %q, %v; want first", r.tok, r.err)
 	}
+	if req := g.next(t); req.ID != 2 {
+		t.Errorf("the gate's second request has id %d, want 2 (the cancelled call unsent)", req.ID)
+	}
+	g.answer <- Reply{OK: true, Token: "last"}
 	if r := wait(t, last); r.err != nil || r.tok != "last" {
 		t.Errorf("last Reserve() = %q, %v; want last", r.tok, r.err)
 	}
+}
+
+// TestClientAbandonedOnTheWire: of calls given up after their request was
+// written, the late replies are dropped in order and the next call gets
+// its own.
+func TestClientAbandonedOnTheWire(t *testing.T) {
+	cc, sc := socketpair(t)
+	g := newHeldGate(t, sc)
+	c := NewClient(cc)
+	defer c.Close()
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := reserveAsync(c, ctx)
+		g.next(t)
+		cancel()
+		if r := wait(t, ch); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Reserve() = %q, %v; want Canceled", r.tok, r.err)
+		}
+	}
 	next := reserveAsync(c, context.Background())
-	g.next(t)
+	g.answer <- Reply{OK: true, Token: "late1"}
+	g.answer <- Reply{OK: true, Token: "late2"}
+	if req := g.next(t); req.ID != 3 {
+		t.Errorf("the gate's third request has id %d, want 3", req.ID)
+	}
 	g.answer <- Reply{OK: true, Token: "next"}
 	if r := wait(t, next); r.err != nil || r.tok != "next" {
-		t.Errorf("Reserve() after the late reply = %q, %v; want next", r.tok, r.err)
+		t.Errorf("Reserve() after two late replies = %q, %v; want next", r.tok, r.err)
 	}
 }
 
-// TestClientAbandonedBeforeSend: a call given up while its request waits
-// for the writer is never sent.
+// TestClientAbandonedBeforeSend: a call given up while it waits for an
+// earlier call's write is never sent.
 func TestClientAbandonedBeforeSend(t *testing.T) {
 	cc, sc := net.Pipe() // a write waits until the other end reads
 	defer sc.Close()
 	c := NewClient(cc)
 	defer c.Close()
 	first := reserveAsync(c, context.Background())
-	time.Sleep(20 * time.Millisecond) // the writer is in its write of the first
+	time.Sleep(20 * time.Millisecond) // the first call is in its write
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.Reserve(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reserve() = %v, want DeadlineExceeded", err)
 	}
 	third := reserveAsync(c, context.Background())
-	time.Sleep(20 * time.Millisecond) // queued behind the first write
 	l := NewLineReader(sc)
 	var ids []uint64
 	for range 2 {
@@ -613,14 +647,14 @@ func TestClientAbandonedBeforeSend(t *testing.T) {
 		out, _ := json.Marshal(Reply{OK: true, Token: fmt.Sprint("t", req.ID), ID: req.ID})
 		sc.Write(append(out, '\n'))
 	}
-	if want := []uint64{1, 3}; !slices.Equal(ids, want) {
-		t.Errorf("the gate got requests %v, want %v (the abandoned 2 unsent)", ids, want)
+	if want := []uint64{1, 2}; !slices.Equal(ids, want) {
+		t.Errorf("the gate got requests %v, want %v (the abandoned call unsent)", ids, want)
 	}
 	if r := wait(t, first); r.tok != "t1" {
 		t.Errorf("first Reserve() = %q, %v; want t1", r.tok, r.err)
 	}
-	if r := wait(t, third); r.tok != "t3" {
-		t.Errorf("third Reserve() = %q, %v; want t3", r.tok, r.err)
+	if r := wait(t, third); r.tok != "t2" {
+		t.Errorf("third Reserve() = %q, %v; want t2", r.tok, r.err)
 	}
 }
 
@@ -667,25 +701,29 @@ func TestClientManyCallers(t *testing.T) {
 	wg.Wait()
 }
 
-// TestClientBrokenFailsPending: when the gate goes away with requests on
-// the wire, every pending call fails with ErrBroken, and so does any later
-// call.
+// TestClientBrokenFailsPending: when the gate goes away with a request on
+// the wire and more waiting, every pending call fails with ErrBroken, and
+// so does any later call.
 func TestClientBrokenFailsPending(t *testing.T) {
 	cc, sc := socketpair(t)
 	g := newHeldGate(t, sc)
 	c := NewClient(cc)
-	var results []<-chan result
+	results := make(chan result, 5)
 	for range 5 {
-		results = append(results, reserveAsync(c, context.Background()))
-		g.next(t)
+		go func() {
+			tok, err := c.Reserve(context.Background())
+			results <- result{tok, err}
+		}()
 	}
+	g.next(t)
 	g.answer <- Reply{OK: true, Token: "t0"}
-	if r := wait(t, results[0]); r.tok != "t0" {
+	if r := wait(t, results); r.tok != "t0" {
 		t.Fatalf("first Reserve() = %q, %v; want t0", r.tok, r.err)
 	}
+	g.next(t) // the next call is on the wire, three wait
 	sc.Close()
-	for i, ch := range results[1:] {
-		if r := wait(t, ch); !errors.Is(r.err, ErrBroken) {
+	for i := range 4 {
+		if r := wait(t, results); !errors.Is(r.err, ErrBroken) {
 			t.Errorf("pending Reserve() %d = %q, %v; want ErrBroken", i+1, r.tok, r.err)
 		}
 	}

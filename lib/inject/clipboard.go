@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // clipboard pastes through the clipboard and restores it.
@@ -106,7 +108,7 @@ func (c *clipboard) tools() (clipTools, error) {
 }
 
 func (c *clipboard) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

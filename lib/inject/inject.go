@@ -72,9 +72,9 @@
 //
 // # What is typed
 //
-// [Clean] runs on every text first: line breaks and tabs become a space and
-// other control characters are removed, so no Enter (and no other control
-// key) is ever typed. Everything else, all of Unicode, arrives as it was.
+// untrusted.Typed (package lib/untrusted) runs on every text first: line
+// breaks and tabs become a space and other control characters are
+// removed, so no Enter (and no other control key) is ever typed. Everything else, all of Unicode, arrives as it was.
 //
 // # No text target
 //
@@ -107,6 +107,10 @@
 // is cancelled. The x11 backend's errors name protocol requests, never
 // keysyms; every exchange with the X server has a deadline (5 s), so a
 // server that stops answering ends the call with an error.
+//
+// Only yazsesd links this package. It stays in lib for now because its
+// Xvfb test harness is being shared with test/e2e on another branch
+// (issue 12, item 8); it can then move to cmd/yazsesd/internal.
 package inject
 
 import (
@@ -120,6 +124,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Backend names: the closed vocabulary that [Typer.Type] reports.
@@ -251,9 +257,9 @@ type Injector interface {
 	// cannot run here (it wraps ErrUnavailable when it is not installed or
 	// the session lacks its display).
 	Focus(ctx context.Context) (Focus, error)
-	// Type types text (after Clean) into the focused window. It checks
+	// Type types text (after untrusted.Typed) into the focused window. It checks
 	// Focus first and returns ErrNoTarget, typing nothing, when there is no
-	// target. Text that is empty or only spaces after Clean types nothing and is no error.
+	// target. Text that is empty or only spaces after untrusted.Typed types nothing and is no error.
 	Type(ctx context.Context, text string) error
 }
 
@@ -382,39 +388,11 @@ type pauser interface {
 // longer than Options.PasteOverChars, or the first backend would pause in
 // it.
 func (t *Typer) pasteFirst(ctx context.Context, text string) bool {
-	if utf8.RuneCountInString(Clean(text)) > t.pasteOver {
+	if utf8.RuneCountInString(untrusted.Typed(text)) > t.pasteOver {
 		return true
 	}
 	p, ok := t.list[0].(pauser)
 	return ok && p.pauses(ctx, text)
-}
-
-// Clean makes text safe to type: CR LF, CR, LF, tab, vertical tab, form
-// feed, NEL and the Unicode line and paragraph separators each become one
-// space; other C0 and C1 control characters and DEL are removed, as are
-// invalid UTF-8 bytes. Nothing else changes (no trimming, no folding of
-// spaces).
-func Clean(text string) string {
-	var b strings.Builder
-	b.Grow(len(text))
-	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		i += size
-		switch {
-		case r == utf8.RuneError && size == 1:
-		case r == '\r':
-			if i < len(text) && text[i] == '\n' {
-				i++
-			}
-			b.WriteByte(' ')
-		case r == '\n', r == '\t', r == '\v', r == '\f', r == 0x85, r == 0x2028, r == 0x2029:
-			b.WriteByte(' ')
-		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // gate applies the focus policy: nil to type, ErrNoTarget not to.
@@ -436,7 +414,7 @@ type stdoutInjector struct{ w io.Writer }
 func (s *stdoutInjector) Name() string                         { return Stdout }
 func (s *stdoutInjector) Focus(context.Context) (Focus, error) { return FocusWindow, nil }
 func (s *stdoutInjector) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

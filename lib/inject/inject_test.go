@@ -19,30 +19,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestClean(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"hello", "hello"},
-		{"", ""},
-		{"a\nb", "a b"},
-		{"a\r\nb", "a b"},
-		{"a\rb", "a b"},
-		{"a\n\nb", "a  b"},
-		{"a\tb\vc\fd", "a b c d"},
-		{"a\u2028b\u2029c\u0085d", "a b c d"},
-		{"bell\a esc\x1b[31m del\x7f nul\x00", "bell esc[31m del nul"},
-		{"c1\u009bx", "c1x"},
-		{"bad\xffutf8", "badutf8"},
-		{"  keep  spaces  ", "  keep  spaces  "},
-		{unicodeText, unicodeText},
-		{"emoji 😀 and RTL \u200fמילה", "emoji 😀 and RTL \u200fמילה"},
-	}
-	for _, tt := range tests {
-		if got := Clean(tt.in); got != tt.want {
-			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestRedact(t *testing.T) {
 	tests := []struct{ msg, secret, want string }{
 		{"Error: Can't open display: :9", "hello there", "Error: Can't open display: :9"},

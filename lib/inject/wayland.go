@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // swayTarget is the focused sway node.
@@ -104,7 +106,7 @@ func (w *wtype) Focus(ctx context.Context) (Focus, error) {
 }
 
 func (w *wtype) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
@@ -139,7 +141,7 @@ func (y *ydotool) Focus(ctx context.Context) (Focus, error) {
 var ydotoolArgs = []string{"type", "--file", "/dev/stdin"}
 
 func (y *ydotool) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // x11Mu serialises typing on X11: the spare keycodes are shared.
@@ -169,7 +171,7 @@ func (x *xdotool) Focus(ctx context.Context) (Focus, error) {
 }
 
 func (x *xdotool) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

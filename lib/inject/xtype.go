@@ -12,6 +12,8 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // errWindowChanged: the window being typed into closed, was unmapped or
@@ -544,12 +546,12 @@ func (x *x11) pauses(ctx context.Context, text string) bool {
 	if err != nil {
 		return false
 	}
-	p, ok := planX(Clean(text), st.m, st.shiftKC != 0)
+	p, ok := planX(untrusted.Typed(text), st.m, st.shiftKC != 0)
 	return ok && len(p.chunks) > 1
 }
 
 func (x *x11) Type(ctx context.Context, text string) error {
-	text = Clean(text)
+	text = untrusted.Typed(text)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

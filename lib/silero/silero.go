@@ -50,6 +50,11 @@
 // is the immediate state for tail decisions. A process without cgo (the
 // daemon) runs vadspan.Tracker over probabilities a yaz-decode child
 // reports (Stream.Probs), with parameters of its own.
+//
+// Only yaz-decode links this package (cgo, whisper.cpp): the daemon gets
+// its probabilities from a yaz-decode child and tracks spans with the pure
+// Go lib/vadspan. It stays in lib as one of the named cgo packages of the
+// dependency tests, next to lib/asr.
 package silero
 
 import (

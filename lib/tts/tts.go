@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -53,7 +54,7 @@ const (
 )
 
 // MaxTextRunes is a sensible cap for one utterance (about four minutes of
-// speech at 170 words per minute), for callers of Sanitize.
+// speech at 170 words per minute), for callers of untrusted.Line.
 const MaxTextRunes = 4000
 
 // MaxDuration caps the audio of one utterance; longer output is an error.
@@ -77,7 +78,7 @@ var voiceRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+/-]*$`)
 const waitDelay = time.Second
 
 // Synthesize speaks text with espeak-ng and returns the audio as 16 kHz mono
-// s16 samples. Control characters are stripped from text first (Sanitize
+// s16 samples. Control characters are stripped from text first (untrusted.Line
 // without a length cap); a text with nothing left gives ErrEmptyText. A
 // cancelled ctx kills espeak-ng's process group and returns ctx's error.
 func Synthesize(ctx context.Context, text string, opt Options) ([]int16, error) {
@@ -85,7 +86,7 @@ func Synthesize(ctx context.Context, text string, opt Options) ([]int16, error) 
 	if err != nil {
 		return nil, fmt.Errorf("synthesize speech: %w", err)
 	}
-	text = Sanitize(text, 0)
+	text = untrusted.Line(text, 0)
 	if text == "" {
 		return nil, fmt.Errorf("synthesize speech: %w", ErrEmptyText)
 	}

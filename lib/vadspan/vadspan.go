@@ -33,6 +33,10 @@
 // span is sure to be kept (MinSpeech of it above Threshold), an end once
 // the longer of MinSilence and the 200 ms merge gap (or 2·SpeechPad, if
 // that is longer still) has passed since the speech.
+//
+// yaz-decode runs it behind Silero in process; the daemon, which never
+// links cgo, runs the same Tracker over the probabilities a yaz-decode
+// --vad-stream child reports (lib/vadwire, cmd/yazsesd/internal/vadlink).
 package vadspan
 
 import (

@@ -1,8 +1,12 @@
 package deps
 
 import (
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -60,12 +64,12 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 	}
 }
 
-// TestPureGoBuild: everything the daemon side will use builds with
-// CGO_ENABLED=0, so yazsesd, yaz-gate and yaz-mcp never link C.
+// TestPureGoBuild: the pure-Go packages the daemon side uses build with
+// CGO_ENABLED=0.
 func TestPureGoBuild(t *testing.T) {
-	pkgs := []string{"./cmd/yazsesd", "./cmd/yaz-gate", "./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
+	pkgs := []string{"./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models",
-		"./cmd/yaz-mcp", "./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./lib/inject",
+		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./lib/inject", "./lib/untrusted",
 		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
@@ -75,14 +79,67 @@ func TestPureGoBuild(t *testing.T) {
 	}
 }
 
-// TestBudgetOnlyInGate: the interruption budget lives in yaz-gate alone; no
-// other binary can hold a budget of its own.
+// TestDaemonSideNeverLinksC: yazsesd, yaz-gate and yaz-mcp build with
+// CGO_ENABLED=0, and in the ordinary build (cgo on) none of the packages
+// they link, ours or a module's, has a cgo file: a package with cgo and a
+// pure-Go fallback would pass the first check and still link C in the
+// second. Only the standard library's net and os/user may use libc when
+// cgo is on (its resolver and user lookup; the daemon side opens no
+// network socket).
+func TestDaemonSideNeverLinksC(t *testing.T) {
+	for _, bin := range []string{"./cmd/yazsesd", "./cmd/yaz-gate", "./cmd/yaz-mcp"} {
+		t.Run(bin, func(t *testing.T) {
+			cmd := exec.Command("go", "build", "-o", os.DevNull, bin)
+			cmd.Dir = "../.."
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("CGO_ENABLED=0 go build %s: %v\n%s", bin, err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(goList(t, []string{"CGO_ENABLED=1"}, "-deps", "-f",
+				"{{.ImportPath}} {{.Standard}} {{len .CgoFiles}}", bin)), "\n")
+			ours := 0
+			for _, line := range lines {
+				f := strings.Fields(line)
+				if len(f) != 3 {
+					t.Fatalf("go list -deps %s: line %q", bin, line)
+				}
+				if strings.HasPrefix(f[0], module) {
+					ours++
+				}
+				if f[1] == "false" && f[2] != "0" {
+					t.Errorf("%s links %s, which has %s cgo files", bin, f[0], f[2])
+				}
+			}
+			if ours < 3 {
+				t.Errorf("go list -deps %s lists %d packages of this module: the check above proves nothing", bin, ours)
+			}
+		})
+	}
+}
+
+// TestBudgetOnlyInGate: the interruption budget lives in yaz-gate alone
+// (cmd/yaz-gate/internal/budget: the compiler refuses any other importer),
+// and no budget package exists anywhere else; no other binary can hold a
+// budget of its own.
 func TestBudgetOnlyInGate(t *testing.T) {
+	const home = module + "cmd/yaz-gate/internal/budget"
+	for _, pkg := range strings.Fields(goList(t, nil, "./...")) {
+		if path.Base(pkg) == "budget" && pkg != home {
+			t.Errorf("%s: the budget lives in %s only", pkg, home)
+		}
+	}
+	linked := false
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
 		pkg, deps, _ := strings.Cut(line, " ")
-		if strings.Contains(","+deps+",", ","+module+"lib/budget,") && !strings.HasPrefix(pkg, module+"cmd/yaz-gate") {
-			t.Errorf("%s imports lib/budget; only yaz-gate may", pkg)
+		if strings.Contains(","+deps+",", ","+home+",") {
+			if !strings.HasPrefix(pkg, module+"cmd/yaz-gate") {
+				t.Errorf("%s links %s; only yaz-gate may", pkg, home)
+			}
+			linked = linked || pkg == module+"cmd/yaz-gate"
 		}
+	}
+	if !linked {
+		t.Errorf("yaz-gate does not link %s: the check above proves nothing", home)
 	}
 }
 
@@ -123,7 +180,7 @@ func TestMCPServerDeps(t *testing.T) {
 	if len(deps) < 10 {
 		t.Fatalf("go list -deps ./cmd/yaz-mcp gave %d packages: %v", len(deps), deps)
 	}
-	for _, banned := range []string{"lib/budget", "lib/gate", "lib/asr", "lib/audio"} {
+	for _, banned := range []string{"cmd/yaz-gate/internal/budget", "lib/gate", "lib/asr", "lib/audio"} {
 		for _, d := range deps {
 			if d == module+banned {
 				t.Errorf("yaz-mcp imports %s", d)
@@ -133,4 +190,79 @@ func TestMCPServerDeps(t *testing.T) {
 	if !slices.Contains(deps, module+"lib/daemonapi") {
 		t.Errorf("yaz-mcp does not import lib/daemonapi: the check above proves nothing")
 	}
+}
+
+// sharedBy names the lib packages that the code of one binary alone
+// (cmd/<binary>/...) uses, each with that binary. Code for one binary
+// belongs in cmd/<binary>/internal, where the compiler keeps it there; a
+// lib package with one user says in its package comment why it is in lib
+// ("Only <binary> links this package"), and is listed here, so a new one,
+// or one that gained a second user, is seen.
+var sharedBy = map[string]string{
+	"lib/asr":        "yaz-decode",
+	"lib/silero":     "yaz-decode",
+	"lib/transcript": "yaz-decode",
+	"lib/inject":     "yazsesd",
+	"lib/supervise":  "yazsesd",
+}
+
+// TestLibSingleUser: every lib package is used, directly or through other
+// lib packages, by the code of two binaries or more, or is in sharedBy and
+// its package comment says why it is in lib.
+func TestLibSingleUser(t *testing.T) {
+	users := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./cmd/...")), "\n") {
+		f := strings.Fields(line)
+		bin, _, _ := strings.Cut(strings.TrimPrefix(f[0], module+"cmd/"), "/")
+		for _, dep := range f[1:] {
+			if rest, ok := strings.CutPrefix(dep, module); ok && strings.HasPrefix(rest, "lib/") && !slices.Contains(users[rest], bin) {
+				users[rest] = append(users[rest], bin)
+			}
+		}
+	}
+	docs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}}\t{{.Dir}}", "./lib/...")), "\n") {
+		pkg, dir, _ := strings.Cut(line, "\t")
+		docs[strings.TrimPrefix(pkg, module)] = packageComment(t, dir)
+	}
+	for pkg := range docs {
+		bins := users[pkg]
+		want, listed := sharedBy[pkg]
+		switch {
+		case len(bins) >= 2 && listed:
+			t.Errorf("%s is used by %v: remove it from sharedBy and its one-user note", pkg, bins)
+		case len(bins) < 2 && !listed:
+			t.Errorf("%s is used by %v alone: move it to cmd/<binary>/internal, or say in its package comment why it is in lib and list it in sharedBy", pkg, bins)
+		case len(bins) < 2 && (len(bins) == 0 || bins[0] != want):
+			t.Errorf("%s is used by %v, sharedBy says %s", pkg, bins, want)
+		case listed && !strings.Contains(docs[pkg], "Only "+want+" links this package"):
+			t.Errorf("%s's package comment does not say %q and why it is in lib", pkg, "Only "+want+" links this package")
+		}
+	}
+	for pkg := range sharedBy {
+		if _, ok := docs[pkg]; !ok {
+			t.Errorf("sharedBy lists %s, which is not a package", pkg)
+		}
+	}
+}
+
+// packageComment is the whole package comment of the package in dir (go
+// list's .Doc is its first sentence only), joined into one line.
+func packageComment(t *testing.T, dir string) string {
+	t.Helper()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			if f.Doc != nil {
+				b.WriteString(f.Doc.Text())
+			}
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }

@@ -127,7 +127,7 @@ var notHere = []struct {
 	{prefix: "bind = ", reason: "a line of Hyprland's configuration, not a shell command"},
 	{prefix: "bindr = ", reason: "a line of Hyprland's configuration, not a shell command"},
 	{prefix: "gsettings set org.gnome.settings-daemon", reason: "needs a GNOME session (its settings schemas and D-Bus); the command it binds, yazsesd ctl hold toggle, is tested in test/e2e"},
-	{prefix: "systemctl --user ", reason: "no systemd user manager runs here (a container); the unit is checked with systemd-analyze in lib/sdnotify's unit test"},
+	{prefix: "systemctl --user ", reason: "no systemd user manager runs here (a container); the unit is checked with systemd-analyze in cmd/yazsesd/internal/sdnotify's unit test"},
 	{prefix: "journalctl --user ", reason: "no systemd journal here"},
 	{prefix: "claude mcp add ", reason: "Claude Code is not installed here; test/e2e drives yaz-mcp with the MCP Go SDK and the MCP Inspector"},
 }

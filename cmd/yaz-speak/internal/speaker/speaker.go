@@ -21,6 +21,7 @@ import (
 
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/tts"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Player plays 16 kHz mono s16 samples. It calls started once, right after
@@ -92,14 +93,14 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 	if max <= 0 {
 		max = tts.MaxTextRunes
 	}
-	text := tts.Sanitize(req.Text, 0)
+	text := untrusted.Line(req.Text, 0)
 	if text == "" {
 		s.Log.Warn("request has no text", "id", req.ID)
 		return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
 	}
 	if utf8.RuneCountInString(text) > max {
 		s.Log.Warn("text cut to the limit", "id", req.ID, "max_runes", max)
-		text = tts.Sanitize(text, max)
+		text = untrusted.Line(text, max)
 	}
 
 	uctx, cancel := context.WithCancel(ctx)

@@ -18,6 +18,8 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -25,8 +27,6 @@ import (
 	"github.com/yazses/yazses/lib/inject"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/models"
-	"github.com/yazses/yazses/lib/notify"
-	"github.com/yazses/yazses/lib/sdnotify"
 )
 
 const name = "yazsesd"

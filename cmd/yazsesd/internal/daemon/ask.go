@@ -14,6 +14,7 @@ import (
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/tts"
+	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -153,7 +154,7 @@ func result(o daemonapi.Outcome, reason string) daemonapi.AskResult {
 
 // askHuman is the ask_human method.
 func (d *Daemon) askHuman(ctx context.Context, p daemonapi.AskParams) (daemonapi.AskResult, error) {
-	q := tts.Sanitize(p.Question, 0)
+	q := untrusted.Line(p.Question, 0)
 	if q == "" {
 		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "question is empty")
 	}

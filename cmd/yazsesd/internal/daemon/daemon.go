@@ -62,6 +62,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/safesocket"
 	"github.com/yazses/yazses/lib/supervise"
 )
@@ -239,7 +240,7 @@ func New(opt Options) (*Daemon, error) {
 		capArgv = append(capArgv, "--device", cfg.Capture.Device)
 	}
 	always := cfg.Capture.Mode == config.CaptureAlways
-	d.mic = child.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, cfg.Capture.PreRollMs*16, d.log)
+	d.mic = child.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond), d.log)
 	d.mic.OnStart(d.childStarted("capture"))
 
 	boot := []string{"gate", "speak", "decode"}

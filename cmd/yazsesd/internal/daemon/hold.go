@@ -16,6 +16,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/supervise"
+	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -224,7 +225,7 @@ func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
 func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) daemonapi.HoldResult {
 	res := daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
 	held := time.Since(h.started)
-	audioDur := time.Duration(len(h.samples)) * time.Second / 16000
+	audioDur := pcm.Duration(len(h.samples))
 	ev := audit.Event{Duration: audioDur}
 	switch {
 	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
@@ -401,17 +402,9 @@ func (d *Daemon) notify(kind string) {
 	}
 }
 
-// cleanText turns line breaks, tabs and other control characters into
-// spaces: a transcript never presses Enter.
-func cleanText(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
-}
+// cleanText is the transcript rule of package untrusted: a transcript
+// never presses Enter.
+func cleanText(s string) string { return untrusted.Transcript(s) }
 
 // applyReplacements replaces each exact word or phrase From with To, in
 // order; a match must not be part of a longer word.

@@ -1,6 +1,6 @@
 package sdnotify_test
 
-import "github.com/yazses/yazses/lib/sdnotify"
+import "github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
 
 func ExampleNotifier() {
 	n := sdnotify.FromEnv(true) // children do not inherit NOTIFY_SOCKET

@@ -1,8 +1,10 @@
 // Package budget is YazSes's interruption budget: at most N attempts to speak
 // to the person per sliding hour.
 //
-// Only yaz-gate may import this package (DESIGN.md, invariant 2: one budget
-// for the daemon's lifetime, in the one gate); a test enforces it.
+// Only yaz-gate can import this package (DESIGN.md, invariant 2: one budget
+// for the daemon's lifetime, in the one gate): it is internal to
+// cmd/yaz-gate, so the compiler refuses any other importer, and test/deps
+// checks that no other budget package exists.
 //
 // # State machine
 //

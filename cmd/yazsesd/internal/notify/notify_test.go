@@ -231,7 +231,7 @@ func TestTextTakesConstantsOnly(t *testing.T) {
 	} {
 		tmp := t.TempDir()
 		src := filepath.Join(tmp, "x.go")
-		os.WriteFile(src, []byte("package constcheck\n\nimport \"github.com/yazses/yazses/lib/notify\"\n\n"+tt.src+"\n"), 0o644)
+		os.WriteFile(src, []byte("package constcheck\n\nimport \"github.com/yazses/yazses/cmd/yazsesd/internal/notify\"\n\n"+tt.src+"\n"), 0o644)
 		overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(dir, "internal", "constcheck", "x.go"): src}})
 		ov := filepath.Join(tmp, "overlay.json")
 		os.WriteFile(ov, overlay, 0o644)

@@ -6,7 +6,7 @@
 // Only fixed sentences can be shown: a [Message] is made by [Text] from
 // string constants written in the daemon's source (a string variable, such
 // as a transcript or a question, does not compile), and its text is
-// sanitised again with tts.Sanitize (control characters removed, length
+// sanitised again with untrusted.Line (control characters removed, length
 // capped). The messages the daemon needs are here: [Listening],
 // [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], and for a
 // child left down [ModelMissing], [ModelInvalid], [LanguageUnsupported] and
@@ -32,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/yazses/yazses/lib/tts"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Limits.
@@ -70,8 +70,8 @@ func Text(summary, body stringConstant) Message {
 func (m Message) Urgent() Message { m.urgency = "critical"; return m }
 
 // Summary and Body are the sanitised texts that are shown.
-func (m Message) Summary() string { return tts.Sanitize(m.summary, maxSummary) }
-func (m Message) Body() string    { return tts.Sanitize(m.body, maxBody) }
+func (m Message) Summary() string { return untrusted.Line(m.summary, maxSummary) }
+func (m Message) Body() string    { return untrusted.Line(m.body, maxBody) }
 
 // The daemon's messages.
 var (

@@ -3,7 +3,7 @@ package notify_test
 import (
 	"context"
 
-	"github.com/yazses/yazses/lib/notify"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 )
 
 func ExampleNotifier() {

@@ -1,4 +1,4 @@
-package daemonapi
+package untrusted
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestCheckQuestion(t *testing.T) {
+func TestQuestion(t *testing.T) {
 	a500 := strings.Repeat("a", MaxQuestionRunes)
 	tests := []struct {
 		name string
@@ -54,38 +54,38 @@ func TestCheckQuestion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CheckQuestion(tt.in)
+			got, err := Question(tt.in)
 			if !errors.Is(err, tt.err) || (tt.err == nil) != (err == nil) {
-				t.Fatalf("CheckQuestion(%+q) error = %v, want %v", tt.in, err, tt.err)
+				t.Fatalf("Question(%+q) error = %v, want %v", tt.in, err, tt.err)
 			}
 			if got != tt.want {
-				t.Errorf("CheckQuestion(%+q) = %+q, want %+q", tt.in, got, tt.want)
+				t.Errorf("Question(%+q) = %+q, want %+q", tt.in, got, tt.want)
 			}
 			if err != nil && strings.Contains(err.Error(), "Is") {
-				t.Errorf("CheckQuestion error %q carries the question's text", err)
+				t.Errorf("Question error %q carries the question's text", err)
 			}
 		})
 	}
 }
 
-// FuzzCheckQuestion: an accepted question is valid UTF-8, 1 to
+// FuzzQuestion: an accepted question is valid UTF-8, 1 to
 // MaxQuestionRunes runes, holds a visible character, no control or
 // invisible format character except a joiner between two visible
 // characters, and checking it again changes nothing.
-func FuzzCheckQuestion(f *testing.F) {
+func FuzzQuestion(f *testing.F) {
 	for _, s := range []string{"Is it on?", "\u200b", "a\u200d\u200db", "می\u200cخواهی", "\xff", " a \u200c "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		q, err := CheckQuestion(in)
+		q, err := Question(in)
 		if err != nil {
 			if q != "" {
-				t.Fatalf("CheckQuestion(%+q) = %+q with error %v", in, q, err)
+				t.Fatalf("Question(%+q) = %+q with error %v", in, q, err)
 			}
 			return
 		}
 		if !utf8.ValidString(q) || q == "" || utf8.RuneCountInString(q) > MaxQuestionRunes {
-			t.Fatalf("CheckQuestion(%+q) accepted %+q", in, q)
+			t.Fatalf("Question(%+q) accepted %+q", in, q)
 		}
 		visible := false
 		rs := []rune(q)
@@ -93,19 +93,19 @@ func FuzzCheckQuestion(f *testing.F) {
 			visible = visible || isVisible(r)
 			if r == zwj || r == zwnj {
 				if i == 0 || i == len(rs)-1 || !isVisible(rs[i-1]) && !isMark(rs[i-1]) || !isVisible(rs[i+1]) && !isMark(rs[i+1]) {
-					t.Fatalf("CheckQuestion(%+q) = %+q keeps a joiner at %d without visible neighbours", in, q, i)
+					t.Fatalf("Question(%+q) = %+q keeps a joiner at %d without visible neighbours", in, q, i)
 				}
 				continue
 			}
 			if stripFormat(r) || r < 0x20 || r == 0x7f || r == utf8.RuneError {
-				t.Fatalf("CheckQuestion(%+q) = %+q keeps %U", in, q, r)
+				t.Fatalf("Question(%+q) = %+q keeps %U", in, q, r)
 			}
 		}
 		if !visible {
-			t.Fatalf("CheckQuestion(%+q) = %+q has nothing visible", in, q)
+			t.Fatalf("Question(%+q) = %+q has nothing visible", in, q)
 		}
-		if again, err := CheckQuestion(q); err != nil || again != q {
-			t.Fatalf("CheckQuestion(%+q) = %+q, %v; want it unchanged", q, again, err)
+		if again, err := Question(q); err != nil || again != q {
+			t.Fatalf("Question(%+q) = %+q, %v; want it unchanged", q, again, err)
 		}
 	})
 }

@@ -14,7 +14,7 @@ import (
 func unitPath(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "packaging", "systemd", "yazsesd.service")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "packaging", "systemd", "yazsesd.service")
 }
 
 // verify runs `systemd-analyze --user verify` on a unit, with a private
