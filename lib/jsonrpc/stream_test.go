@@ -164,7 +164,9 @@ func TestClientStream(t *testing.T) {
 
 	s2, next2, started2, _ := streamServer(t)
 	c2 := dialClient(t, serve(t, s2))
-	go func() { done <- c2.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil }) }()
+	go func() {
+		done <- c2.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil })
+	}()
 	wait(t, started2, "the second stream")
 	next2 <- -7
 	var rpcErr *Error
@@ -364,7 +366,9 @@ func TestStreamServerStop(t *testing.T) {
 	path, stop := serveStoppable(t, s)
 	c := dialClient(t, path)
 	done := make(chan error, 1)
-	go func() { done <- c.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil }) }()
+	go func() {
+		done <- c.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil })
+	}()
 	wait(t, started, "the stream")
 	stop()
 	if err := <-ended; err != nil {
