@@ -106,6 +106,26 @@ func (w *watchProc) until(want string, limit time.Duration) []daemonapi.WatchEve
 	}
 }
 
+// untilEvent reads events until one satisfies ok and returns it.
+func (w *watchProc) untilEvent(what string, limit time.Duration, ok func(daemonapi.WatchEvent) bool) daemonapi.WatchEvent {
+	w.t.Helper()
+	deadline := time.After(limit)
+	var last daemonapi.WatchEvent
+	for {
+		select {
+		case ev, open := <-w.events:
+			if !open {
+				w.t.Fatalf("ctl watch ended before %s; stderr: %s", what, w.stderr.String())
+			}
+			if last = ev; ok(ev) {
+				return ev
+			}
+		case <-deadline:
+			w.t.Fatalf("no %s within %v; last event %+v", what, limit, last)
+		}
+	}
+}
+
 func statesOf(evs []daemonapi.WatchEvent) []string {
 	var s []string
 	for _, ev := range evs {
@@ -155,7 +175,7 @@ func TestWatchHoldSequence(t *testing.T) {
 	if last := seen[len(seen)-1]; last.LastHold != "typed" || last.Hold != daemonapi.StateIdle {
 		t.Errorf("event after the hold = %+v, want hold idle, last_hold typed", last)
 	}
-	rec.waitFor(t, "Watchful-Marker-4242")
+	rec.waitFor(t, strings.TrimSpace(text))
 	w.stop()
 	w.mu.Lock()
 	raw := w.raw.String()
@@ -193,22 +213,15 @@ func TestWatchQuestionStates(t *testing.T) {
 	}
 	w.until(daemonapi.StateSpeaking, 20*time.Second)
 	r := <-res
-	end := w.until(daemonapi.StateIdle, 30*time.Second)
-	last := end[len(end)-1]
+	last := w.untilEvent("the question's result", 30*time.Second, func(ev daemonapi.WatchEvent) bool {
+		return ev.State == daemonapi.StateIdle && ev.LastAsk != ""
+	})
 	if last.LastAsk != string(r.Result) || last.LastHold != "cancelled" {
 		t.Errorf("event after the question = %+v, want last_ask %s, last_hold cancelled", last, r.Result)
 	}
 	// The budget reaches the bar: one slot spent.
-	for last.Budget.Used != 1 {
-		select {
-		case ev, ok := <-w.events:
-			if !ok {
-				t.Fatalf("ctl watch ended: %s", w.stderr.String())
-			}
-			last = ev
-		case <-time.After(10 * time.Second):
-			t.Fatalf("budget in the watch = %+v, want 1 used of 2", last.Budget)
-		}
+	if last.Budget.Used != 1 {
+		last = w.untilEvent("the spent slot", 10*time.Second, func(ev daemonapi.WatchEvent) bool { return ev.Budget.Used == 1 })
 	}
 	if last.Budget.Left != 1 || last.Budget.PerHour != 2 {
 		t.Errorf("budget in the watch = %+v, want 1 of 2 left", last.Budget)
