@@ -318,7 +318,8 @@ func (s *State) Close() {
 
 // Serve is the watch method (a jsonrpc.StreamHandler): it sends the
 // current event, then the latest one after each change, until ctx ends,
-// the state is closed, or the connection breaks. It takes no parameters.
+// the state is closed, or the connection breaks (a watcher that went away
+// is not an error). It takes no parameters.
 func (s *State) Serve(ctx context.Context, params json.RawMessage, send func(any) error) error {
 	if !noParams(params) {
 		return jsonrpc.Errorf(jsonrpc.InvalidParams, "watch takes no parameters")
@@ -333,8 +334,8 @@ func (s *State) Serve(ctx context.Context, params json.RawMessage, send func(any
 			if !ok {
 				return nil
 			}
-			if err := send(ev); err != nil {
-				return err
+			if send(ev) != nil {
+				return nil // the watcher is gone (the server said why)
 			}
 		}
 	}
