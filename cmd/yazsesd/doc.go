@@ -8,6 +8,7 @@
 //	yazsesd status [--json]             health, set-up, children, hold state, budget
 //	yazsesd ctl METHOD [JSON]           call a socket method
 //	yazsesd ctl hold start|stop|toggle|cancel
+//	yazsesd ctl watch [--format json|waybar|polybar]  stream the live state for a status bar
 //	yazsesd config init [--force] [FILE]  write the commented default configuration
 //	yazsesd config default              print it
 //	yazsesd config check [FILE]         check a configuration file and the model it names
@@ -70,7 +71,14 @@
 // one daemon runs per user. It speaks JSON-RPC 2.0, one object per line.
 // Methods: status, hold.start, hold.stop, hold.toggle, hold.cancel,
 // ask_human {question, timeout_s}, budget.status, last, audit {max},
-// transcribe {path}. No method changes the budget or the opt-in: those
+// transcribe {path}, and watch, a stream of the live state (idle,
+// listening, decoding, typing, speaking, waiting, with the budget and the
+// last results; the text decoded so far in a hold only with [dictation]
+// preview = true). `yazsesd ctl watch` prints it: one line per change, as
+// JSON, as Waybar's custom-module JSON, or as polybar text; when the
+// daemon is not running or stops it prints an offline line and exits 1,
+// for the bar to run it again. At most 16 watches run at once; a watch has
+// no idle clock. No method changes the budget or the opt-in: those
 // come from the configuration file (SIGHUP reloads it). Parameter names are
 // exact (case-sensitive, each once) and must be valid UTF-8, else invalid
 // params. A connection idle for 30 s, or 5 s into an unfinished line, is

@@ -153,6 +153,9 @@ type Dictation struct {
 	// MaxHoldS ends a hold by itself after this many seconds, as if
 	// released: what was said is decoded and typed.
 	MaxHoldS int `toml:"max_hold_s"`
+	// Preview puts the text decoded so far in a hold into the live state
+	// (the watch method): the owner's opt-in, off by default.
+	Preview bool `toml:"preview"`
 	// Replace is applied to each dictated transcript, in order.
 	Replace []Replacement `toml:"replace"`
 }
@@ -280,6 +283,7 @@ func rawDefault() Config {
 			MinUtteranceMs: 300,
 			TailMs:         200,
 			MaxHoldS:       180,
+			Preview:        false,
 			Replace:        nil,
 		},
 		Hotkey: Hotkey{Enabled: false, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},

@@ -54,6 +54,7 @@ func TestDefault(t *testing.T) {
 		{"dictation.inject", c.Dictation.Inject, "auto"},
 		{"dictation.max_hold_s", c.Dictation.MaxHoldS, 180},
 		{"dictation.paste_over_chars", c.Dictation.PasteOverChars, 3000},
+		{"dictation.preview", c.Dictation.Preview, false},
 		{"hotkey.enabled", c.Hotkey.Enabled, false},
 		{"hotkey.key", c.Hotkey.Key, "KEY_RIGHTCTRL"},
 		{"hotkey.mode", c.Hotkey.Mode, HotkeyHold},

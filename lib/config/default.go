@@ -94,6 +94,9 @@ min_utterance_ms = 300
 tail_ms = 200
 # A hold ends by itself after this many seconds, as if released (5-240).
 max_hold_s = 180
+# Show the text decoded so far in a hold to "yazsesd ctl watch" (a status bar or
+# an overlay), on your own socket only, never logged. Off: the state carries no text.
+preview = false
 # Exact word or phrase replacements in dictated text, applied in order
 # (never to ask_human answers). None by default; add tables like these:
 # [[dictation.replace]]

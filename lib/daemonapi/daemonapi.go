@@ -29,6 +29,11 @@
 //	{"result":"unavailable","reason":"daemon_not_running"|"tts_unavailable"|…}
 //
 // Reasons are short lowercase words, never free text.
+//
+// watch is a stream (see package jsonrpc): one WatchEvent per change of
+// the live state (idle, listening, decoding, typing, speaking, waiting)
+// with the counters a status bar shows. The text decoded so far in a hold
+// is in it only when the owner opted in ([dictation] preview = true).
 package daemonapi
 
 import "github.com/yazses/yazses/lib/audit"
@@ -49,12 +54,13 @@ const (
 	// most 30 s: dictation holds and answers are served between pieces.
 	// One file at a time, four waiting; more are refused CodeBusy.
 	MethodTranscribe = "transcribe"
+	// MethodWatch (watch.go) streams the live state for status bars.
 )
 
 // Methods lists every method, in documentation order.
 var Methods = []string{
 	MethodStatus, MethodHoldStart, MethodHoldStop, MethodHoldToggle, MethodHoldCancel,
-	MethodAskHuman, MethodBudgetStatus, MethodLast, MethodAudit, MethodTranscribe,
+	MethodAskHuman, MethodBudgetStatus, MethodLast, MethodAudit, MethodTranscribe, MethodWatch,
 }
 
 // Outcome is the kind of an ask_human result.

@@ -19,20 +19,49 @@ const clientMaxLineBytes = 16 << 20
 // ErrClosed is returned by calls on a Client that was closed.
 var ErrClosed = errors.New("jsonrpc client closed")
 
+// ErrStreamBusy is returned by Stream on a Client that already runs a
+// stream.
+var ErrStreamBusy = errors.New("jsonrpc client already runs a stream")
+
+// streamBuffer is how many messages of a stream the reader queues before
+// it waits for the Stream caller (and so stops reading the connection).
+const streamBuffer = 16
+
 // Client calls methods over one connection. Calls from many goroutines are
 // multiplexed by id. How the connection was dialled is the caller's affair.
 type Client struct {
 	conn  net.Conn
 	wsem  chan struct{} // one writer at a time, waitable with a context
 	done  chan struct{} // closed when the reader has stopped
+	quit  chan struct{} // closed by Close
 	close sync.Once
 
 	mu      sync.Mutex
 	nextID  uint64
 	pending map[uint64]chan *Response
+	stream  *clientStream // the running stream, if any
 	closing bool
 	err     error // why the client stopped; set before done is closed
 	srvErr  *Error
+}
+
+// clientStream is a running Stream: the reader passes it the stream's
+// notifications and then its response, in the order they came.
+type clientStream struct {
+	id     uint64
+	method string
+	ch     chan *message
+	gone   chan struct{} // closed when Stream returns
+}
+
+// message is any line the server sends: a response (ID set, Method
+// empty) or a notification (Method set, no ID).
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *Error          `json:"error"`
 }
 
 // NewClient starts a Client on conn. The Client owns conn: Close closes it.
@@ -41,6 +70,7 @@ func NewClient(conn net.Conn) *Client {
 		conn:    conn,
 		wsem:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
+		quit:    make(chan struct{}),
 		pending: make(map[uint64]chan *Response),
 	}
 	go c.readLoop()
@@ -105,6 +135,87 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	return nil
 }
 
+// Stream calls a streaming method (see the package comment) and passes the
+// params of each notification the server sends for it to each, in order,
+// on the caller's goroutine. It returns nil when the server ends the stream
+// with a result, the server's *Error when it ends it with an error (a
+// refusal such as ServerBusy comes this way), each's error when each fails,
+// ctx's error when ctx ends first, and the connection's error when the
+// connection ends (the server went away). One stream runs at a time on a
+// Client (ErrStreamBusy). Returning does not end the stream in the server:
+// close the Client (or its connection's writing side) for that.
+func (c *Client) Stream(ctx context.Context, method string, params any, each func(params json.RawMessage) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("jsonrpc stream %s: %w", method, err)
+	}
+	p, err := marshalParams(params)
+	if err != nil {
+		return fmt.Errorf("jsonrpc stream %s: %w", method, err)
+	}
+	st := &clientStream{method: method, ch: make(chan *message, streamBuffer), gone: make(chan struct{})}
+	c.mu.Lock()
+	switch {
+	case c.err != nil:
+		err = c.err
+	case c.stream != nil:
+		err = ErrStreamBusy
+	default:
+		c.nextID++
+		st.id = c.nextID
+		c.stream = st
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("jsonrpc stream %s: %w", method, err)
+	}
+	defer func() {
+		c.mu.Lock()
+		c.stream = nil
+		c.mu.Unlock()
+		close(st.gone)
+	}()
+
+	req := &Request{JSONRPC: Version, ID: json.RawMessage(strconv.FormatUint(st.id, 10)), Method: method, Params: p}
+	if err := c.write(ctx, req); err != nil {
+		return fmt.Errorf("jsonrpc stream %s: %w", method, err)
+	}
+	// handle takes one message; done reports the end of the stream.
+	handle := func(m *message) (done bool, err error) {
+		if m.Method != "" {
+			if err := each(m.Params); err != nil {
+				return true, err
+			}
+			return false, nil
+		}
+		if m.Error != nil {
+			return true, m.Error
+		}
+		return true, nil
+	}
+	for {
+		select {
+		case m := <-st.ch:
+			if done, err := handle(m); done {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("jsonrpc stream %s: %w", method, ctx.Err())
+		case <-c.done:
+			// The reader has stopped: what it queued came first.
+			for {
+				select {
+				case m := <-st.ch:
+					if done, err := handle(m); done {
+						return err
+					}
+				default:
+					return fmt.Errorf("jsonrpc stream %s: %w", method, c.stopErr())
+				}
+			}
+		}
+	}
+}
+
 // Notify sends a notification: the server runs it and sends nothing back.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	p, err := marshalParams(params)
@@ -124,6 +235,7 @@ func (c *Client) Close() error {
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()
+		close(c.quit)
 		c.conn.Close()
 	})
 	<-c.done
@@ -222,25 +334,48 @@ func (c *Client) readLoop() {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var resp Response
-		if err := json.Unmarshal(line, &resp); err != nil {
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
 			c.fail(fmt.Errorf("read response: %w", err))
 			c.conn.Close()
 			return
 		}
-		id, err := strconv.ParseUint(string(bytes.TrimSpace(resp.ID)), 10, 64)
+		id, err := strconv.ParseUint(string(bytes.TrimSpace(m.ID)), 10, 64)
 		c.mu.Lock()
-		if err != nil {
+		st := c.stream
+		switch {
+		case m.Method != "":
+			// A notification: an event of the running stream, or
+			// nothing this client asked for.
+			if m.ID != nil || st == nil || m.Method != st.method {
+				st = nil
+			}
+		case err != nil:
 			// Not an answer to a call of ours: a null id carries a
 			// connection-level error (such as ServerBusy) that explains a
 			// close that follows.
-			if resp.Error != nil {
-				c.srvErr = resp.Error
+			if m.Error != nil {
+				c.srvErr = m.Error
 			}
-		} else if ch, ok := c.pending[id]; ok {
-			delete(c.pending, id)
-			ch <- &resp
+			st = nil
+		case st != nil && id == st.id:
+		default:
+			st = nil
+			if ch, ok := c.pending[id]; ok {
+				delete(c.pending, id)
+				ch <- &Response{JSONRPC: Version, ID: m.ID, Result: m.Result, Error: m.Error}
+			}
 		}
 		c.mu.Unlock()
+		if st != nil {
+			// The stream's caller takes it in order; a slow caller slows
+			// the reading (the server drops a client that falls
+			// WriteTimeout behind).
+			select {
+			case st.ch <- &m:
+			case <-st.gone:
+			case <-c.quit:
+			}
+		}
 	}
 }

@@ -61,6 +61,32 @@
 //     a few lines, not one per connection. Idle and slow-line closes are
 //     logged at DEBUG.
 //
+// # Streams
+//
+// A method registered with [Server.HandleStream] answers a call with a
+// stream: after the request, the server sends notifications (requests
+// without an id) whose "method" is the called method and whose "params"
+// is one event, for as long as the handler runs; the call's response
+// (null result, or an error) comes last and ends the stream:
+//
+//	-> {"jsonrpc":"2.0","id":1,"method":"watch"}
+//	<- {"jsonrpc":"2.0","method":"watch","params":{"seq":1,…}}
+//	<- {"jsonrpc":"2.0","method":"watch","params":{"seq":2,…}}
+//	<- {"jsonrpc":"2.0","id":1,"result":null}
+//
+// A stream is a request in flight for its whole life, so its connection
+// has no idle clock and is never evicted to make room; it still holds one
+// of the MaxConns slots, and MaxStreams (16) bounds the streams running at
+// once over all connections, so watchers can never take the slots that
+// other clients need. A stream call beyond MaxStreams gets a ServerBusy
+// error, a second stream on one connection an InvalidRequest error, and a
+// stream called as a notification does not run. The client ends a stream
+// by closing the connection or its writing side; the server ends it when
+// the handler returns or the server stops (the connection closes). A
+// client that does not read its events within WriteTimeout is dropped like
+// one that does not read its responses. [Client.Stream] is the client
+// side.
+//
 // [Request], [Response] and [Error] are shared by [Server] and [Client].
 package jsonrpc
 

@@ -26,6 +26,7 @@ const (
 	DefaultIdleTimeout   = 30 * time.Second
 	DefaultLineTimeout   = 5 * time.Second
 	DefaultLogEvery      = 30 * time.Second
+	DefaultMaxStreams    = 16
 )
 
 // noticeTimeout bounds the write of a connection-level notice (refused,
@@ -45,6 +46,19 @@ const internalErrorMessage = "internal error"
 // is sent to the client as is; any other error as InternalError with the
 // message "internal error". A notification's result and error are dropped.
 type Handler func(ctx context.Context, params json.RawMessage) (any, error)
+
+// StreamHandler serves a streaming method (see the package comment): it
+// sends events with send until ctx ends or it has nothing more to send,
+// and its return answers the call as a [Handler]'s would, with a null
+// result when it returns nil. ctx ends as a Handler's does: the client
+// closed the connection or its writing side, or the server stops. send
+// writes one notification {"jsonrpc":"2.0","method":METHOD,"params":EVENT}
+// on the caller's connection; event must marshal to a JSON object or
+// array. It returns an error (and the handler should return) once the
+// connection is broken: a write did not finish within WriteTimeout (the
+// client does not read), or the connection is gone. send must not be
+// called after the handler has returned.
+type StreamHandler func(ctx context.Context, params json.RawMessage, send func(event any) error) error
 
 // Server dispatches requests to handlers. Set the limit fields before the
 // first Serve or ServeConn; Handle may be called at any time.
@@ -86,10 +100,21 @@ type Server struct {
 	// requests from the server's context and the connection (to carry
 	// the peer's credentials to handlers, for example).
 	ConnContext func(ctx context.Context, conn net.Conn) context.Context
+	// MaxStreams caps the streams (calls of methods registered with
+	// HandleStream) running at once over all connections; a call beyond
+	// it gets a ServerBusy error. Zero or less serves no stream.
+	MaxStreams int
 
 	logger   *slog.Logger
 	mu       sync.RWMutex
-	handlers map[string]Handler
+	handlers map[string]entry
+	streams  int // running streams; guarded by mu
+}
+
+// entry is a registered method: exactly one of h and stream is set.
+type entry struct {
+	h      Handler
+	stream StreamHandler
 }
 
 // NewServer returns a Server with the default limits and no methods. A nil
@@ -107,8 +132,9 @@ func NewServer(logger *slog.Logger) *Server {
 		IdleTimeout:   DefaultIdleTimeout,
 		LineTimeout:   DefaultLineTimeout,
 		LogEvery:      DefaultLogEvery,
+		MaxStreams:    DefaultMaxStreams,
 		logger:        logger,
-		handlers:      make(map[string]Handler),
+		handlers:      make(map[string]entry),
 	}
 }
 
@@ -116,13 +142,45 @@ func NewServer(logger *slog.Logger) *Server {
 func (s *Server) Handle(method string, h Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.handlers[method] = h
+	s.handlers[method] = entry{h: h}
 }
 
-func (s *Server) handler(method string) Handler {
+// HandleStream registers h as the streaming method method, replacing any
+// earlier handler.
+func (s *Server) HandleStream(method string, h StreamHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers[method] = entry{stream: h}
+}
+
+func (s *Server) handler(method string) entry {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.handlers[method]
+}
+
+// Streams returns the number of streams running.
+func (s *Server) Streams() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.streams
+}
+
+// acquireStream counts a stream in, unless MaxStreams are running.
+func (s *Server) acquireStream() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams >= s.MaxStreams {
+		return false
+	}
+	s.streams++
+	return true
+}
+
+func (s *Server) releaseStream() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams--
 }
 
 // Serve accepts connections from ln and serves each in its own goroutine
@@ -329,7 +387,12 @@ type serverConn struct {
 	midLine   bool      // the bytes read so far end inside a line
 	lineStart time.Time // when that line's first byte was read
 	evicted   bool      // its place was given to a new connection
+	streaming bool      // a stream runs on it
 }
+
+// connKey carries the *serverConn in the context of its requests, for
+// streaming methods.
+type connKey struct{}
 
 // errEvicted ends the reading of an evicted connection.
 var errEvicted = errors.New("connection evicted")
@@ -343,6 +406,7 @@ func (c *serverConn) serve(ctx context.Context) error {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
+	ctx = context.WithValue(ctx, connKey{}, c)
 
 	var wg sync.WaitGroup
 	err := c.readLoop(ctx, &wg)
@@ -583,8 +647,18 @@ func (c *serverConn) sendAfter(resp *Response, before func()) {
 	if before != nil {
 		before()
 	}
+	c.writeLocked(b)
+}
+
+// errBroken is what send returns on a connection that can no longer be
+// written to.
+var errBroken = errors.New("jsonrpc connection broken")
+
+// writeLocked writes one whole line under c.wmu, within WriteTimeout. The
+// first write that fails or times out drops the connection.
+func (c *serverConn) writeLocked(b []byte) error {
 	if c.broken {
-		return
+		return errBroken
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.WriteTimeout))
 	if _, err := c.conn.Write(b); err != nil {
@@ -592,7 +666,44 @@ func (c *serverConn) sendAfter(resp *Response, before func()) {
 		c.s.logger.Info("jsonrpc dropping connection: write failed", "err", err)
 		c.cancel()
 		c.conn.Close()
+		return fmt.Errorf("%w: %w", errBroken, err)
 	}
+	return nil
+}
+
+// notify writes one notification of method with event as its params.
+func (c *serverConn) notify(method string, event any) error {
+	p, err := json.Marshal(event)
+	if err != nil {
+		return fmt.Errorf("jsonrpc stream %s: marshal event: %w", method, err)
+	}
+	if len(p) == 0 || p[0] != '{' && p[0] != '[' {
+		return fmt.Errorf("jsonrpc stream %s: an event must be a JSON object or array", method)
+	}
+	b, err := json.Marshal(&Request{JSONRPC: Version, Method: method, Params: p})
+	if err != nil {
+		return fmt.Errorf("jsonrpc stream %s: %w", method, err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeLocked(append(b, '\n'))
+}
+
+// startStream marks c as streaming, unless it already is.
+func (c *serverConn) startStream() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streaming {
+		return false
+	}
+	c.streaming = true
+	return true
+}
+
+func (c *serverConn) endStream() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streaming = false
 }
 
 func internalError(id json.RawMessage) *Response {
@@ -603,8 +714,8 @@ func internalError(id json.RawMessage) *Response {
 // notification.
 func (s *Server) call(ctx context.Context, req *Request) *Response {
 	notification := req.ID == nil
-	h := s.handler(req.Method)
-	if h == nil {
+	e := s.handler(req.Method)
+	if e.h == nil && e.stream == nil {
 		if notification {
 			return nil
 		}
@@ -612,6 +723,13 @@ func (s *Server) call(ctx context.Context, req *Request) *Response {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	h := e.h
+	if e.stream != nil {
+		if notification {
+			return nil // nobody to stream to: the caller wants no reply
+		}
+		h = s.streamCall(req.Method, e.stream)
+	}
 	result, err := s.run(ctx, h, req)
 	if notification {
 		return nil
@@ -629,6 +747,26 @@ func (s *Server) call(ctx context.Context, req *Request) *Response {
 		return internalError(req.ID)
 	}
 	return &Response{JSONRPC: Version, ID: req.ID, Result: b}
+}
+
+// streamCall is the Handler that runs a stream: one per connection, at
+// most MaxStreams in all.
+func (s *Server) streamCall(method string, h StreamHandler) Handler {
+	return func(ctx context.Context, params json.RawMessage) (any, error) {
+		c, _ := ctx.Value(connKey{}).(*serverConn)
+		if c == nil {
+			return nil, &Error{Code: InvalidRequest, Message: "a stream needs a connection"}
+		}
+		if !c.startStream() {
+			return nil, &Error{Code: InvalidRequest, Message: "one stream at a time on a connection"}
+		}
+		defer c.endStream()
+		if !s.acquireStream() {
+			return nil, &Error{Code: ServerBusy, Message: "server busy: as many streams as the server serves are open"}
+		}
+		defer s.releaseStream()
+		return nil, h(ctx, params, func(event any) error { return c.notify(method, event) })
+	}
 }
 
 // run calls h, turning a panic into an error. Only the method name (which

@@ -35,7 +35,7 @@ const name = "yazsesd"
 type CLI struct {
 	Run    RunCmd    `cmd:"" help:"Run the daemon in the foreground (what the systemd user unit runs)."`
 	Status StatusCmd `cmd:"" help:"Show the running daemon's health (what is down and why), model, typing backend, capture device, hotkey, children with their versions, hold state and budget."`
-	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'."`
+	Ctl    CtlCmd    `cmd:"" help:"Call a socket method: ctl METHOD [JSON], e.g. ctl hold start, ctl ask_human '{\"question\":\"…\"}'; ctl watch [--format waybar|polybar] streams the live state for a status bar."`
 	Config ConfigCmd `cmd:"" help:"Configuration: write the default file, print it, or check one."`
 
 	cli.Logging
@@ -241,11 +241,24 @@ func onOff(b bool) string {
 
 // CtlCmd is `yazsesd ctl`.
 type CtlCmd struct {
-	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON."`
+	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON; watch streams the live state (below)."`
+	Format string   `help:"With watch: json (each event as the daemon sends it, the default), waybar (Waybar's custom-module JSON: text, alt, class, tooltip) or polybar (one line of text)." placeholder:"FORMAT"`
 }
 
-// Run calls one method and prints its result as JSON.
+// Help is the long help of ctl.
+func (CtlCmd) Help() string { return watchHelp }
+
+// Run calls one method and prints its result as JSON; watch streams.
 func (c *CtlCmd) Run(e *env) error {
+	if len(c.Method) > 0 && c.Method[0] == daemonapi.MethodWatch {
+		if len(c.Method) > 1 {
+			return cli.Usagef("watch takes no parameters")
+		}
+		return watch(e, c.Format)
+	}
+	if c.Format != "" {
+		return cli.Usagef("--format is for ctl watch; other methods print JSON")
+	}
 	method, params, err := parseCtl(c.Method)
 	if err != nil {
 		return err
