@@ -1,17 +1,3 @@
-//go:build watchwired
-
-// These tests need the daemon to serve the watch method (issue 14, item 5):
-// lib/daemonapi, lib/jsonrpc's streams, cmd/yazsesd/internal/livestate and
-// `yazsesd ctl watch` are built and tested on their own, and the daemon
-// registers the method and reports its states when it is wired in. Until
-// then they stay out of the build: run them with
-//
-//	go test -race -count=1 -tags watchwired -run TestWatch ./test/e2e
-//
-// and, once they pass, delete the build tag above so that make test runs
-// them. A daemon that does not answer watch makes them fail (ctl watch
-// exits 1 with "method not found"), never skip.
-
 package e2e
 
 import (

@@ -166,6 +166,8 @@ func (d *Daemon) askHuman(ctx context.Context, p daemonapi.AskParams) (daemonapi
 	}
 	a := &ask{d: d, cfg: d.config(), peer: peerOf(ctx), start: time.Now()}
 	res := a.run(ctx, q, p.TimeoutS) // settles the slot
+	d.live.EndAsk(res.Result)
+	d.live.RefreshBudget()
 	switch res.Result {
 	case daemonapi.Answered:
 		a.d.auditf(audit.Event{Kind: "ask.answered", Count: utf8.RuneCountInString(res.Answer),
@@ -218,6 +220,7 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 	}
 	a.slot.state = slotReserved
 	defer a.settle(ctx) // the one place the slot is charged or refunded
+	d.live.RefreshBudget()
 	// A question that cannot be audited is not asked: the reservation is
 	// its first record, so a failing log refunds the slot before any audio.
 	if err := a.d.auditErr(a.event("ask.reserved", "")); err != nil {
@@ -251,12 +254,14 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 		}
 		if d.state.hold == nil {
 			d.state.asking = run
+			d.live.SetAsk(daemonapi.StateSpeaking)
 			d.state.mu.Unlock()
 			break
 		}
 		d.state.mu.Unlock() // a hold began just now: wait again
 	}
 	defer func() {
+		d.live.SetAsk(daemonapi.StateIdle)
 		d.state.mu.Lock()
 		if d.state.asking == run {
 			d.state.asking = nil
@@ -287,6 +292,8 @@ func (d *Daemon) waitNoHold(ctx context.Context) bool {
 	}
 	d.holdWaiters.Add(1)
 	defer d.holdWaiters.Add(-1)
+	d.live.AddWaiting(1)
+	defer d.live.AddWaiting(-1)
 	d.notify("question_waiting") // shown, not spoken
 	for {
 		on, changed := d.state.holding()
@@ -420,6 +427,7 @@ func (a *ask) stopped(ctx context.Context, why, fallback string) daemonapi.AskRe
 // listen records the answer after the guard pause and decodes it.
 func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult {
 	d, cfg := a.d, a.cfg
+	d.live.SetAsk(daemonapi.StateListening)
 	guard := time.NewTimer(time.Duration(cfg.Ask.GuardMs) * time.Millisecond)
 	select {
 	case <-guard.C:
@@ -524,6 +532,7 @@ func (a *ask) decode(ctx context.Context, utt []int16) (string, error) {
 	}
 	dctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
+	a.d.live.SetAsk(daemonapi.StateDecoding)
 	r, err := a.d.decode.Decode(dctx, child.PrioAnswer, utt, nil)
 	if errors.Is(err, child.ErrLost) {
 		a.d.log.Warn("decoder lost during an answer: retrying once on the restarted decoder")

@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -150,10 +151,11 @@ type Daemon struct {
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
-	state       stateT       // hold and ask state, see hold.go
-	asks        child.Queue  // questions, one at a time, in order (ask.go)
-	files       child.Queue  // transcribe calls, see files.go
-	holdWaiters atomic.Int32 // questions waiting for a hold to end
+	state       stateT           // hold and ask state, see hold.go
+	asks        child.Queue      // questions, one at a time, in order (ask.go)
+	files       child.Queue      // transcribe calls, see files.go
+	holdWaiters atomic.Int32     // questions waiting for a hold to end
+	live        *livestate.State // what `watch` streams (status bars)
 
 	// life ends when the daemon stops (Run's shutdown): the clock of a
 	// hold's tail and the work of spawn watch it.
@@ -176,7 +178,8 @@ func New(opt Options) (*Daemon, error) {
 	if opt.ChildLogLevel == "" {
 		opt.ChildLogLevel = "info"
 	}
-	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now()}
+	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
+		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.state.init()
 	d.files.MaxWaiting = fileWaiting
 	d.life, d.endLife = context.WithCancel(context.Background())
@@ -266,6 +269,7 @@ func (d *Daemon) childStarted(name string) func(pid, restart int) {
 			if name == "gate" {
 				d.log.Warn("gate restarted fully spent: no question until the hour has passed")
 				d.auditf(audit.Event{Kind: "gate.fail_closed", Child: name})
+				d.live.RefreshBudget() // status bars show the spent hour
 			}
 		}
 	}
@@ -373,6 +377,8 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		return ctx
 	}
 	d.register(srv)
+	wg.Add(1)
+	go func() { defer wg.Done(); d.live.RunBudget(ctx, d.budgetStatus) }()
 
 	d.openInjector(cfg.Dictation.Inject)
 	if cfg.Hotkey.Enabled && d.opt.Hotkey != nil {
@@ -412,6 +418,7 @@ loop:
 	}
 	d.log.Info("stopping")
 	d.state.shutdown()
+	d.live.Close()
 	d.endLife()
 	cancel()
 	if runErr == nil {
@@ -461,6 +468,8 @@ func (d *Daemon) reload(ctx context.Context) {
 	applied.Dictation.Prompt = old.Dictation.Prompt
 	d.cfg = applied
 	d.cfgMu.Unlock()
+	d.live.SetPreviewEnabled(applied.Dictation.Preview)
+	d.live.RefreshBudget()
 	if keys := config.NeedsRestart(old, nc); len(keys) > 0 {
 		d.log.Warn("reload: these settings need a restart of yazsesd", "keys", keys)
 	}

@@ -127,6 +127,7 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
 	d.state.hold = h
 	d.state.broadcastLocked()
+	d.live.SetHold(daemonapi.StateListening)
 	if d.state.asking != nil {
 		d.state.asking.interrupt(daemonapi.ReasonInterrupted)
 	}
@@ -167,6 +168,11 @@ func (d *Daemon) takeHold(ctx context.Context, tail time.Duration, stop bool, on
 	if d.state.hold == h { // else a new hold began during the tail
 		d.state.hold = nil
 		d.state.broadcastLocked()
+		if stop {
+			d.live.SetHold(daemonapi.StateDecoding)
+		} else {
+			d.live.EndHold("cancelled")
+		}
 	}
 	d.state.mu.Unlock()
 	close(h.stop)
@@ -222,8 +228,9 @@ func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
 }
 
 // dictate turns a finished hold into typed text.
-func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) daemonapi.HoldResult {
-	res := daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
+func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (res daemonapi.HoldResult) {
+	res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
+	defer func() { d.live.EndHold(res.Outcome) }()
 	held := time.Since(h.started)
 	audioDur := pcm.Duration(len(h.samples))
 	ev := audit.Event{Duration: audioDur}
@@ -289,6 +296,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	ev.Count = res.Chars
 	res.Outcome = "kept"
 	if inj := d.injector(); inj != nil {
+		d.live.SetHold(daemonapi.StateTyping)
 		backend, err := inj.Type(context.WithoutCancel(ctx), text)
 		switch {
 		case err == nil:

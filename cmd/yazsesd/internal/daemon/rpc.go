@@ -39,6 +39,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 			return r, err
 		})
 	}
+	s.HandleStream(daemonapi.MethodWatch, d.live.Serve)
 	s.Handle(daemonapi.MethodStatus, noParams(func(ctx context.Context) (any, error) { return d.status(ctx), nil }))
 	s.Handle(daemonapi.MethodBudgetStatus, noParams(func(ctx context.Context) (any, error) { return d.budgetStatus(ctx), nil }))
 	s.Handle(daemonapi.MethodHoldStart, hold(d.holdStart))
