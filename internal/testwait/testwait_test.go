@@ -1,0 +1,62 @@
+package testwait
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBufferWakesWaiter(t *testing.T) {
+	var b Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		for _, s := range []string{"one\n", "two\n", "three\n"} {
+			b.Write([]byte(s))
+		}
+	}()
+	if err := Until(ctx, func() bool { return strings.Contains(b.String(), "three") }, &b); err != nil {
+		t.Fatalf("Until: %v; buffer %q", err, b.String())
+	}
+}
+
+// A condition that never holds ends with the context, after checking once
+// per change.
+func TestUntilEndsWithContext(t *testing.T) {
+	var s Signal
+	ctx, cancel := context.WithCancel(context.Background())
+	checks := 0
+	go func() { s.Notify(); cancel() }()
+	if err := Until(ctx, func() bool { checks++; return false }, &s); err != context.Canceled {
+		t.Fatalf("Until = %v, want context.Canceled", err)
+	}
+	if checks < 1 || checks > 2 {
+		t.Fatalf("cond checked %d times for at most one change", checks)
+	}
+}
+
+func TestFileSeesAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typed.txt")
+	w, err := WatchFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		f.WriteString("hello")
+		f.Close()
+	}()
+	read := func() bool { b, _ := os.ReadFile(path); return string(b) == "hello" }
+	if err := Until(ctx, read, w); err != nil {
+		t.Fatalf("Until: %v", err)
+	}
+}
