@@ -45,7 +45,7 @@ const dictationTailMs = 200
 func BenchmarkDictationLatency(b *testing.B) {
 	x := startX(b)
 	rec := startRecorder(b, x)
-	rec.focus(b)
+	rec.Focus(b)
 	rows := map[time.Duration]string{}
 	cold := map[time.Duration]time.Duration{}
 	for _, dur := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second} {
@@ -55,29 +55,29 @@ func BenchmarkDictationLatency(b *testing.B) {
 				cold[dur] = coldWhisperCLI(b, speech, 3)
 			}
 			d := newDaemon(b, baseConfig().
-				with("children.capture", arr(bin("yaz-capture"), "--file", speech)).
-				with("decode.model", q(world.tinyEn)).
-				with("decode.threads", "2").
-				with("dictation.tail_ms", fmt.Sprint(dictationTailMs)),
-				x.daemonEnv()...)
-			d.start()
-			d.waitRunning("gate", "speak", "decode")
-			c := d.client()
+				With("children.capture", arr(bin("yaz-capture"), "--file", speech)).
+				With("decode.model", q(world.tinyEn)).
+				With("decode.threads", "2").
+				With("dictation.tail_ms", fmt.Sprint(dictationTailMs)),
+				x.DaemonEnv()...)
+			d.Start()
+			d.WaitRunning("gate", "speak", "decode")
+			c := d.Client()
 			var total, first, decode, typing, over []time.Duration
 			chars := 0
 			b.ResetTimer()
 			b.StopTimer()
 			for range b.N {
 				d.holdWhileSpeaking(c, dur)
-				before := fileSize(rec.file)
-				w := watchSize(rec.file, before)
-				nDecode, nTyped := len(d.records("decode", "utterance")), len(d.records("", "typed"))
+				before := fileSize(rec.File)
+				w := watchSize(rec.File, before)
+				nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
 				b.StartTimer()
 				t0 := time.Now()
 				r := d.stopHold(c)
 				if r.Outcome != "typed" {
 					w.stop()
-					b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.logTail(20))
+					b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.LogTail(20))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				l, err := c.Last(ctx)
@@ -91,12 +91,12 @@ func BenchmarkDictationLatency(b *testing.B) {
 				if doneAt.IsZero() {
 					b.Fatalf("the window never received the %d bytes of the text", len(l.Text))
 				}
-				got, _ := os.ReadFile(rec.file)
+				got, _ := os.ReadFile(rec.File)
 				if s := string(got[before:]); s != l.Text {
 					b.Fatalf("window received %q, last is %q", s, l.Text)
 				}
-				dec := d.records("decode", "utterance")
-				typ := d.records("", "typed")
+				dec := d.Records("decode", "utterance")
+				typ := d.Records("", "typed")
 				if len(dec) != nDecode+1 || len(typ) != nTyped+1 {
 					b.Fatalf("log has %d new decoder results and %d new typed records, want 1 each", len(dec)-nDecode, len(typ)-nTyped)
 				}
@@ -164,19 +164,6 @@ func coldWhisperCLI(b *testing.B, speech string, runs int) time.Duration {
 		ts = append(ts, el)
 	}
 	return median(ts)
-}
-
-// records are the daemon's log records with msg, from child (or, with
-// child "", the daemon's own records).
-func (d *daemon) records(child, msg string) []map[string]any {
-	var out []map[string]any
-	for _, m := range d.logRecords() {
-		c, _ := m["child"].(string)
-		if c == child && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func num(v any) float64 {

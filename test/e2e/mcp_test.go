@@ -169,12 +169,12 @@ func TestMCPBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startRawMCP(t, env)
-	r.initialize("2025-11-25")
+	r.Initialize("2025-11-25")
 
 	parseError := func(what string) {
 		t.Helper()
 		select {
-		case m := <-r.nulls:
+		case m := <-r.Nulls:
 			if m.Error == nil || m.Error.Code != -32700 {
 				t.Errorf("%s: %+v, want a parse error", what, m)
 			}
@@ -182,22 +182,22 @@ func TestMCPBadInput(t *testing.T) {
 			t.Fatalf("%s: no answer", what)
 		}
 	}
-	r.send(`{"jsonrpc":"2.0","id":5,"method":`)
+	r.Send(`{"jsonrpc":"2.0","id":5,"method":`)
 	parseError("malformed JSON")
-	r.send("\x00\xff garbage")
+	r.Send("\x00\xff garbage")
 	parseError("garbage")
-	r.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask_human","arguments":{"question":"` + strings.Repeat("q", 10<<20) + `"}}}`)
+	r.Send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask_human","arguments":{"question":"` + strings.Repeat("q", 10<<20) + `"}}}`)
 	parseError("10 MB line")
 
-	m := r.call("resources/read", map[string]any{"uri": "file:///etc/passwd"})
+	m := r.Call("resources/read", map[string]any{"uri": "file:///etc/passwd"})
 	if m.Error == nil {
 		t.Errorf("resources/read: %s, want an error", m.Result)
 	}
-	m = r.call("no/such/method", map[string]any{})
+	m = r.Call("no/such/method", map[string]any{})
 	if m.Error == nil || m.Error.Code != -32601 {
 		t.Errorf("unknown method: %+v", m)
 	}
-	m = r.call("tools/call", map[string]any{"name": "delete_everything", "arguments": map[string]any{}})
+	m = r.Call("tools/call", map[string]any{"name": "delete_everything", "arguments": map[string]any{}})
 	if m.Error == nil || m.Error.Code != -32602 {
 		t.Errorf("unknown tool: %+v", m)
 	}
@@ -219,21 +219,21 @@ func TestMCPBadInput(t *testing.T) {
 		{"timeout as text", "ask_human", map[string]any{"question": "Q?", "timeout_s": "ten"}, "invalid_argument"},
 		{"empty question", "ask_human", map[string]any{"question": "\u200e\x07 "}, "invalid_argument"},
 	} {
-		isErr, text := r.tool(c.tool, c.args)
+		isErr, text := r.Tool(c.tool, c.args)
 		if !isErr || !strings.HasPrefix(text, c.code+": ") {
 			t.Errorf("%s: isError=%v %q, want %s", c.name, isErr, text, c.code)
 		}
 	}
-	if names := r.toolNames(); len(names) != 2 {
+	if names := r.ToolNames(); len(names) != 2 {
 		t.Errorf("tools after all that = %s", fmtNames(names))
 	}
 	// No listener of any kind: with no daemon to call, yaz-mcp holds no
 	// socket at all.
-	if n := sockets(t, r.cmd.Process.Pid); n != 0 {
+	if n := sockets(t, r.Cmd.Process.Pid); n != 0 {
 		t.Errorf("yaz-mcp holds %d sockets, want none", n)
 	}
-	r.close()
-	if strings.Contains(r.out.String(), fifo) || strings.Contains(r.stderr.String(), fifo) {
+	r.Close()
+	if strings.Contains(r.Out.String(), fifo) || strings.Contains(r.Stderr.String(), fifo) {
 		t.Error("a path reached the output or the log")
 	}
 }
@@ -261,20 +261,20 @@ func TestMCPHidesInternalText(t *testing.T) {
 	os.WriteFile(audio, b, 0o644)
 
 	r := startRawMCP(t, mcpEnv(t, false, model, "YAZ_LOG_LEVEL=debug"))
-	r.initialize("2025-06-18")
-	isErr, text := r.tool("transcribe", map[string]any{"path": audio})
+	r.Initialize("2025-06-18")
+	isErr, text := r.Tool("transcribe", map[string]any{"path": audio})
 	wantCode(t, isErr, text, "decode_failed")
-	isErr, text = r.tool("transcribe", map[string]any{"path": filepath.Join(dir, "missing-"+marker+".wav")})
+	isErr, text = r.Tool("transcribe", map[string]any{"path": filepath.Join(dir, "missing-"+marker+".wav")})
 	wantCode(t, isErr, text, "not_found")
 	os.Remove(model)
-	isErr, text = r.tool("transcribe", map[string]any{"path": audio})
+	isErr, text = r.Tool("transcribe", map[string]any{"path": audio})
 	wantCode(t, isErr, text, "model_missing")
-	r.close()
-	if strings.Contains(r.out.String(), marker) {
-		t.Errorf("the marker reached the client:\n%s", r.out.String())
+	r.Close()
+	if strings.Contains(r.Out.String(), marker) {
+		t.Errorf("the marker reached the client:\n%s", r.Out.String())
 	}
-	if strings.Contains(r.stderr.String(), marker) {
-		t.Errorf("the marker reached yaz-mcp's log:\n%s", r.stderr.String())
+	if strings.Contains(r.Stderr.String(), marker) {
+		t.Errorf("the marker reached yaz-mcp's log:\n%s", r.Stderr.String())
 	}
 }
 
@@ -377,15 +377,15 @@ func TestMCPSignals(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				r := startRawMCP(t, mcpEnv(t, false, world.tinyEn))
-				r.initialize("2025-06-18")
+				r.Initialize("2025-06-18")
 				decoder := 0
 				if busy {
-					r.request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": long}})
-					decoder = waitChild(t, r.cmd.Process.Pid, "yaz-decode", 30*time.Second)
+					r.Request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": long}})
+					decoder = waitChild(t, r.Cmd.Process.Pid, "yaz-decode", 30*time.Second)
 				}
-				r.cmd.Process.Signal(sig)
+				r.Cmd.Process.Signal(sig)
 				exited := make(chan error, 1)
-				go func() { <-r.done; exited <- r.cmd.Wait() }()
+				go func() { <-r.Exited(); exited <- r.Cmd.Wait() }()
 				select {
 				case err := <-exited:
 					if err != nil {
@@ -403,8 +403,8 @@ func TestMCPSignals(t *testing.T) {
 						time.Sleep(10 * time.Millisecond)
 					}
 				}
-				if strings.Contains(r.stderr.String(), "panic") {
-					t.Errorf("stderr: %s", r.stderr.String())
+				if strings.Contains(r.Stderr.String(), "panic") {
+					t.Errorf("stderr: %s", r.Stderr.String())
 				}
 			})
 		}
@@ -418,7 +418,7 @@ func TestMCPSignals(t *testing.T) {
 // resident decoder while it runs.
 func TestMCPBudgetAcrossProcesses(t *testing.T) {
 	d := startDaemon(t, baseConfig())
-	env := hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime, "YAZ_LOG_LEVEL=debug")
+	env := hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime, "YAZ_LOG_LEVEL=debug")
 	var results []daemonapi.AskResult
 	var mu sync.Mutex
 	progress := 0
@@ -471,10 +471,10 @@ func TestMCPBudgetAcrossProcesses(t *testing.T) {
 		t.Error("no progress notification while ask_human waited")
 	}
 	mu.Unlock()
-	if n := d.count("ask.spoken", ""); n != 1 {
+	if n := d.Count("ask.spoken", ""); n != 1 {
 		t.Errorf("audit has %d ask.spoken, want 1", n)
 	}
-	if n := d.spokenBySpeaker(); n != 1 {
+	if n := d.SpokenBySpeaker(); n != 1 {
 		t.Errorf("speaker played %d questions, want 1", n)
 	}
 }
@@ -486,12 +486,12 @@ func TestMCPBudgetAcrossProcesses(t *testing.T) {
 // TestQuestionWaitsForHoldToEnd.)
 func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	d := startDaemon(t, baseConfig())
-	c := d.client()
+	c := d.Client()
 	ctx := context.Background()
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
-	cs, _, _ := sdkSession(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime), "2025-11-25", nil)
+	cs, _, _ := sdkSession(t, hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime), "2025-11-25", nil)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -509,8 +509,8 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Error("cancelled call returned no error")
 	}
-	d.waitFor(5*time.Second, "the daemon to end the cancelled ask", func() bool {
-		for _, m := range d.logRecords() {
+	d.WaitFor(5*time.Second, "the daemon to end the cancelled ask", func() bool {
+		for _, m := range d.LogRecords() {
 			if m["msg"] == "ask_human" && m["reason"] == "cancelled" {
 				return true
 			}
@@ -521,10 +521,10 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the time the daemon would need to start speaking
-	if n := d.spokenBySpeaker(); n != 0 {
+	if n := d.SpokenBySpeaker(); n != 0 {
 		t.Errorf("speaker played %d questions after a cancel", n)
 	}
-	if st := d.status(); st.Asking || st.Budget.Used != 0 {
+	if st := d.Status(); st.Asking || st.Budget.Used != 0 {
 		t.Errorf("after a cancelled ask: asking=%v, budget %+v, want idle and 0 used", st.Asking, st.Budget)
 	}
 	// The one slot is still there for the next caller.
