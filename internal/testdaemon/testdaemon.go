@@ -15,7 +15,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -357,15 +359,14 @@ func (fallback) Changed() <-chan struct{} {
 	return ch
 }
 
-// WaitFor waits until cond holds, re-checking it whenever the daemon logs
-// (and every FallbackCheck); it fails the test when the time is up or the
-// daemon exits first.
-func (d *Daemon) WaitFor(limit time.Duration, what string, cond func() bool) {
-	d.T.Helper()
+// Await waits (up to limit) until cond holds, re-checking it whenever the
+// daemon logs and every FallbackCheck. It reports whether cond held; false
+// when the time ran out or the daemon exited first.
+func (d *Daemon) Await(limit time.Duration, cond func() bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	exited := false
-	err := testwait.Until(ctx, func() bool {
+	testwait.Until(ctx, func() bool {
 		if cond() {
 			return true
 		}
@@ -377,11 +378,21 @@ func (d *Daemon) WaitFor(limit time.Duration, what string, cond func() bool) {
 			return false
 		}
 	}, d.Log, fallback{})
-	switch {
-	case exited && !cond():
+	return !exited && ctx.Err() == nil || cond()
+}
+
+// WaitFor is Await that fails the test when cond does not come to hold.
+func (d *Daemon) WaitFor(limit time.Duration, what string, cond func() bool) {
+	d.T.Helper()
+	start := time.Now()
+	if d.Await(limit, cond) {
+		return
+	}
+	select {
+	case <-d.Done:
 		d.T.Fatalf("yazsesd exited while waiting for %s\n%s", what, d.LogTail(40))
-	case err != nil:
-		d.T.Fatalf("timed out after %v waiting for %s\n%s", limit, what, d.LogTail(40))
+	default:
+		d.T.Fatalf("timed out after %v waiting for %s\n%s", time.Since(start).Round(time.Millisecond), what, d.LogTail(40))
 	}
 }
 
@@ -409,6 +420,9 @@ func (d *Daemon) Ask(question string, timeoutS int) daemonapi.AskResult {
 func (d *Daemon) Events() []audit.Event {
 	d.T.Helper()
 	evs, err := audit.Read(d.Audit, 10000)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing audited yet
+	}
 	if err != nil {
 		d.T.Fatalf("read audit: %v", err)
 	}

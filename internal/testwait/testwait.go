@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Source is something that changes: Changed returns a channel that is
@@ -154,4 +156,37 @@ func (w *File) Close() error {
 		err = nil
 	}
 	return err
+}
+
+// Exited returns a channel closed when process pid has exited (or had
+// already, or never existed): a pidfd the runtime's poller watches, so any
+// process can be waited for, not only a child of this one. An exited
+// process that its parent has not reaped yet counts as exited.
+func Exited(pid int) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.ESRCH) {
+		close(done)
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	go func() {
+		defer close(done)
+		defer f.Close()
+		// A pidfd turns readable when the process exits; Read waits for
+		// that in the poller whenever the function says "not yet".
+		rc.Read(func(fd uintptr) bool {
+			n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return n > 0
+		})
+	}()
+	return done, nil
 }

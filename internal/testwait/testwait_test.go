@@ -3,6 +3,7 @@ package testwait
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,4 +60,33 @@ func TestFileSeesAnotherWriter(t *testing.T) {
 	if err := Until(ctx, read, w); err != nil {
 		t.Fatalf("Until: %v", err)
 	}
+}
+
+// Exited closes when a process ends, and not before.
+func TestExited(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done, err := Exited(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		t.Fatal("closed while the process runs")
+	default:
+	}
+	cmd.Process.Kill()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed 10 s after the process was killed")
+	}
+	cmd.Wait()
+	gone, err := Exited(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gone
 }

@@ -208,6 +208,34 @@ func (r *Recorder) WaitFor(t testing.TB, want string) {
 	}
 }
 
+// settledMarker is what Settled types: ASCII, so xdotool types it
+// without remapping a key.
+const settledMarker = "@settled@"
+
+// Settled returns everything the window received from keys sent before
+// the call, once all of them have arrived: it gives the window the focus,
+// types a marker itself and waits until the marker has arrived. The X
+// server delivers key events in the order it made them, so a late key
+// (an Enter typed after the text) is in the result, without guessing how
+// long to wait for it. (A paste is not a key: its text comes through the
+// selection owner and is not ordered with the keys; wait for it first.)
+func (r *Recorder) Settled(t testing.TB) string {
+	t.Helper()
+	r.Focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	RunTool(ctx, t, r.Env, "xdotool", "type", "--", settledMarker)
+	var got string
+	if testwait.Until(ctx, func() bool {
+		b, _ := os.ReadFile(r.File)
+		got = string(b)
+		return strings.HasSuffix(got, settledMarker)
+	}, r.watch) != nil {
+		t.Fatalf("the window never received the marker %q; it holds %q", settledMarker, got)
+	}
+	return strings.TrimSuffix(got, settledMarker)
+}
+
 // Contents is everything the window received so far.
 func (r *Recorder) Contents(t testing.TB) string {
 	t.Helper()

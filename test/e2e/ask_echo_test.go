@@ -129,6 +129,7 @@ func TestAskEchoNoAnswer(t *testing.T) {
 	for _, mode := range []string{"on-demand", "always"} {
 		for _, rate := range echoRates {
 			t.Run(fmt.Sprintf("%s/%dwpm", mode, rate), func(t *testing.T) {
+				t.Parallel() // its own sink and daemon: nothing shared but the sound server
 				sink := privateSink(t)
 				frames := filepath.Join(t.TempDir(), "frames.bin")
 				d := startDaemon(t, echoConfig(sink, rate, frames).With("capture.mode", q(mode)), "YAZ_FAKE_TEXT=the question heard itself")
@@ -332,6 +333,7 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 	for _, mode := range []string{"on-demand", "always"} {
 		for _, rate := range echoRates {
 			t.Run(fmt.Sprintf("%s/%dwpm", mode, rate), func(t *testing.T) {
+				t.Parallel() // its own sink, daemon and ears: nothing shared but the sound server
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				sink := privateSink(t)

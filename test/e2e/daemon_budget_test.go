@@ -141,7 +141,7 @@ func TestQuestionWaitsForHoldToEnd(t *testing.T) {
 	}
 	res := make(chan daemonapi.AskResult, 1)
 	go func() { res <- d.Ask("After your sentence?", 30) }()
-	time.Sleep(1500 * time.Millisecond)
+	d.WaitFor(20*time.Second, "the question to wait for the hold", func() bool { return d.Status().Waiting > 0 })
 	if st := d.Status(); st.Asking || d.SpokenBySpeaker() != 0 {
 		t.Fatalf("a question is being spoken during a hold: %+v", st)
 	}

@@ -24,8 +24,7 @@ func TestHoldStopsQuestion(t *testing.T) {
 	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2"))
 	res := make(chan daemonapi.AskResult, 1)
 	go func() { res <- d.Ask(longQuestion, 60) }()
-	d.WaitFor(20*time.Second, "the question", func() bool { return d.Status().Asking })
-	time.Sleep(time.Second) // audio is playing
+	waitSpoken(d, 1) // audio is playing
 	c := d.Client()
 	ctx := context.Background()
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
@@ -73,7 +72,7 @@ func TestCancelBeforeAudioReleases(t *testing.T) {
 	}
 	second.Close() // gone before any audio: released
 	d.WaitFor(10*time.Second, "the queued reservation released", func() bool { return d.Budget().Used == 1 })
-	time.Sleep(500 * time.Millisecond) // audio of the first is playing
+	waitSpoken(d, 1) // audio of the first is playing
 	cancelFirst()
 	first.Close() // gone after audio started: stays spent
 	<-firstDone
@@ -236,17 +235,22 @@ func TestSocketSurvivesBadClients(t *testing.T) {
 	half.Close()
 	healthy("half-written requests")
 
-	// A client that sends and never reads.
+	// A client that sends and never reads: it writes until a write stalls
+	// (the socket's buffers are full: the daemon stopped reading it), or
+	// all 20000 requests are out.
 	deaf := dial()
+	stalled := make(chan struct{})
 	go func() {
+		defer close(stalled)
 		line := []byte(`{"jsonrpc":"2.0","id":1,"method":"status"}` + "\n")
 		for range 20000 {
+			deaf.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
 			if _, err := deaf.Write(line); err != nil {
 				return
 			}
 		}
 	}()
-	time.Sleep(time.Second)
+	<-stalled
 	healthy("a client that never reads")
 
 	// 200 idle connections.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/yazses/yazses/internal/testdaemon"
 	"github.com/yazses/yazses/internal/testwait"
@@ -90,4 +91,12 @@ func startDaemon(t testing.TB, cfg toml, env ...string) *daemon {
 func newDaemon(t testing.TB, cfg toml, env ...string) *daemon {
 	t.Helper()
 	return &daemon{testdaemon.New(t, world.bin, cfg, env...)}
+}
+
+// waitSpoken waits until the audit holds n ask.spoken events: the n-th
+// question's audio has been handed to the sound server (the daemon charges
+// the slot then), so it is playing.
+func waitSpoken(d *daemon, n int) {
+	d.T.Helper()
+	d.WaitFor(30*time.Second, fmt.Sprintf("%d questions audible (ask.spoken)", n), func() bool { return d.Count("ask.spoken", "") >= n })
 }

@@ -16,10 +16,7 @@ const longQuestion = "I have finished the migration of the billing database and 
 // again (a connection closing can make it one fewer, never more).
 func (d *daemon) settleFDs(want int) {
 	d.T.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.FDs() > want && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	d.Await(5*time.Second, func() bool { return d.FDs() <= want })
 	if got := d.FDs(); got > want {
 		d.T.Errorf("daemon holds %d file descriptors after the recovery, %d before: a leak", got, want)
 	}
@@ -56,8 +53,7 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 			child: "speak",
 			cfg:   func() toml { return baseConfig().With("budget.ask_human_per_hour", "3") },
 			kill: func(d *daemon) {
-				d.WaitFor(20*time.Second, "the question", func() bool { return d.Status().Asking })
-				time.Sleep(1500 * time.Millisecond) // well into playback
+				waitSpoken(d, 1) // playback started: the question is audible
 			},
 			after: func(t *testing.T, r daemonapi.AskResult) {
 				if r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSpeakFailed {
@@ -88,7 +84,6 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 			cfg:   func() toml { return baseConfig().With("budget.ask_human_per_hour", "3") },
 			kill: func(d *daemon) {
 				d.WaitFor(40*time.Second, "the microphone", func() bool { return d.Child("capture").State == "running" })
-				time.Sleep(300 * time.Millisecond)
 			},
 			after: func(t *testing.T, r daemonapi.AskResult) {
 				if r.Result != daemonapi.Answered && r.Result != daemonapi.NoAnswer {

@@ -173,13 +173,8 @@ func TestNoTextInLogs(t *testing.T) {
 	defer cancel()
 	_, ctlErr, _ := d.Ctl(ctx, "ask_human", `{"question":"And `+qMark+` again?","timeout_s":20}`)
 	c := d.Client()
-	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	if _, err := c.Hold(ctx, daemonapi.MethodHoldStop); err != nil {
-		t.Fatal(err)
-	}
+	d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
+	d.stopHold(c)
 	last, err := c.Last(ctx)
 	if err != nil || !strings.Contains(last.Text, aMark) {
 		t.Fatalf("last = %+v, %v: want the dictation with the marker", last, err)

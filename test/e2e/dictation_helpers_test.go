@@ -44,12 +44,12 @@ var (
 	getClip = testx.Clip
 )
 
-// settled waits a moment and returns everything the window received: a
-// late key (an Enter typed after the text) shows up here.
+// settled returns everything the window received once every key sent
+// before the call has arrived (testx.Recorder.Settled: a marker typed
+// after them): a late key (an Enter typed after the text) shows up here.
 func (r *recorder) settled(t testing.TB) string {
 	t.Helper()
-	time.Sleep(700 * time.Millisecond)
-	return r.Contents(t)
+	return r.Settled(t)
 }
 
 var speechWAVs struct {

@@ -235,7 +235,14 @@ func TestDictationClipboardPastesAndRestores(t *testing.T) {
 			}
 		}
 		setClip(context.Background(), t, x.Env, "after the test")
-		time.Sleep(300 * time.Millisecond)
+		d.Await(5*time.Second, func() bool { // the xclip that served the old text has gone
+			for _, pid := range d.Processes() {
+				if pid != d.Cmd.Process.Pid && !slices.Contains(d.childPIDs(), pid) {
+					return false
+				}
+			}
+			return true
+		})
 	})
 	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
@@ -322,8 +329,7 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 		r, err := asker.AskHuman(ctx, daemonapi.AskParams{Question: longQuestion, TimeoutS: 60})
 		res <- askOut{r, err}
 	}()
-	d.WaitFor(20*time.Second, "the question", func() bool { return d.Status().Asking })
-	time.Sleep(time.Second) // audio is playing
+	waitSpoken(d, 1) // audio is playing
 	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	select {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testdaemon"
 	"github.com/yazses/yazses/internal/testmcp"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/safesocket"
 	"github.com/yazses/yazses/lib/wav"
@@ -273,9 +274,14 @@ func threadNices(pid int) []int {
 	return out
 }
 
-func procAlive(pid int) bool {
-	st, ok := procStat(pid)
-	return ok && st.state != "Z"
+// exited is closed when process pid has exited (testwait.Exited).
+func exited(t testing.TB, pid int) <-chan struct{} {
+	t.Helper()
+	ch, err := testwait.Exited(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // waitChild waits (up to limit) for a child of pid whose command line

@@ -285,20 +285,37 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	env := mcpEnv(t, false, world.tinyEn)
 	var mu sync.Mutex
 	var progress []float64
+	// decoding is closed at a run's first progress: whisper.cpp decodes,
+	// with its threads.
+	decoding := map[string]chan struct{}{"long-1": make(chan struct{}), "long-2": make(chan struct{})}
 	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 		mu.Lock()
 		defer mu.Unlock()
-		if req.Params.ProgressToken == "long-1" {
+		tok, _ := req.Params.ProgressToken.(string)
+		if tok == "long-1" {
 			progress = append(progress, req.Params.Progress)
+		}
+		if ch := decoding[tok]; ch != nil {
+			close(ch)
+			decoding[tok] = nil
 		}
 	}}
 	cs, cmd, _ := sdkSession(t, env, "2025-11-25", opts)
+	firstProgress := func(tok string) <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		return decoding[tok]
+	}
+	started1, started2 := firstProgress("long-1"), firstProgress("long-2")
 
 	// Progress on a whole run, and the decoder's niceness while it runs.
 	nices := make(chan []int, 1)
 	go func() {
 		pid := findChild(cmd.Process.Pid, "yaz-decode", 30*time.Second)
-		time.Sleep(300 * time.Millisecond) // its threads exist by now
+		select {
+		case <-started1: // its threads exist by now
+		case <-time.After(30 * time.Second):
+		}
 		nices <- threadNices(pid)
 	}()
 	params := &sdk.CallToolParams{Name: "transcribe", Arguments: map[string]any{"path": long}}
@@ -344,18 +361,24 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	cctx, ccancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "transcribe", Arguments: map[string]any{"path": long}})
+		params := &sdk.CallToolParams{Name: "transcribe", Arguments: map[string]any{"path": long}}
+		params.SetProgressToken("long-2")
+		_, err := cs.CallTool(cctx, params)
 		errc <- err
 	}()
 	pid := waitChild(t, cmd.Process.Pid, "yaz-decode", 30*time.Second)
-	time.Sleep(400 * time.Millisecond) // loading or decoding by now
+	gone := exited(t, pid)
+	select {
+	case <-started2: // decoding by now
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress from the second run in 30 s")
+	}
 	start := time.Now()
 	ccancel()
-	for procAlive(pid) {
-		if time.Since(start) > time.Second {
-			t.Fatalf("decoder %d still running 1 s after the cancel", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-gone:
+	case <-time.After(time.Second):
+		t.Fatalf("decoder %d still running 1 s after the cancel", pid)
 	}
 	t.Logf("decoder gone %v after the cancel", time.Since(start).Round(time.Millisecond))
 	if err := <-errc; err == nil {
@@ -379,9 +402,11 @@ func TestMCPSignals(t *testing.T) {
 				r := startRawMCP(t, mcpEnv(t, false, world.tinyEn))
 				r.Initialize("2025-06-18")
 				decoder := 0
+				var gone <-chan struct{}
 				if busy {
 					r.Request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": long}})
 					decoder = waitChild(t, r.Cmd.Process.Pid, "yaz-decode", 30*time.Second)
+					gone = exited(t, decoder)
 				}
 				r.Cmd.Process.Signal(sig)
 				exited := make(chan error, 1)
@@ -395,12 +420,10 @@ func TestMCPSignals(t *testing.T) {
 					t.Fatalf("yaz-mcp still running 5 s after %v", sig)
 				}
 				if decoder != 0 {
-					deadline := time.Now().Add(time.Second)
-					for procAlive(decoder) {
-						if time.Now().After(deadline) {
-							t.Fatalf("decoder %d outlived yaz-mcp", decoder)
-						}
-						time.Sleep(10 * time.Millisecond)
+					select {
+					case <-gone:
+					case <-time.After(time.Second):
+						t.Fatalf("decoder %d outlived yaz-mcp by a second", decoder)
 					}
 				}
 				if strings.Contains(r.Stderr.String(), "panic") {
@@ -499,7 +522,7 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 		_, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: "ask_human", Arguments: map[string]any{"question": "Shall I wait for you?", "timeout_s": 30}})
 		errc <- err
 	}()
-	time.Sleep(1500 * time.Millisecond) // the question reaches the daemon and waits for the hold
+	d.WaitFor(20*time.Second, "the question to wait for the hold", func() bool { return d.Status().Waiting > 0 })
 	select {
 	case err := <-errc:
 		t.Fatalf("ask_human returned during the hold: %v", err)
@@ -520,18 +543,20 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // the time the daemon would need to start speaking
-	if n := d.SpokenBySpeaker(); n != 0 {
-		t.Errorf("speaker played %d questions after a cancel", n)
+	if st := d.Status(); st.Asking || st.Waiting != 0 || st.Budget.Used != 0 {
+		t.Errorf("after a cancelled ask: asking=%v, waiting=%d, budget %+v, want idle and 0 used", st.Asking, st.Waiting, st.Budget)
 	}
-	if st := d.Status(); st.Asking || st.Budget.Used != 0 {
-		t.Errorf("after a cancelled ask: asking=%v, budget %+v, want idle and 0 used", st.Asking, st.Budget)
-	}
-	// The one slot is still there for the next caller.
+	// The one slot is still there for the next caller. Questions are
+	// spoken in turn, so had the cancelled one still been queued it would
+	// have been spoken (and charged) before this one: this one answered and
+	// one ask.spoken in the audit prove it never was.
 	r := callTool(t, cs, "ask_human", map[string]any{"question": "Now?", "timeout_s": 30})
 	var a daemonapi.AskResult
 	structuredInto(t, r, &a)
 	if a.Result != daemonapi.Answered {
 		t.Errorf("ask after the cancel = %+v, want answered", a)
+	}
+	if n := d.Count("ask.spoken", ""); n != 1 {
+		t.Errorf("audit has %d ask.spoken after a cancelled and an answered question, want 1", n)
 	}
 }
