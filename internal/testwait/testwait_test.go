@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -89,4 +90,25 @@ func TestExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-gone
+}
+
+// A wait that nothing ends runs out at its deadline, not before and not
+// later: an hour on synctest's clock, checked once (nothing changed).
+func TestUntilDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s Signal
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		checks := 0
+		if err := Until(ctx, func() bool { checks++; return false }, &s); err != context.DeadlineExceeded {
+			t.Fatalf("Until = %v, want context.DeadlineExceeded", err)
+		}
+		if el := time.Since(start); el != time.Hour {
+			t.Errorf("Until returned after %v of the fake clock, want 1h", el)
+		}
+		if checks != 1 {
+			t.Errorf("cond checked %d times with no change, want 1", checks)
+		}
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // dictationTailMs is the dictation.tail_ms the benchmark runs with (the
@@ -70,7 +72,7 @@ func BenchmarkDictationLatency(b *testing.B) {
 			for range b.N {
 				d.holdWhileSpeaking(c, dur)
 				before := fileSize(rec.File)
-				w := watchSize(rec.File, before)
+				w := watchSize(rec, rec.File, before)
 				nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
 				b.StartTimer()
 				t0 := time.Now()
@@ -190,14 +192,15 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-// sizeWatch polls a file's size every 200 µs and notes when it first grew
-// and when it first reached a size.
+// sizeWatch notes, each time a file changes (inotify, through src), its
+// size: when it first grew and when it first reached a size.
 type sizeWatch struct {
-	mu    sync.Mutex
-	first time.Time
-	sizes []sizeAt
-	quit  chan struct{}
-	done  chan struct{}
+	testwait.Signal // a new size was noted
+	mu              sync.Mutex
+	first           time.Time
+	sizes           []sizeAt
+	quit            chan struct{}
+	done            chan struct{}
 }
 
 type sizeAt struct {
@@ -205,17 +208,13 @@ type sizeAt struct {
 	size int64
 }
 
-func watchSize(path string, from int64) *sizeWatch {
+func watchSize(src testwait.Source, path string, from int64) *sizeWatch {
 	w := &sizeWatch{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		last := from
 		for {
-			select {
-			case <-w.quit:
-				return
-			default:
-			}
+			changed := src.Changed()
 			if s := fileSize(path); s != last {
 				now := time.Now()
 				w.mu.Lock()
@@ -224,9 +223,14 @@ func watchSize(path string, from int64) *sizeWatch {
 				}
 				w.sizes = append(w.sizes, sizeAt{now, s})
 				w.mu.Unlock()
+				w.Notify()
 				last = s
 			}
-			time.Sleep(200 * time.Microsecond)
+			select {
+			case <-w.quit:
+				return
+			case <-changed:
+			}
 		}
 	}()
 	return w
@@ -241,18 +245,18 @@ func (w *sizeWatch) stop() {
 // grew and when it reached size (zero if it never did), then stops.
 func (w *sizeWatch) wait(size int64, limit time.Duration) (first, reached time.Time) {
 	defer w.stop()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	testwait.Until(ctx, func() bool {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		for _, s := range w.sizes {
 			if s.size >= size {
 				first, reached = w.first, s.at
-				w.mu.Unlock()
-				return first, reached
+				return true
 			}
 		}
-		w.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	return time.Time{}, time.Time{}
+		return false
+	}, w)
+	return first, reached
 }

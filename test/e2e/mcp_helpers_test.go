@@ -284,30 +284,27 @@ func exited(t testing.TB, pid int) <-chan struct{} {
 	return ch
 }
 
-// waitChild waits (up to limit) for a child of pid whose command line
-// contains name.
-func waitChild(t *testing.T, pid int, name string, limit time.Duration) int {
-	t.Helper()
-	c := findChild(pid, name, limit)
-	if c == 0 {
-		t.Fatalf("no %s child of %d within %v", name, pid, limit)
-	}
-	return c
-}
-
-// findChild is waitChild for any goroutine: 0 when none appeared.
-func findChild(pid int, name string, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		for _, c := range childrenOf(pid) {
-			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
-			if strings.Contains(string(b), name) {
-				return c
-			}
+// childNamed is the child of pid whose command line contains name (0
+// when none runs). Call it once something shows that the child runs (its
+// progress), not in a loop.
+func childNamed(pid int, name string) int {
+	for _, c := range childrenOf(pid) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
+		if strings.Contains(string(b), name) {
+			return c
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
+}
+
+// decoderChild is childNamed for yaz-decode; none fails the test.
+func decoderChild(t *testing.T, pid int) int {
+	t.Helper()
+	c := childNamed(pid, "yaz-decode")
+	if c == 0 {
+		t.Fatalf("no yaz-decode child of %d while it reports progress", pid)
+	}
+	return c
 }
 
 // rawMCP is a line-level MCP client of a yaz-mcp process

@@ -311,12 +311,11 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	// Progress on a whole run, and the decoder's niceness while it runs.
 	nices := make(chan []int, 1)
 	go func() {
-		pid := findChild(cmd.Process.Pid, "yaz-decode", 30*time.Second)
 		select {
-		case <-started1: // its threads exist by now
-		case <-time.After(30 * time.Second):
+		case <-started1: // decoding: the decoder and its threads exist
+			nices <- threadNices(childNamed(cmd.Process.Pid, "yaz-decode"))
+		case <-time.After(time.Minute):
 		}
-		nices <- threadNices(pid)
 	}()
 	params := &sdk.CallToolParams{Name: "transcribe", Arguments: map[string]any{"path": long}}
 	params.SetProgressToken("long-1")
@@ -366,13 +365,13 @@ func TestMCPProgressAndCancel(t *testing.T) {
 		_, err := cs.CallTool(cctx, params)
 		errc <- err
 	}()
-	pid := waitChild(t, cmd.Process.Pid, "yaz-decode", 30*time.Second)
-	gone := exited(t, pid)
 	select {
 	case <-started2: // decoding by now
-	case <-time.After(30 * time.Second):
-		t.Fatal("no progress from the second run in 30 s")
+	case <-time.After(time.Minute):
+		t.Fatal("no progress from the second run in a minute")
 	}
+	pid := decoderChild(t, cmd.Process.Pid)
+	gone := exited(t, pid)
 	start := time.Now()
 	ccancel()
 	select {
@@ -404,8 +403,10 @@ func TestMCPSignals(t *testing.T) {
 				decoder := 0
 				var gone <-chan struct{}
 				if busy {
-					r.Request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": long}})
-					decoder = waitChild(t, r.Cmd.Process.Pid, "yaz-decode", 30*time.Second)
+					r.Request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": long},
+						"_meta": map[string]any{"progressToken": "busy"}})
+					waitProgress(t, r, "busy")
+					decoder = decoderChild(t, r.Cmd.Process.Pid)
 					gone = exited(t, decoder)
 				}
 				r.Cmd.Process.Signal(sig)
@@ -558,5 +559,25 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	}
 	if n := d.Count("ask.spoken", ""); n != 1 {
 		t.Errorf("audit has %d ask.spoken after a cancelled and an answered question, want 1", n)
+	}
+}
+
+// waitProgress waits (up to a minute) for a progress notification with
+// token from the raw client: the call is being decoded.
+func waitProgress(t *testing.T, r *rawMCP, token string) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case m := <-r.Notes:
+			var p struct {
+				ProgressToken any `json:"progressToken"`
+			}
+			if m.Method == "notifications/progress" && json.Unmarshal(m.Params, &p) == nil && p.ProgressToken == token {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no progress for %q in a minute", token)
+		}
 	}
 }
