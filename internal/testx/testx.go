@@ -142,7 +142,8 @@ func StartRecorderAs(t testing.TB, env []string, extra []string, paste string) *
 	// The shell creates the file (the redirection) after stty has run: once
 	// it exists, keys land in a non-canonical terminal, and cat reads them
 	// whenever it starts.
-	args = append(args, "-xrm", "*VT100.translations: #override "+paste,
+	// allowSendEvents: Settled's marker is a synthetic key event.
+	args = append(args, "-xrm", "*VT100.translations: #override "+paste, "-xrm", "*allowSendEvents: true",
 		"-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
 	cmd := exec.Command("xterm", args...)
 	cmd.Env = env
@@ -200,7 +201,7 @@ func (r *Recorder) WaitFor(t testing.TB, want string) {
 	defer cancel()
 	var got []byte
 	testwait.Until(ctx, func() bool {
-		got, _ = os.ReadFile(r.File)
+		got, _ = r.read()
 		return string(got) == want || len(got) > len(want)
 	}, r.watch)
 	if string(got) != want {
@@ -208,38 +209,47 @@ func (r *Recorder) WaitFor(t testing.TB, want string) {
 	}
 }
 
-// settledMarker is what Settled types: ASCII, so xdotool types it
-// without remapping a key.
+// settledMarker is what Settled sends: ASCII, so xdotool types it without
+// remapping a key. Every read of the recorder leaves it out.
 const settledMarker = "@settled@"
 
 // Settled returns everything the window received from keys sent before
-// the call, once all of them have arrived: it gives the window the focus,
-// types a marker itself and waits until the marker has arrived. The X
-// server delivers key events in the order it made them, so a late key
-// (an Enter typed after the text) is in the result, without guessing how
-// long to wait for it. (A paste is not a key: its text comes through the
-// selection owner and is not ordered with the keys; wait for it first.)
+// the call, once all of them have arrived: it sends the window a marker
+// (a synthetic key event to the window itself, which the recorder's xterm
+// accepts: the focus stays where it was) and waits until the marker has
+// arrived. The X server delivers events in the order it made them, so a
+// late key (an Enter typed after the text) is in the result, without
+// guessing how long to wait for it. (A paste is not a key: its text comes
+// through the selection owner and is not ordered with the keys; wait for
+// it first.)
 func (r *Recorder) Settled(t testing.TB) string {
 	t.Helper()
-	r.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	RunTool(ctx, t, r.Env, "xdotool", "type", "--", settledMarker)
+	before, _ := os.ReadFile(r.File)
+	want := strings.Count(string(before), settledMarker) + 1
+	RunTool(ctx, t, r.Env, "xdotool", "type", "--window", r.Win, "--", settledMarker)
 	var got string
 	if testwait.Until(ctx, func() bool {
 		b, _ := os.ReadFile(r.File)
 		got = string(b)
-		return strings.HasSuffix(got, settledMarker)
+		return strings.Count(got, settledMarker) >= want
 	}, r.watch) != nil {
 		t.Fatalf("the window never received the marker %q; it holds %q", settledMarker, got)
 	}
-	return strings.TrimSuffix(got, settledMarker)
+	return strings.ReplaceAll(got, settledMarker, "")
+}
+
+// read is the file without the markers Settled sent.
+func (r *Recorder) read() ([]byte, error) {
+	b, err := os.ReadFile(r.File)
+	return bytes.ReplaceAll(b, []byte(settledMarker), nil), err
 }
 
 // Contents is everything the window received so far.
 func (r *Recorder) Contents(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(r.File)
+	b, err := r.read()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +44,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// minParallel is how many parallel tests run at once unless -parallel says
+// otherwise (its default is GOMAXPROCS: 2 on the CI machine). Most of this
+// suite's time is real time, not CPU: speech played into a sink, a
+// question's timeout, an answer window; four at a time keep two cores
+// busy. A CPU-bound test here (a decode) measures against a baseline taken
+// in the same test, never against an absolute time.
+const minParallel = 4
+
+// defaultParallel raises -parallel to minParallel when it was not given.
+func defaultParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !given && runtime.GOMAXPROCS(0) < minParallel {
+		f.Value.Set(strconv.Itoa(minParallel))
+	}
+}
+
 func setup(m *testing.M) (int, error) {
+	defaultParallel()
 	tmp, err := os.MkdirTemp("", "yazses-e2e-")
 	if err != nil {
 		return 0, err

@@ -149,6 +149,9 @@ func TestMCPHostEnvFindsDaemon(t *testing.T) {
 
 		utts := d.fileUtterances()
 		checkTranscript(t, callTool(t, cs, "transcribe", map[string]any{"path": world.jfk}), jfkMs)
+		// The decoder's "utterance" record comes through its stderr and
+		// may trail the result.
+		d.Await(10*time.Second, func() bool { return d.fileUtterances() > utts })
 		if n := d.fileUtterances(); n != utts+1 {
 			t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident decoder)", utts, n)
 		}
@@ -173,6 +176,9 @@ func TestMCPHostEnvFindsDaemon(t *testing.T) {
 		if err := json.Unmarshal(r.StructuredContent, &tr); err != nil || code != 0 || r.IsError || tr.AudioMs < jfkMs-100 || tr.AudioMs > jfkMs+100 {
 			t.Fatalf("transcribe: exit %d %+v (%v)", code, r, err)
 		}
+		// The decoder's "utterance" record comes through its stderr and
+		// may trail the result.
+		d.Await(10*time.Second, func() bool { return d.fileUtterances() > utts })
 		if n := d.fileUtterances(); n != utts+1 {
 			t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident decoder)", utts, n)
 		}
@@ -377,6 +383,7 @@ func benchHostEnvTranscribe(b *testing.B, model string) {
 		}
 	}
 	b.StopTimer()
+	d.Await(10*time.Second, func() bool { return d.fileUtterances()-utts >= b.N+1 })
 	if n := d.fileUtterances() - utts; n != b.N+1 {
 		b.Errorf("the daemon decoded %d files, want %d: the host-environment yaz-mcp did not reach it", n, b.N+1)
 	}
