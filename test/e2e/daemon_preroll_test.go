@@ -26,7 +26,9 @@ func TestPreRollKeepsAudioFromBeforeTheKey(t *testing.T) {
 			With("dictation.tail_ms", "200").
 			With("children.capture", arr(bin("yaz-capture"), "--file", room)))
 		d.WaitRunning("capture")
-		time.Sleep(1500 * time.Millisecond) // the ring fills
+		// The scenario's own time, not a wait for an event: the room is
+		// heard for 1.5 s (more than the pre-roll) before the key.
+		time.Sleep(1500 * time.Millisecond)
 		c := d.Client()
 		ctx := context.Background()
 		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
