@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
@@ -138,9 +139,19 @@ func (d *daemon) kill9() {
 		d.T.Fatal(err)
 	}
 	<-d.Done
-	d.WaitFor(10*time.Second, "the killed daemon's children to end", func() bool {
-		return len(d.Processes()) == 0
-	})
+	// Its children end with it (Pdeathsig): wait for each one's end.
+	timeout := time.After(10 * time.Second)
+	for _, pid := range d.Processes() {
+		gone, err := testwait.Exited(pid)
+		if err != nil {
+			d.T.Fatal(err)
+		}
+		select {
+		case <-gone:
+		case <-timeout:
+			d.T.Fatalf("the killed daemon's process %d still runs 10 s later", pid)
+		}
+	}
 	d.Stopped = true
 }
 
