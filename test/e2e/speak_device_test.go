@@ -51,13 +51,17 @@ func TestSpeakDeviceReachesTheVoice(t *testing.T) {
 	if n := d.Count("ask.released", daemonapi.ReasonTTSUnavailable); n != 1 {
 		t.Errorf("audit: %d ask.released tts_unavailable, want 1 (nothing was heard)", n)
 	}
-	named := false
-	for _, m := range d.LogRecords() {
-		if e, _ := m["err"].(string); m["child"] == "speak" && strings.Contains(e, `"no-such-sink"`) {
-			named = true
+	// The speaker's record comes through its stderr and may trail the
+	// result: wait for it (a while, then fail).
+	named := func() bool {
+		for _, m := range d.LogRecords() {
+			if e, _ := m["err"].(string); m["child"] == "speak" && strings.Contains(e, `"no-such-sink"`) {
+				return true
+			}
 		}
+		return false
 	}
-	if !named {
+	if !d.Await(10*time.Second, named) {
 		t.Errorf("the speaker's log does not name the device \"no-such-sink\"\n%s", d.LogTail(20))
 	}
 }
