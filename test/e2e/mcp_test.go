@@ -285,8 +285,9 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	env := mcpEnv(t, false, world.tinyEn)
 	var mu sync.Mutex
 	var progress []float64
-	// decoding is closed at a run's first progress: whisper.cpp decodes,
-	// with its threads.
+	// decoding is closed at a run's first progress above 0 (yaz-mcp says 0
+	// before it starts the decoder; the rest is the decoder's own bar):
+	// whisper.cpp decodes, with its threads.
 	decoding := map[string]chan struct{}{"long-1": make(chan struct{}), "long-2": make(chan struct{})}
 	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 		mu.Lock()
@@ -295,7 +296,7 @@ func TestMCPProgressAndCancel(t *testing.T) {
 		if tok == "long-1" {
 			progress = append(progress, req.Params.Progress)
 		}
-		if ch := decoding[tok]; ch != nil {
+		if ch := decoding[tok]; ch != nil && req.Params.Progress > 0 {
 			close(ch)
 			decoding[tok] = nil
 		}
@@ -564,8 +565,9 @@ func TestMCPCancelledAskNeverSpoken(t *testing.T) {
 	}
 }
 
-// waitProgress waits (up to a minute) for a progress notification with
-// token from the raw client: the call is being decoded.
+// waitProgress waits (up to a minute) for a progress notification above 0
+// with token from the raw client: the call is being decoded (yaz-mcp says
+// 0 before it starts the decoder; the rest is the decoder's own bar).
 func waitProgress(t *testing.T, r *rawMCP, token string) {
 	t.Helper()
 	timeout := time.After(time.Minute)
@@ -573,9 +575,10 @@ func waitProgress(t *testing.T, r *rawMCP, token string) {
 		select {
 		case m := <-r.Notes:
 			var p struct {
-				ProgressToken any `json:"progressToken"`
+				ProgressToken any     `json:"progressToken"`
+				Progress      float64 `json:"progress"`
 			}
-			if m.Method == "notifications/progress" && json.Unmarshal(m.Params, &p) == nil && p.ProgressToken == token {
+			if m.Method == "notifications/progress" && json.Unmarshal(m.Params, &p) == nil && p.ProgressToken == token && p.Progress > 0 {
 				return
 			}
 		case <-timeout:
