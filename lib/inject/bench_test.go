@@ -77,8 +77,8 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 func BenchmarkInject(b *testing.B) {
 	env := startX(b)
 	rec := startRecorder(b, env)
-	rec.focus(b)
-	g := watchGrowth(b, rec.file)
+	rec.Focus(b)
+	g := watchGrowth(b, rec.File)
 	texts := []string{benchText58, mixedText(), strings.Repeat(benchText58+" ", 40)}
 	for _, text := range texts {
 		n := len([]rune(text))
@@ -115,7 +115,7 @@ func BenchmarkInject(b *testing.B) {
 						b.Fatal("the text never arrived")
 					}
 					Settle()
-					got := rec.contents(b)
+					got := rec.Contents(b)
 					if got[before:] != text {
 						b.Fatalf("window received %q", got[before:])
 					}
@@ -150,7 +150,7 @@ func median(d []time.Duration) time.Duration {
 func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)
-	g := watchGrowth(b, rec.file)
+	g := watchGrowth(b, rec.File)
 	var focusCost time.Duration
 	b.Run("focus", func(b *testing.B) {
 		var ts []time.Duration
@@ -187,7 +187,7 @@ func BenchmarkInjectWayland(b *testing.B) {
 					if at.IsZero() {
 						b.Fatal("the text never arrived")
 					}
-					if got := rec.contents(b)[before:]; got != text {
+					if got := rec.Contents(b)[before:]; got != text {
 						b.Fatalf("window received %q", got)
 					}
 					arrivals = append(arrivals, at.Sub(t0))

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testx"
 )
 
 // startSway starts a headless sway (as nobody when the test runs as root:
@@ -127,7 +129,7 @@ func startFoot(t testing.TB, env []string) *recorder {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // cat has replaced the shell
-	return &recorder{env: env, file: file}
+	return testx.NewRecorder(t, env, "", file)
 }
 
 func swaymsg(t *testing.T, env []string, args ...string) {
@@ -153,7 +155,7 @@ func TestWaylandWtypeTypesUnicodeIntact(t *testing.T) {
 	if used != Wtype {
 		t.Errorf("used = %q, want wtype", used)
 	}
-	rec.waitFor(t, unicodeText+" next")
+	rec.WaitFor(t, unicodeText+" next")
 }
 
 // An empty workspace has the focus: nothing is typed, and "auto" does not
@@ -182,7 +184,7 @@ func TestWaylandNoTarget(t *testing.T) {
 	if _, err := typer.Type(ctx, "after"); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, "after")
+	rec.WaitFor(t, "after")
 }
 
 // Outside sway a Wayland session cannot tell the focus: the default types,
@@ -204,7 +206,7 @@ func TestWaylandUnknownFocus(t *testing.T) {
 	if err := inj.Type(ctx, "yes"); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, "yes")
+	rec.WaitFor(t, "yes")
 }
 
 func TestWaylandClipboardPastesAndRestores(t *testing.T) {
@@ -224,7 +226,7 @@ func TestWaylandClipboardPastesAndRestores(t *testing.T) {
 		t.Fatalf("Type: %v", err)
 	}
 	// foot is a terminal: ctrl+shift+v.
-	rec.waitFor(t, unicodeText+" end")
+	rec.WaitFor(t, unicodeText+" end")
 	if got := runTool(ctx, t, env, "wl-paste", "--no-newline"); got != before {
 		t.Errorf("clipboard after paste = %q, want %q", got, before)
 	}

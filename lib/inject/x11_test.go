@@ -1,25 +1,27 @@
 package inject
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/internal/testx"
 )
 
 // The sentence the issue names, with a check mark outside every legacy
 // keysym set and letters whose upper case xdotool alone gets wrong.
 const unicodeText = "Grüße, Ünïcödé ✓"
+
+// The X server, the recording xterm and the X tools are internal/testx's,
+// shared with test/e2e; these names keep the tests short.
 
 // startX starts a private Xvfb and returns an environment that points at it.
 // A missing Xvfb fails the test: CI installs it (scripts/install-deps.sh).
@@ -38,188 +40,40 @@ func startXWith(t testing.TB, xvfbArgs ...string) []string {
 // startXvfb starts Xvfb and returns the environment and its pid.
 func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
 	t.Helper()
-	for _, tool := range []string{"Xvfb", "xterm", "xdotool", "xprop", "xwininfo", "xmodmap"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", tool, err)
-		}
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "640x480x24"}, xvfbArgs...)...)
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// exec copies Xvfb's stderr in a goroutine of its own while Xvfb runs:
-	// the failure paths below read it, so it is a locked buffer.
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start Xvfb: %v", err)
-	}
-	w.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	})
+	x := testx.Start(t, xvfbArgs...)
 	// Before the server goes: the in-process backend's map restore.
 	t.Cleanup(Settle)
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		r.Close()
-		line <- strings.TrimSpace(s)
-	}()
-	select {
-	case d := <-line:
-		if d == "" {
-			t.Fatalf("Xvfb printed no display number: %s", stderr.String())
-		}
-		env := append(os.Environ(), "DISPLAY=:"+d)
-		return withoutEnv(env, "WAYLAND_DISPLAY", "SWAYSOCK"), cmd.Process.Pid
-	case <-time.After(15 * time.Second):
-		t.Fatalf("Xvfb did not start: %s", stderr.String())
-	}
-	return nil, 0
+	return x.Env, x.Pid
 }
 
 // lockedBuffer is a bytes.Buffer that one goroutine may write while
 // another reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type lockedBuffer = testwait.Buffer
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+// recorder is an xterm (or another terminal) that records what it receives.
+type recorder = testx.Recorder
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// withoutEnv drops the named variables.
-func withoutEnv(env []string, names ...string) []string {
-	var out []string
-next:
-	for _, kv := range env {
-		for _, n := range names {
-			if strings.HasPrefix(kv, n+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// recorder is an xterm whose shell writes every byte it receives to a file.
-type recorder struct {
-	env  []string
-	win  string
-	file string
-}
-
-// startRecorder opens the xterm. Ctrl+Shift+V pastes the CLIPBOARD (an
-// xterm translation, as terminal users configure it).
 func startRecorder(t testing.TB, env []string) *recorder {
 	t.Helper()
-	return startRecorderAs(t, env, nil, "Ctrl Shift <Key>V: insert-selection(CLIPBOARD)")
+	return testx.StartRecorder(t, env)
 }
 
-// startRecorderAs opens the recorder with extra xterm arguments and a paste
-// translation.
 func startRecorderAs(t testing.TB, env []string, extra []string, paste string) *recorder {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "typed.txt")
-	title := fmt.Sprintf("yazrec-%d", time.Now().UnixNano())
-	args := append([]string{"-title", title}, extra...)
-	args = append(args, "-xrm", "*VT100.translations: #override "+paste,
-		"-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
-	cmd := exec.Command("xterm", args...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start xterm: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out := runTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title)
-	win := strings.Fields(out)[0]
-	// The shell has run stty once the file exists.
-	for ctx.Err() == nil {
-		if _, err := os.Stat(file); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // stty runs before exec cat creates the file; give cat a moment
-	return &recorder{env: env, win: win, file: file}
+	return testx.StartRecorderAs(t, env, extra, paste)
 }
 
-func (r *recorder) focus(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	runTool(ctx, t, r.env, "xdotool", "windowfocus", "--sync", r.win)
-}
-
-// waitFor waits until the file holds want, and fails with what it holds.
-func (r *recorder) waitFor(t testing.TB, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var got []byte
-	for time.Now().Before(deadline) {
-		got, _ = os.ReadFile(r.file)
-		if string(got) == want || len(got) > len(want) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if string(got) != want {
-		t.Fatalf("window received %q, want %q", got, want)
-	}
-}
-
-func (r *recorder) contents(t testing.TB) string {
-	t.Helper()
-	b, err := os.ReadFile(r.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func runTool(ctx context.Context, t testing.TB, env []string, name string, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
-}
+var (
+	withoutEnv = testx.WithoutEnv
+	runTool    = testx.RunTool
+	setClip    = testx.SetClip
+	hideTool   = testx.HideTool
+)
 
 func TestXdotoolTypesUnicodeIntact(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	typer, err := Open(Xdotool, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +90,7 @@ func TestXdotoolTypesUnicodeIntact(t *testing.T) {
 	if used != Xdotool {
 		t.Errorf("used = %q, want %q", used, Xdotool)
 	}
-	rec.waitFor(t, want)
+	rec.WaitFor(t, want)
 	// The spare keycodes are free again afterwards.
 	pke := runTool(ctx, t, env, "xmodmap", "-pke")
 	if strings.Contains(pke, "U2713") || strings.Contains(pke, "Udiaeresis") {
@@ -249,7 +103,7 @@ func TestXdotoolTypesUnicodeIntact(t *testing.T) {
 func TestXdotoolTypesManyDistinctCharacters(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	var b strings.Builder
 	for r := 'Α'; r <= 'Ω'; r++ { // Greek capitals, 24 letters (and U+03A2, unassigned: skipped)
 		if r != 0x3a2 {
@@ -270,7 +124,7 @@ func TestXdotoolTypesManyDistinctCharacters(t *testing.T) {
 	if err := inj.Type(ctx, text); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, text)
+	rec.WaitFor(t, text)
 }
 
 // With no window focused nothing is typed, even though the pointer is over
@@ -280,7 +134,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 	rec := startRecorder(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	runTool(ctx, t, env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
+	runTool(ctx, t, env, "xdotool", "mousemove", "--sync", "--window", rec.Win, "20", "20")
 	for _, name := range []string{X11, Xdotool, Clipboard} {
 		inj, err := New(name, Options{Environ: env})
 		if err != nil {
@@ -304,7 +158,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 		t.Errorf("auto: Type = %q, %v; want x11, ErrNoTarget (no fallback)", used, err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if got := rec.contents(t); got != "" {
+	if got := rec.Contents(t); got != "" {
 		t.Fatalf("window received %q with no focus", got)
 	}
 	// The check above can fail: keys sent anyway do reach the window.
@@ -314,7 +168,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("xdotool type: %v: %s", err, out)
 	}
-	rec.waitFor(t, "probe")
+	rec.WaitFor(t, "probe")
 }
 
 func TestClipboardPastesAndRestores(t *testing.T) {
@@ -328,7 +182,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 				env = hideTool(t, env, "xclip")
 			}
 			rec := startRecorder(t, env)
-			rec.focus(t)
+			rec.Focus(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// Something the person had copied before.
@@ -342,7 +196,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 				t.Fatalf("Type: %v", err)
 			}
 			// xterm is a terminal: ctrl+shift+v pasted, no newline (so no Enter).
-			rec.waitFor(t, unicodeText+" second line")
+			rec.WaitFor(t, unicodeText+" second line")
 			if got := getClip(ctx, t, env); got != before {
 				t.Errorf("clipboard after paste = %q, want %q restored", got, before)
 			}
@@ -354,7 +208,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, err := New(Clipboard, Options{Environ: env})
@@ -364,7 +218,7 @@ func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
 	if err := inj.Type(ctx, "private words"); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, "private words")
+	rec.WaitFor(t, "private words")
 	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-o")
 	cmd.Env = env
 	out, _ := cmd.Output()
@@ -376,7 +230,7 @@ func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
 func TestX11FocusReadsTerminalClass(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tg, err := x11Focus(ctx, call{env: env})
@@ -401,7 +255,7 @@ func TestX11FocusReadsTerminalClass(t *testing.T) {
 func TestFallsBackFromMissingXdotool(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	// xdotool is needed by the clipboard's paste too; here the first
 	// backend fails on a tool that only it needs: a PATH where xmodmap is
 	// missing makes xdotool's Unicode typing unavailable.
@@ -421,13 +275,13 @@ func TestFallsBackFromMissingXdotool(t *testing.T) {
 	if used != Clipboard {
 		t.Errorf("used = %q, want clipboard", used)
 	}
-	rec.waitFor(t, unicodeText)
+	rec.WaitFor(t, unicodeText)
 }
 
 func TestCancelKillsTool(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	inj, err := New(Xdotool, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
@@ -444,37 +298,10 @@ func TestCancelKillsTool(t *testing.T) {
 		t.Fatalf("Type returned after %v", d)
 	}
 	// No xdotool is left typing.
-	n := len(rec.contents(t))
+	n := len(rec.Contents(t))
 	time.Sleep(500 * time.Millisecond)
-	if m := len(rec.contents(t)); m != n || n >= 2000 {
+	if m := len(rec.Contents(t)); m != n || n >= 2000 {
 		t.Fatalf("typing went on after cancel: %d then %d bytes", n, m)
-	}
-}
-
-// hideTool returns env with a PATH that has every tool of PATH but name.
-func hideTool(t *testing.T, env []string, name string) []string {
-	t.Helper()
-	dir := t.TempDir()
-	path := (Options{Environ: env}).getenv("PATH")
-	for _, d := range strings.Split(path, ":") {
-		entries, _ := os.ReadDir(d)
-		for _, e := range entries {
-			if e.Name() == name {
-				continue
-			}
-			_ = os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name()))
-		}
-	}
-	return append(withoutEnv(env, "PATH"), "PATH="+dir)
-}
-
-func setClip(ctx context.Context, t *testing.T, env []string, s string) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-i")
-	cmd.Env = env
-	cmd.Stdin = strings.NewReader(s)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("xclip -i: %v", err)
 	}
 }
 
@@ -540,26 +367,26 @@ func TestX11WindowManager(t *testing.T) {
 	}
 	focus(FocusNone)
 	rec := startRecorder(t, env)
-	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.win)
+	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.Win)
 	focus(FocusWindow)
 	if err := inj.Type(ctx, unicodeText); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, unicodeText)
-	runTool(ctx, t, env, "xdotool", "windowminimize", "--sync", rec.win)
+	rec.WaitFor(t, unicodeText)
+	runTool(ctx, t, env, "xdotool", "windowminimize", "--sync", rec.Win)
 	focus(FocusNone)
 	if err := inj.Type(ctx, "hidden"); !errors.Is(err, ErrNoTarget) {
 		t.Fatalf("Type while minimised = %v, want ErrNoTarget", err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if got := rec.contents(t); got != unicodeText {
+	if got := rec.Contents(t); got != unicodeText {
 		t.Fatalf("window received %q", got)
 	}
 	// Active again, then closed: openbox may leave the closed window in
 	// _NET_ACTIVE_WINDOW; it is no target.
-	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.win)
+	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.Win)
 	focus(FocusWindow)
-	runTool(ctx, t, env, "xdotool", "windowkill", rec.win)
+	runTool(ctx, t, env, "xdotool", "windowkill", rec.Win)
 	focus(FocusNone)
 }
 
@@ -569,7 +396,7 @@ func TestX11WindowManager(t *testing.T) {
 func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	env := startX(t)
 	rec := startRecorderAs(t, env, []string{"-name", "editor", "-class", "Editor"}, "!Ctrl <Key>v: insert-selection(CLIPBOARD)")
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tg, err := x11Focus(ctx, call{env: env})
@@ -581,7 +408,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	setClip(ctx, t, env, "wrong chord")
 	runTool(ctx, t, env, "xdotool", "key", "--clearmodifiers", "ctrl+shift+v")
 	time.Sleep(300 * time.Millisecond)
-	before := rec.contents(t)
+	before := rec.Contents(t)
 	if strings.Contains(before, "wrong") {
 		t.Fatalf("ctrl+shift+v pasted: %q", before)
 	}
@@ -589,7 +416,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	if err := inj.Type(ctx, unicodeText); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, before+unicodeText)
+	rec.WaitFor(t, before+unicodeText)
 	if got := getClip(ctx, t, env); got != "wrong chord" {
 		t.Errorf("clipboard after paste = %q, want it restored", got)
 	}

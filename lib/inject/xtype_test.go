@@ -275,7 +275,7 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 	}{
 		{"xterm", func(t *testing.T) (func(testing.TB), func(testing.TB, string)) {
 			r := startRecorder(t, env)
-			return r.focus, r.waitFor
+			return r.Focus, r.WaitFor
 		}},
 		{"xev", func(t *testing.T) (func(testing.TB), func(testing.TB, string)) {
 			x := startXev(t, env)
@@ -319,14 +319,14 @@ func distinctText(n int) string {
 func TestX11WindowClosesWhileTyping(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	before := probeX(t, env)
 	text := distinctText(300)
 	typer, err := Open(Auto, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := watchGrowth(t, rec.file)
+	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	type result struct {
@@ -342,12 +342,12 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	if g.wait(3, 20*time.Second).IsZero() {
 		t.Fatal("nothing arrived")
 	}
-	runTool(ctx, t, env, "xdotool", "windowkill", rec.win)
+	runTool(ctx, t, env, "xdotool", "windowkill", rec.Win)
 	r := <-res
 	if !errors.Is(r.err, ErrInterrupted) || !errors.Is(r.err, errWindowChanged) || r.used != X11 {
 		t.Fatalf("Type = %q, %v; want x11, interrupted: the window closed", r.used, r.err)
 	}
-	if got := rec.contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
+	if got := rec.Contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
 		t.Errorf("window received %d of %d bytes, want a part of the text", len(got), len(text))
 	}
 	before.checkClean(t, env, 0)
@@ -358,14 +358,14 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 func TestX11CancelMidText(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	before := probeX(t, env)
 	inj, err := New(X11, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := distinctText(300)
-	g := watchGrowth(t, rec.file)
+	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := make(chan error, 1)
@@ -379,9 +379,9 @@ func TestX11CancelMidText(t *testing.T) {
 		t.Fatalf("Type = %v, want interrupted, canceled", err)
 	}
 	before.checkClean(t, env, 0)
-	n := len(rec.contents(t))
+	n := len(rec.Contents(t))
 	time.Sleep(2 * DefaultRestoreDelay) // the next chunk would have come by now
-	if m := len(rec.contents(t)); m != n || n >= len(text) {
+	if m := len(rec.Contents(t)); m != n || n >= len(text) {
 		t.Fatalf("typing went on after cancel: %d then %d of %d bytes", n, m, len(text))
 	}
 }
@@ -392,7 +392,7 @@ func TestX11CancelMidText(t *testing.T) {
 func TestX11HeldControlAndCapsLock(t *testing.T) {
 	env := startX(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	runTool(ctx, t, env, "xdotool", "key", "Caps_Lock")
@@ -408,7 +408,7 @@ func TestX11HeldControlAndCapsLock(t *testing.T) {
 	if err := inj.Type(ctx, unicodeText+" Abc"); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
-	rec.waitFor(t, unicodeText+" Abc")
+	rec.WaitFor(t, unicodeText+" Abc")
 	before.checkClean(t, env, 0)
 }
 
@@ -511,7 +511,7 @@ func TestX11OtherLayout(t *testing.T) {
 func TestX11WithoutXTEST(t *testing.T) {
 	env := startXWith(t, "-extension", "XTEST")
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(X11, Options{Environ: env})
@@ -543,7 +543,7 @@ func TestPasteOverChars(t *testing.T) {
 	if used, err := typer.Type(ctx, long); !errors.Is(err, ErrNoTarget) || used != Clipboard {
 		t.Errorf("no focus: Type = %q, %v; want clipboard, ErrNoTarget", used, err)
 	}
-	rec.focus(t)
+	rec.Focus(t)
 	setClip(ctx, t, env, "copied before")
 	for _, tt := range []struct{ text, want string }{{short, X11}, {long, Clipboard}} {
 		used, err := typer.Type(ctx, tt.text)
@@ -557,7 +557,7 @@ func TestPasteOverChars(t *testing.T) {
 	if used, err := typer.Type(ctx, many); err != nil || used != Clipboard {
 		t.Errorf("Type(100 distinct) = %q, %v; want clipboard", used, err)
 	}
-	rec.waitFor(t, short+long+many)
+	rec.WaitFor(t, short+long+many)
 	if got := getClip(ctx, t, env); got != "copied before" {
 		t.Errorf("clipboard = %q, want it restored", got)
 	}
@@ -569,7 +569,7 @@ func TestPasteOverChars(t *testing.T) {
 func TestX11ServerNotAnswering(t *testing.T) {
 	env, pid := startXvfb(t)
 	rec := startRecorder(t, env)
-	rec.focus(t)
+	rec.Focus(t)
 	inj, _ := New(X11, Options{Environ: env})
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -590,5 +590,5 @@ func TestX11ServerNotAnswering(t *testing.T) {
 	if err := inj.Type(ctx, "back"); err != nil {
 		t.Fatalf("Type after the server resumed: %v", err)
 	}
-	rec.waitFor(t, "back")
+	rec.WaitFor(t, "back")
 }

@@ -7,10 +7,11 @@
 //
 //	go test -race -count=1 ./test/adversarial
 //
-// (after `eval "$(make -s env)"`), and in `make test`. They build the
-// binaries once, generate a random-weight model, and run yazsesd with
-// the null audio backend: no sound server is needed.
+// (after `eval "$(make -s env)"`), and in `make test`. They take the
+// binaries from internal/testbin (built once for every test package of the
+// run), generate a random-weight model, and run yazsesd with the null
+// audio backend: no sound server is needed.
 //
-// The harness here (harness_test.go) is a small copy of what test/e2e's
-// daemon harness does (start, stop, ctl); a later refactor will share it.
+// The daemon harness is internal/testdaemon and the raw MCP client
+// internal/testmcp, both shared with test/e2e.
 package adversarial

@@ -42,7 +42,7 @@ func rawCall(t *testing.T, sock, method, params string) jsonrpc.Response {
 // cap.
 func TestStrictParams(t *testing.T) {
 	d := startDaemon(t)
-	sock := d.socket()
+	sock := d.Socket()
 	for _, tt := range []struct{ name, method, params string }{
 		{"upper case name", "ask_human", `{"QUESTION":"Is it on?"}`},
 		{"title case name", "ask_human", `{"Question":"Is it on?"}`},
@@ -64,11 +64,11 @@ func TestStrictParams(t *testing.T) {
 			t.Errorf("%s: %s %s = result %s, error %+v; want invalid params (%d)", tt.name, tt.method, tt.params, resp.Result, resp.Error, jsonrpc.InvalidParams)
 		}
 	}
-	st, ok := d.status()
-	if !ok || st.Budget.Used != 0 {
-		t.Fatalf("after the refused calls: budget %+v (ok %v); want nothing used", st.Budget, ok)
+	st, err := d.TryStatus()
+	if err != nil || st.Budget.Used != 0 {
+		t.Fatalf("after the refused calls: budget %+v (%v); want nothing used", st.Budget, err)
 	}
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "speak" && m["msg"] == "spoken" {
 			t.Errorf("the speaker spoke during the refused calls: %v", m)
 		}

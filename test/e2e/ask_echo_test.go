@@ -66,23 +66,15 @@ func privateSink(t *testing.T) string {
 // and the frames show what was taken.
 func echoConfig(sink string, rate int, framesPath string) toml {
 	return baseConfig().
-		with("budget.ask_human_per_hour", "10").
-		without("ask.guard_ms"). // the default guard, as a user has it
-		with("ask.max_answer_s", "3").
-		with("speak.rate", strconv.Itoa(rate)).
-		with("speak.device", q(sink)).
-		with("capture.backend", q("pulseaudio")).
-		with("capture.device", q(sink+".monitor")).
-		with("children.capture", arr(bin("yaz-capture"))).
-		with("children.decode", arr("sh", "-c", `tee "$0" | exec "$1"`, framesPath, bin("fakedecode")))
-}
-
-// without returns c without table.key: the daemon's default applies.
-func (c toml) without(key string) toml {
-	out := c.with(key, "")
-	table, k, _ := strings.Cut(key, ".")
-	delete(out[table], k)
-	return out
+		With("budget.ask_human_per_hour", "10").
+		Without("ask.guard_ms"). // the default guard, as a user has it
+		With("ask.max_answer_s", "3").
+		With("speak.rate", strconv.Itoa(rate)).
+		With("speak.device", q(sink)).
+		With("capture.backend", q("pulseaudio")).
+		With("capture.device", q(sink+".monitor")).
+		With("children.capture", arr(bin("yaz-capture"))).
+		With("children.decode", arr("sh", "-c", `tee "$0" | exec "$1"`, framesPath, bin("fakedecode")))
 }
 
 // echoRates are the speech rates swept, in words a minute: espeak-ng's
@@ -137,11 +129,12 @@ func TestAskEchoNoAnswer(t *testing.T) {
 	for _, mode := range []string{"on-demand", "always"} {
 		for _, rate := range echoRates {
 			t.Run(fmt.Sprintf("%s/%dwpm", mode, rate), func(t *testing.T) {
+				t.Parallel() // its own sink and daemon: nothing shared but the sound server
 				sink := privateSink(t)
 				frames := filepath.Join(t.TempDir(), "frames.bin")
-				d := startDaemon(t, echoConfig(sink, rate, frames).with("capture.mode", q(mode)), "YAZ_FAKE_TEXT=the question heard itself")
+				d := startDaemon(t, echoConfig(sink, rate, frames).With("capture.mode", q(mode)), "YAZ_FAKE_TEXT=the question heard itself")
 				for i := range 2 {
-					r := d.ask(echoQuestion, 30)
+					r := d.Ask(echoQuestion, 30)
 					if r.Result != daemonapi.NoAnswer {
 						t.Errorf("ask %d at %d wpm = %+v, want no_answer: the microphone took the question for its answer (%s)",
 							i+1, rate, r, describeTaken(t, utterances(t, frames), spoken(t, rate, echoLabel+echoQuestion)))
@@ -222,7 +215,7 @@ func describeTaken(t *testing.T, utts [][]int16, question []int16) string {
 // as the speaker measured it: the time from "started" to the end of the
 // audio, beyond the audio's own length.
 func logPlayedOut(t *testing.T, d *daemon, rate int) {
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "speak" && m["msg"] == "spoken" {
 			t.Logf("%d wpm: audio %v ms, played out %v ms after started: started+audio_ms was %v ms early",
 				rate, m["audio_ms"], m["played_after_ms"], m["late_ms"])
@@ -235,7 +228,7 @@ func logPlayedOut(t *testing.T, d *daemon, rate int) {
 // daemon began to listen and the microphone to record.
 func askTimeline(d *daemon) string {
 	var b strings.Builder
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		switch m["msg"] {
 		case "playback started", "played out", "listening for the answer", "capture started", "ask_human":
 			fmt.Fprintf(&b, "%v %v %v\n", m["time"], m["child"], m["msg"])
@@ -340,6 +333,7 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 	for _, mode := range []string{"on-demand", "always"} {
 		for _, rate := range echoRates {
 			t.Run(fmt.Sprintf("%s/%dwpm", mode, rate), func(t *testing.T) {
+				t.Parallel() // its own sink, daemon and ears: nothing shared but the sound server
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				sink := privateSink(t)
@@ -347,10 +341,10 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 				question := spoken(t, rate, echoLabel+echoQuestion)
 				qMark := loudWindow(question, pcm.Samples(300*time.Millisecond), 0.05) // past a starting sink's silence
 				ears := listenTo(t, ctx, sink+".monitor")
-				d := startDaemon(t, echoConfig(sink, rate, frames).with("capture.mode", q(mode)).
-					with("ask.max_answer_s", "10"), "YAZ_FAKE_TEXT="+echoAnswer)
+				d := startDaemon(t, echoConfig(sink, rate, frames).With("capture.mode", q(mode)).
+					With("ask.max_answer_s", "10"), "YAZ_FAKE_TEXT="+echoAnswer)
 				res := make(chan daemonapi.AskResult, 1)
-				go func() { res <- d.ask(echoQuestion, 60) }()
+				go func() { res <- d.Ask(echoQuestion, 60) }()
 
 				// Where the question ends in the monitor's stream: its last
 				// loud 20 ms, found sample for sample, then the silence
@@ -372,7 +366,7 @@ func TestAskEchoAnswerWhole(t *testing.T) {
 					heard := len(ears.samples)
 					loudAt := loudWindow(ears.samples, 0, 0.05)
 					ears.mu.Unlock()
-					t.Fatalf("the end of the question never reached the sink's monitor (it recorded %d ms, loud from %d ms)\n%s", heard/16, loudAt/16, d.logTail(30))
+					t.Fatalf("the end of the question never reached the sink's monitor (it recorded %d ms, loud from %d ms)\n%s", heard/16, loudAt/16, d.LogTail(30))
 				}
 				// The person answers a reaction time after that.
 				ears.waitFor(ctx, func(s []int16) bool { return len(s) >= qEnd+pcm.Samples(reaction) })

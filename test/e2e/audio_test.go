@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // rmsWindows returns the RMS of consecutive 20 ms windows of raw s16le PCM.
@@ -71,23 +73,22 @@ func TestSpeakPlaysIntoCapture(t *testing.T) {
 	defer f.Close()
 	capture := exec.CommandContext(ctx, filepath.Join(world.bin, "yaz-capture"), "--backend", "pulseaudio", "--seconds", "8")
 	capture.Stdout = f
-	var capErr strings.Builder
+	var capErr syncBuffer
 	capture.Stderr = &capErr
+	grew, err := testwait.WatchFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grew.Close()
 	if err := capture.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Play only once the capture stream really runs (its first bytes are out):
 	// an idle null sink starts late.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, _ := f.Stat()
-		if st.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("yaz-capture wrote nothing in 5 s: %s", capErr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	if testwait.Until(wctx, func() bool { st, _ := f.Stat(); return st.Size() > 0 }, grew) != nil {
+		t.Fatalf("yaz-capture wrote nothing in 5 s: %s", capErr.String())
 	}
 	_, stderr, code = command(t, ctx, nil, "yaz-speak", "--backend", "pulseaudio", sentence)
 	if code != 0 {
@@ -191,16 +192,28 @@ func TestStreamRealTime(t *testing.T) {
 func TestLivePipeline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// tee copies what the capture writes to a file the test watches: the
+	// idle null sink delivers its first capture callback up to 2 s late,
+	// and the sentence is played once the capture's first bytes are out.
+	tap := filepath.Join(t.TempDir(), "tap.pcm")
+	flowing, err := testwait.WatchFile(tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flowing.Close()
 	cmd := exec.CommandContext(ctx, "sh", "-c",
-		`"$BIN/yaz-capture" --backend pulseaudio --seconds 8 | "$BIN/yaz-decode" -m "$MODEL" -t 2 --json`)
-	cmd.Env = append(os.Environ(), "BIN="+world.bin, "MODEL="+world.mini)
+		`"$BIN/yaz-capture" --backend pulseaudio --seconds 8 | tee "$TAP" | "$BIN/yaz-decode" -m "$MODEL" -t 2 --json`)
+	cmd.Env = append(os.Environ(), "BIN="+world.bin, "MODEL="+world.mini, "TAP="+tap)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The idle null sink delivers its first capture callback up to 2 s late.
-	time.Sleep(2500 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if testwait.Until(wctx, func() bool { st, err := os.Stat(tap); return err == nil && st.Size() > 0 }, flowing) != nil {
+		t.Fatalf("the capture wrote nothing in 10 s\n%s", stderr.String())
+	}
 	if _, serr, code := command(t, ctx, nil, "yaz-speak", "--backend", "pulseaudio", "Ask not what your country can do for you."); code != 0 {
 		t.Fatalf("yaz-speak: exit %d: %s", code, serr)
 	}
@@ -220,7 +233,7 @@ func TestLivePipeline(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &u); err != nil {
 			t.Fatalf("line %q: %v", l, err)
 		}
-		// Speech was played from about 2.5 s on; the capture began before.
+		// Speech was played once the capture ran; it lasts about 3 s.
 		if u.StartMs > 6000 || u.EndMs > 8000 || u.EndMs-u.StartMs < 500 || u.Text == "" {
 			t.Errorf("utterance [%d, %d] ms %q: not the spoken sentence", u.StartMs, u.EndMs, u.Text)
 		}

@@ -22,8 +22,8 @@ func TestAuditFailsClosed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root (CI runs as root)")
 	}
-	d := newDaemon(t, baseConfig().with("budget.ask_human_per_hour", "5"))
-	state := filepath.Join(d.dir, "state")
+	d := newDaemon(t, baseConfig().With("budget.ask_human_per_hour", "5"))
+	state := filepath.Join(d.Dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +31,13 @@ func TestAuditFailsClosed(t *testing.T) {
 		t.Fatalf("mount tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", state).Run() })
-	d.start()
-	d.waitRunning("gate", "speak", "decode")
-	d.waitFor(10*time.Second, "the audit log", func() bool { _, err := os.Stat(d.audit); return err == nil })
+	d.Start()
+	d.WaitRunning("gate", "speak", "decode")
+	d.WaitFor(10*time.Second, "the audit log", func() bool { _, err := os.Stat(d.Audit); return err == nil })
 
 	// The log ends exactly at a page boundary, then the disk is filled:
 	// the next record cannot be written at all.
-	f, err := os.OpenFile(d.audit, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(d.Audit, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +63,18 @@ func TestAuditFailsClosed(t *testing.T) {
 	}
 	fill.Close()
 
-	if r := d.ask("Is the disk full?", 20); r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonAuditUnavailable {
+	if r := d.Ask("Is the disk full?", 20); r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonAuditUnavailable {
 		t.Errorf("ask with the audit failing = %+v, want unavailable audit_unavailable", r)
 	}
-	if n := d.spokenBySpeaker(); n != 0 {
+	if n := d.SpokenBySpeaker(); n != 0 {
 		t.Errorf("the speaker played %d questions with the audit failing", n)
 	}
-	st2 := d.status()
+	st2 := d.Status()
 	if !st2.AuditFailing || st2.Budget.Used != 0 {
 		t.Errorf("status with the audit failing: audit_failing %v, budget used %d; want true, 0", st2.AuditFailing, st2.Budget.Used)
 	}
 	// Dictation goes on.
-	c := d.client()
+	c := d.Client()
 	defer c.Close()
 	if _, err := c.Hold(t.Context(), daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
@@ -85,10 +85,10 @@ func TestAuditFailsClosed(t *testing.T) {
 	}
 
 	os.Remove(filler)
-	if r := d.ask("And now?", 20); r.Result != daemonapi.Answered {
+	if r := d.Ask("And now?", 20); r.Result != daemonapi.Answered {
 		t.Errorf("ask with room again = %+v, want answered", r)
 	}
-	if d.status().AuditFailing {
+	if d.Status().AuditFailing {
 		t.Error("status still says the audit is failing after a write succeeded")
 	}
 }
@@ -109,9 +109,9 @@ func TestAnswerWithoutMicrophone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := startDaemon(t, baseConfig().
-				with("children.capture", tc.capture).
-				with("ask.max_answer_s", "3"))
-			r := d.ask("Can you hear me?", 30)
+				With("children.capture", tc.capture).
+				With("ask.max_answer_s", "3"))
+			r := d.Ask("Can you hear me?", 30)
 			if r.Result != daemonapi.NoAnswer || r.Reason != tc.want {
 				t.Errorf("ask = %+v, want no_answer %s", r, tc.want)
 			}
@@ -124,32 +124,32 @@ func TestAnswerWithoutMicrophone(t *testing.T) {
 // it fully spent" with nothing restarting), and no question is asked.
 func TestReloadWithGateDown(t *testing.T) {
 	t.Parallel()
-	cfg := baseConfig().with("children.gate", arr("sh", "-c", "exit 125"))
+	cfg := baseConfig().With("children.gate", arr("sh", "-c", "exit 125"))
 	d := newDaemon(t, cfg)
-	d.start()
-	d.waitRunning("speak", "decode")
-	d.waitFor(10*time.Second, "the gate left down", func() bool {
-		for _, c := range d.status().Children {
+	d.Start()
+	d.WaitRunning("speak", "decode")
+	d.WaitFor(10*time.Second, "the gate left down", func() bool {
+		for _, c := range d.Status().Children {
 			if c.Name == "gate" && c.State == "exited" {
 				return true
 			}
 		}
 		return false
 	})
-	d.writeConfig(cfg.with("budget.ask_human_per_hour", "3"))
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	d.WriteConfig(cfg.With("budget.ask_human_per_hour", "3"))
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog(10*time.Second, "the reload", func(m map[string]any) bool {
+	d.WaitLog(10*time.Second, "the reload", func(m map[string]any) bool {
 		msg, _ := m["msg"].(string)
 		return strings.HasPrefix(msg, "reload: the gate")
 	})
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if msg, _ := m["msg"].(string); strings.Contains(msg, "restarting it") {
 			t.Errorf("the log claims a restart of a gate that is down for good: %q", msg)
 		}
 	}
-	if r := d.ask("Anyone?", 5); r.Result != daemonapi.Unavailable {
+	if r := d.Ask("Anyone?", 5); r.Result != daemonapi.Unavailable {
 		t.Errorf("ask with the gate down = %+v, want unavailable", r)
 	}
 }

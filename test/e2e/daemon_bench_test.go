@@ -20,13 +20,13 @@ import (
 // (client → daemon → yaz-gate → back, refused as disabled), budget.status
 // a status round trip. It reports p50 and p99 per call.
 func BenchmarkDaemonRoundTrip(b *testing.B) {
-	d := startDaemonQuiet(b, baseConfig().with("budget.ask_human_per_hour", "0"))
+	d := startDaemonQuiet(b, baseConfig().With("budget.ask_human_per_hour", "0"))
 	for _, clients := range []int{1, 10, 100} {
 		for _, method := range []string{daemonapi.MethodAskHuman, daemonapi.MethodBudgetStatus} {
 			b.Run(fmt.Sprintf("%s/clients=%d", method, clients), func(b *testing.B) {
 				cs := make([]*daemonapi.Client, clients)
 				for i := range cs {
-					cs[i] = d.client()
+					cs[i] = d.Client()
 				}
 				var mu sync.Mutex
 				var lat []time.Duration
@@ -82,11 +82,11 @@ func BenchmarkDaemonRoundTrip(b *testing.B) {
 // cpu-% is the daemon's, capture-cpu-% the capture child's.
 func BenchmarkDaemonIdleCPU(b *testing.B) {
 	d := startDaemonQuiet(b, baseConfig().
-		with("capture.mode", q("always")).
-		with("children.capture", arr(bin("yaz-capture"), "--backend", "pulseaudio")))
-	d.waitRunning("capture")
+		With("capture.mode", q("always")).
+		With("children.capture", arr(bin("yaz-capture"), "--backend", "pulseaudio")))
+	d.WaitRunning("capture")
 	time.Sleep(time.Second)
-	dpid, cpid := d.cmd.Process.Pid, d.pidOf("capture")
+	dpid, cpid := d.Cmd.Process.Pid, d.PidOf("capture")
 	d0, c0 := cpuTicks(b, dpid), cpuTicks(b, cpid)
 	t0 := time.Now()
 	for b.Loop() {
@@ -102,9 +102,9 @@ func BenchmarkDaemonIdleCPU(b *testing.B) {
 func startDaemonQuiet(tb testing.TB, cfg toml) *daemon {
 	tb.Helper()
 	d := newDaemon(tb, cfg)
-	d.level = "info"
-	d.start()
-	d.waitRunning("gate", "speak", "decode")
+	d.Level = "info"
+	d.Start()
+	d.WaitRunning("gate", "speak", "decode")
 	return d
 }
 

@@ -26,21 +26,21 @@ import (
 func TestBudgetIsOnePerDaemonAcrossConnections(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig())
-	first := d.ask("Shall I deploy the build?", 30)
+	first := d.Ask("Shall I deploy the build?", 30)
 	if first.Result != daemonapi.Answered || first.Answer == "" {
-		t.Fatalf("first ask = %+v, want answered with text\n%s", first, d.logTail(30))
+		t.Fatalf("first ask = %+v, want answered with text\n%s", first, d.LogTail(30))
 	}
-	second := d.ask("Shall I deploy the other build?", 30)
+	second := d.Ask("Shall I deploy the other build?", 30)
 	if second.Result != daemonapi.Refused || second.Reason != daemonapi.ReasonBudgetExhausted || second.RetryAfterS <= 0 {
 		t.Fatalf("second ask = %+v, want refused budget_exhausted with retry_after_s > 0", second)
 	}
-	if n := d.spokenBySpeaker(); n != 1 {
+	if n := d.SpokenBySpeaker(); n != 1 {
 		t.Errorf("speaker played %d questions, want 1", n)
 	}
-	if n := d.count("ask.spoken", ""); n != 1 {
+	if n := d.Count("ask.spoken", ""); n != 1 {
 		t.Errorf("audit has %d ask.spoken, want 1", n)
 	}
-	b := d.budget()
+	b := d.Budget()
 	if b.Used != 1 || b.PerHour != 1 || b.NextFreeS <= 0 {
 		t.Errorf("budget.status = %+v, want 1 of 1 used, next_free_s > 0", b)
 	}
@@ -55,7 +55,7 @@ func TestBudgetIsOnePerDaemonAcrossProcesses(t *testing.T) {
 	defer cancel()
 	var results []daemonapi.AskResult
 	for _, question := range []string{"May I merge?", "May I merge now?"} {
-		out, stderr, code := d.ctl(ctx, "ask_human", `{"question":`+q(question)+`,"timeout_s":30}`)
+		out, stderr, code := d.Ctl(ctx, "ask_human", `{"question":`+q(question)+`,"timeout_s":30}`)
 		if code != 0 {
 			t.Fatalf("yazsesd ctl ask_human: exit %d: %s", code, stderr)
 		}
@@ -71,7 +71,7 @@ func TestBudgetIsOnePerDaemonAcrossProcesses(t *testing.T) {
 	if results[1].Result != daemonapi.Refused || results[1].RetryAfterS <= 0 {
 		t.Errorf("second process: %+v, want refused with retry_after_s > 0", results[1])
 	}
-	if n := d.spokenBySpeaker(); n != 1 {
+	if n := d.SpokenBySpeaker(); n != 1 {
 		t.Errorf("speaker played %d questions, want 1", n)
 	}
 }
@@ -82,15 +82,15 @@ func TestUnansweredQuestionSpendsItsSlot(t *testing.T) {
 	t.Parallel()
 	silence := filepath.Join(t.TempDir(), "silence.wav")
 	writeSilenceWAV(t, silence, 3*time.Second)
-	d := startDaemon(t, baseConfig().with("children.capture", arr(bin("yaz-capture"), "--file", silence)))
-	r := d.ask("Is anybody there?", 20)
+	d := startDaemon(t, baseConfig().With("children.capture", arr(bin("yaz-capture"), "--file", silence)))
+	r := d.Ask("Is anybody there?", 20)
 	if r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSilence {
 		t.Fatalf("ask to silence = %+v, want no_answer silence", r)
 	}
-	if r := d.ask("Anybody?", 20); r.Result != daemonapi.Refused {
+	if r := d.Ask("Anybody?", 20); r.Result != daemonapi.Refused {
 		t.Fatalf("second ask = %+v, want refused: the unanswered question spent the slot", r)
 	}
-	if n := d.spokenBySpeaker(); n != 1 {
+	if n := d.SpokenBySpeaker(); n != 1 {
 		t.Errorf("speaker played %d questions, want 1", n)
 	}
 }
@@ -101,14 +101,14 @@ func TestUnansweredQuestionSpendsItsSlot(t *testing.T) {
 func TestHoldDeferralCostsNothing(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig())
-	c := d.client()
+	c := d.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if h, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil || h.Hold != daemonapi.HoldHolding {
 		t.Fatalf("hold.start = %+v, %v", h, err)
 	}
 	start := time.Now()
-	r := d.ask("Shall I wait?", 2)
+	r := d.Ask("Shall I wait?", 2)
 	if r.Result != daemonapi.Deferred || r.Reason != daemonapi.ReasonHolding {
 		t.Fatalf("ask during a hold = %+v, want deferred holding", r)
 	}
@@ -118,13 +118,13 @@ func TestHoldDeferralCostsNothing(t *testing.T) {
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)
 	}
-	if b := d.budget(); b.Used != 0 {
+	if b := d.Budget(); b.Used != 0 {
 		t.Errorf("budget after a deferral: %+v, want 0 used", b)
 	}
-	if n := d.spokenBySpeaker(); n != 0 {
+	if n := d.SpokenBySpeaker(); n != 0 {
 		t.Errorf("speaker played %d questions during a hold", n)
 	}
-	if r := d.ask("Now?", 30); r.Result != daemonapi.Answered {
+	if r := d.Ask("Now?", 30); r.Result != daemonapi.Answered {
 		t.Errorf("ask after the hold = %+v, want answered: the slot was still free", r)
 	}
 }
@@ -134,15 +134,15 @@ func TestHoldDeferralCostsNothing(t *testing.T) {
 func TestQuestionWaitsForHoldToEnd(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig())
-	c := d.client()
+	c := d.Client()
 	ctx := context.Background()
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
 	res := make(chan daemonapi.AskResult, 1)
-	go func() { res <- d.ask("After your sentence?", 30) }()
-	time.Sleep(1500 * time.Millisecond)
-	if st := d.status(); st.Asking || d.spokenBySpeaker() != 0 {
+	go func() { res <- d.Ask("After your sentence?", 30) }()
+	d.WaitFor(20*time.Second, "the question to wait for the hold", func() bool { return d.Status().Waiting > 0 })
+	if st := d.Status(); st.Asking || d.SpokenBySpeaker() != 0 {
 		t.Fatalf("a question is being spoken during a hold: %+v", st)
 	}
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
@@ -163,31 +163,31 @@ func TestProvenSilentTTSFailureCostsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("espeak fails", func(t *testing.T) {
-		d := startDaemon(t, baseConfig().with("children.speak",
+		d := startDaemon(t, baseConfig().With("children.speak",
 			arr(bin("yaz-speak"), "--serve", "--backend", "pulseaudio", "--espeak", failing)))
 		for i := range 2 {
-			r := d.ask("Can you hear me?", 20)
+			r := d.Ask("Can you hear me?", 20)
 			if r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonTTSUnavailable {
 				t.Fatalf("ask %d = %+v, want unavailable tts_unavailable", i, r)
 			}
 		}
-		if b := d.budget(); b.Used != 0 {
+		if b := d.Budget(); b.Used != 0 {
 			t.Errorf("budget = %+v, want 0 used after proven silent failures", b)
 		}
-		if d.count("ask.released", daemonapi.ReasonTTSUnavailable) != 2 {
+		if d.Count("ask.released", daemonapi.ReasonTTSUnavailable) != 2 {
 			t.Errorf("audit: want 2 ask.released tts_unavailable")
 		}
 	})
 	t.Run("no speaker", func(t *testing.T) {
-		d := newDaemon(t, baseConfig().with("children.speak",
+		d := newDaemon(t, baseConfig().With("children.speak",
 			arr(bin("yaz-speak"), "--serve", "--espeak", "/nonexistent/espeak-ng")))
-		d.start()
-		d.waitRunning("gate", "decode")
-		r := d.ask("Can you hear me?", 5)
+		d.Start()
+		d.WaitRunning("gate", "decode")
+		r := d.Ask("Can you hear me?", 5)
 		if r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonTTSUnavailable {
 			t.Fatalf("ask = %+v, want unavailable tts_unavailable", r)
 		}
-		if b := d.budget(); b.Used != 0 {
+		if b := d.Budget(); b.Used != 0 {
 			t.Errorf("budget = %+v, want 0 used", b)
 		}
 	})
@@ -204,7 +204,7 @@ func TestConcurrentAsksNeverExceedTheCap(t *testing.T) {
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := range n {
-				c := d.client()
+				c := d.Client()
 				wg.Go(func() {
 					<-start
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -228,10 +228,10 @@ func TestConcurrentAsksNeverExceedTheCap(t *testing.T) {
 			if counts[daemonapi.Answered]+counts[daemonapi.NoAnswer] != 1 || counts[daemonapi.Refused] != n-1 {
 				t.Errorf("outcomes %v, want exactly 1 spoken and %d refused", counts, n-1)
 			}
-			if s := d.spokenBySpeaker(); s != 1 {
+			if s := d.SpokenBySpeaker(); s != 1 {
 				t.Errorf("speaker played %d questions, want 1", s)
 			}
-			if b := d.budget(); b.Used != 1 {
+			if b := d.Budget(); b.Used != 1 {
 				t.Errorf("budget %+v, want 1 used", b)
 			}
 		})
@@ -243,16 +243,16 @@ func TestConcurrentAsksNeverExceedTheCap(t *testing.T) {
 func TestAskHumanOffRefusesEverything(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]toml{
-		"opt-in off": baseConfig().with("mcp.ask_human", "false"),
-		"cap 0":      baseConfig().with("budget.ask_human_per_hour", "0"),
+		"opt-in off": baseConfig().With("mcp.ask_human", "false"),
+		"cap 0":      baseConfig().With("budget.ask_human_per_hour", "0"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := startDaemon(t, cfg)
-			r := d.ask("Hello?", 5)
+			r := d.Ask("Hello?", 5)
 			if r.Result != daemonapi.Refused || r.Reason != daemonapi.ReasonDisabled {
 				t.Errorf("ask = %+v, want refused disabled", r)
 			}
-			if d.spokenBySpeaker() != 0 {
+			if d.SpokenBySpeaker() != 0 {
 				t.Error("something was spoken")
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
@@ -93,13 +94,13 @@ const maxDaemonRSSKB = 150 << 10
 // source frame as float32 first, 2.7 GB for the first file, and died.)
 func TestTranscribeSparseFilesBoundedMemory(t *testing.T) {
 	t.Parallel()
-	cfg := baseConfig().with("children.decode", arr(bin("fakedecode")))
+	cfg := baseConfig().With("children.decode", arr(bin("fakedecode")))
 	d := newDaemon(t, cfg)
-	d.wrap = []string{"prlimit", fmt.Sprintf("--as=%d", daemonMemLimit), "--"}
-	d.level = "info"
-	d.start()
-	d.waitRunning("gate", "speak", "decode")
-	pid := d.cmd.Process.Pid
+	d.Wrap = []string{"prlimit", fmt.Sprintf("--as=%d", daemonMemLimit), "--"}
+	d.Level = "info"
+	d.Start()
+	d.WaitRunning("gate", "speak", "decode")
+	pid := d.Cmd.Process.Pid
 
 	for _, f := range []struct {
 		rate, bits, seconds int
@@ -110,16 +111,16 @@ func TestTranscribeSparseFilesBoundedMemory(t *testing.T) {
 		path := sparseWAV(t, f.rate, f.bits, f.seconds)
 		st, _ := os.Stat(path)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		res, err := d.client().Transcribe(ctx, path)
+		res, err := d.Client().Transcribe(ctx, path)
 		cancel()
 		if err != nil {
 			t.Fatalf("transcribe of %d s at %d Hz, %d-bit (%d bytes apparent): %v\n%s",
-				f.seconds, f.rate, f.bits, st.Size(), err, d.logTail(20))
+				f.seconds, f.rate, f.bits, st.Size(), err, d.LogTail(20))
 		}
 		if want := int64(f.seconds) * 1000; res.AudioMs != want {
 			t.Errorf("%d s at %d Hz: audio_ms %d, want %d", f.seconds, f.rate, res.AudioMs, want)
 		}
-		if st := d.status(); st.PID != pid {
+		if st := d.Status(); st.PID != pid {
 			t.Fatalf("status pid %d, want the daemon that was started (%d)", st.PID, pid)
 		}
 		hwm := procKB(t, pid, "VmHWM")
@@ -133,23 +134,33 @@ func TestTranscribeSparseFilesBoundedMemory(t *testing.T) {
 // kill9 ends the daemon with SIGKILL, as the kernel's OOM killer would;
 // its children end with it (Pdeathsig).
 func (d *daemon) kill9() {
-	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		d.t.Fatal(err)
+	d.T.Helper()
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		d.T.Fatal(err)
 	}
-	<-d.done
-	d.waitFor(10*time.Second, "the killed daemon's children to end", func() bool {
-		return len(d.processes()) == 0
-	})
-	d.stopped = true
+	<-d.Done
+	// Its children end with it (Pdeathsig): wait for each one's end.
+	timeout := time.After(10 * time.Second)
+	for _, pid := range d.Processes() {
+		gone, err := testwait.Exited(pid)
+		if err != nil {
+			d.T.Fatal(err)
+		}
+		select {
+		case <-gone:
+		case <-timeout:
+			d.T.Fatalf("the killed daemon's process %d still runs 10 s later", pid)
+		}
+	}
+	d.Stopped = true
 }
 
 // restart starts the daemon again in the same folders.
 func (d *daemon) restart() {
-	d.t.Helper()
-	d.stopped = false
-	d.start()
-	d.waitRunning("gate", "speak", "decode")
+	d.T.Helper()
+	d.Stopped = false
+	d.Start()
+	d.WaitRunning("gate", "speak", "decode")
 }
 
 // TestDaemonKilledRestartsSpent (issue 11, item 1b): a daemon killed with
@@ -158,39 +169,39 @@ func (d *daemon) restart() {
 // why); a clean SIGTERM stop and a start after it begin fresh.
 func TestDaemonKilledRestartsSpent(t *testing.T) {
 	t.Parallel()
-	cfg := baseConfig().with("budget.ask_human_per_hour", "3")
+	cfg := baseConfig().With("budget.ask_human_per_hour", "3")
 	d := startDaemon(t, cfg)
-	if b := d.budget(); b.FailClosed || b.Used != 0 {
+	if b := d.Budget(); b.FailClosed || b.Used != 0 {
 		t.Fatalf("first start: budget %+v, want fresh", b)
 	}
 
 	d.kill9()
 	d.restart()
-	b := d.budget()
+	b := d.Budget()
 	if !b.FailClosed || b.FailClosedReason != daemonapi.FailClosedDaemon || b.NextFreeS == 0 {
 		t.Errorf("after SIGKILL and a restart: budget %+v, want fail_closed with reason %q and a wait", b, daemonapi.FailClosedDaemon)
 	}
-	if r := d.ask("Did the restart reset the budget?", 10); r.Result != daemonapi.Refused || r.Reason != "budget_exhausted" {
+	if r := d.Ask("Did the restart reset the budget?", 10); r.Result != daemonapi.Refused || r.Reason != "budget_exhausted" {
 		t.Errorf("ask_human after SIGKILL and a restart = %+v, want refused budget_exhausted", r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	status := exec.CommandContext(ctx, bin("yazsesd"), "status")
-	status.Env = hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime)
+	status.Env = hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime)
 	if out, err := status.Output(); err != nil || !strings.Contains(string(out), "did not stop cleanly") {
 		t.Errorf("yazsesd status (%v) does not say why the budget is spent:\n%s", err, out)
 	}
-	if n := d.count("budget.fail_closed", daemonapi.FailClosedDaemon); n != 1 {
+	if n := d.Count("budget.fail_closed", daemonapi.FailClosedDaemon); n != 1 {
 		t.Errorf("%d budget.fail_closed audit events with reason %s, want 1", n, daemonapi.FailClosedDaemon)
 	}
 
 	// A clean stop, then a start: fresh.
-	d.stop()
+	d.Stop()
 	d.restart()
-	if b := d.budget(); b.FailClosed || b.Used != 0 || b.NextFreeS != 0 {
+	if b := d.Budget(); b.FailClosed || b.Used != 0 || b.NextFreeS != 0 {
 		t.Errorf("after a clean stop and a restart: budget %+v, want fresh", b)
 	}
-	if r := d.ask("Is the budget fresh after a clean stop?", 20); r.Result == daemonapi.Refused {
+	if r := d.Ask("Is the budget fresh after a clean stop?", 20); r.Result == daemonapi.Refused {
 		t.Errorf("ask_human after a clean stop and a restart = %+v, want it asked", r)
 	}
 }
@@ -210,9 +221,9 @@ func TestHoldDuringLongFileTranscription(t *testing.T) {
 	const text = "piece"
 	speech := speechWAV(t, 3*time.Second)
 	long := speechWAV(t, 150*time.Second)
-	cfg := dictationConfig(speech, true).with("dictation.inject", q("stdout"))
+	cfg := dictationConfig(speech, true).With("dictation.inject", q("stdout"))
 	d := startDaemon(t, cfg, "YAZ_FAKE_MS_PER_S=100", "YAZ_FAKE_TEXT="+text)
-	c := d.client()
+	c := d.Client()
 
 	hold := func() (daemonapi.HoldResult, time.Duration, time.Time) {
 		d.holdWhileSpeaking(c, wavDuration(t, speech))
@@ -222,7 +233,7 @@ func TestHoldDuringLongFileTranscription(t *testing.T) {
 	}
 	r, usual, _ := hold()
 	if r.Outcome != "typed" {
-		t.Fatalf("baseline hold.stop = %+v, want typed\n%s", r, d.logTail(20))
+		t.Fatalf("baseline hold.stop = %+v, want typed\n%s", r, d.LogTail(20))
 	}
 	before := d.decodes()
 
@@ -235,18 +246,18 @@ func TestHoldDuringLongFileTranscription(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		res, err := d.client().Transcribe(ctx, long)
+		res, err := d.Client().Transcribe(ctx, long)
 		fileDone <- fileResult{res, err, time.Now()}
 	}()
-	d.waitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() > before })
+	d.WaitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() > before })
 
 	r, during, holdAt := hold()
 	if r.Outcome != "typed" {
-		t.Fatalf("hold.stop during the file = %+v, want typed\n%s", r, d.logTail(20))
+		t.Fatalf("hold.stop during the file = %+v, want typed\n%s", r, d.LogTail(20))
 	}
 	f := <-fileDone
 	if f.err != nil {
-		t.Fatalf("transcribe: %v\n%s", f.err, d.logTail(20))
+		t.Fatalf("transcribe: %v\n%s", f.err, d.LogTail(20))
 	}
 	t.Logf("release → typed: usual %v, during a 150 s file %v; the file ended %v after the hold", usual, during, f.at.Sub(holdAt))
 	if !holdAt.Before(f.at) {
@@ -293,14 +304,14 @@ func abs(v int64) int64 {
 func TestAskDecodeBoundedByTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 5
-	d := startDaemon(t, baseConfig().with("children.decode", arr(bin("fakedecode"))))
-	pid := d.pidOf("decode")
+	d := startDaemon(t, baseConfig().With("children.decode", arr(bin("fakedecode"))))
+	pid := d.PidOf("decode")
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
 
-	c := d.client()
+	c := d.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -316,7 +327,7 @@ func TestAskDecodeBoundedByTimeout(t *testing.T) {
 	if took > 3*timeout*time.Second {
 		t.Errorf("ask_human with timeout_s %d returned after %v, want within %v", timeout, took, 3*timeout*time.Second)
 	}
-	if n := d.count("ask.spoken", ""); n != 1 {
+	if n := d.Count("ask.spoken", ""); n != 1 {
 		t.Errorf("%d ask.spoken events, want 1 (the question was heard: charged)", n)
 	}
 }
@@ -333,9 +344,9 @@ func TestTranscribeLongFileRealDecoder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	params, _ := json.Marshal(daemonapi.TranscribeParams{Path: long})
-	out, stderr, code := d.ctl(ctx, "transcribe", string(params))
+	out, stderr, code := d.Ctl(ctx, "transcribe", string(params))
 	if code != 0 {
-		t.Fatalf("yazsesd ctl transcribe of a 6-minute file: exit %d: %s\n%s", code, stderr, d.logTail(20))
+		t.Fatalf("yazsesd ctl transcribe of a 6-minute file: exit %d: %s\n%s", code, stderr, d.LogTail(20))
 	}
 	var res daemonapi.TranscribeResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -366,7 +377,7 @@ func TestTranscribeLongFileRealDecoder(t *testing.T) {
 func TestTranscribeBusy(t *testing.T) {
 	t.Parallel()
 	file := speechWAV(t, 60*time.Second)
-	d := startDaemon(t, baseConfig().with("children.decode", arr(bin("fakedecode"))), "YAZ_FAKE_MS_PER_S=500")
+	d := startDaemon(t, baseConfig().With("children.decode", arr(bin("fakedecode"))), "YAZ_FAKE_MS_PER_S=500")
 	const calls = 7
 	type result struct {
 		err error
@@ -376,7 +387,7 @@ func TestTranscribeBusy(t *testing.T) {
 	defer cancel()
 	var clients []*daemonapi.Client
 	for range calls {
-		c := d.client()
+		c := d.Client()
 		clients = append(clients, c)
 		go func() {
 			_, err := c.Transcribe(ctx, file)
@@ -406,8 +417,8 @@ func TestTranscribeBusy(t *testing.T) {
 	}
 	// The line is free again once the daemon has seen them go.
 	short := speechWAV(t, 3*time.Second)
-	d.waitFor(30*time.Second, "a transcribe after the others went away", func() bool {
-		_, err := d.client().Transcribe(ctx, short)
+	d.WaitFor(30*time.Second, "a transcribe after the others went away", func() bool {
+		_, err := d.Client().Transcribe(ctx, short)
 		return err == nil
 	})
 }
@@ -420,30 +431,30 @@ func TestHoldEndsAtMaximum(t *testing.T) {
 	t.Parallel()
 	const text = "kept at the limit"
 	speech := speechWAV(t, 3*time.Second)
-	cfg := dictationConfig(speech, true).with("dictation.inject", q("stdout")).with("dictation.max_hold_s", "5")
+	cfg := dictationConfig(speech, true).With("dictation.inject", q("stdout")).With("dictation.max_hold_s", "5")
 	d := startDaemon(t, cfg, "YAZ_FAKE_TEXT="+text)
-	c := d.client()
+	c := d.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if r, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil || r.Hold != daemonapi.HoldHolding {
 		t.Fatalf("hold.start = %+v, %v", r, err)
 	}
-	d.waitFor(30*time.Second, "the hold to end by itself and be typed", func() bool {
-		return strings.Contains(d.stdout.String(), text)
+	d.WaitFor(30*time.Second, "the hold to end by itself and be typed", func() bool {
+		return strings.Contains(d.Stdout.String(), text)
 	})
-	if st := d.status(); st.Hold != daemonapi.HoldIdle {
+	if st := d.Status(); st.Hold != daemonapi.HoldIdle {
 		t.Errorf("status hold %q after the maximum, want idle", st.Hold)
 	}
 	if r, err := c.Hold(ctx, daemonapi.MethodHoldStop); err != nil || r.Hold != daemonapi.HoldIdle || r.Outcome != "" {
 		t.Errorf("a late hold.stop = %+v, %v; want idle with no outcome", r, err)
 	}
-	if n := d.count("dictation.typed", ""); n != 1 {
+	if n := d.Count("dictation.typed", ""); n != 1 {
 		t.Errorf("%d dictation.typed events, want 1", n)
 	}
-	if n := d.count("hold.max_reached", ""); n != 1 {
+	if n := d.Count("hold.max_reached", ""); n != 1 {
 		t.Errorf("%d hold.max_reached events, want 1", n)
 	}
-	if got := bytes.Count([]byte(d.stdout.String()), []byte(text)); got != 1 {
+	if got := bytes.Count([]byte(d.Stdout.String()), []byte(text)); got != 1 {
 		t.Errorf("typed %d times, want once", got)
 	}
 }

@@ -21,12 +21,11 @@ import (
 // interrupted.
 func TestHoldStopsQuestion(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, baseConfig().with("budget.ask_human_per_hour", "2"))
+	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2"))
 	res := make(chan daemonapi.AskResult, 1)
-	go func() { res <- d.ask(longQuestion, 60) }()
-	d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
-	time.Sleep(time.Second) // audio is playing
-	c := d.client()
+	go func() { res <- d.Ask(longQuestion, 60) }()
+	waitSpoken(d, 1) // audio is playing
+	c := d.Client()
 	ctx := context.Background()
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestHoldStopsQuestion(t *testing.T) {
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)
 	}
-	if b := d.budget(); b.Used != 1 {
+	if b := d.Budget(); b.Used != 1 {
 		t.Errorf("budget after barge-in = %+v, want the slot spent (1 used)", b)
 	}
 }
@@ -56,32 +55,32 @@ func TestHoldStopsQuestion(t *testing.T) {
 // away while its question plays does not.
 func TestCancelBeforeAudioReleases(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, baseConfig().with("budget.ask_human_per_hour", "2"))
-	first := d.client()
+	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2"))
+	first := d.Client()
 	ctx, cancelFirst := context.WithCancel(context.Background())
 	firstDone := make(chan error, 1)
 	go func() {
 		_, err := first.AskHuman(ctx, daemonapi.AskParams{Question: longQuestion, TimeoutS: 60})
 		firstDone <- err
 	}()
-	d.waitFor(20*time.Second, "the first question", func() bool { return d.status().Asking })
-	second := d.client()
+	d.WaitFor(20*time.Second, "the first question", func() bool { return d.Status().Asking })
+	second := d.Client()
 	go second.AskHuman(context.Background(), daemonapi.AskParams{Question: "Me too?", TimeoutS: 60})
-	d.waitFor(10*time.Second, "the second question queued", func() bool { return d.status().Waiting == 1 })
-	if b := d.budget(); b.Used != 2 {
+	d.WaitFor(10*time.Second, "the second question queued", func() bool { return d.Status().Waiting == 1 })
+	if b := d.Budget(); b.Used != 2 {
 		t.Fatalf("budget with one question playing and one queued = %+v, want 2 used", b)
 	}
 	second.Close() // gone before any audio: released
-	d.waitFor(10*time.Second, "the queued reservation released", func() bool { return d.budget().Used == 1 })
-	time.Sleep(500 * time.Millisecond) // audio of the first is playing
+	d.WaitFor(10*time.Second, "the queued reservation released", func() bool { return d.Budget().Used == 1 })
+	waitSpoken(d, 1) // audio of the first is playing
 	cancelFirst()
 	first.Close() // gone after audio started: stays spent
 	<-firstDone
-	d.waitFor(10*time.Second, "the first question over", func() bool { return !d.status().Asking })
-	if b := d.budget(); b.Used != 1 {
+	d.WaitFor(10*time.Second, "the first question over", func() bool { return !d.Status().Asking })
+	if b := d.Budget(); b.Used != 1 {
 		t.Errorf("budget = %+v, want 1 used: the spoken question stays charged", b)
 	}
-	if n := d.count("ask.released", ""); n != 1 {
+	if n := d.Count("ask.released", ""); n != 1 {
 		t.Errorf("audit has %d releases, want 1", n)
 	}
 }
@@ -92,36 +91,39 @@ func TestReloadKeepsWhatWasSpent(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig()
 	d := startDaemon(t, cfg)
-	if r := d.ask("One?", 30); r.Result != daemonapi.Answered {
+	if r := d.Ask("One?", 30); r.Result != daemonapi.Answered {
 		t.Fatalf("ask = %+v", r)
 	}
 	hup := func() {
 		t.Helper()
-		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d.writeConfig(cfg.with("budget.ask_human_per_hour", "2"))
+	d.WriteConfig(cfg.With("budget.ask_human_per_hour", "2"))
 	hup()
-	d.waitFor(10*time.Second, "the new cap", func() bool { return d.budget().PerHour == 2 })
-	if b := d.budget(); b.Used != 1 {
+	d.WaitFor(10*time.Second, "the new cap", func() bool { return d.Budget().PerHour == 2 })
+	if b := d.Budget(); b.Used != 1 {
 		t.Errorf("budget after reload = %+v, want 1 used of 2", b)
 	}
-	d.writeConfig(cfg.with("budget.ask_human_per_hour", "-1"))
+	d.WriteConfig(cfg.With("budget.ask_human_per_hour", "-1"))
 	hup()
-	d.waitLog(10*time.Second, "the refused reload", func(m map[string]any) bool {
+	d.WaitLog(10*time.Second, "the refused reload", func(m map[string]any) bool {
 		return strings.Contains(m["msg"].(string), "reload refused")
 	})
-	if b := d.budget(); b.PerHour != 2 {
+	if b := d.Budget(); b.PerHour != 2 {
 		t.Errorf("a broken file changed the cap: %+v", b)
 	}
-	d.writeConfig(cfg.with("budget.ask_human_per_hour", "2").with("mcp.ask_human", "false"))
+	d.WriteConfig(cfg.With("budget.ask_human_per_hour", "2").With("mcp.ask_human", "false"))
 	hup()
-	d.waitFor(10*time.Second, "the opt-in off", func() bool { return !d.status().AskHuman })
-	if r := d.ask("Two?", 10); r.Result != daemonapi.Refused || r.Reason != daemonapi.ReasonDisabled {
+	d.WaitFor(10*time.Second, "the opt-in off", func() bool { return !d.Status().AskHuman })
+	if r := d.Ask("Two?", 10); r.Result != daemonapi.Refused || r.Reason != daemonapi.ReasonDisabled {
 		t.Errorf("ask after turning the opt-in off = %+v, want refused disabled", r)
 	}
-	if n := d.count("config.reloaded", ""); n != 2 {
+	// The new settings are in force before the reload's audit line is
+	// written: wait for it, then make sure there is no third.
+	d.WaitFor(10*time.Second, "the second config.reloaded", func() bool { return d.Count("config.reloaded", "") >= 2 })
+	if n := d.Count("config.reloaded", ""); n != 2 {
 		t.Errorf("audit has %d config.reloaded, want 2", n)
 	}
 }
@@ -132,22 +134,22 @@ func TestReloadKeepsWhatWasSpent(t *testing.T) {
 func TestSupervisorGivesUp(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t, baseConfig().
-		with("children.decode", arr("/bin/false")).
-		with("children.speak", arr("/bin/sh", "-c", "exit 125")))
-	d.start()
-	d.waitRunning("gate")
-	d.waitFor(60*time.Second, "the decoder's crash loop", func() bool { return d.child("decode").State == "crashloop" })
-	sp := d.child("speak")
+		With("children.decode", arr("/bin/false")).
+		With("children.speak", arr("/bin/sh", "-c", "exit 125")))
+	d.Start()
+	d.WaitRunning("gate")
+	d.WaitFor(60*time.Second, "the decoder's crash loop", func() bool { return d.Child("decode").State == "crashloop" })
+	sp := d.Child("speak")
 	if sp.State != "exited" || sp.Restarts != 0 {
 		t.Errorf("speak child that exited 125 = %+v, want exited, never restarted", sp)
 	}
-	if dc := d.child("decode"); dc.Restarts < 4 {
+	if dc := d.Child("decode"); dc.Restarts < 4 {
 		t.Errorf("decode = %+v, want several restarts before giving up", dc)
 	}
-	if n := d.count("child.crashloop", ""); n != 1 {
+	if n := d.Count("child.crashloop", ""); n != 1 {
 		t.Errorf("audit has %d child.crashloop, want 1", n)
 	}
-	if r := d.ask("Anyone?", 5); r.Result != daemonapi.Unavailable {
+	if r := d.Ask("Anyone?", 5); r.Result != daemonapi.Unavailable {
 		t.Errorf("ask with no speaker = %+v, want unavailable", r)
 	}
 }
@@ -158,7 +160,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 func TestSocketSurvivesBadClients(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig())
-	sock := safesocket.SocketPath(filepath.Join(d.runtime, safesocket.DirName))
+	sock := safesocket.SocketPath(filepath.Join(d.Runtime, safesocket.DirName))
 	dial := func() net.Conn {
 		t.Helper()
 		c, err := net.Dial("unix", sock)
@@ -185,7 +187,7 @@ func TestSocketSurvivesBadClients(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		c := d.client()
+		c := d.Client()
 		defer c.Close()
 		if _, err := c.Status(ctx); err != nil {
 			t.Fatalf("after %s: status: %v", what, err)
@@ -216,7 +218,7 @@ func TestSocketSurvivesBadClients(t *testing.T) {
 	if resp := reply(c, r); resp.Error != nil {
 		t.Errorf("status after bad lines: %+v", resp.Error)
 	}
-	if b := d.budget(); b.Used != 0 {
+	if b := d.Budget(); b.Used != 0 {
 		t.Errorf("malformed calls touched the budget: %+v", b)
 	}
 
@@ -236,17 +238,22 @@ func TestSocketSurvivesBadClients(t *testing.T) {
 	half.Close()
 	healthy("half-written requests")
 
-	// A client that sends and never reads.
+	// A client that sends and never reads: it writes until a write stalls
+	// (the socket's buffers are full: the daemon stopped reading it), or
+	// all 20000 requests are out.
 	deaf := dial()
+	stalled := make(chan struct{})
 	go func() {
+		defer close(stalled)
 		line := []byte(`{"jsonrpc":"2.0","id":1,"method":"status"}` + "\n")
 		for range 20000 {
+			deaf.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
 			if _, err := deaf.Write(line); err != nil {
 				return
 			}
 		}
 	}()
-	time.Sleep(time.Second)
+	<-stalled
 	healthy("a client that never reads")
 
 	// 200 idle connections.

@@ -80,10 +80,10 @@ func (s *sdNotify) ready(t *testing.T, d *daemon) (status string, before []strin
 			if strings.Contains("\n"+m, "\nREADY=1") {
 				return status, before
 			}
-		case <-d.done:
-			t.Fatalf("yazsesd exited before READY=1\n%s", d.logTail(30))
+		case <-d.Done:
+			t.Fatalf("yazsesd exited before READY=1\n%s", d.LogTail(30))
 		case <-deadline:
-			t.Fatalf("no READY=1 within 90 s; got %q\n%s", before, d.logTail(30))
+			t.Fatalf("no READY=1 within 90 s; got %q\n%s", before, d.LogTail(30))
 		}
 	}
 }
@@ -125,29 +125,29 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			t.Parallel()
 			sd := listenNotify(t)
 			n := fakeNotifySend(t)
-			d := newDaemon(t, baseConfig().with("decode.model", q(m.path)), sd.env(), n.env)
-			d.start()
+			d := newDaemon(t, baseConfig().With("decode.model", q(m.path)), sd.env(), n.env)
+			d.Start()
 			status, _ := sd.ready(t, d)
 			if want := "decode: " + m.says; !strings.Contains(status, want) {
 				t.Errorf("systemd status at READY=1 = %q, want it to say %q", status, want)
 			}
-			dc := d.child("decode")
+			dc := d.Child("decode")
 			if dc.State != "exited" || dc.Restarts != 0 || dc.Cause != m.cause || !strings.HasPrefix(dc.Reason, m.says) {
 				t.Errorf("status of decode = %+v, want exited, never restarted, cause %s, reason %q", dc, m.cause, m.says)
 			}
-			if st := d.status(); !strings.Contains(st.Health, m.says) {
+			if st := d.Status(); !strings.Contains(st.Health, m.says) {
 				t.Errorf("status health = %q, want the cause", st.Health)
 			}
 			// The daemon's own ERROR line (not only the child's, relabelled).
 			own := 0
-			for _, r := range d.logRecords() {
+			for _, r := range d.LogRecords() {
 				if r["child"] == nil && r["level"] == "ERROR" && strings.HasPrefix(r["msg"].(string), "decode: ") &&
 					strings.Contains(r["msg"].(string), m.says) && r["cause"] == m.cause {
 					own++
 				}
 			}
 			if own != 1 {
-				t.Errorf("the daemon logged %d ERROR lines of its own with the cause, want 1\n%s", own, d.logTail(20))
+				t.Errorf("the daemon logged %d ERROR lines of its own with the cause, want 1\n%s", own, d.LogTail(20))
 			}
 			if m.name != "missing" {
 				return
@@ -157,7 +157,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			out, stderr, code := d.ctl(ctx, "status")
+			out, stderr, code := d.Ctl(ctx, "status")
 			if code != 0 || !strings.Contains(out, `"cause": "model_missing"`) {
 				t.Errorf("yazsesd ctl status: exit %d, %s %s", code, out, stderr)
 			}
@@ -166,7 +166,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			if err != nil || !strings.Contains(string(text), "decode: "+m.says) {
 				t.Errorf("yazsesd status: %v\n%s\nwant the line %q", err, text, "decode: "+m.says)
 			}
-			c := d.client()
+			c := d.Client()
 			d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
 			r := d.stopHold(c)
 			if r.Outcome != "failed" || r.Cause != "model_missing" || !strings.Contains(r.Reason, m.says) {
@@ -182,7 +182,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			if models != 1 {
 				t.Errorf("%d notifications about the model, want 1: %q", models, n.lines())
 			}
-			if k := d.count("child.exited", "model_missing"); k != 1 {
+			if k := d.Count("child.exited", "model_missing"); k != 1 {
 				t.Errorf("audit has %d child.exited model_missing, want 1", k)
 			}
 			// A transcribe (yaz-mcp's resident path) is refused at once,
@@ -190,7 +190,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			// a decoder that will not come.
 			tctx, tcancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer tcancel()
-			_, err = d.client().Transcribe(tctx, answerWAV())
+			_, err = d.Client().Transcribe(tctx, answerWAV())
 			var rpcErr *jsonrpc.Error
 			if !errors.As(err, &rpcErr) || rpcErr.Code != daemonapi.CodeUnavailable {
 				t.Errorf("transcribe with the decoder down = %v, want the unavailable error (code %d)", err, daemonapi.CodeUnavailable)
@@ -202,7 +202,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 // execIn is a yazsesd client command in the daemon's environment.
 func execIn(ctx context.Context, d *daemon, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin("yazsesd"), args...)
-	cmd.Env = d.env
+	cmd.Env = d.Env
 	return cmd
 }
 
@@ -212,10 +212,10 @@ func execIn(ctx context.Context, d *daemon, args ...string) *exec.Cmd {
 func TestDaemonReadyOnceChildrenUp(t *testing.T) {
 	t.Parallel()
 	sd := listenNotify(t)
-	d := newDaemon(t, baseConfig().with("decode.model", q(world.tinyEn)), sd.env())
-	d.start()
+	d := newDaemon(t, baseConfig().With("decode.model", q(world.tinyEn)), sd.env())
+	d.Start()
 	status, _ := sd.ready(t, d)
-	st := d.status()
+	st := d.Status()
 	for _, c := range st.Children {
 		if c.Name != "capture" && c.State != "running" {
 			t.Errorf("at READY=1 child %s is %s, want running", c.Name, c.State)
@@ -238,12 +238,12 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := baseConfig().with("hotkey.enabled", "true").with("hotkey.device", q(fifo)).
-		with("capture.device", q("yaz.monitor"))
+	cfg := baseConfig().With("hotkey.enabled", "true").With("hotkey.device", q(fifo)).
+		With("capture.device", q("yaz.monitor"))
 	d := startDaemon(t, cfg, "DISPLAY=:99", "WAYLAND_DISPLAY=")
 	var st daemonapi.Status
-	d.waitFor(20*time.Second, "every version", func() bool {
-		st = d.status()
+	d.WaitFor(20*time.Second, "every version", func() bool {
+		st = d.Status()
 		for _, c := range st.Children {
 			if c.Version == "" {
 				return false
@@ -281,10 +281,10 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	}
 
 	// No display and no input device: status says so.
-	d2 := startDaemon(t, baseConfig().with("hotkey.enabled", "true").with("hotkey.device", q(filepath.Join(dir, "nope"))),
+	d2 := startDaemon(t, baseConfig().With("hotkey.enabled", "true").With("hotkey.device", q(filepath.Join(dir, "nope"))),
 		"DISPLAY=", "WAYLAND_DISPLAY=")
-	d2.waitFor(20*time.Second, "the hotkey listener's end", func() bool { return d2.status().Hotkey.Error != "" })
-	st = d2.status()
+	d2.WaitFor(20*time.Second, "the hotkey listener's end", func() bool { return d2.Status().Hotkey.Error != "" })
+	st = d2.Status()
 	if st.Hotkey.Listening || !strings.Contains(st.Hotkey.Error, "nope") {
 		t.Errorf("status hotkey = %+v, want not listening, with the error", st.Hotkey)
 	}

@@ -20,25 +20,25 @@ func TestDaemonParakeetAnswerAndMCP(t *testing.T) {
 	t.Parallel()
 	model, _ := parakeet(t)
 	d := startDaemon(t, baseConfig().
-		with("decode.model", q(model)).
-		with("budget.ask_human_per_hour", "2"))
+		With("decode.model", q(model)).
+		With("budget.ask_human_per_hour", "2"))
 
-	a := d.ask("Shall I deploy the build?", 30)
+	a := d.Ask("Shall I deploy the build?", 30)
 	if a.Result != daemonapi.Answered || strings.TrimSpace(a.Answer) == "" {
-		t.Fatalf("ask_human with a Parakeet decoder = %+v, want an answer\n%s", a, d.logTail(30))
+		t.Fatalf("ask_human with a Parakeet decoder = %+v, want an answer\n%s", a, d.LogTail(30))
 	}
-	if strings.Contains(d.log.String(), a.Answer) {
+	if strings.Contains(d.Log.String(), a.Answer) {
 		t.Error("the daemon's log holds the answer")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := d.client()
+	c := d.Client()
 	own, err := c.Transcribe(ctx, world.jfk)
 	if err != nil {
 		t.Fatalf("transcribe on the daemon: %v", err)
 	}
-	cs, _, stderr := sdkSession(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime), "2025-11-25", nil)
+	cs, _, stderr := sdkSession(t, hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime), "2025-11-25", nil)
 	utts := d.fileUtterances()
 	tr := checkTranscript(t, callTool(t, cs, "transcribe", map[string]any{"path": world.jfk}), jfkMs)
 	cs.Close()
@@ -51,7 +51,7 @@ func TestDaemonParakeetAnswerAndMCP(t *testing.T) {
 	if own.Text == "" {
 		t.Error("no text for jfk.wav: the comparison proves nothing")
 	}
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "decode" && m["msg"] == "model loaded" && m["engine"] != "parakeet" {
 			t.Errorf("the decoder loaded engine %v, want parakeet", m["engine"])
 		}
@@ -66,22 +66,22 @@ func TestDaemonParakeetDecoderKilledMidHold(t *testing.T) {
 	model, _ := parakeet(t)
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := speechWAV(t, 3*time.Second)
-	d := startDaemon(t, dictationConfig(speech, false).with("decode.model", q(model)), x.daemonEnv()...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, false).With("decode.model", q(model)), x.DaemonEnv()...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
-	pid := d.pidOf("decode")
+	pid := d.PidOf("decode")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	d.waitFor(30*time.Second, "the decoder restarted", func() bool {
-		ch := d.child("decode")
+	d.WaitFor(30*time.Second, "the decoder restarted", func() bool {
+		ch := d.Child("decode")
 		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
 	})
 	r := d.stopHold(c)
 	if r.Outcome != "typed" || r.Chars == 0 {
-		t.Fatalf("hold.stop after the decoder's restart = %+v, want typed\n%s", r, d.logTail(30))
+		t.Fatalf("hold.stop after the decoder's restart = %+v, want typed\n%s", r, d.LogTail(30))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -89,5 +89,5 @@ func TestDaemonParakeetDecoderKilledMidHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, l.Text)
+	rec.WaitFor(t, l.Text)
 }

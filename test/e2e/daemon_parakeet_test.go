@@ -24,14 +24,14 @@ func TestDaemonParakeetDictation(t *testing.T) {
 	model, _ := parakeet(t)
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := speechWAV(t, 3*time.Second)
-	d := startDaemon(t, dictationConfig(speech, false).with("decode.model", q(model)), x.daemonEnv()...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, false).With("decode.model", q(model)), x.DaemonEnv()...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
 	if r.Outcome != "typed" || r.Backend != "x11" {
-		t.Fatalf("hold.stop = %+v, want typed in-process (x11)\n%s", r, d.logTail(20))
+		t.Fatalf("hold.stop = %+v, want typed in-process (x11)\n%s", r, d.LogTail(20))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -42,27 +42,27 @@ func TestDaemonParakeetDictation(t *testing.T) {
 	if strings.TrimSpace(l.Text) == "" || l.Outcome != "typed" || r.Chars != utf8.RuneCountInString(l.Text) {
 		t.Fatalf("last = %+v after hold.stop %+v, want the non-empty typed transcript", l, r)
 	}
-	rec.waitFor(t, l.Text)
-	if got := rec.settled(t); got != l.Text {
+	rec.WaitFor(t, l.Text)
+	if got := rec.Settled(t); got != l.Text {
 		t.Errorf("window received %q, want %q (last) and nothing after it", got, l.Text)
 	}
 	// Parakeet did the work: the decoder's log says which engine it loaded.
 	engine := ""
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "decode" && m["msg"] == "model loaded" {
 			engine, _ = m["engine"].(string)
 		}
 	}
 	if engine != "parakeet" {
-		t.Errorf("the decoder loaded engine %q, want parakeet\n%s", engine, d.logTail(20))
+		t.Errorf("the decoder loaded engine %q, want parakeet\n%s", engine, d.LogTail(20))
 	}
-	if strings.Contains(d.log.String(), l.Text) {
+	if strings.Contains(d.Log.String(), l.Text) {
 		t.Error("the daemon's log holds the transcript")
 	}
 
 	tr, err := c.Transcribe(ctx, world.jfk)
 	if err != nil {
-		t.Fatalf("transcribe: %v\n%s", err, d.logTail(20))
+		t.Fatalf("transcribe: %v\n%s", err, d.LogTail(20))
 	}
 	var got []transcript.JSONSegment
 	for _, s := range tr.Segments {

@@ -21,13 +21,15 @@ func TestPreRollKeepsAudioFromBeforeTheKey(t *testing.T) {
 	const held, tail = 1000 * time.Millisecond, 200 * time.Millisecond
 	audioOfHold := func(preRollMs string) time.Duration {
 		d := startDaemon(t, baseConfig().
-			with("capture.mode", q("always")).
-			with("capture.pre_roll_ms", preRollMs).
-			with("dictation.tail_ms", "200").
-			with("children.capture", arr(bin("yaz-capture"), "--file", room)))
-		d.waitRunning("capture")
-		time.Sleep(1500 * time.Millisecond) // the ring fills
-		c := d.client()
+			With("capture.mode", q("always")).
+			With("capture.pre_roll_ms", preRollMs).
+			With("dictation.tail_ms", "200").
+			With("children.capture", arr(bin("yaz-capture"), "--file", room)))
+		d.WaitRunning("capture")
+		// The scenario's own time, not a wait for an event: the room is
+		// heard for 1.5 s (more than the pre-roll) before the key.
+		time.Sleep(1500 * time.Millisecond)
+		c := d.Client()
 		ctx := context.Background()
 		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 			t.Fatal(err)
@@ -37,7 +39,7 @@ func TestPreRollKeepsAudioFromBeforeTheKey(t *testing.T) {
 		if err != nil || h.Outcome != "empty" {
 			t.Fatalf("hold.stop = %+v, %v; want outcome empty (silence)", h, err)
 		}
-		for _, e := range d.events() {
+		for _, e := range d.Events() {
 			if e.Kind == "dictation.empty" {
 				return e.Duration
 			}

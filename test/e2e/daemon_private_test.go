@@ -22,15 +22,15 @@ func TestPromptNeverOnACommandLine(t *testing.T) {
 	const decodePrompt = "Zanzibarqux Oyelaran-Whitfield"
 	const dictationPrompt = "Quillfeather Mbeki-Sandoval"
 	d := startDaemon(t, baseConfig().
-		with("decode.prompt", q(decodePrompt)).
-		with("dictation.prompt", q(dictationPrompt)))
-	c := d.client()
+		With("decode.prompt", q(decodePrompt)).
+		With("dictation.prompt", q(dictationPrompt)))
+	c := d.Client()
 	defer c.Close()
 	var r daemonapi.TranscribeResult
 	if err := c.Call(t.Context(), daemonapi.MethodTranscribe, daemonapi.TranscribeParams{Path: world.jfk}, &r); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range d.processes() {
+	for _, pid := range d.Processes() {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if err != nil {
 			continue // ended meanwhile
@@ -45,8 +45,8 @@ func TestPromptNeverOnACommandLine(t *testing.T) {
 	// The decoder's log line is relayed through its stderr, after its
 	// answer on stdout: wait for it.
 	var utt map[string]any
-	d.waitFor(10*time.Second, "the decoder's utterance record", func() bool {
-		for _, m := range d.logRecords() {
+	d.WaitFor(10*time.Second, "the decoder's utterance record", func() bool {
+		for _, m := range d.LogRecords() {
 			if m["child"] == "decode" && m["msg"] == "utterance" {
 				utt = m
 				return true
@@ -57,7 +57,7 @@ func TestPromptNeverOnACommandLine(t *testing.T) {
 	if n, _ := utt["prompt_chars"].(float64); int(n) != len([]rune(decodePrompt)) {
 		t.Errorf("the decoder decoded the file with a prompt of %v characters, want decode.prompt's %d", utt["prompt_chars"], len([]rune(decodePrompt)))
 	}
-	for _, line := range bytes.Split([]byte(d.log.String()), []byte("\n")) {
+	for _, line := range bytes.Split([]byte(d.Log.String()), []byte("\n")) {
 		if bytes.Contains(line, []byte(decodePrompt)) || bytes.Contains(line, []byte(dictationPrompt)) {
 			t.Errorf("a log line holds a private prompt: %.200q", line)
 		}
@@ -73,10 +73,10 @@ func TestStdoutInjectUnderJournalWarns(t *testing.T) {
 		env  []string
 		warn bool
 	}{{[]string{"JOURNAL_STREAM=8:123456"}, true}, {nil, false}} {
-		d := startDaemon(t, baseConfig().with("dictation.inject", q("stdout")), tc.env...)
-		d.waitRunning("gate", "speak", "decode")
+		d := startDaemon(t, baseConfig().With("dictation.inject", q("stdout")), tc.env...)
+		d.WaitRunning("gate", "speak", "decode")
 		warned := false
-		for _, m := range d.logRecords() {
+		for _, m := range d.LogRecords() {
 			if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "journal") {
 				warned = true
 			}
@@ -84,6 +84,6 @@ func TestStdoutInjectUnderJournalWarns(t *testing.T) {
 		if warned != tc.warn {
 			t.Errorf("env %v: warned about the journal %v, want %v", tc.env, warned, tc.warn)
 		}
-		d.stop()
+		d.Stop()
 	}
 }

@@ -12,29 +12,13 @@ import (
 const longQuestion = "I have finished the migration of the billing database and the tests are green; " +
 	"the deployment window opens in ten minutes and the rollback plan is ready; shall I go ahead?"
 
-// waitLog waits until a daemon log record matches.
-func (d *daemon) waitLog(limit time.Duration, what string, match func(map[string]any) bool) {
-	d.t.Helper()
-	d.waitFor(limit, what, func() bool {
-		for _, m := range d.logRecords() {
-			if match(m) {
-				return true
-			}
-		}
-		return false
-	})
-}
-
 // settleFDs waits until the daemon holds no more than want descriptors
 // again (a connection closing can make it one fewer, never more).
 func (d *daemon) settleFDs(want int) {
-	d.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.fds() > want && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got := d.fds(); got > want {
-		d.t.Errorf("daemon holds %d file descriptors after the recovery, %d before: a leak", got, want)
+	d.T.Helper()
+	d.Await(5*time.Second, func() bool { return d.FDs() <= want })
+	if got := d.FDs(); got > want {
+		d.T.Errorf("daemon holds %d file descriptors after the recovery, %d before: a leak", got, want)
 	}
 }
 
@@ -57,8 +41,8 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 	}{
 		{
 			child: "gate",
-			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
-			kill:  func(d *daemon) { d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking }) },
+			cfg:   func() toml { return baseConfig().With("budget.ask_human_per_hour", "3") },
+			kill:  func(d *daemon) { d.WaitFor(20*time.Second, "the question", func() bool { return d.Status().Asking }) },
 			after: func(t *testing.T, r daemonapi.AskResult) {
 				if r.Result != daemonapi.Answered && r.Result != daemonapi.NoAnswer {
 					t.Errorf("killed-gate ask = %+v, want the spoken question answered or not", r)
@@ -67,10 +51,9 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 		},
 		{
 			child: "speak",
-			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
+			cfg:   func() toml { return baseConfig().With("budget.ask_human_per_hour", "3") },
 			kill: func(d *daemon) {
-				d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
-				time.Sleep(1500 * time.Millisecond) // well into playback
+				waitSpoken(d, 1) // playback started: the question is audible
 			},
 			after: func(t *testing.T, r daemonapi.AskResult) {
 				if r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSpeakFailed {
@@ -81,12 +64,12 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 		{
 			child: "decode",
 			cfg: func() toml {
-				return baseConfig().with("budget.ask_human_per_hour", "3").
-					with("children.decode", arr(bin("fakedecode")))
+				return baseConfig().With("budget.ask_human_per_hour", "3").
+					With("children.decode", arr(bin("fakedecode")))
 			},
 			env: []string{"YAZ_FAKE_DELAY_MS=3000", "YAZ_FAKE_TEXT=go ahead"},
 			kill: func(d *daemon) {
-				d.waitLog(40*time.Second, "the answer's decoding", func(m map[string]any) bool {
+				d.WaitLog(40*time.Second, "the answer's decoding", func(m map[string]any) bool {
 					return m["child"] == "decode" && m["msg"] == "decoding utterance"
 				})
 			},
@@ -98,10 +81,9 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 		},
 		{
 			child: "capture",
-			cfg:   func() toml { return baseConfig().with("budget.ask_human_per_hour", "3") },
+			cfg:   func() toml { return baseConfig().With("budget.ask_human_per_hour", "3") },
 			kill: func(d *daemon) {
-				d.waitFor(40*time.Second, "the microphone", func() bool { return d.child("capture").State == "running" })
-				time.Sleep(300 * time.Millisecond)
+				d.WaitFor(40*time.Second, "the microphone", func() bool { return d.Child("capture").State == "running" })
 			},
 			after: func(t *testing.T, r daemonapi.AskResult) {
 				if r.Result != daemonapi.Answered && r.Result != daemonapi.NoAnswer {
@@ -114,11 +96,11 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 		t.Run(tc.child, func(t *testing.T) {
 			t.Parallel()
 			d := startDaemon(t, tc.cfg(), tc.env...)
-			fds := d.fds()
+			fds := d.FDs()
 			res := make(chan daemonapi.AskResult, 1)
-			go func() { res <- d.ask(longQuestion, 60) }()
+			go func() { res <- d.Ask(longQuestion, 60) }()
 			tc.kill(d)
-			pid := d.pidOf(tc.child)
+			pid := d.PidOf(tc.child)
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill %s: %v", tc.child, err)
 			}
@@ -126,21 +108,21 @@ func TestChildKilledDuringAskRecovers(t *testing.T) {
 			select {
 			case r = <-res:
 			case <-time.After(90 * time.Second):
-				t.Fatalf("ask did not end after %s was killed\n%s", tc.child, d.logTail(40))
+				t.Fatalf("ask did not end after %s was killed\n%s", tc.child, d.LogTail(40))
 			}
 			tc.after(t, r)
 			if tc.child != "capture" { // on demand: restarted by the next ask
-				d.waitFor(20*time.Second, tc.child+" restarted", func() bool {
-					c := d.child(tc.child)
+				d.WaitFor(20*time.Second, tc.child+" restarted", func() bool {
+					c := d.Child(tc.child)
 					return c.State == "running" && c.PID != pid && c.Restarts >= 1
 				})
 			}
-			next := d.ask("And the next one?", 30)
+			next := d.Ask("And the next one?", 30)
 			if tc.child == "gate" {
 				if next.Result != daemonapi.Refused || next.Reason != daemonapi.ReasonBudgetExhausted {
 					t.Errorf("ask after the gate was killed = %+v, want refused: a restarted gate is fully spent", next)
 				}
-				if b := d.budget(); !b.FailClosed || b.Used != b.PerHour {
+				if b := d.Budget(); !b.FailClosed || b.Used != b.PerHour {
 					t.Errorf("budget after the gate was killed = %+v, want fail_closed and all 3 used", b)
 				}
 			} else if next.Result != daemonapi.Answered {

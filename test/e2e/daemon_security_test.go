@@ -48,7 +48,7 @@ func TestSocketIsPrivate(t *testing.T) {
 		t.Fatal("this test runs a client as another uid and needs root (as make test in CI has)")
 	}
 	d := startDaemon(t, baseConfig())
-	dir := filepath.Join(d.runtime, safesocket.DirName)
+	dir := filepath.Join(d.Runtime, safesocket.DirName)
 	sock := safesocket.SocketPath(dir)
 	for path, want := range map[string]os.FileMode{dir: 0o700, sock: 0o600} {
 		fi, err := os.Lstat(path)
@@ -71,8 +71,8 @@ func TestSocketIsPrivate(t *testing.T) {
 	if !strings.Contains(string(out), "no reply") {
 		t.Fatalf("a client of uid 65534 got: %s (want no reply: refused)", out)
 	}
-	d.waitFor(5*time.Second, "the audited refusal", func() bool {
-		for _, e := range d.events() {
+	d.WaitFor(5*time.Second, "the audited refusal", func() bool {
+		for _, e := range d.Events() {
 			if e.Kind == "peer.rejected" && e.PeerUID == 65534 && e.PeerPID > 0 {
 				return true
 			}
@@ -114,10 +114,10 @@ func TestNoNetworkSockets(t *testing.T) {
 	t.Run("no inet sockets", func(t *testing.T) {
 		d := startDaemon(t, baseConfig())
 		res := make(chan daemonapi.AskResult, 1)
-		go func() { res <- d.ask(longQuestion, 40) }()
-		d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
+		go func() { res <- d.Ask(longQuestion, 40) }()
+		d.WaitFor(20*time.Second, "the question", func() bool { return d.Status().Asking })
 		checked := 0
-		for _, pid := range d.processes() {
+		for _, pid := range d.Processes() {
 			inet := socketInodes(t, pid, "tcp", "tcp6", "udp", "udp6", "raw", "raw6", "udplite", "udplite6")
 			fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 			if err != nil {
@@ -139,10 +139,10 @@ func TestNoNetworkSockets(t *testing.T) {
 	})
 	t.Run("empty network namespace", func(t *testing.T) {
 		d := newDaemon(t, baseConfig())
-		d.wrap = []string{"unshare", "--net"}
-		d.start()
-		d.waitRunning("gate", "speak", "decode")
-		dev, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", d.status().PID))
+		d.Wrap = []string{"unshare", "--net"}
+		d.Start()
+		d.WaitRunning("gate", "speak", "decode")
+		dev, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", d.Status().PID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestNoNetworkSockets(t *testing.T) {
 				t.Fatalf("the daemon's namespace has interface %q; want none but lo", name)
 			}
 		}
-		if r := d.ask("Does this work without a network?", 30); r.Result != daemonapi.Answered {
+		if r := d.Ask("Does this work without a network?", 30); r.Result != daemonapi.Answered {
 			t.Errorf("ask in an empty network namespace = %+v, want answered", r)
 		}
 	})
@@ -163,23 +163,18 @@ func TestNoNetworkSockets(t *testing.T) {
 func TestNoTextInLogs(t *testing.T) {
 	t.Parallel()
 	const qMark, aMark = "QMARKzx81", "AMARKqv27"
-	d := startDaemon(t, baseConfig().with("budget.ask_human_per_hour", "2").
-		with("children.decode", arr(bin("fakedecode"))), "YAZ_FAKE_TEXT=yes "+aMark+" indeed")
-	r := d.ask("Is "+qMark+" the right branch?", 30)
+	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2").
+		With("children.decode", arr(bin("fakedecode"))), "YAZ_FAKE_TEXT=yes "+aMark+" indeed")
+	r := d.Ask("Is "+qMark+" the right branch?", 30)
 	if r.Result != daemonapi.Answered || !strings.Contains(r.Answer, aMark) {
 		t.Fatalf("ask = %+v, want the answer with the marker (else this test proves nothing)", r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, ctlErr, _ := d.ctl(ctx, "ask_human", `{"question":"And `+qMark+` again?","timeout_s":20}`)
-	c := d.client()
-	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	if _, err := c.Hold(ctx, daemonapi.MethodHoldStop); err != nil {
-		t.Fatal(err)
-	}
+	_, ctlErr, _ := d.Ctl(ctx, "ask_human", `{"question":"And `+qMark+` again?","timeout_s":20}`)
+	c := d.Client()
+	d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
+	d.stopHold(c)
 	last, err := c.Last(ctx)
 	if err != nil || !strings.Contains(last.Text, aMark) {
 		t.Fatalf("last = %+v, %v: want the dictation with the marker", last, err)
@@ -189,12 +184,12 @@ func TestNoTextInLogs(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), qMark) {
 		t.Errorf("an over-long question: err %v, want an error without its text", err)
 	}
-	d.stop()
-	audit, err := os.ReadFile(d.audit)
+	d.Stop()
+	audit, err := os.ReadFile(d.Audit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{"daemon log": d.log.String(), "audit": string(audit), "ctl stderr": ctlErr, "stdout": d.stdout.String()} {
+	for name, text := range map[string]string{"daemon log": d.Log.String(), "audit": string(audit), "ctl stderr": ctlErr, "stdout": d.Stdout.String()} {
 		for _, m := range []string{qMark, aMark} {
 			if strings.Contains(text, m) {
 				t.Errorf("%s contains the marker %s", name, m)

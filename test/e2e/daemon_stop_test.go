@@ -24,8 +24,8 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	t.Parallel()
 	speech := answerWAV()
 	d := startDaemon(t, dictationConfig(speech, false))
-	c := d.client()
-	pid := d.pidOf("decode")
+	c := d.Client()
+	pid := d.PidOf("decode")
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	select {
 	case o = <-stopped:
 	case <-time.After(4 * time.Minute): // the bound for this hold is about 80 s
-		t.Fatalf("hold.stop still waits for the stopped decoder after 4 minutes\n%s", d.logTail(30))
+		t.Fatalf("hold.stop still waits for the stopped decoder after 4 minutes\n%s", d.LogTail(30))
 	}
 	if o.err != nil || o.r.Hold != daemonapi.HoldIdle || o.r.Outcome != "failed" || o.r.Cause != "decoder_timeout" {
 		t.Fatalf("hold.stop with the decoder stopped = %+v, %v; want idle, failed, cause decoder_timeout", o.r, o.err)
@@ -55,11 +55,11 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	if !strings.Contains(o.r.Reason, "restarted") || !strings.Contains(o.r.Reason, "lost") {
 		t.Errorf("reason %q: want it to say that the decoder is restarted and the utterance lost", o.r.Reason)
 	}
-	if n := d.count("dictation.lost", "decoder_timeout"); n != 1 {
+	if n := d.Count("dictation.lost", "decoder_timeout"); n != 1 {
 		t.Errorf("audit has %d dictation.lost decoder_timeout, want 1", n)
 	}
-	d.waitFor(60*time.Second, "the decoder restarted", func() bool {
-		ch := d.child("decode")
+	d.WaitFor(60*time.Second, "the decoder restarted", func() bool {
+		ch := d.Child("decode")
 		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
 	})
 	if alive(pid) {
@@ -69,7 +69,7 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	// words are random: typed, kept or empty, never failed).
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome == "failed" || r.Outcome == "" {
-		t.Errorf("hold.stop after the restart = %+v, want it decoded\n%s", r, d.logTail(20))
+		t.Errorf("hold.stop after the restart = %+v, want it decoded\n%s", r, d.LogTail(20))
 	}
 }
 

@@ -27,9 +27,9 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 	const text = "typed at once"
 	speech := speechWAV(t, 3*time.Second)
 	long := speechWAV(t, 66*time.Second)
-	cfg := dictationConfig(speech, true).with("dictation.inject", q("stdout"))
+	cfg := dictationConfig(speech, true).With("dictation.inject", q("stdout"))
 	d := startDaemon(t, cfg, "YAZ_FAKE_MS_PER_S=200", "YAZ_FAKE_TEXT="+text)
-	c := d.client()
+	c := d.Client()
 
 	hold := func() (daemonapi.HoldResult, time.Duration) {
 		d.holdWhileSpeaking(c, wavDuration(t, speech))
@@ -39,11 +39,11 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 	}
 	r, usual := hold()
 	if r.Outcome != "typed" || r.Backend != "stdout" {
-		t.Fatalf("baseline hold.stop = %+v, want typed on stdout\n%s", r, d.logTail(20))
+		t.Fatalf("baseline hold.stop = %+v, want typed on stdout\n%s", r, d.LogTail(20))
 	}
 
 	// A transcribe of the long file, cancelled once the decoder is on it.
-	tc := d.client()
+	tc := d.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fileDone := make(chan error, 1)
@@ -51,7 +51,7 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 		_, err := tc.Transcribe(ctx, long)
 		fileDone <- err
 	}()
-	d.waitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() == 2 })
+	d.WaitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() == 2 })
 	tc.Close() // the caller goes away (yaz-mcp closes its connection on cancel)
 	if err := <-fileDone; err == nil {
 		t.Errorf("the cancelled transcribe returned a result")
@@ -59,7 +59,7 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 
 	r, during := hold()
 	if r.Outcome != "typed" {
-		t.Fatalf("hold.stop during the cancelled file = %+v, want typed\n%s", r, d.logTail(20))
+		t.Fatalf("hold.stop during the cancelled file = %+v, want typed\n%s", r, d.LogTail(20))
 	}
 	t.Logf("release → typed: usual %v, after a cancelled 66 s file %v", usual, during)
 	if during > 4*usual {
@@ -67,7 +67,7 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 	}
 	account := func() []string {
 		var seen []string
-		for _, m := range d.logRecords() {
+		for _, m := range d.LogRecords() {
 			if m["child"] == "decode" {
 				switch msg, _ := m["msg"].(string); msg {
 				case "decoding utterance", "decoded utterance", "abandoned utterance":
@@ -79,7 +79,7 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 	}
 	// The decoder's stderr reaches the daemon's log a moment after its
 	// answer reached the daemon.
-	d.waitFor(10*time.Second, "the decoder's log lines", func() bool { return len(account()) >= 6 })
+	d.WaitFor(10*time.Second, "the decoder's log lines", func() bool { return len(account()) >= 6 })
 	seen := account()
 	want := []string{"decoding utterance", "decoded utterance", // the baseline hold
 		"decoding utterance", "abandoned utterance", // the file
@@ -89,7 +89,7 @@ func TestTranscribeCancelStopsDecoder(t *testing.T) {
 	}
 
 	// The decoder is in step: the next transcribe gets its own answer.
-	res, err := d.client().Transcribe(ctx, speech)
+	res, err := d.Client().Transcribe(ctx, speech)
 	if err != nil || res.Text != text || res.AudioMs < 2900 {
 		t.Errorf("transcribe after the cancel = %+v, %v; want %q for 3 s", res, err, text)
 	}

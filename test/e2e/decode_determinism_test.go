@@ -167,16 +167,16 @@ func TestDaemonTranscribeDeterministic(t *testing.T) {
 	t.Parallel()
 	note, long, short := determinismFiles(t)
 	d := startDaemon(t, baseConfig().
-		with("decode.model", q(world.tinyEn)).
-		with("decode.threads", "2"))
-	c := d.client()
+		With("decode.model", q(world.tinyEn)).
+		With("decode.threads", "2"))
+	c := d.Client()
 	transcribe := func(path string) []transcript.JSONSegment {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		r, err := c.Transcribe(ctx, path)
 		if err != nil {
-			t.Fatalf("transcribe %s: %v\n%s", path, err, d.logTail(20))
+			t.Fatalf("transcribe %s: %v\n%s", path, err, d.LogTail(20))
 		}
 		var segs []transcript.JSONSegment
 		for _, s := range r.Segments {
@@ -200,7 +200,7 @@ func TestDaemonTranscribeDeterministic(t *testing.T) {
 	defer cancel()
 	transcribe(long)
 	params, _ := json.Marshal(daemonapi.TranscribeParams{Path: note})
-	stdout, stderr, code := d.ctl(ctx, "transcribe", string(params))
+	stdout, stderr, code := d.Ctl(ctx, "transcribe", string(params))
 	if code != 0 {
 		t.Fatalf("yazsesd ctl transcribe: exit %d\n%s", code, stderr)
 	}

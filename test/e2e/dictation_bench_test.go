@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // dictationTailMs is the dictation.tail_ms the benchmark runs with (the
@@ -45,7 +47,7 @@ const dictationTailMs = 200
 func BenchmarkDictationLatency(b *testing.B) {
 	x := startX(b)
 	rec := startRecorder(b, x)
-	rec.focus(b)
+	rec.Focus(b)
 	rows := map[time.Duration]string{}
 	cold := map[time.Duration]time.Duration{}
 	for _, dur := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second} {
@@ -55,29 +57,29 @@ func BenchmarkDictationLatency(b *testing.B) {
 				cold[dur] = coldWhisperCLI(b, speech, 3)
 			}
 			d := newDaemon(b, baseConfig().
-				with("children.capture", arr(bin("yaz-capture"), "--file", speech)).
-				with("decode.model", q(world.tinyEn)).
-				with("decode.threads", "2").
-				with("dictation.tail_ms", fmt.Sprint(dictationTailMs)),
-				x.daemonEnv()...)
-			d.start()
-			d.waitRunning("gate", "speak", "decode")
-			c := d.client()
+				With("children.capture", arr(bin("yaz-capture"), "--file", speech)).
+				With("decode.model", q(world.tinyEn)).
+				With("decode.threads", "2").
+				With("dictation.tail_ms", fmt.Sprint(dictationTailMs)),
+				x.DaemonEnv()...)
+			d.Start()
+			d.WaitRunning("gate", "speak", "decode")
+			c := d.Client()
 			var total, first, decode, typing, over []time.Duration
 			chars := 0
 			b.ResetTimer()
 			b.StopTimer()
 			for range b.N {
 				d.holdWhileSpeaking(c, dur)
-				before := fileSize(rec.file)
-				w := watchSize(rec.file, before)
-				nDecode, nTyped := len(d.records("decode", "utterance")), len(d.records("", "typed"))
+				before := fileSize(rec.File)
+				w := watchSize(rec, rec.File, before)
+				nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
 				b.StartTimer()
 				t0 := time.Now()
 				r := d.stopHold(c)
 				if r.Outcome != "typed" {
 					w.stop()
-					b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.logTail(20))
+					b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.LogTail(20))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				l, err := c.Last(ctx)
@@ -91,12 +93,12 @@ func BenchmarkDictationLatency(b *testing.B) {
 				if doneAt.IsZero() {
 					b.Fatalf("the window never received the %d bytes of the text", len(l.Text))
 				}
-				got, _ := os.ReadFile(rec.file)
+				got, _ := os.ReadFile(rec.File)
 				if s := string(got[before:]); s != l.Text {
 					b.Fatalf("window received %q, last is %q", s, l.Text)
 				}
-				dec := d.records("decode", "utterance")
-				typ := d.records("", "typed")
+				dec := d.Records("decode", "utterance")
+				typ := d.Records("", "typed")
 				if len(dec) != nDecode+1 || len(typ) != nTyped+1 {
 					b.Fatalf("log has %d new decoder results and %d new typed records, want 1 each", len(dec)-nDecode, len(typ)-nTyped)
 				}
@@ -166,19 +168,6 @@ func coldWhisperCLI(b *testing.B, speech string, runs int) time.Duration {
 	return median(ts)
 }
 
-// records are the daemon's log records with msg, from child (or, with
-// child "", the daemon's own records).
-func (d *daemon) records(child, msg string) []map[string]any {
-	var out []map[string]any
-	for _, m := range d.logRecords() {
-		c, _ := m["child"].(string)
-		if c == child && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func num(v any) float64 {
 	f, _ := v.(float64)
 	return f
@@ -203,14 +192,15 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-// sizeWatch polls a file's size every 200 µs and notes when it first grew
-// and when it first reached a size.
+// sizeWatch notes, each time a file changes (inotify, through src), its
+// size: when it first grew and when it first reached a size.
 type sizeWatch struct {
-	mu    sync.Mutex
-	first time.Time
-	sizes []sizeAt
-	quit  chan struct{}
-	done  chan struct{}
+	testwait.Signal // a new size was noted
+	mu              sync.Mutex
+	first           time.Time
+	sizes           []sizeAt
+	quit            chan struct{}
+	done            chan struct{}
 }
 
 type sizeAt struct {
@@ -218,17 +208,13 @@ type sizeAt struct {
 	size int64
 }
 
-func watchSize(path string, from int64) *sizeWatch {
+func watchSize(src testwait.Source, path string, from int64) *sizeWatch {
 	w := &sizeWatch{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		last := from
 		for {
-			select {
-			case <-w.quit:
-				return
-			default:
-			}
+			changed := src.Changed()
 			if s := fileSize(path); s != last {
 				now := time.Now()
 				w.mu.Lock()
@@ -237,9 +223,14 @@ func watchSize(path string, from int64) *sizeWatch {
 				}
 				w.sizes = append(w.sizes, sizeAt{now, s})
 				w.mu.Unlock()
+				w.Notify()
 				last = s
 			}
-			time.Sleep(200 * time.Microsecond)
+			select {
+			case <-w.quit:
+				return
+			case <-changed:
+			}
 		}
 	}()
 	return w
@@ -254,18 +245,18 @@ func (w *sizeWatch) stop() {
 // grew and when it reached size (zero if it never did), then stops.
 func (w *sizeWatch) wait(size int64, limit time.Duration) (first, reached time.Time) {
 	defer w.stop()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	testwait.Until(ctx, func() bool {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		for _, s := range w.sizes {
 			if s.size >= size {
 				first, reached = w.first, s.at
-				w.mu.Unlock()
-				return first, reached
+				return true
 			}
 		}
-		w.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	return time.Time{}, time.Time{}
+		return false
+	}, w)
+	return first, reached
 }

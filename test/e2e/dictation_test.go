@@ -28,9 +28,9 @@ import (
 // dictationConfig is baseConfig with the microphone replaying speech and,
 // with fake, the fake decoder.
 func dictationConfig(speech string, fake bool) toml {
-	c := baseConfig().with("children.capture", arr(bin("yaz-capture"), "--file", speech))
+	c := baseConfig().With("children.capture", arr(bin("yaz-capture"), "--file", speech))
 	if fake {
-		c = c.with("children.decode", arr(bin("fakedecode")))
+		c = c.With("children.decode", arr(bin("fakedecode")))
 	}
 	return c
 }
@@ -38,7 +38,7 @@ func dictationConfig(speech string, fake bool) toml {
 // decodes counts the utterances the decoder child was given.
 func (d *daemon) decodes() int {
 	n := 0
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "decode" && (m["msg"] == "decoding utterance" || m["msg"] == "utterance") {
 			n++
 		}
@@ -64,30 +64,30 @@ func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 			t.Parallel()
 			x := startX(t)
 			rec := startRecorder(t, x)
-			rec.focus(t)
+			rec.Focus(t)
 			speech := answerWAV()
-			d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT="+tc.text)...)
-			c := d.client()
+			d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+tc.text)...)
+			c := d.Client()
 			d.holdWhileSpeaking(c, wavDuration(t, speech))
 			r := d.stopHold(c)
 			want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "x11"}
 			if r != want {
 				t.Errorf("hold.stop = %+v, want %+v", r, want)
 			}
-			rec.waitFor(t, tc.want)
+			rec.WaitFor(t, tc.want)
 			if got := rec.settled(t); got != tc.want {
 				t.Errorf("window received %q, want %q and nothing after it", got, tc.want)
 			}
 			if l := d.lastByCtl(); l.Text != tc.want || l.Outcome != "typed" {
 				t.Errorf("ctl last = %+v, want %q typed", l, tc.want)
 			}
-			if n := d.count("dictation.typed", ""); n != 1 {
+			if n := d.Count("dictation.typed", ""); n != 1 {
 				t.Errorf("audit has %d dictation.typed, want 1", n)
 			}
 			// Invariant 10: no log or audit line holds the transcript.
-			auditLog, _ := os.ReadFile(d.audit)
+			auditLog, _ := os.ReadFile(d.Audit)
 			for _, s := range []string{tc.want, strings.Join(strings.Fields(tc.want)[:2], " ")} {
-				if strings.Contains(d.log.String(), s) || strings.Contains(string(auditLog), s) {
+				if strings.Contains(d.Log.String(), s) || strings.Contains(string(auditLog), s) {
 					t.Errorf("the daemon's log or audit holds %q of the transcript", s)
 				}
 			}
@@ -104,14 +104,14 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 	t.Parallel()
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := speechWAV(t, 3*time.Second)
-	d := startDaemon(t, dictationConfig(speech, false), x.daemonEnv()...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, false), x.DaemonEnv()...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
 	if r.Outcome != "typed" || r.Backend != "x11" {
-		t.Fatalf("hold.stop = %+v, want typed with x11\n%s", r, d.logTail(20))
+		t.Fatalf("hold.stop = %+v, want typed with x11\n%s", r, d.LogTail(20))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -128,13 +128,13 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 	if r.Chars != utf8.RuneCountInString(l.Text) {
 		t.Errorf("hold.stop chars = %d, last has %d", r.Chars, utf8.RuneCountInString(l.Text))
 	}
-	rec.waitFor(t, l.Text)
+	rec.WaitFor(t, l.Text)
 	if got := rec.settled(t); got != l.Text {
 		t.Errorf("window received %q, want %q (last) and nothing after it", got, l.Text)
 	}
 	// The real decoder did the work: its own log has the utterance.
 	found := false
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		if m["child"] == "decode" && m["msg"] == "utterance" {
 			am, _ := m["audio_ms"].(float64)
 			found = found || am >= 2500
@@ -157,11 +157,11 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	rec := startRecorder(t, x)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	runTool(ctx, t, x.env, "xdotool", "mousemove", "--sync", "--window", rec.win, "20", "20")
+	runTool(ctx, t, x.Env, "xdotool", "mousemove", "--sync", "--window", rec.Win, "20", "20")
 	speech := answerWAV()
 	n := fakeNotifySend(t)
-	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
 	n.waitFor(t, "No text field had focus")
@@ -179,13 +179,13 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	if got := rec.settled(t); got != "" {
 		t.Errorf("window with no focus received %q", got)
 	}
-	if n := d.count("dictation.kept", "no_target"); n != 1 {
+	if n := d.Count("dictation.kept", "no_target"); n != 1 {
 		t.Errorf("audit has %d dictation.kept no_target, want 1", n)
 	}
 	// The daemon's INFO log says where the text went (the README sends
 	// people there), and never the text itself.
 	said := 0
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		msg, _ := m["msg"].(string)
 		if m["child"] == nil && m["level"] == "INFO" && strings.Contains(msg, "no focused window") &&
 			strings.Contains(msg, "kept for `yazsesd ctl last`") {
@@ -193,19 +193,19 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 		}
 	}
 	if said != 1 {
-		t.Errorf("the daemon's INFO log has %d lines saying the text was kept, want 1\n%s", said, d.logTail(15))
+		t.Errorf("the daemon's INFO log has %d lines saying the text was kept, want 1\n%s", said, d.LogTail(15))
 	}
-	if strings.Contains(d.log.String(), "kept for later") {
+	if strings.Contains(d.Log.String(), "kept for later") {
 		t.Errorf("the daemon's log holds the transcript")
 	}
 	// The check can fail: once the window has the focus, the next hold
 	// types into it.
-	rec.focus(t)
+	rec.Focus(t)
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "typed" {
 		t.Errorf("hold.stop with focus = %+v, want typed", r)
 	}
-	rec.waitFor(t, text)
+	rec.WaitFor(t, text)
 }
 
 // TestDictationClipboardPastesAndRestores: dictation.inject = "clipboard"
@@ -217,41 +217,43 @@ func TestDictationClipboardPastesAndRestores(t *testing.T) {
 	const before = "copied before: Ärger ✓"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	setClip(ctx, t, x.env, before)
+	setClip(ctx, t, x.Env, before)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true).with("dictation.inject", q("clipboard")),
-		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	d := startDaemon(t, dictationConfig(speech, true).With("dictation.inject", q("clipboard")),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text)...)
 	// On X11 the clipboard's text lives in the process that owns it: the
 	// xclip that put the old text back keeps serving it (with the daemon's
 	// environment) until another client takes the clipboard. Taking it
 	// back before the daemon stops lets the daemon's leak check hold.
 	t.Cleanup(func() {
-		for _, pid := range d.processes() {
-			if pid != d.cmd.Process.Pid && !slices.Contains(d.childPIDs(), pid) {
+		for _, pid := range d.Processes() {
+			if pid != d.Cmd.Process.Pid && !slices.Contains(d.childPIDs(), pid) {
 				t.Logf("serving the clipboard: pid %d %q", pid, cmdline(pid))
 			}
 		}
-		setClip(context.Background(), t, x.env, "after the test")
-		time.Sleep(300 * time.Millisecond)
+		setClip(context.Background(), t, x.Env, "after the test")
+		d.Await(5*time.Second, func() bool { // the xclip that served the old text has gone
+			for _, pid := range d.Processes() {
+				if pid != d.Cmd.Process.Pid && !slices.Contains(d.childPIDs(), pid) {
+					return false
+				}
+			}
+			return true
+		})
 	})
-	c := d.client()
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
 	if r.Outcome != "typed" || r.Backend != "clipboard" {
 		t.Errorf("hold.stop = %+v, want typed with clipboard", r)
 	}
-	rec.waitFor(t, text)
-	var got string
-	for range 50 {
-		if got = getClip(ctx, x.env); got == before {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got != before {
+	rec.WaitFor(t, text)
+	// The daemon puts the old text back, and checks it is there, before
+	// hold.stop answers.
+	if got := getClip(ctx, x.Env); got != before {
 		t.Errorf("clipboard after the paste = %q, want %q restored", got, before)
 	}
 	if got := rec.settled(t); got != text {
@@ -265,10 +267,10 @@ func TestDictationCancelTypesNothing(t *testing.T) {
 	t.Parallel()
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT=never typed")...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT=never typed")...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -288,7 +290,7 @@ func TestDictationCancelTypesNothing(t *testing.T) {
 	if l, err := c.Last(ctx); err != nil || l.Text != "" {
 		t.Errorf("last = %+v, %v; want nothing kept", l, err)
 	}
-	if n := d.count("dictation.cancelled", ""); n != 1 {
+	if n := d.Count("dictation.cancelled", ""); n != 1 {
 		t.Errorf("audit has %d dictation.cancelled, want 1", n)
 	}
 	// A stop after the cancel finds no hold.
@@ -306,11 +308,11 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 	const text = "this goes to the window"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true).with("budget.ask_human_per_hour", "2"),
-		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
-	asker := d.client()
+	d := startDaemon(t, dictationConfig(speech, true).With("budget.ask_human_per_hour", "2"),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	asker := d.Client()
 	type askOut struct {
 		r   daemonapi.AskResult
 		err error
@@ -322,9 +324,8 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 		r, err := asker.AskHuman(ctx, daemonapi.AskParams{Question: longQuestion, TimeoutS: 60})
 		res <- askOut{r, err}
 	}()
-	d.waitFor(20*time.Second, "the question", func() bool { return d.status().Asking })
-	time.Sleep(time.Second) // audio is playing
-	c := d.client()
+	waitSpoken(d, 1) // audio is playing
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	select {
 	case o := <-res:
@@ -339,7 +340,7 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 	if r.Outcome != "typed" {
 		t.Errorf("hold.stop = %+v, want typed", r)
 	}
-	rec.waitFor(t, text)
+	rec.WaitFor(t, text)
 	if got := rec.settled(t); got != text {
 		t.Errorf("window received %q, want %q", got, text)
 	}
@@ -357,12 +358,12 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	const text = "typed after the restart"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
 	n := fakeNotifySend(t)
 	d := startDaemon(t, dictationConfig(speech, true),
-		append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
-	c := d.client()
+		append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	type stopOut struct {
 		r   daemonapi.HoldResult
@@ -375,10 +376,10 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
 		stopped <- stopOut{r, err}
 	}()
-	d.waitLog(20*time.Second, "the hold's decoding", func(m map[string]any) bool {
+	d.WaitLog(20*time.Second, "the hold's decoding", func(m map[string]any) bool {
 		return m["child"] == "decode" && m["msg"] == "decoding utterance"
 	})
-	pid := d.pidOf("decode")
+	pid := d.PidOf("decode")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -388,14 +389,14 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 			t.Errorf("hold.stop with the decoder killed = %+v, %v; want idle, failed", o.r, o.err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("hold.stop did not return after the decoder was killed\n%s", d.logTail(30))
+		t.Fatalf("hold.stop did not return after the decoder was killed\n%s", d.LogTail(30))
 	}
-	if n := d.count("dictation.lost", "decoder_failed"); n != 1 {
+	if n := d.Count("dictation.lost", "decoder_failed"); n != 1 {
 		t.Errorf("audit has %d dictation.lost decoder_failed, want 1", n)
 	}
 	n.waitFor(t, "Dictation failed")
-	d.waitFor(20*time.Second, "the decoder restarted", func() bool {
-		ch := d.child("decode")
+	d.WaitFor(20*time.Second, "the decoder restarted", func() bool {
+		ch := d.Child("decode")
 		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
 	})
 	if got := rec.settled(t); got != "" {
@@ -403,9 +404,9 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	}
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "typed" {
-		t.Errorf("hold.stop after the restart = %+v, want typed\n%s", r, d.logTail(20))
+		t.Errorf("hold.stop after the restart = %+v, want typed\n%s", r, d.LogTail(20))
 	}
-	rec.waitFor(t, text)
+	rec.WaitFor(t, text)
 }
 
 // TestDictationReplacementsNotInAnswers: [[dictation.replace]] rewrites
@@ -417,19 +418,19 @@ func TestDictationReplacementsNotInAnswers(t *testing.T) {
 	const typed = "real news about fakes, real"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true).with("dictation.replace", `[{from = "fake", to = "real"}]`),
-		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+said)...)
-	if r := d.ask("Ship it?", 30); r.Result != daemonapi.Answered || r.Answer != said {
+	d := startDaemon(t, dictationConfig(speech, true).With("dictation.replace", `[{from = "fake", to = "real"}]`),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+said)...)
+	if r := d.Ask("Ship it?", 30); r.Result != daemonapi.Answered || r.Answer != said {
 		t.Errorf("ask = %+v, want answered %q: no replacement in answers", r, said)
 	}
-	c := d.client()
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "typed" {
 		t.Errorf("hold.stop = %+v, want typed", r)
 	}
-	rec.waitFor(t, typed)
+	rec.WaitFor(t, typed)
 	if l := d.lastByCtl(); l.Text != typed {
 		t.Errorf("ctl last = %+v, want %q", l, typed)
 	}
@@ -444,7 +445,7 @@ func formatMs(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Mic
 // childPIDs are the pids of the daemon's running children.
 func (d *daemon) childPIDs() []int {
 	var pids []int
-	for _, c := range d.status().Children {
+	for _, c := range d.Status().Children {
 		if c.PID != 0 {
 			pids = append(pids, c.PID)
 		}
@@ -467,14 +468,14 @@ func TestDictationDecoderDownLosesUtterance(t *testing.T) {
 	t.Parallel()
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
 	n := fakeNotifySend(t)
-	d := newDaemon(t, dictationConfig(speech, true).with("children.decode", arr("/bin/false")), append(x.daemonEnv(), n.env)...)
-	d.start()
-	d.waitRunning("gate", "speak")
-	d.waitFor(60*time.Second, "the decoder's crash loop", func() bool { return d.child("decode").State == "crashloop" })
-	c := d.client()
+	d := newDaemon(t, dictationConfig(speech, true).With("children.decode", arr("/bin/false")), append(x.DaemonEnv(), n.env)...)
+	d.Start()
+	d.WaitRunning("gate", "speak")
+	d.WaitFor(60*time.Second, "the decoder's crash loop", func() bool { return d.Child("decode").State == "crashloop" })
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -485,7 +486,7 @@ func TestDictationDecoderDownLosesUtterance(t *testing.T) {
 	if r.Outcome != "failed" || r.Hold != daemonapi.HoldIdle {
 		t.Errorf("hold.stop with the decoder down = %+v, want idle, failed", r)
 	}
-	if n := d.count("dictation.lost", "decoder_failed"); n != 1 {
+	if n := d.Count("dictation.lost", "decoder_failed"); n != 1 {
 		t.Errorf("audit has %d dictation.lost decoder_failed, want 1", n)
 	}
 	n.waitFor(t, "Dictation failed")
@@ -503,11 +504,11 @@ func TestDictationRepressDuringTailOpensNewHold(t *testing.T) {
 	const text = "again"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true).with("dictation.tail_ms", "600"),
-		append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text)...)
-	first, second := d.client(), d.client()
+	d := startDaemon(t, dictationConfig(speech, true).With("dictation.tail_ms", "600"),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	first, second := d.Client(), d.Client()
 	d.holdWhileSpeaking(first, wavDuration(t, speech))
 	stopped := make(chan daemonapi.HoldResult, 1)
 	go func() {
@@ -525,15 +526,15 @@ func TestDictationRepressDuringTailOpensNewHold(t *testing.T) {
 	if r := <-stopped; r.Outcome != "typed" {
 		t.Errorf("first hold.stop = %+v, want typed", r)
 	}
-	if st := d.status().Hold; st != daemonapi.HoldHolding {
+	if st := d.Status().Hold; st != daemonapi.HoldHolding {
 		t.Errorf("status after the first stop: hold %q, want holding (the second press)", st)
 	}
 	d.waitReplayed(wavDuration(t, speech))
 	if r := d.stopHold(second); r.Outcome != "typed" {
 		t.Errorf("second hold.stop = %+v, want typed", r)
 	}
-	rec.waitFor(t, text+text) // one after the other, as typed (nothing added between)
-	if n := d.count("dictation.typed", ""); n != 2 {
+	rec.WaitFor(t, text+text) // one after the other, as typed (nothing added between)
+	if n := d.Count("dictation.typed", ""); n != 2 {
 		t.Errorf("audit has %d dictation.typed, want 2", n)
 	}
 }
@@ -547,7 +548,7 @@ func TestDictationTypingFailureKeepsText(t *testing.T) {
 	const text = "kept although typing failed"
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	n := fakeNotifySend(t)
 	dir := strings.TrimPrefix(strings.SplitN(n.env, ":", 2)[0], "PATH=") // fakeNotifySend's folder
 	real, err := exec.LookPath("xdotool")
@@ -559,9 +560,9 @@ func TestDictationTypingFailureKeepsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true).with("dictation.inject", q("xdotool")),
-		append(x.daemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
-	c := d.client()
+	d := startDaemon(t, dictationConfig(speech, true).With("dictation.inject", q("xdotool")),
+		append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "kept" {
 		t.Errorf("hold.stop = %+v, want kept", r)
@@ -575,7 +576,7 @@ func TestDictationTypingFailureKeepsText(t *testing.T) {
 	if l := d.lastByCtl(); l.Text != text {
 		t.Errorf("ctl last = %+v, want %q", l, text)
 	}
-	if k := d.count("dictation.kept", "inject_failed"); k != 1 {
+	if k := d.Count("dictation.kept", "inject_failed"); k != 1 {
 		t.Errorf("audit has %d dictation.kept inject_failed, want 1", k)
 	}
 	if got := rec.settled(t); got != "" {

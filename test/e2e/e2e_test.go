@@ -4,24 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/yazses/yazses/internal/testbin"
 	"github.com/yazses/yazses/internal/testmodel"
 )
 
 // world is what every test shares: the binaries and the models.
 var world struct {
 	root       string // repository root
-	bin        string // built binaries
+	bin        string // built binaries (testbin.Build: shared by the test packages)
 	models     string
 	mini       string // path of the mini model
 	tinyEn     string // path of the tiny.en-sized model
@@ -41,24 +44,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// minParallel is how many parallel tests run at once unless -parallel says
+// otherwise (its default is GOMAXPROCS: 2 on the CI machine). Most of this
+// suite's time is real time, not CPU: speech played into a sink, a
+// question's timeout, an answer window; four at a time keep two cores
+// busy. A CPU-bound test here (a decode) measures against a baseline taken
+// in the same test, never against an absolute time.
+const minParallel = 4
+
+// defaultParallel raises -parallel to minParallel when it was not given.
+func defaultParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !given && runtime.GOMAXPROCS(0) < minParallel {
+		f.Value.Set(strconv.Itoa(minParallel))
+	}
+}
+
 func setup(m *testing.M) (int, error) {
+	defaultParallel()
 	tmp, err := os.MkdirTemp("", "yazses-e2e-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	_, file, _, _ := runtime.Caller(0)
-	world.root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	world.bin = filepath.Join(tmp, "bin")
+	world.root = testbin.Root()
 	world.models = filepath.Join(tmp, "models")
 	if err := os.MkdirAll(world.models, 0o755); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", world.bin+"/", "./cmd/...", "./internal/fakedecode")
-	build.Dir = world.root
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+	if world.bin, err = testbin.Build(); err != nil {
+		return 0, err
 	}
 	world.mini = filepath.Join(world.models, "ggml-mini.bin")
 	world.tinyEn = filepath.Join(world.models, "ggml-tiny.en.bin")
@@ -67,14 +85,8 @@ func setup(m *testing.M) (int, error) {
 			return 0, err
 		}
 	}
-	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		return 0, fmt.Errorf("go env GOMODCACHE: %w", err)
-	}
-	world.jfk = filepath.Join(strings.TrimSpace(string(modcache)),
-		"github.com/ggerganov/whisper.cpp/bindings/go@v0.0.0-20260227185758-9453b4b9be9b/samples/jfk.wav")
-	if _, err := os.Stat(world.jfk); err != nil {
-		return 0, fmt.Errorf("jfk.wav sample: %w (run go mod download)", err)
+	if world.jfk, err = testbin.JFK(); err != nil {
+		return 0, err
 	}
 	world.whisperCLI = os.Getenv("YAZ_WHISPER_CLI")
 	if world.whisperCLI == "" {

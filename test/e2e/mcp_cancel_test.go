@@ -17,23 +17,21 @@ import (
 func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig().
-		with("budget.ask_human_per_hour", "5").
-		with("ask.max_answer_s", "60").
+		With("budget.ask_human_per_hour", "5").
+		With("ask.max_answer_s", "60").
 		// A silent microphone: no answer ever comes, the daemon listens.
-		with("children.capture", arr(bin("yaz-capture"), "--backend", "null"))
+		With("children.capture", arr(bin("yaz-capture"), "--backend", "null"))
 	d := startDaemon(t, cfg)
-	m := startRawMCP(t, hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime))
-	m.initialize("2025-11-25")
+	m := startRawMCP(t, hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime))
+	m.Initialize("2025-11-25")
 
 	cancelAsk := func(wait func()) (text string, got bool) {
 		t.Helper()
-		ch := m.request("tools/call", map[string]any{"name": "ask_human",
+		ch := m.Request("tools/call", map[string]any{"name": "ask_human",
 			"arguments": map[string]any{"question": "Shall I go on?", "timeout_s": 45}})
 		wait()
-		m.mu.Lock()
-		id := m.nextID
-		m.mu.Unlock()
-		m.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + itoa(id) + `,"reason":"user"}}`)
+		id := m.LastID()
+		m.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + itoa(id) + `,"reason":"user"}}`)
 		select {
 		case r := <-ch:
 			var res struct {
@@ -51,7 +49,7 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 	// yaz-mcp's own log says what it was told, whether or not the host
 	// gets the response after its cancel.
 	logged := func(result string) bool {
-		for _, line := range strings.Split(m.stderr.String(), "\n") {
+		for _, line := range strings.Split(m.Stderr.String(), "\n") {
 			if strings.Contains(line, "ask_human cancelled by the client") && strings.Contains(line, "result="+result) {
 				return true
 			}
@@ -60,20 +58,20 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 	}
 
 	// 1. During a hold: deferred, nothing charged.
-	if _, err := d.client().Hold(t.Context(), daemonapi.MethodHoldStart); err != nil {
+	if _, err := d.Client().Hold(t.Context(), daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
 	text, got := cancelAsk(func() {
-		d.waitFor(10*time.Second, "the question to wait for the hold", func() bool { return d.status().Waiting > 0 })
+		d.WaitFor(10*time.Second, "the question to wait for the hold", func() bool { return d.Status().Waiting > 0 })
 	})
 	if got && !strings.Contains(text, "before the question was spoken; nothing was charged") {
 		t.Errorf("cancelled during a hold: %q, want it to say nothing was spoken or charged", text)
 	}
-	d.waitFor(10*time.Second, "yaz-mcp to log the cancelled, deferred ask", func() bool { return logged("deferred") })
-	if _, err := d.client().Hold(t.Context(), daemonapi.MethodHoldCancel); err != nil {
+	d.WaitFor(10*time.Second, "yaz-mcp to log the cancelled, deferred ask", func() bool { return logged("deferred") })
+	if _, err := d.Client().Hold(t.Context(), daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)
 	}
-	if used := d.status().Budget.Used; used != 0 {
+	if used := d.Status().Budget.Used; used != 0 {
 		t.Fatalf("after a cancel before speaking: %d slots used, want 0", used)
 	}
 
@@ -81,15 +79,15 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 	text, got = cancelAsk(func() {
 		// Charged is not yet spoken: the slot is reserved before the
 		// speaker starts, and a cancel during synthesis is released.
-		d.waitLog(30*time.Second, "the daemon to listen for the answer", func(m map[string]any) bool {
+		d.WaitLog(30*time.Second, "the daemon to listen for the answer", func(m map[string]any) bool {
 			return m["msg"] == "listening for the answer"
 		})
 	})
 	if got && !strings.Contains(text, "after the question was spoken") || got && !strings.Contains(text, "charged") {
 		t.Errorf("cancelled after speaking: %q, want it to say the question was heard and charged", text)
 	}
-	d.waitFor(10*time.Second, "yaz-mcp to log the cancelled, spoken ask", func() bool { return logged("no_answer") })
-	if used := d.status().Budget.Used; used != 1 {
+	d.WaitFor(10*time.Second, "yaz-mcp to log the cancelled, spoken ask", func() bool { return logged("no_answer") })
+	if used := d.Status().Budget.Used; used != 1 {
 		t.Errorf("after a cancel once spoken: %d slots used, want 1", used)
 	}
 	t.Logf("response after cancel seen: %v", got)

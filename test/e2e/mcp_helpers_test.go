@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,12 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/yazses/yazses/internal/testdaemon"
+	"github.com/yazses/yazses/internal/testmcp"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/safesocket"
 	"github.com/yazses/yazses/lib/wav"
@@ -30,27 +30,7 @@ import (
 // macOS (the MCP Inspector and most hosts are built on it) takes exactly
 // these from its own environment, and nothing else unless the host's
 // configuration names more.
-var hostVars = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
-
-// hostEnv is the environment an MCP host gives a program it starts, as
-// `env -i` would make it: the hostVars of this process (skipping values
-// that start with "()", as the SDK does), HOME set to home, then extra
-// (KEY=VALUE, what a host configuration's "env" adds). There is no
-// XDG_RUNTIME_DIR, XDG_CONFIG_HOME, PULSE_SERVER or YAZ_* in it unless
-// extra names them: tests that need more pass it.
-func hostEnv(home string, extra ...string) []string {
-	var env []string
-	for _, k := range hostVars {
-		v, ok := os.LookupEnv(k)
-		if k == "HOME" {
-			v, ok = home, true
-		}
-		if ok && !strings.HasPrefix(v, "()") {
-			env = append(env, k+"="+v)
-		}
-	}
-	return append(env, extra...)
-}
+var hostVars = testdaemon.HostVars
 
 // mcpEnv is the environment of a yaz-mcp started by an MCP host (hostEnv)
 // with its own HOME, whose ~/.config/yazses/config.toml sets ask_human as
@@ -294,222 +274,47 @@ func threadNices(pid int) []int {
 	return out
 }
 
-func procAlive(pid int) bool {
-	st, ok := procStat(pid)
-	return ok && st.state != "Z"
-}
-
-// waitChild waits (up to limit) for a child of pid whose command line
-// contains name.
-func waitChild(t *testing.T, pid int, name string, limit time.Duration) int {
+// exited is closed when process pid has exited (testwait.Exited).
+func exited(t testing.TB, pid int) <-chan struct{} {
 	t.Helper()
-	c := findChild(pid, name, limit)
-	if c == 0 {
-		t.Fatalf("no %s child of %d within %v", name, pid, limit)
+	ch, err := testwait.Exited(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c
+	return ch
 }
 
-// findChild is waitChild for any goroutine: 0 when none appeared.
-func findChild(pid int, name string, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		for _, c := range childrenOf(pid) {
-			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
-			if strings.Contains(string(b), name) {
-				return c
-			}
+// childNamed is the child of pid whose command line contains name (0
+// when none runs). Call it once something shows that the child runs (its
+// progress), not in a loop.
+func childNamed(pid int, name string) int {
+	for _, c := range childrenOf(pid) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c), "cmdline"))
+		if strings.Contains(string(b), name) {
+			return c
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
 }
 
-// rawMCP is a line-level MCP client of a yaz-mcp process, for input no SDK
-// would send. It keeps stdin open until close.
-type rawMCP struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *syncBuffer
-	out    *syncBuffer // every line the server wrote
-	mu     sync.Mutex
-	byID   map[string]chan rawMessage
-	nulls  chan rawMessage
-	notes  chan rawMessage
-	nextID int
-	done   chan struct{}
+// decoderChild is childNamed for yaz-decode; none fails the test.
+func decoderChild(t *testing.T, pid int) int {
+	t.Helper()
+	c := childNamed(pid, "yaz-decode")
+	if c == 0 {
+		t.Fatalf("no yaz-decode child of %d while it reports progress", pid)
+	}
+	return c
 }
 
-type rawMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
+// rawMCP is a line-level MCP client of a yaz-mcp process
+// (internal/testmcp), for input no SDK would send. It keeps stdin open
+// until Close.
+type rawMCP = testmcp.Client
 
 func startRawMCP(t *testing.T, env []string, args ...string) *rawMCP {
 	t.Helper()
-	r := &rawMCP{t: t, stderr: &syncBuffer{}, out: &syncBuffer{}, byID: map[string]chan rawMessage{},
-		nulls: make(chan rawMessage, 100), notes: make(chan rawMessage, 1000), done: make(chan struct{})}
-	r.cmd = exec.Command(bin("yaz-mcp"), args...)
-	r.cmd.Env = env
-	r.cmd.Stderr = r.stderr
-	var err error
-	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := r.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(r.done)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			r.out.Write([]byte(line + "\n"))
-			var m rawMessage
-			if err := json.Unmarshal([]byte(line), &m); err != nil {
-				t.Errorf("yaz-mcp wrote a line that is not JSON: %.200q", line)
-				continue
-			}
-			switch {
-			case m.Method != "":
-				r.notes <- m
-			case len(m.ID) == 0 || string(m.ID) == "null":
-				r.nulls <- m
-			default:
-				r.mu.Lock()
-				ch := r.byID[string(m.ID)]
-				r.mu.Unlock()
-				if ch == nil {
-					t.Errorf("response to unknown id %s", m.ID)
-					continue
-				}
-				ch <- m
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.done
-		r.cmd.Wait()
-		if t.Failed() {
-			t.Logf("yaz-mcp stderr:\n%s", r.stderr.String())
-		}
-	})
-	return r
-}
-
-func (r *rawMCP) send(line string) {
-	r.t.Helper()
-	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
-		r.t.Fatalf("write to yaz-mcp: %v", err)
-	}
-}
-
-func (r *rawMCP) request(method string, params any) chan rawMessage {
-	r.t.Helper()
-	r.mu.Lock()
-	r.nextID++
-	id := r.nextID
-	ch := make(chan rawMessage, 1)
-	r.byID[strconv.Itoa(id)] = ch
-	r.mu.Unlock()
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.send(string(b))
-	return ch
-}
-
-func (r *rawMCP) call(method string, params any) rawMessage {
-	r.t.Helper()
-	ch := r.request(method, params)
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(2 * time.Minute):
-		r.t.Fatalf("%s: no response in 2 min", method)
-		return rawMessage{}
-	}
-}
-
-func (r *rawMCP) initialize(version string) {
-	r.t.Helper()
-	m := r.call("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
-	if m.Error != nil {
-		r.t.Fatalf("initialize: %+v", m.Error)
-	}
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
-
-// tool calls a tool; it returns the result's isError and text.
-func (r *rawMCP) tool(name string, args any) (isError bool, text string) {
-	r.t.Helper()
-	m := r.call("tools/call", map[string]any{"name": name, "arguments": args})
-	if m.Error != nil {
-		r.t.Fatalf("tools/call %s: protocol error %d %s", name, m.Error.Code, m.Error.Message)
-	}
-	var res struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
-	}
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		r.t.Fatalf("tools/call result %s: %v", m.Result, err)
-	}
-	for _, c := range res.Content {
-		text += c.Text
-	}
-	return res.IsError, text
-}
-
-// toolNames lists the tools.
-func (r *rawMCP) toolNames() []string {
-	r.t.Helper()
-	m := r.call("tools/list", map[string]any{})
-	if m.Error != nil {
-		r.t.Fatalf("tools/list: %+v", m.Error)
-	}
-	var res struct {
-		Tools []struct{ Name string } `json:"tools"`
-	}
-	json.Unmarshal(m.Result, &res)
-	var names []string
-	for _, tl := range res.Tools {
-		names = append(names, tl.Name)
-	}
-	return names
-}
-
-// close closes stdin and requires exit 0 within 5 s.
-func (r *rawMCP) close() {
-	r.t.Helper()
-	r.stdin.Close()
-	exited := make(chan error, 1)
-	go func() { <-r.done; exited <- r.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			r.t.Errorf("yaz-mcp after stdin closed: %v\n%s", err, r.stderr.String())
-		}
-	case <-time.After(5 * time.Second):
-		r.cmd.Process.Signal(syscall.SIGKILL)
-		r.t.Fatalf("yaz-mcp still running 5 s after stdin closed")
-	}
+	return testmcp.Start(t, bin("yaz-mcp"), env, args...)
 }
 
 // wantCode checks an error text starts with code.

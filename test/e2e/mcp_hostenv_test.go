@@ -74,9 +74,9 @@ func userRunDir(t testing.TB) (dir string, created bool) {
 func startDaemonAt(t testing.TB, cfg toml, runtime string) *daemon {
 	t.Helper()
 	d := newDaemon(t, cfg, "XDG_RUNTIME_DIR="+runtime) // the last value wins
-	d.runtime = runtime
-	d.start()
-	d.waitRunning("gate", "speak", "decode")
+	d.Runtime = runtime
+	d.Start()
+	d.WaitRunning("gate", "speak", "decode")
 	return d
 }
 
@@ -85,7 +85,7 @@ func startDaemonAt(t testing.TB, cfg toml, runtime string) *daemon {
 // transcribe of jfk.wav served by the daemon adds one, a local decode none.
 func (d *daemon) fileUtterances() int {
 	n := 0
-	for _, m := range d.logRecords() {
+	for _, m := range d.LogRecords() {
 		ms, _ := m["audio_ms"].(float64)
 		if m["child"] == "decode" && m["msg"] == "utterance" && ms > jfkMs-200 && ms < jfkMs+200 {
 			n++
@@ -121,14 +121,14 @@ func hostCommand(t *testing.T, env []string, name string, args ...string) (stdou
 func TestMCPHostEnvFindsDaemon(t *testing.T) {
 	inspectorDir(t) // fails when it is not installed
 	rt, _ := userRunDir(t)
-	d := startDaemonAt(t, baseConfig().with("budget.ask_human_per_hour", "5"), rt)
-	env := hostEnv(d.dir)
+	d := startDaemonAt(t, baseConfig().With("budget.ask_human_per_hour", "5"), rt)
+	env := hostEnv(d.Dir)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "XDG_") {
 			t.Fatalf("host environment carries %s", kv)
 		}
 	}
-	spoken := func() int { return d.count("ask.spoken", "") }
+	spoken := func() int { return d.Count("ask.spoken", "") }
 	wantReached := func(t *testing.T, a daemonapi.AskResult, spokenBefore int) {
 		t.Helper()
 		if a.Result != daemonapi.Answered && a.Result != daemonapi.NoAnswer {
@@ -149,6 +149,9 @@ func TestMCPHostEnvFindsDaemon(t *testing.T) {
 
 		utts := d.fileUtterances()
 		checkTranscript(t, callTool(t, cs, "transcribe", map[string]any{"path": world.jfk}), jfkMs)
+		// The decoder's "utterance" record comes through its stderr and
+		// may trail the result.
+		d.Await(10*time.Second, func() bool { return d.fileUtterances() > utts })
 		if n := d.fileUtterances(); n != utts+1 {
 			t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident decoder)", utts, n)
 		}
@@ -173,6 +176,9 @@ func TestMCPHostEnvFindsDaemon(t *testing.T) {
 		if err := json.Unmarshal(r.StructuredContent, &tr); err != nil || code != 0 || r.IsError || tr.AudioMs < jfkMs-100 || tr.AudioMs > jfkMs+100 {
 			t.Fatalf("transcribe: exit %d %+v (%v)", code, r, err)
 		}
+		// The decoder's "utterance" record comes through its stderr and
+		// may trail the result.
+		d.Await(10*time.Second, func() bool { return d.fileUtterances() > utts })
 		if n := d.fileUtterances(); n != utts+1 {
 			t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident decoder)", utts, n)
 		}
@@ -183,7 +189,7 @@ func TestMCPHostEnvFindsDaemon(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("yazsesd status under env -i: exit %d\n%s", code, errOut)
 		}
-		if pid := fmt.Sprintf("pid %d,", d.cmd.Process.Pid); !strings.Contains(out, pid) {
+		if pid := fmt.Sprintf("pid %d,", d.Cmd.Process.Pid); !strings.Contains(out, pid) {
 			t.Errorf("yazsesd status under env -i printed %q, want the daemon's %s", out, pid)
 		}
 		out, errOut, code = hostCommand(t, env, "yazsesd", "ctl", "last")
@@ -259,10 +265,10 @@ func TestMCPHostEnvRefusesUnsafeRunUser(t *testing.T) {
 					t.Errorf("restore %s: %v", rt, err)
 				}
 			})
-			if st := d.status(); st.PID != d.cmd.Process.Pid { // still there for a client that names its folder
-				t.Fatalf("daemon status pid %d, want %d", st.PID, d.cmd.Process.Pid)
+			if st := d.Status(); st.PID != d.Cmd.Process.Pid { // still there for a client that names its folder
+				t.Fatalf("daemon status pid %d, want %d", st.PID, d.Cmd.Process.Pid)
 			}
-			env := hostEnv(d.dir)
+			env := hostEnv(d.Dir)
 			utts := d.fileUtterances()
 			cs, _, stderr := sdkSession(t, env, "2025-11-25", nil)
 			r := callTool(t, cs, "ask_human", map[string]any{"question": "Shall I deploy the build?", "timeout_s": 20})
@@ -328,12 +334,12 @@ func BenchmarkMCPHostEnvTranscribe(b *testing.B) {
 
 func benchHostEnvTranscribe(b *testing.B, model string) {
 	rt, _ := userRunDir(b)
-	cfg := baseConfig().with("decode.model", q(model)).with("decode.threads", "2")
+	cfg := baseConfig().With("decode.model", q(model)).With("decode.threads", "2")
 	d := startDaemonAt(b, cfg, rt)
 	ctx := context.Background()
 	session := func(args ...string) *sdk.ClientSession {
 		cmd := exec.Command(bin("yaz-mcp"), args...)
-		cmd.Env = hostEnv(d.dir)
+		cmd.Env = hostEnv(d.Dir)
 		client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
@@ -377,6 +383,7 @@ func benchHostEnvTranscribe(b *testing.B, model string) {
 		}
 	}
 	b.StopTimer()
+	d.Await(10*time.Second, func() bool { return d.fileUtterances()-utts >= b.N+1 })
 	if n := d.fileUtterances() - utts; n != b.N+1 {
 		b.Errorf("the daemon decoded %d files, want %d: the host-environment yaz-mcp did not reach it", n, b.N+1)
 	}

@@ -1,25 +1,35 @@
 package e2e
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // TestSignalsEndCleanly: every binary, idle on an open stdin that never
 // says anything, exits 0 within 5 s of SIGTERM and of SIGINT, leaving no
 // child behind (TESTS.md 10).
 func TestSignalsEndCleanly(t *testing.T) {
-	cases := map[string][]string{
-		"decode-stream": {"yaz-decode", "-m", world.mini, "-t", "2"},
-		"decode-serve":  {"yaz-decode", "--serve", "-m", world.mini, "-t", "2"},
-		"speak-serve":   {"yaz-speak", "--serve", "--backend", "null"},
-		"capture":       {"yaz-capture", "--backend", "null"},
+	// Each program's log line (at debug level) once it is past loading its
+	// model and starting its device: the signal comes after it.
+	cases := map[string]struct {
+		argv  []string
+		ready string
+	}{
+		"decode-stream": {[]string{"yaz-decode", "-m", world.mini, "-t", "2"}, "voice detector"},
+		"decode-serve":  {[]string{"yaz-decode", "--serve", "-m", world.mini, "-t", "2"}, "msg=serving"},
+		"speak-serve":   {[]string{"yaz-speak", "--serve", "--backend", "null"}, "msg=serving"},
+		"capture":       {[]string{"yaz-capture", "--backend", "null"}, `msg="capture started"`},
 	}
-	for name, argv := range cases {
+	for name, tc := range cases {
+		argv := tc.argv
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(name+"/"+sig.String(), func(t *testing.T) {
 				t.Parallel()
@@ -29,12 +39,18 @@ func TestSignalsEndCleanly(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer stdin.Close()
-				var stderr strings.Builder
+				var stderr syncBuffer
 				cmd.Stderr = &stderr
+				cmd.Env = append(os.Environ(), "YAZ_LOG_LEVEL=debug")
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(1500 * time.Millisecond) // past model load and device start
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if testwait.Until(ctx, func() bool { return strings.Contains(stderr.String(), tc.ready) }, &stderr) != nil {
+					cmd.Process.Kill()
+					t.Fatalf("%v never logged %q:\n%s", argv, tc.ready, stderr.String())
+				}
 				cmd.Process.Signal(sig)
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()

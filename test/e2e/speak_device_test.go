@@ -43,21 +43,25 @@ func TestSpeakDeviceConfigCheck(t *testing.T) {
 // plays on a device that does exist, and only there, the echo tests show:
 // they hear the question on the monitor of the sink speak.device names.)
 func TestSpeakDeviceReachesTheVoice(t *testing.T) {
-	d := startDaemon(t, baseConfig().with("speak.device", q("no-such-sink")))
-	r := d.ask("Can you hear me?", 20)
+	d := startDaemon(t, baseConfig().With("speak.device", q("no-such-sink")))
+	r := d.Ask("Can you hear me?", 20)
 	if r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonTTSUnavailable {
 		t.Errorf("ask with speak.device naming no device = %+v, want unavailable tts_unavailable", r)
 	}
-	if n := d.count("ask.released", daemonapi.ReasonTTSUnavailable); n != 1 {
+	if n := d.Count("ask.released", daemonapi.ReasonTTSUnavailable); n != 1 {
 		t.Errorf("audit: %d ask.released tts_unavailable, want 1 (nothing was heard)", n)
 	}
-	named := false
-	for _, m := range d.logRecords() {
-		if e, _ := m["err"].(string); m["child"] == "speak" && strings.Contains(e, `"no-such-sink"`) {
-			named = true
+	// The speaker's record comes through its stderr and may trail the
+	// result: wait for it (a while, then fail).
+	named := func() bool {
+		for _, m := range d.LogRecords() {
+			if e, _ := m["err"].(string); m["child"] == "speak" && strings.Contains(e, `"no-such-sink"`) {
+				return true
+			}
 		}
+		return false
 	}
-	if !named {
-		t.Errorf("the speaker's log does not name the device \"no-such-sink\"\n%s", d.logTail(20))
+	if !d.Await(10*time.Second, named) {
+		t.Errorf("the speaker's log does not name the device \"no-such-sink\"\n%s", d.LogTail(20))
 	}
 }

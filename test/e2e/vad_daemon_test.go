@@ -22,9 +22,9 @@ func TestDaemonVADSettings(t *testing.T) {
 	vm := sileroModel(t)
 	t.Run("silero", func(t *testing.T) {
 		t.Parallel()
-		d := startDaemon(t, baseConfig().with("vad.engine", q("silero")).with("vad.model", q(vm)).with("vad.threshold", "0.6"))
-		d.waitFor(20*time.Second, "the decoder's detector line", func() bool {
-			for _, r := range d.logRecords() {
+		d := startDaemon(t, baseConfig().With("vad.engine", q("silero")).With("vad.model", q(vm)).With("vad.threshold", "0.6"))
+		d.WaitFor(20*time.Second, "the decoder's detector line", func() bool {
+			for _, r := range d.LogRecords() {
 				if r["child"] == "decode" && r["msg"] == "voice detector: Silero VAD" && r["vad_model"] == vm {
 					return true
 				}
@@ -40,32 +40,32 @@ func TestDaemonVADSettings(t *testing.T) {
 	} {
 		t.Run(bad.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := baseConfig().with("vad.engine", q("silero")).with("vad.model", q(bad.path))
+			cfg := baseConfig().With("vad.engine", q("silero")).With("vad.model", q(bad.path))
 			d := newDaemon(t, cfg)
-			d.start()
-			d.waitRunning("gate", "speak")
-			d.waitFor(30*time.Second, "the decoder left down", func() bool {
-				for _, c := range d.status().Children {
+			d.Start()
+			d.WaitRunning("gate", "speak")
+			d.WaitFor(30*time.Second, "the decoder left down", func() bool {
+				for _, c := range d.Status().Children {
 					if c.Name == "decode" && c.State == "exited" {
 						return true
 					}
 				}
 				return false
 			})
-			dc := d.child("decode")
+			dc := d.Child("decode")
 			if dc.Cause != bad.cause || !strings.HasPrefix(dc.Reason, bad.says) || dc.Restarts != 0 {
 				t.Errorf("status of decode = %+v, want exited, never restarted, cause %s, reason %q", dc, bad.cause, bad.says)
 			}
-			if st := d.status(); !strings.Contains(st.Health, bad.says) {
+			if st := d.Status(); !strings.Contains(st.Health, bad.says) {
 				t.Errorf("status health = %q, want the cause", st.Health)
 			}
-			c := d.client()
+			c := d.Client()
 			d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
 			if r := d.stopHold(c); r.Outcome != "failed" || r.Cause != bad.cause || !strings.Contains(r.Reason, bad.says) {
 				t.Errorf("hold.stop = %+v, want failed with cause %s and the message", r, bad.cause)
 			}
 			for _, g := range []string{"gate", "speak"} {
-				if s := d.child(g); s.State != "running" {
+				if s := d.Child(g); s.State != "running" {
 					t.Errorf("child %s is %s, want running: a bad VAD model stops the decoder only", g, s.State)
 				}
 			}
@@ -74,7 +74,7 @@ func TestDaemonVADSettings(t *testing.T) {
 			defer cancel()
 			cmd := execIn(ctx, d, "config", "check")
 			out, err := cmd.CombinedOutput()
-			data, _ := os.ReadFile(d.cfgPath)
+			data, _ := os.ReadFile(d.CfgPath)
 			line, table := 0, ""
 			for i, l := range strings.Split(string(data), "\n") {
 				if strings.HasPrefix(l, "[") {
@@ -84,7 +84,7 @@ func TestDaemonVADSettings(t *testing.T) {
 					line = i + 1
 				}
 			}
-			if want := d.cfgPath + ":" + strconv.Itoa(line) + ": vad.model: " + bad.says; err == nil || line == 0 || !strings.Contains(string(out), want) {
+			if want := d.CfgPath + ":" + strconv.Itoa(line) + ": vad.model: " + bad.says; err == nil || line == 0 || !strings.Contains(string(out), want) {
 				t.Errorf("yazsesd config check: %v\n%s\nwant it to fail with %q", err, out, want)
 			}
 		})

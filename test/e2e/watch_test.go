@@ -31,7 +31,7 @@ type watchProc struct {
 func (d *daemon) watch(t *testing.T) *watchProc {
 	t.Helper()
 	cmd := exec.Command(bin("yazsesd"), "ctl", "watch", "--format", "json")
-	cmd.Env = hostEnv(d.dir, "XDG_RUNTIME_DIR="+d.runtime)
+	cmd.Env = hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -130,14 +130,14 @@ func TestWatchHoldSequence(t *testing.T) {
 	text := "Watchful-Marker-4242 " + strings.Repeat("typed by the daemon while a status bar watches; ", 30)
 	x := startX(t)
 	rec := startRecorder(t, x)
-	rec.focus(t)
+	rec.Focus(t)
 	speech := answerWAV()
-	d := startDaemon(t, dictationConfig(speech, true), append(x.daemonEnv(), "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=400")...)
+	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=400")...)
 	w := d.watch(t)
 	if first := w.until(daemonapi.StateIdle, 20*time.Second); first[0].Seq == 0 {
 		t.Errorf("first event %+v has no sequence number", first[0])
 	}
-	c := d.client()
+	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "typed" {
 		t.Fatalf("hold.stop = %+v, want typed", r)
@@ -161,12 +161,12 @@ func TestWatchHoldSequence(t *testing.T) {
 	if last := seen[len(seen)-1]; last.LastHold != "typed" || last.Hold != daemonapi.StateIdle {
 		t.Errorf("event after the hold = %+v, want hold idle, last_hold typed", last)
 	}
-	rec.waitFor(t, strings.TrimSpace(text))
+	rec.WaitFor(t, strings.TrimSpace(text))
 	w.stop()
 	w.mu.Lock()
 	raw := w.raw.String()
 	w.mu.Unlock()
-	if strings.Contains(raw, "Watchful") || strings.Contains(d.log.String(), "Watchful") {
+	if strings.Contains(raw, "Watchful") || strings.Contains(d.Log.String(), "Watchful") {
 		t.Errorf("the dictated text is in the watch output or the log, with the preview off")
 	}
 }
@@ -176,20 +176,20 @@ func TestWatchHoldSequence(t *testing.T) {
 // state is idle again with the ask's result kind and one slot less.
 func TestWatchQuestionStates(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, baseConfig().with("budget.ask_human_per_hour", "2"))
+	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2"))
 	w := d.watch(t)
 	start := w.until(daemonapi.StateIdle, 20*time.Second)
 	if b := start[len(start)-1].Budget; b.PerHour != 2 {
 		t.Logf("budget at start: %+v (the gate may still be starting)", b)
 	}
-	c := d.client()
+	c := d.Client()
 	ctx := context.Background()
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
 	w.until(daemonapi.StateListening, 10*time.Second)
 	res := make(chan daemonapi.AskResult, 1)
-	go func() { res <- d.ask("After your sentence?", 60) }()
+	go func() { res <- d.Ask("After your sentence?", 60) }()
 	waiting := w.until(daemonapi.StateWaiting, 20*time.Second)
 	if ev := waiting[len(waiting)-1]; ev.Waiting != 1 || ev.Hold != daemonapi.StateListening {
 		t.Errorf("waiting event = %+v, want 1 waiting during the hold", ev)
@@ -221,7 +221,7 @@ func TestWatchEndsWithDaemon(t *testing.T) {
 	d := startDaemon(t, baseConfig())
 	w := d.watch(t)
 	w.until(daemonapi.StateIdle, 20*time.Second)
-	d.stop()
+	d.Stop()
 	<-w.done
 	err := w.cmd.Wait()
 	if code := w.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(w.stderr.String(), "yazsesd stopped") {
