@@ -139,6 +139,9 @@ type Daemon struct {
 	speak  *child.Speaker
 	decode *child.Decoder
 	mic    *child.Mic
+	// vad is the Silero detector child (detect.go); nil when [vad]
+	// chose the energy detector at start.
+	vad *child.VAD
 
 	injMu  sync.Mutex
 	inj    Injector
@@ -247,13 +250,30 @@ func New(opt Options) (*Daemon, error) {
 	if always {
 		boot = append(boot, "capture")
 	}
-	d.health = newHealth(d, []string{"gate", "speak", "decode", "capture"}, boot...)
+	order := []string{"gate", "speak", "decode", "capture"}
+	binaries := map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
+		"decode": decodeArgv[0], "capture": captureArgv[0]}
+	if useSileroChild(cfg.VAD) {
+		vadArgv, err := resolve("vad", cfg.Children.VAD)
+		if err != nil {
+			return nil, err
+		}
+		vadArgv = append(slices.Clone(vadArgv), "--vad", config.VADSilero, "--vad-model", cfg.VAD.Model)
+		d.vad = child.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
+		d.vad.OnStart(d.childStarted("vad"))
+		boot = append(boot, "vad")
+		order = append(order, "vad")
+		binaries["vad"] = vadArgv[0]
+	}
+	d.health = newHealth(d, order, boot...)
 	d.health.watch("gate", d.gate)
 	d.health.watch("speak", d.speak)
 	d.health.watch("decode", d.decode)
 	d.health.watch("capture", d.mic)
-	d.versions = newVersions(map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
-		"decode": decodeArgv[0], "capture": captureArgv[0]})
+	if d.vad != nil {
+		d.health.watch("vad", d.vad)
+	}
+	d.versions = newVersions(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
 	return d, nil
 }
@@ -357,6 +377,9 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	supervised(d.gate, "gate")
 	supervised(d.speak, "speak")
 	supervised(d.decode, "decode")
+	if d.vad != nil {
+		supervised(d.vad, "vad")
+	}
 	d.mic.Start(ctx)
 	wg.Add(1)
 	go func() {
