@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/wav"
 )
 
 // sileroConfig is baseConfig with the daemon's detector set to the real
@@ -53,4 +58,118 @@ func TestDaemonVADChild(t *testing.T) {
 			t.Errorf("status of vad = %+v, want exited with cause vad_model_missing, never restarted", c)
 		}
 	})
+}
+
+// decoderTurns stops the daemon (so that every child's log lines are in)
+// and returns the decoder child's "utterance" records: one per utterance
+// it was sent.
+func (d *daemon) decoderTurns() []map[string]any {
+	d.stop()
+	var out []map[string]any
+	for _, r := range d.logRecords() {
+		if r["child"] == "decode" && r["msg"] == "utterance" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestHoldOverNoiseIsEmptyWithSilero: a hold over a fan-like noise (pink
+// noise that starts abruptly, which the energy detector takes for speech)
+// ends "empty" without a decoder turn when the daemon's detector is Silero
+// (the real child and model); with the energy detector the same hold goes
+// to the decoder, which tells the two apart.
+func TestHoldOverNoiseIsEmptyWithSilero(t *testing.T) {
+	t.Parallel()
+	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
+		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(7, 7)), 3, -25)))
+	hold := func(t *testing.T, cfg toml) (outcome string, turns int) {
+		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, wavDuration(t, fan))
+		r := d.stopHold(c)
+		return r.Outcome, len(d.decoderTurns())
+	}
+	t.Run("silero", func(t *testing.T) {
+		t.Parallel()
+		cfg := sileroConfig(t)
+		if out, turns := hold(t, cfg); out != "empty" || turns != 0 {
+			t.Errorf("hold over noise with Silero: outcome %q, %d decoder turns; want empty, none", out, turns)
+		}
+	})
+	t.Run("energy", func(t *testing.T) {
+		t.Parallel()
+		if _, turns := hold(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+			t.Errorf("hold over noise with the energy detector: %d decoder turns, want 1 (it takes the noise for speech)", turns)
+		}
+	})
+}
+
+// TestAskOverNoiseIsNoAnswer: an answer window that hears only a fan-like
+// noise ends no_answer (silence) without a decoder turn with Silero; the
+// energy detector takes the same noise for an answer and decodes it.
+func TestAskOverNoiseIsNoAnswer(t *testing.T) {
+	t.Parallel()
+	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
+		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(8, 8)), 3, -25)))
+	ask := func(t *testing.T, cfg toml) (daemonapi.AskResult, int) {
+		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		r := d.ask("Deploy?", 30)
+		return r, len(d.decoderTurns())
+	}
+	t.Run("silero", func(t *testing.T) {
+		t.Parallel()
+		if r, turns := ask(t, sileroConfig(t)); r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSilence || turns != 0 {
+			t.Errorf("ask over noise with Silero = %+v, %d decoder turns; want no_answer (silence), none", r, turns)
+		}
+	})
+	t.Run("energy", func(t *testing.T) {
+		t.Parallel()
+		if r, turns := ask(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+			t.Errorf("ask over noise with the energy detector = %+v, %d decoder turns; want 1 (it takes the noise for speech)", r, turns)
+		}
+	})
+}
+
+// spokenWAV is text spoken by espeak-ng (yaz-speak) as 16 kHz float32.
+func spokenWAV(t testing.TB, text string) []float32 {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spoken.wav")
+	if out, err := exec.Command(bin("yaz-speak"), "--out", p, "--format", "wav", text).CombinedOutput(); err != nil {
+		t.Fatalf("yaz-speak: %v: %s", err, out)
+	}
+	s, _, err := wav.ReadFile16k(p, 60*sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := soundExtent(s)
+	return s[from:to]
+}
+
+// TestAskAnswerWithAPauseComesBackWhole: a slow speaker's answer with a
+// pause of 60 % of ask.answer_silence_ms in the middle is one answer: the
+// audio the decoder gets runs from the first word to the last (the
+// decoder child's own record of the utterance's length), with Silero.
+func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
+	t.Parallel()
+	const silenceMs = 1000
+	a, b := spokenWAV(t, "Yes, go ahead"), spokenWAV(t, "and deploy it to production.")
+	pause := zeros(0.6 * silenceMs / 1000)
+	answer := writeWAVFile(t, filepath.Join(t.TempDir(), "answer.wav"), join(zeros(0.2), a, pause, b, zeros(2.5)))
+	spoken := time.Duration(len(a)+len(pause)+len(b)) * time.Second / sr
+	d := startDaemon(t, sileroConfig(t).
+		with("ask.answer_silence_ms", "1000").
+		with("children.capture", arr(bin("yaz-capture"), "--file", answer)))
+	d.waitRunning("vad")
+	r := d.ask("Deploy?", 60)
+	turns := d.decoderTurns()
+	if len(turns) != 1 {
+		t.Fatalf("ask = %+v; %d decoder turns, want 1", r, len(turns))
+	}
+	if got := time.Duration(field(turns[0], "audio_ms")) * time.Millisecond; got < spoken {
+		t.Errorf("the answer's audio is %v, want at least the %v from its first word to its last (pause %v)", got, spoken, time.Duration(len(pause))*time.Second/sr)
+	} else {
+		t.Logf("answer audio %v for %v spoken with a %v pause", got, spoken, time.Duration(len(pause))*time.Second/sr)
+	}
 }

@@ -643,7 +643,9 @@ func (d *Daemon) waitWork() {
 	case <-t.C:
 		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
 	}
-	d.takeHold(d.life, 0, false, nil)
+	if h := d.takeHold(d.life, 0, false, nil); h != nil {
+		h.det.release()
+	}
 }
 
 // childStatus reports a supervised child for status.

@@ -11,13 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/untrusted"
-	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // stateT is the person's side of the daemon: whether they hold the
@@ -73,12 +74,24 @@ type holdRec struct {
 	// new hold. taken: a stop or cancel has ended it. Both under
 	// stateT.mu.
 	stopping, taken bool
+
+	// det is the hold's use of the voice detector (detect.go): collect
+	// feeds it every block it keeps (the pre-roll first), watch reads
+	// its events until the channel closes, then closes watched.
+	det     *detUse
+	watched chan struct{}
+	said    bool // a span was heard; set by watch, read after watched
+	failed  bool // the detector failed: decode anyway (fail open)
 }
 
 func (h *holdRec) collect() {
 	defer close(h.done)
 	add := func(s []int16) {
-		h.samples = append(h.samples, s[:min(len(s), max(0, h.max-len(h.samples)))]...)
+		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
+		h.samples = append(h.samples, s...)
+		if len(s) > 0 {
+			h.det.Feed(s) // never blocks; a detector that fell behind fails the use
+		}
 	}
 	for {
 		select {
@@ -97,11 +110,56 @@ func (h *holdRec) collect() {
 	}
 }
 
+// watch reads the hold's detector events until the use ends.
+func (h *holdRec) watch() {
+	defer close(h.watched)
+	for e := range h.det.Events() {
+		switch e.Kind {
+		case vadlink.SpeechStart:
+			h.said = true
+		case vadlink.Ended:
+			h.said = h.said || e.Said
+		case vadlink.Failed:
+			h.failed = true
+		}
+	}
+}
+
+// heard ends the hold's detector use and reports whether anything was
+// said: a span heard, or the detector failed or did not answer within
+// holdSettle (then the decoder decides, as before the detector).
+func (d *Daemon) heard(h *holdRec) bool {
+	defer h.det.release()
+	h.det.End()
+	t := time.NewTimer(holdSettle)
+	defer t.Stop()
+	select {
+	case <-h.watched:
+	case <-t.C:
+		d.log.Warn("the voice detector did not answer in time: the hold is decoded anyway", "detector", h.det.engine)
+		return true
+	}
+	d.log.Debug("hold: voice detector", "detector", h.det.engine, "said", h.said, "failed", h.failed)
+	return h.said || h.failed
+}
+
+// holdSettle bounds the wait for the detector's last answers at the end of
+// a hold (it answers a second of audio in about 3 ms).
+const holdSettle = 5 * time.Second
+
 // Bounds of a hold's audio besides dictation.max_hold_s (config ranges).
 const (
 	maxPreRoll = 2 * time.Second
 	maxTail    = 2 * time.Second
 )
+
+// holdParams are the detector's parameters for a hold: vad.threshold,
+// whisper.cpp's span defaults otherwise.
+func holdParams(cfg config.Config) vadlink.Params {
+	p := vadspan.DefaultParams()
+	p.Threshold = float32(cfg.VAD.Threshold)
+	return vadlink.Params{Span: p}
+}
 
 // holdStart opens a hold. A question being spoken stops at once
 // (barge-in); one being answered stops listening.
@@ -121,7 +179,11 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second)}
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{})}
+	if h.det = d.beginDetect(holdParams(d.config())); h.det == nil {
+		return daemonapi.HoldResult{}, errShuttingDown
+	}
+	go h.watch() // ends when the use does: heard, or release
 	h.l = d.mic.Listen(d.mic.Always())
 	go h.collect() // ends when takeHold closes h.stop
 	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
@@ -206,6 +268,7 @@ func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
+	h.det.release()
 	d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
 	return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}, nil
 }
@@ -229,9 +292,10 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	ev := audit.Event{Duration: audioDur}
 	switch {
 	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
+		h.det.release()
 		res.Outcome = "too_short"
-	case !vad.HasSpeech(h.samples, vad.DefaultConfig()):
-		res.Outcome = "empty"
+	case !d.heard(h):
+		res.Outcome = "empty" // without a decoder turn
 	}
 	if res.Outcome != "" {
 		ev.Kind = "dictation." + res.Outcome
