@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -172,4 +173,65 @@ func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
 	} else {
 		t.Logf("answer audio %v for %v spoken with a %v pause", got, spoken, time.Duration(len(pause))*time.Second/sr)
 	}
+}
+
+// holdTail is the daemon's "hold tail" debug record of its one hold.
+func (d *daemon) holdTail() map[string]any {
+	d.t.Helper()
+	var recs []map[string]any
+	for _, r := range d.logRecords() {
+		if r["msg"] == "hold tail" {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) != 1 {
+		d.t.Fatalf("%d \"hold tail\" records, want 1\n%s", len(recs), d.logTail(30))
+	}
+	return recs[0]
+}
+
+// TestHoldTailEndsWithTheSpeaker: dictation.tail_ms is a maximum. A hold
+// released well after the speech ended (here after 1.5 s of silence,
+// the capture file's end) closes at once: no tail. A hold released in the
+// middle of continuous speech keeps recording (the tail runs) until the
+// speaker pauses or the maximum. The daemon's "hold tail" record tells
+// which, and how much audio the tail added.
+func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
+	t.Parallel()
+	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
+	t.Run("after the speech", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(zeros(0.2), sentence[:len(sentence)/3], zeros(1.5)))
+		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.waitRunning("vad")
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, wavDuration(t, f))
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] != "quiet" || field(r, "tail_audio_ms") != 0 {
+			t.Errorf("hold tail %v, want why quiet and no audio added", r)
+		}
+	})
+	t.Run("mid-word", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, sentence, zeros(1)))
+		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.waitRunning("vad")
+		c := d.client()
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // the file speaks for longer than 6 s without a pause of 150 ms
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] == "quiet" || field(r, "tail_audio_ms") <= 0 {
+			t.Errorf("hold tail %v, want the tail recorded (why silence or max, audio added)", r)
+		} else {
+			t.Logf("hold tail %v", r)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -82,6 +83,13 @@ type holdRec struct {
 	watched chan struct{}
 	said    bool // a span was heard; set by watch, read after watched
 	failed  bool // the detector failed: decode anyway (fail open)
+	fed     atomic.Int64
+
+	// The last silence of tailQuiet the detector reported (watch sets
+	// it): where it was seen, and a channel closed at the next one.
+	qmu     sync.Mutex
+	quietAt int64
+	quietCh chan struct{}
 }
 
 func (h *holdRec) collect() {
@@ -89,6 +97,7 @@ func (h *holdRec) collect() {
 	add := func(s []int16) {
 		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
 		h.samples = append(h.samples, s...)
+		h.fed.Add(int64(len(s)))
 		if len(s) > 0 {
 			h.det.Feed(s) // never blocks; a detector that fell behind fails the use
 		}
@@ -121,8 +130,62 @@ func (h *holdRec) watch() {
 			h.said = h.said || e.Said
 		case vadlink.Failed:
 			h.failed = true
+		case vadlink.Silence:
+			if e.For == tailQuiet {
+				h.qmu.Lock()
+				h.quietAt = e.At
+				close(h.quietCh)
+				h.quietCh = make(chan struct{})
+				h.qmu.Unlock()
+			}
 		}
 	}
+}
+
+// tailQuiet is the silence after which a tail ends: released after this
+// much silence, a hold closes at once; released during speech, it records
+// until the speaker has been quiet this long, or dictation.tail_ms.
+const tailQuiet = 150 * time.Millisecond
+
+// vadWindow is the detector's window: positions are answered in whole
+// windows.
+const vadWindow = 512
+
+// recordTail records the tail of hold h released now: nothing when the
+// detector already heard tailQuiet of silence at the release, else until
+// it hears that much silence after it, or for at most tail (ctx ending
+// cuts it short). The debug log says which and how much audio it added.
+func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration) {
+	start := time.Now()
+	released := h.fed.Load()
+	p := released - released%vadWindow // the whole windows the detector can answer
+	tctx, cancel := context.WithTimeout(ctx, tail)
+	defer cancel()
+	why := "max"
+	if st, err := h.det.Wait(tctx, p); err == nil && st.Silent() >= tailQuiet {
+		why = "quiet" // the speaker had stopped: no tail
+	} else {
+	wait:
+		for {
+			h.qmu.Lock()
+			at, ch := h.quietAt, h.quietCh
+			h.qmu.Unlock()
+			if at > p {
+				why = "silence" // the speaker stopped during the tail
+				break
+			}
+			select {
+			case <-ch:
+			case <-h.watched: // the detector failed: the whole tail
+				<-tctx.Done()
+				break wait
+			case <-tctx.Done():
+				break wait
+			}
+		}
+	}
+	d.log.Debug("hold tail", "why", why, "tail_ms", time.Since(start).Milliseconds(),
+		"tail_audio_ms", pcm.Duration(int(h.fed.Load()-released)).Milliseconds(), "max_ms", tail.Milliseconds(), "detector", h.det.engine)
 }
 
 // heard ends the hold's detector use and reports whether anything was
@@ -158,7 +221,7 @@ const (
 func holdParams(cfg config.Config) vadlink.Params {
 	p := vadspan.DefaultParams()
 	p.Threshold = float32(cfg.VAD.Threshold)
-	return vadlink.Params{Span: p}
+	return vadlink.Params{Span: p, Silences: []time.Duration{tailQuiet}}
 }
 
 // holdStart opens a hold. A question being spoken stops at once
@@ -179,7 +242,7 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{})}
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{})}
 	if h.det = d.beginDetect(holdParams(d.config())); h.det == nil {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
@@ -212,12 +275,7 @@ func (d *Daemon) takeHold(ctx context.Context, tail time.Duration, stop bool, on
 	h.stopping = h.stopping || stop
 	d.state.mu.Unlock()
 	if tail > 0 {
-		t := time.NewTimer(tail)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		d.recordTail(ctx, h, tail)
 	}
 	d.state.mu.Lock()
 	if h.taken { // a cancel took it meanwhile
