@@ -148,8 +148,12 @@ type Dictation struct {
 	PasteOverChars int `toml:"paste_over_chars"`
 	// MinUtteranceMs: shorter holds produce nothing.
 	MinUtteranceMs int `toml:"min_utterance_ms"`
-	// TailMs of audio are still recorded after hold.stop.
+	// TailMs is the most audio still recorded after hold.stop: the tail
+	// ends when the voice detector hears the speaker stop.
 	TailMs int `toml:"tail_ms"`
+	// AutoStopMs, when not 0, ends a toggled hold by itself after this
+	// much silence (as the voice detector hears it), as if released.
+	AutoStopMs int `toml:"auto_stop_ms"`
 	// MaxHoldS ends a hold by itself after this many seconds, as if
 	// released: what was said is decoded and typed.
 	MaxHoldS int `toml:"max_hold_s"`

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -233,5 +234,70 @@ func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 		} else {
 			t.Logf("hold tail %v", r)
 		}
+	})
+}
+
+// TestToggledHoldStopsItselfAfterSilence: with dictation.auto_stop_ms a
+// hold opened by hold.toggle ends by itself once the detector (Silero, the
+// real child) has heard that much silence: after the speech, or from the
+// start when nobody speaks. It is decoded as if toggled off (a dictation
+// outcome in the audit), and a held hold (hold.start) is not affected.
+func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
+	t.Parallel()
+	said := spokenWAV(t, "Yes go ahead and deploy it")
+	for _, tc := range []struct {
+		name    string
+		audio   []float32
+		outcome string
+	}{
+		{"after speech", join(zeros(0.2), said, zeros(8)), ""},
+		{"nobody spoke", zeros(8), "empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), tc.audio)
+			d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "1000").
+				with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+			d.waitRunning("vad")
+			c := d.client()
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if r, err := c.Hold(ctx, daemonapi.MethodHoldToggle); err != nil || r.Hold != daemonapi.HoldHolding {
+				t.Fatalf("hold.toggle = %+v, %v", r, err)
+			}
+			d.waitFor(20*time.Second, "the toggled hold to end by itself", func() bool {
+				return d.count("hold.auto_stopped", "") == 1 && d.status().Hold == daemonapi.HoldIdle
+			})
+			var outcome string
+			d.waitFor(20*time.Second, "the hold's dictation outcome", func() bool {
+				for _, e := range d.events() {
+					if strings.HasPrefix(e.Kind, "dictation.") {
+						outcome = strings.TrimPrefix(e.Kind, "dictation.")
+						return true
+					}
+				}
+				return false
+			})
+			if tc.outcome != "" && outcome != tc.outcome {
+				t.Errorf("outcome %q, want %q", outcome, tc.outcome)
+			}
+			if tc.outcome == "" && (outcome == "empty" || outcome == "lost") {
+				t.Errorf("outcome %q, want the speech decoded", outcome)
+			}
+		})
+	}
+	t.Run("held", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), zeros(4))
+		d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, 4*time.Second)
+		if st := d.status(); st.Hold != daemonapi.HoldHolding || d.count("hold.auto_stopped", "") != 0 {
+			t.Errorf("a held hold after 4 s of silence: hold %q, %d auto stops; want still holding", st.Hold, d.count("hold.auto_stopped", ""))
+		}
+		d.stopHold(c)
 	})
 }

@@ -530,7 +530,7 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 		set(true, nil)
 		err = run(ctx, func(start bool) {
 			if start {
-				if _, err := d.holdStart(ctx); err != nil {
+				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
 					d.log.Warn("hotkey: hold.start failed", "err", err)
 				}
 				return

@@ -79,11 +79,12 @@ type holdRec struct {
 	// det is the hold's use of the voice detector (detect.go): collect
 	// feeds it every block it keeps (the pre-roll first), watch reads
 	// its events until the channel closes, then closes watched.
-	det     *detUse
-	watched chan struct{}
-	said    bool // a span was heard; set by watch, read after watched
-	failed  bool // the detector failed: decode anyway (fail open)
-	fed     atomic.Int64
+	det      *detUse
+	autoStop time.Duration // dictation.auto_stop_ms for a toggled hold; 0: none
+	watched  chan struct{}
+	said     bool // a span was heard; set by watch, read after watched
+	failed   bool // the detector failed: decode anyway (fail open)
+	fed      atomic.Int64
 
 	// The last silence of tailQuiet the detector reported (watch sets
 	// it): where it was seen, and a channel closed at the next one.
@@ -119,8 +120,9 @@ func (h *holdRec) collect() {
 	}
 }
 
-// watch reads the hold's detector events until the use ends.
-func (h *holdRec) watch() {
+// watch reads the hold's detector events until the use ends; autoStop is
+// called (once) at the hold's dictation.auto_stop_ms of silence.
+func (h *holdRec) watch(autoStop func()) {
 	defer close(h.watched)
 	for e := range h.det.Events() {
 		switch e.Kind {
@@ -131,6 +133,10 @@ func (h *holdRec) watch() {
 		case vadlink.Failed:
 			h.failed = true
 		case vadlink.Silence:
+			if h.autoStop > 0 && e.For == h.autoStop && autoStop != nil {
+				autoStop()
+				autoStop = nil
+			}
 			if e.For == tailQuiet {
 				h.qmu.Lock()
 				h.quietAt = e.At
@@ -227,6 +233,12 @@ func holdParams(cfg config.Config) vadlink.Params {
 // holdStart opens a hold. A question being spoken stops at once
 // (barge-in); one being answered stops listening.
 func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
+	return d.holdOpen(ctx, false)
+}
+
+// holdOpen opens a hold; a toggled one (hold.toggle, a toggle hotkey)
+// ends by itself after dictation.auto_stop_ms of silence when it is set.
+func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResult, error) {
 	d.state.mu.Lock()
 	defer d.state.mu.Unlock()
 	if d.state.closing {
@@ -243,10 +255,19 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
 		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{})}
-	if h.det = d.beginDetect(holdParams(d.config())); h.det == nil {
+	if ms := d.config().Dictation.AutoStopMs; toggled && ms > 0 {
+		h.autoStop = time.Duration(ms) * time.Millisecond
+	}
+	p := holdParams(d.config())
+	if h.autoStop > 0 {
+		p.Silences = append(p.Silences, h.autoStop)
+	}
+	if h.det = d.beginDetect(p); h.det == nil {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
-	go h.watch() // ends when the use does: heard, or release
+	// watch ends when the use does (heard, or release); an auto stop
+	// runs under spawn, as a release by the hotkey does.
+	go h.watch(func() { d.spawn(func() { d.holdAutoStop(h) }) })
 	h.l = d.mic.Listen(d.mic.Always())
 	go h.collect() // ends when takeHold closes h.stop
 	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
@@ -320,6 +341,19 @@ func (d *Daemon) holdLimit(h *holdRec) {
 	d.dictate(context.Background(), cfg, h)
 }
 
+// holdAutoStop ends toggled hold h after dictation.auto_stop_ms of
+// silence, as if toggled off: what was said is decoded and typed. A hold
+// already stopped, or cancelled, is left alone.
+func (d *Daemon) holdAutoStop(h *holdRec) {
+	cfg := d.config()
+	if d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
+		return
+	}
+	d.log.Info("the toggled hold ended by itself after dictation.auto_stop_ms of silence", "auto_stop_ms", h.autoStop.Milliseconds())
+	d.auditf(audit.Event{Kind: "hold.auto_stopped", Duration: time.Since(h.started)})
+	d.dictate(context.Background(), cfg, h)
+}
+
 // holdCancel ends the hold and drops its audio.
 func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
 	h := d.takeHold(ctx, 0, false, nil)
@@ -339,7 +373,7 @@ func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
 	if open {
 		return d.holdStop(ctx)
 	}
-	return d.holdStart(ctx)
+	return d.holdOpen(ctx, true)
 }
 
 // dictate turns a finished hold into typed text.
