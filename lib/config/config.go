@@ -96,7 +96,8 @@ type Decode struct {
 
 // VAD is the voice-activity detector: what decides whether audio holds
 // speech. The decoder child gets it (yaz-decode --vad, --vad-model,
-// --vad-threshold) for its "was anything said?" check.
+// --vad-threshold) for its "was anything said?" check; the daemon decides
+// with it too (a yaz-decode --vad-stream child, children.vad).
 type VAD struct {
 	// Engine is VADAuto (Silero VAD when Model exists, else the energy
 	// detector), VADSilero (Model must be usable) or VADEnergy.

@@ -1,10 +1,11 @@
 // Package daemon is yazsesd: it supervises yaz-capture, yaz-decode --serve,
-// yaz-speak --serve and yaz-gate, wires them over inherited file
+// yaz-speak --serve, yaz-gate and, when [vad] selects Silero, yaz-decode
+// --vad-stream (the voice detector, detect.go), wires them over inherited file
 // descriptors, and serves the JSON-RPC socket API of lib/daemonapi
 // (hold.*, ask_human, status, budget.status, last, audit, transcribe).
 //
 // Wiring. The daemon's ends of its children are package child (Mic,
-// Decoder, Speaker, Gate): each owns its supervised process, makes its
+// Decoder, Speaker, Gate, VAD): each owns its supervised process, makes its
 // pipes afresh on every start (the gate gets one end of a fresh socketpair
 // as fd 3) and shows its state as channels. This package is the policy on
 // top: holds (hold.go), questions (ask.go), files (files.go), the socket
@@ -32,6 +33,12 @@
 // Files. transcribe reads a file as a 16 kHz stream and decodes it in
 // pieces of at most 30 s, each taking the decoder's turn after any hold
 // or answer (files.go); one file decodes at a time and four more may wait.
+//
+// Voice detector. Whether a hold held speech, where an answer ends, when a
+// tail is over and when a toggled hold stops by itself are the detector's
+// decisions (detect.go): a use of the Silero child per hold or answer, or
+// of the energy detector while the child is down; the pre-roll goes into a
+// hold's use first.
 //
 // Health. Every child's changes of state are followed (health.go): READY=1
 // waits until the children started at boot are up or have failed their
