@@ -301,3 +301,24 @@ func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
 		d.stopHold(c)
 	})
 }
+
+// TestHoldWhileTheDetectorIsDown: a detector child that cannot run (here
+// a program that exits at once, so its supervisor restarts it and then
+// leaves it down) never holds up a hold: the energy detector decides
+// meanwhile, and speech is decoded.
+func TestHoldWhileTheDetectorIsDown(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, sileroConfig(t).with("children.vad", arr("/bin/false")))
+	c := d.client()
+	defer c.Close()
+	d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
+	if r := d.stopHold(c); r.Outcome == "empty" || r.Outcome == "failed" {
+		t.Errorf("hold.stop = %+v, want the speech decoded with the detector child down", r)
+	}
+	if s := d.child("vad"); s.State == "running" {
+		t.Errorf("vad child %+v, want it not running", s)
+	}
+	if n := len(d.decoderTurns()); n != 1 {
+		t.Errorf("%d decoder turns, want 1", n)
+	}
+}
