@@ -155,6 +155,9 @@ type Dictation struct {
 	// AutoStopMs, when not 0, ends a toggled hold by itself after this
 	// much silence (as the voice detector hears it), as if released.
 	AutoStopMs int `toml:"auto_stop_ms"`
+	// EagerPauseMs, when not 0, decodes a hold in pieces while it goes
+	// on: each pause of this length ends a piece.
+	EagerPauseMs int `toml:"eager_pause_ms"`
 	// MaxHoldS ends a hold by itself after this many seconds, as if
 	// released: what was said is decoded and typed.
 	MaxHoldS int `toml:"max_hold_s"`

@@ -96,6 +96,9 @@ tail_ms = 200
 # A toggled hold (hold.toggle) ends by itself after this much silence,
 # milliseconds (0: never; 300-60000).
 auto_stop_ms = 0
+# Decode a hold in pieces while you speak: each pause this long (milliseconds)
+# ends a piece, so at release only the last one is left (0: off; 200-5000).
+eager_pause_ms = 0
 # A hold ends by itself after this many seconds, as if released (5-240).
 max_hold_s = 180
 # Exact word or phrase replacements in dictated text, applied in order

@@ -28,6 +28,8 @@ const (
 	maxTailMs         = 2000
 	minAutoStopMs     = 300
 	maxAutoStopMs     = 60000
+	minEagerPauseMs   = 200
+	maxEagerPauseMs   = 5000
 	maxPasteOverChars = 1_000_000
 	maxGuardMs        = 5000
 	maxMinUtterMs     = 5000
@@ -126,6 +128,9 @@ func validate(c Config) []problem {
 	between("dictation.tail_ms", int64(c.Dictation.TailMs), 0, maxTailMs)
 	if v := c.Dictation.AutoStopMs; v != 0 && (v < minAutoStopMs || v > maxAutoStopMs) {
 		bad("dictation.auto_stop_ms", "must be 0 (off) or between %d and %d, got %d", minAutoStopMs, maxAutoStopMs, v)
+	}
+	if v := c.Dictation.EagerPauseMs; v != 0 && (v < minEagerPauseMs || v > maxEagerPauseMs) {
+		bad("dictation.eager_pause_ms", "must be 0 (off) or between %d and %d, got %d", minEagerPauseMs, maxEagerPauseMs, v)
 	}
 	between("dictation.max_hold_s", int64(c.Dictation.MaxHoldS), minMaxHoldS, maxMaxHoldS)
 	for i, r := range c.Dictation.Replace {

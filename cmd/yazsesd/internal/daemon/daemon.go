@@ -651,6 +651,7 @@ func (d *Daemon) waitWork() {
 		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
 	}
 	if h := d.takeHold(d.life, 0, false, nil); h != nil {
+		h.eager.drop()
 		h.det.release()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/untrusted"
@@ -85,6 +86,8 @@ type holdRec struct {
 	said     bool // a span was heard; set by watch, read after watched
 	failed   bool // the detector failed: decode anyway (fail open)
 	fed      atomic.Int64
+	smu      sync.Mutex // samples, while collect appends (eager pieces read them)
+	eager    *eagerRun  // dictation.eager_pause_ms; nil: off
 
 	// The last silence of tailQuiet the detector reported (watch sets
 	// it): where it was seen, and a channel closed at the next one.
@@ -97,7 +100,9 @@ func (h *holdRec) collect() {
 	defer close(h.done)
 	add := func(s []int16) {
 		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
+		h.smu.Lock()
 		h.samples = append(h.samples, s...)
+		h.smu.Unlock()
 		h.fed.Add(int64(len(s)))
 		if len(s) > 0 {
 			h.det.Feed(s) // never blocks; a detector that fell behind fails the use
@@ -124,8 +129,15 @@ func (h *holdRec) collect() {
 // called (once) at the hold's dictation.auto_stop_ms of silence.
 func (h *holdRec) watch(autoStop func()) {
 	defer close(h.watched)
+	if h.eager != nil {
+		defer close(h.eager.ends)
+	}
 	for e := range h.det.Events() {
 		switch e.Kind {
+		case vadlink.SpeechEnd:
+			if h.eager != nil {
+				h.eager.pieceAt(e.At)
+			}
 		case vadlink.SpeechStart:
 			h.said = true
 		case vadlink.Ended:
@@ -262,7 +274,15 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	if h.autoStop > 0 {
 		p.Silences = append(p.Silences, h.autoStop)
 	}
+	if ms := d.config().Dictation.EagerPauseMs; ms > 0 {
+		p.Span.MinSilence = time.Duration(ms) * time.Millisecond
+		h.eager = d.startEager(h, d.holdPrompt())
+	}
 	if h.det = d.beginDetect(p); h.det == nil {
+		if h.eager != nil {
+			h.eager.cancel()
+			close(h.eager.ends)
+		}
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
 	// watch ends when the use does (heard, or release); an auto stop
@@ -360,6 +380,7 @@ func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
+	h.eager.drop()
 	h.det.release()
 	d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
 	return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}, nil
@@ -384,6 +405,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	ev := audit.Event{Duration: audioDur}
 	switch {
 	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
+		h.eager.drop()
 		h.det.release()
 		res.Outcome = "too_short"
 	case !d.heard(h):
@@ -394,16 +416,26 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 		d.auditf(ev)
 		return res
 	}
-	var prompt *string
-	if p := d.opt.Config.Dictation.Prompt; p != "" { // restart-only: the start value
-		prompt = &p
+	var (
+		r          frame.Result
+		err        error
+		hung, down bool
+		bound      = holdDecodeBound(audioDur)
+		eagerText  string
+		eagerOK    bool
+	)
+	if h.eager != nil {
+		eagerText, eagerOK = h.eager.finish()
 	}
-	bound := holdDecodeBound(audioDur)
-	dctx, cancel := d.holdDecodeCtx(ctx, bound)
-	r, err := d.decode.Decode(dctx, child.PrioHold, h.samples, prompt)
-	hung := errors.Is(context.Cause(dctx), errHoldDecodeBound)
-	down := dctx.Err() != nil
-	cancel()
+	if eagerOK {
+		r.Text = eagerText // decoded in pieces during the hold
+	} else {
+		dctx, cancel := d.holdDecodeCtx(ctx, bound)
+		r, err = d.decode.Decode(dctx, child.PrioHold, h.samples, d.holdPrompt())
+		hung = errors.Is(context.Cause(dctx), errHoldDecodeBound)
+		down = dctx.Err() != nil
+		cancel()
+	}
 	if err != nil {
 		res.Outcome = "failed"
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
@@ -470,6 +502,15 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) dae
 	d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: res.Outcome}
 	d.state.mu.Unlock()
 	return res
+}
+
+// holdPrompt is dictation.prompt as the daemon started with it
+// (restart-only), or nil.
+func (d *Daemon) holdPrompt() *string {
+	if p := d.opt.Config.Dictation.Prompt; p != "" {
+		return &p
+	}
+	return nil
 }
 
 // A hold's decoding is bounded: a decoder that answers nothing within
