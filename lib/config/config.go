@@ -96,7 +96,8 @@ type Decode struct {
 
 // VAD is the voice-activity detector: what decides whether audio holds
 // speech. The decoder child gets it (yaz-decode --vad, --vad-model,
-// --vad-threshold) for its "was anything said?" check.
+// --vad-threshold) for its "was anything said?" check; the daemon decides
+// with it too (a yaz-decode --vad-stream child, children.vad).
 type VAD struct {
 	// Engine is VADAuto (Silero VAD when Model exists, else the energy
 	// detector), VADSilero (Model must be usable) or VADEnergy.
@@ -148,8 +149,15 @@ type Dictation struct {
 	PasteOverChars int `toml:"paste_over_chars"`
 	// MinUtteranceMs: shorter holds produce nothing.
 	MinUtteranceMs int `toml:"min_utterance_ms"`
-	// TailMs of audio are still recorded after hold.stop.
+	// TailMs is the most audio still recorded after hold.stop: the tail
+	// ends when the voice detector hears the speaker stop.
 	TailMs int `toml:"tail_ms"`
+	// AutoStopMs, when not 0, ends a toggled hold by itself after this
+	// much silence (as the voice detector hears it), as if released.
+	AutoStopMs int `toml:"auto_stop_ms"`
+	// EagerPauseMs, when not 0, decodes a hold in pieces while it goes
+	// on: each pause of this length ends a piece.
+	EagerPauseMs int `toml:"eager_pause_ms"`
 	// MaxHoldS ends a hold by itself after this many seconds, as if
 	// released: what was said is decoded and typed.
 	MaxHoldS int `toml:"max_hold_s"`

@@ -317,6 +317,8 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: dictation.min_utterance_ms: must be between 0 and 5000, got -1"},
 		{"tail", "[dictation]\ntail_ms = 2001",
 			"config.toml:2: dictation.tail_ms: must be between 0 and 2000, got 2001"},
+		{"auto stop", "[dictation]\nauto_stop_ms = 100",
+			"config.toml:2: dictation.auto_stop_ms: must be 0 (off) or between 300 and 60000, got 100"},
 		{"max hold", "[dictation]\nmax_hold_s = 241",
 			"config.toml:2: dictation.max_hold_s: must be between 5 and 240, got 241"},
 		{"max hold zero", "[dictation]\nmax_hold_s = 0",

@@ -90,8 +90,15 @@ inject = "auto"
 paste_over_chars = 3000
 # Holds shorter than this produce nothing, milliseconds (0-5000).
 min_utterance_ms = 300
-# Audio still recorded after hold.stop, milliseconds (0-2000).
+# The most audio still recorded after hold.stop, milliseconds (0-2000); the
+# tail ends as soon as the voice detector hears you stop.
 tail_ms = 200
+# A toggled hold (hold.toggle) ends by itself after this much silence,
+# milliseconds (0: never; 300-60000).
+auto_stop_ms = 0
+# Decode a hold in pieces while you speak: each pause this long (milliseconds)
+# ends a piece, so at release only the last one is left (0: off; 200-5000).
+eager_pause_ms = 0
 # A hold ends by itself after this many seconds, as if released (5-240).
 max_hold_s = 180
 # Show the text decoded so far in a hold to "yazsesd ctl watch" (a status bar or

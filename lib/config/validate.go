@@ -26,6 +26,10 @@ const (
 	maxNotifyPerMin   = 60
 	maxPreRollMs      = 2000
 	maxTailMs         = 2000
+	minAutoStopMs     = 300
+	maxAutoStopMs     = 60000
+	minEagerPauseMs   = 200
+	maxEagerPauseMs   = 5000
 	maxPasteOverChars = 1_000_000
 	maxGuardMs        = 5000
 	maxMinUtterMs     = 5000
@@ -122,6 +126,12 @@ func validate(c Config) []problem {
 	between("dictation.paste_over_chars", int64(c.Dictation.PasteOverChars), 0, maxPasteOverChars)
 	between("dictation.min_utterance_ms", int64(c.Dictation.MinUtteranceMs), 0, maxMinUtterMs)
 	between("dictation.tail_ms", int64(c.Dictation.TailMs), 0, maxTailMs)
+	if v := c.Dictation.AutoStopMs; v != 0 && (v < minAutoStopMs || v > maxAutoStopMs) {
+		bad("dictation.auto_stop_ms", "must be 0 (off) or between %d and %d, got %d", minAutoStopMs, maxAutoStopMs, v)
+	}
+	if v := c.Dictation.EagerPauseMs; v != 0 && (v < minEagerPauseMs || v > maxEagerPauseMs) {
+		bad("dictation.eager_pause_ms", "must be 0 (off) or between %d and %d, got %d", minEagerPauseMs, maxEagerPauseMs, v)
+	}
 	between("dictation.max_hold_s", int64(c.Dictation.MaxHoldS), minMaxHoldS, maxMaxHoldS)
 	for i, r := range c.Dictation.Replace {
 		key := indexKey("dictation.replace", i)

@@ -8,14 +8,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/untrusted"
-	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // Label is what the person hears before every question (invariant 7): an
@@ -413,6 +415,28 @@ func (d *Daemon) speakerReady(ctx context.Context) bool {
 	return false
 }
 
+// An answer's detector use: a span needs answerMinSpeech of speech, ends
+// after ask.answer_silence_ms without a voiced window (hysteresis: once
+// speech started, a window stays voiced down to vad.threshold − 0.15, so a
+// soft word end or a thinking pause shorter than that keeps the answer
+// open), and keeps answerPad of audio on each side. answerSettle bounds
+// the wait for the detector's last answers once the audio ended.
+const (
+	answerMinSpeech = 250 * time.Millisecond
+	answerPad       = 300 * time.Millisecond
+	answerSettle    = 5 * time.Second
+)
+
+// answerParams are the detector's parameters for an answer.
+func answerParams(cfg config.Config) vadlink.Params {
+	return vadlink.Params{Span: vadspan.Params{
+		Threshold:  float32(cfg.VAD.Threshold),
+		MinSpeech:  answerMinSpeech,
+		MinSilence: time.Duration(cfg.Ask.AnswerSilenceMs) * time.Millisecond,
+		SpeechPad:  answerPad,
+	}}
+}
+
 // stopped is the result of a spoken question that ended before listening.
 func (a *ask) stopped(ctx context.Context, why, fallback string) daemonapi.AskResult {
 	if why == "" {
@@ -440,23 +464,41 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 	}
 
 	maxAnswer := time.Duration(cfg.Ask.MaxAnswerS) * time.Second
-	vcfg := vad.DefaultConfig()
-	vcfg.MinSilence = time.Duration(cfg.Ask.AnswerSilenceMs) * time.Millisecond
-	vcfg.MaxUtterance = min(maxAnswer, maxAnswerAudio)
-	seg := vad.NewSegmenter(vcfg)
+	capN := pcm.Samples(min(maxAnswer, maxAnswerAudio))
+	p := answerParams(cfg)
+	u := d.beginDetect(p)
+	if u == nil {
+		return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled) // the daemon is stopping
+	}
+	defer func() { u.release() }()
 
 	l := d.mic.Listen(false) // only what is said from now on
 	defer d.mic.Unlisten(l)
-	d.log.Debug("listening for the answer", "guard_ms", cfg.Ask.GuardMs)
+	d.log.Debug("listening for the answer", "guard_ms", cfg.Ask.GuardMs, "detector", u.engine)
 	window := time.NewTimer(maxAnswer)
 	defer window.Stop()
-	var utt []int16
+	// samples is the answer's audio; the detector's positions are its
+	// indexes. The answer is samples[from:to]: from the first span's
+	// start to its end (a pause of ask.answer_silence_ms), or to the end
+	// of the audio when it ended first.
+	var samples []int16
+	from, to := int64(-1), int64(-1)
 	reason := daemonapi.ReasonSilence
 	heard := 0 // samples the microphone delivered
+	audio := l.Audio()
+	events := u.Events()
+	var settle <-chan time.Time // after End: the detector's last answers
+	end := func() {
+		audio = nil
+		if settle == nil {
+			u.End()
+			settle = time.After(answerSettle)
+		}
+	}
 collect:
 	for {
 		select {
-		case s := <-l.Audio():
+		case s := <-audio:
 			if s == nil { // the microphone's stream ended: what was said is all
 				if heard == 0 {
 					// It never delivered a sample: not silence, a
@@ -464,36 +506,68 @@ collect:
 					// is gone, the device is missing).
 					reason = daemonapi.ReasonCaptureFailed
 				}
-				break collect
+				end()
+				continue
 			}
 			heard += len(s)
-			if us := seg.Write(s); len(us) > 0 {
-				utt = us[0].Samples
+			s = s[:min(len(s), capN-len(samples))]
+			samples = append(samples, s...)
+			u.Feed(s)
+			if len(samples) >= capN {
+				end()
+			}
+		case e, ok := <-events:
+			if !ok {
 				break collect
 			}
+			switch e.Kind {
+			case vadlink.SpeechStart:
+				if from < 0 {
+					from = max(e.At, 0)
+				}
+			case vadlink.SpeechEnd:
+				to = e.At
+				break collect
+			case vadlink.Failed:
+				// The detector child is gone: the energy detector
+				// goes on from the audio so far (fail open).
+				d.log.Warn("voice detector failed during an answer: the energy detector takes over", "err", e.Err)
+				u.release()
+				if u = d.beginEnergy(p); u == nil {
+					return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+				}
+				from = -1
+				u.Feed(samples)
+				events = u.Events()
+				if audio == nil {
+					settle = nil
+					end()
+				}
+			}
+		case <-settle:
+			break collect // a detector that does not answer: what it said so far
 		case <-run.stop:
 			return a.stopped(ctx, run.reason, run.reason)
 		case <-window.C:
 			if heard == 0 {
 				reason = daemonapi.ReasonCaptureFailed // a whole answer window without a sample
 			}
-			break collect
+			end()
 		case <-dctx.Done():
 			if ctx.Err() != nil {
 				return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
 			}
 			reason = daemonapi.ReasonTimeout
-			break collect
+			end()
 		}
 	}
-	if utt == nil {
-		if us := seg.Flush(); len(us) > 0 {
-			utt = us[0].Samples
-		}
-	}
-	if utt == nil {
+	if from < 0 || from >= int64(len(samples)) {
 		return result(daemonapi.NoAnswer, reason)
 	}
+	if to < 0 || to > int64(len(samples)) {
+		to = int64(len(samples))
+	}
+	utt := samples[from:to]
 	d.mic.Unlisten(l)
 
 	text, err := a.decode(ctx, utt)

@@ -1,10 +1,11 @@
 // Package daemon is yazsesd: it supervises yaz-capture, yaz-decode --serve,
-// yaz-speak --serve and yaz-gate, wires them over inherited file
+// yaz-speak --serve, yaz-gate and, when [vad] selects Silero, yaz-decode
+// --vad-stream (the voice detector, detect.go), wires them over inherited file
 // descriptors, and serves the JSON-RPC socket API of lib/daemonapi
 // (hold.*, ask_human, status, budget.status, last, audit, transcribe).
 //
 // Wiring. The daemon's ends of its children are package child (Mic,
-// Decoder, Speaker, Gate): each owns its supervised process, makes its
+// Decoder, Speaker, Gate, VAD): each owns its supervised process, makes its
 // pipes afresh on every start (the gate gets one end of a fresh socketpair
 // as fd 3) and shows its state as channels. This package is the policy on
 // top: holds (hold.go), questions (ask.go), files (files.go), the socket
@@ -32,6 +33,12 @@
 // Files. transcribe reads a file as a 16 kHz stream and decodes it in
 // pieces of at most 30 s, each taking the decoder's turn after any hold
 // or answer (files.go); one file decodes at a time and four more may wait.
+//
+// Voice detector. Whether a hold held speech, where an answer ends, when a
+// tail is over and when a toggled hold stops by itself are the detector's
+// decisions (detect.go): a use of the Silero child per hold or answer, or
+// of the energy detector while the child is down; the pre-roll goes into a
+// hold's use first.
 //
 // Health. Every child's changes of state are followed (health.go): READY=1
 // waits until the children started at boot are up or have failed their
@@ -140,6 +147,9 @@ type Daemon struct {
 	speak  *child.Speaker
 	decode *child.Decoder
 	mic    *child.Mic
+	// vad is the Silero detector child (detect.go); nil when [vad]
+	// chose the energy detector at start.
+	vad *child.VAD
 
 	injMu  sync.Mutex
 	inj    Injector
@@ -250,13 +260,30 @@ func New(opt Options) (*Daemon, error) {
 	if always {
 		boot = append(boot, "capture")
 	}
-	d.health = newHealth(d, []string{"gate", "speak", "decode", "capture"}, boot...)
+	order := []string{"gate", "speak", "decode", "capture"}
+	binaries := map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
+		"decode": decodeArgv[0], "capture": captureArgv[0]}
+	if useSileroChild(cfg.VAD) {
+		vadArgv, err := resolve("vad", cfg.Children.VAD)
+		if err != nil {
+			return nil, err
+		}
+		vadArgv = append(slices.Clone(vadArgv), "--vad", config.VADSilero, "--vad-model", cfg.VAD.Model)
+		d.vad = child.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
+		d.vad.OnStart(d.childStarted("vad"))
+		boot = append(boot, "vad")
+		order = append(order, "vad")
+		binaries["vad"] = vadArgv[0]
+	}
+	d.health = newHealth(d, order, boot...)
 	d.health.watch("gate", d.gate)
 	d.health.watch("speak", d.speak)
 	d.health.watch("decode", d.decode)
 	d.health.watch("capture", d.mic)
-	d.versions = newVersions(map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
-		"decode": decodeArgv[0], "capture": captureArgv[0]})
+	if d.vad != nil {
+		d.health.watch("vad", d.vad)
+	}
+	d.versions = newVersions(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
 	return d, nil
 }
@@ -361,6 +388,9 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	supervised(d.gate, "gate")
 	supervised(d.speak, "speak")
 	supervised(d.decode, "decode")
+	if d.vad != nil {
+		supervised(d.vad, "vad")
+	}
 	d.mic.Start(ctx)
 	wg.Add(1)
 	go func() {
@@ -516,7 +546,7 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 		set(true, nil)
 		err = run(ctx, func(start bool) {
 			if start {
-				if _, err := d.holdStart(ctx); err != nil {
+				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
 					d.log.Warn("hotkey: hold.start failed", "err", err)
 				}
 				return
@@ -629,7 +659,10 @@ func (d *Daemon) waitWork() {
 	case <-t.C:
 		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
 	}
-	d.takeHold(d.life, 0, false, nil)
+	if h := d.takeHold(d.life, 0, false, nil); h != nil {
+		h.eager.drop()
+		h.det.release()
+	}
 }
 
 // childStatus reports a supervised child for status.

@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/untrusted"
-	"github.com/yazses/yazses/lib/vad"
+	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // stateT is the person's side of the daemon: whether they hold the
@@ -73,12 +76,37 @@ type holdRec struct {
 	// new hold. taken: a stop or cancel has ended it. Both under
 	// stateT.mu.
 	stopping, taken bool
+
+	// det is the hold's use of the voice detector (detect.go): collect
+	// feeds it every block it keeps (the pre-roll first), watch reads
+	// its events until the channel closes, then closes watched.
+	det      *detUse
+	autoStop time.Duration // dictation.auto_stop_ms for a toggled hold; 0: none
+	watched  chan struct{}
+	said     bool // a span was heard; set by watch, read after watched
+	failed   bool // the detector failed: decode anyway (fail open)
+	fed      atomic.Int64
+	smu      sync.Mutex // samples, while collect appends (eager pieces read them)
+	eager    *eagerRun  // dictation.eager_pause_ms; nil: off
+
+	// The last silence of tailQuiet the detector reported (watch sets
+	// it): where it was seen, and a channel closed at the next one.
+	qmu     sync.Mutex
+	quietAt int64
+	quietCh chan struct{}
 }
 
 func (h *holdRec) collect() {
 	defer close(h.done)
 	add := func(s []int16) {
-		h.samples = append(h.samples, s[:min(len(s), max(0, h.max-len(h.samples)))]...)
+		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
+		h.smu.Lock()
+		h.samples = append(h.samples, s...)
+		h.smu.Unlock()
+		h.fed.Add(int64(len(s)))
+		if len(s) > 0 {
+			h.det.Feed(s) // never blocks; a detector that fell behind fails the use
+		}
 	}
 	for {
 		select {
@@ -97,15 +125,132 @@ func (h *holdRec) collect() {
 	}
 }
 
+// watch reads the hold's detector events until the use ends; autoStop is
+// called (once) at the hold's dictation.auto_stop_ms of silence.
+func (h *holdRec) watch(autoStop func()) {
+	defer close(h.watched)
+	if h.eager != nil {
+		defer close(h.eager.ends)
+	}
+	for e := range h.det.Events() {
+		switch e.Kind {
+		case vadlink.SpeechEnd:
+			if h.eager != nil {
+				h.eager.pieceAt(e.At)
+			}
+		case vadlink.SpeechStart:
+			h.said = true
+		case vadlink.Ended:
+			h.said = h.said || e.Said
+		case vadlink.Failed:
+			h.failed = true
+		case vadlink.Silence:
+			if h.autoStop > 0 && e.For == h.autoStop && autoStop != nil {
+				autoStop()
+				autoStop = nil
+			}
+			if e.For == tailQuiet {
+				h.qmu.Lock()
+				h.quietAt = e.At
+				close(h.quietCh)
+				h.quietCh = make(chan struct{})
+				h.qmu.Unlock()
+			}
+		}
+	}
+}
+
+// tailQuiet is the silence after which a tail ends: released after this
+// much silence, a hold closes at once; released during speech, it records
+// until the speaker has been quiet this long, or dictation.tail_ms.
+const tailQuiet = 150 * time.Millisecond
+
+// vadWindow is the detector's window: positions are answered in whole
+// windows.
+const vadWindow = 512
+
+// recordTail records the tail of hold h released now: nothing when the
+// detector already heard tailQuiet of silence at the release, else until
+// it hears that much silence after it, or for at most tail (ctx ending
+// cuts it short). The debug log says which and how much audio it added.
+func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration) {
+	start := time.Now()
+	released := h.fed.Load()
+	p := released - released%vadWindow // the whole windows the detector can answer
+	tctx, cancel := context.WithTimeout(ctx, tail)
+	defer cancel()
+	why := "max"
+	if st, err := h.det.Wait(tctx, p); err == nil && st.Silent() >= tailQuiet {
+		why = "quiet" // the speaker had stopped: no tail
+	} else {
+	wait:
+		for {
+			h.qmu.Lock()
+			at, ch := h.quietAt, h.quietCh
+			h.qmu.Unlock()
+			if at > p {
+				why = "silence" // the speaker stopped during the tail
+				break
+			}
+			select {
+			case <-ch:
+			case <-h.watched: // the detector failed: the whole tail
+				<-tctx.Done()
+				break wait
+			case <-tctx.Done():
+				break wait
+			}
+		}
+	}
+	d.log.Debug("hold tail", "why", why, "tail_ms", time.Since(start).Milliseconds(),
+		"tail_audio_ms", pcm.Duration(int(h.fed.Load()-released)).Milliseconds(), "max_ms", tail.Milliseconds(), "detector", h.det.engine)
+}
+
+// heard ends the hold's detector use and reports whether anything was
+// said: a span heard, or the detector failed or did not answer within
+// holdSettle (then the decoder decides, as before the detector).
+func (d *Daemon) heard(h *holdRec) bool {
+	defer h.det.release()
+	h.det.End()
+	t := time.NewTimer(holdSettle)
+	defer t.Stop()
+	select {
+	case <-h.watched:
+	case <-t.C:
+		d.log.Warn("the voice detector did not answer in time: the hold is decoded anyway", "detector", h.det.engine)
+		return true
+	}
+	d.log.Debug("hold: voice detector", "detector", h.det.engine, "said", h.said, "failed", h.failed)
+	return h.said || h.failed
+}
+
+// holdSettle bounds the wait for the detector's last answers at the end of
+// a hold (it answers a second of audio in about 3 ms).
+const holdSettle = 5 * time.Second
+
 // Bounds of a hold's audio besides dictation.max_hold_s (config ranges).
 const (
 	maxPreRoll = 2 * time.Second
 	maxTail    = 2 * time.Second
 )
 
+// holdParams are the detector's parameters for a hold: vad.threshold,
+// whisper.cpp's span defaults otherwise.
+func holdParams(cfg config.Config) vadlink.Params {
+	p := vadspan.DefaultParams()
+	p.Threshold = float32(cfg.VAD.Threshold)
+	return vadlink.Params{Span: p, Silences: []time.Duration{tailQuiet}}
+}
+
 // holdStart opens a hold. A question being spoken stops at once
 // (barge-in); one being answered stops listening.
 func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
+	return d.holdOpen(ctx, false)
+}
+
+// holdOpen opens a hold; a toggled one (hold.toggle, a toggle hotkey)
+// ends by itself after dictation.auto_stop_ms of silence when it is set.
+func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResult, error) {
 	d.state.mu.Lock()
 	defer d.state.mu.Unlock()
 	if d.state.closing {
@@ -121,7 +266,28 @@ func (d *Daemon) holdStart(ctx context.Context) (daemonapi.HoldResult, error) {
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second)}
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{})}
+	if ms := d.config().Dictation.AutoStopMs; toggled && ms > 0 {
+		h.autoStop = time.Duration(ms) * time.Millisecond
+	}
+	p := holdParams(d.config())
+	if h.autoStop > 0 {
+		p.Silences = append(p.Silences, h.autoStop)
+	}
+	if ms := d.config().Dictation.EagerPauseMs; ms > 0 {
+		p.Span.MinSilence = time.Duration(ms) * time.Millisecond
+		h.eager = d.startEager(h, d.holdPrompt())
+	}
+	if h.det = d.beginDetect(p); h.det == nil {
+		if h.eager != nil {
+			h.eager.cancel()
+			close(h.eager.ends)
+		}
+		return daemonapi.HoldResult{}, errShuttingDown
+	}
+	// watch ends when the use does (heard, or release); an auto stop
+	// runs under spawn, as a release by the hotkey does.
+	go h.watch(func() { d.spawn(func() { d.holdAutoStop(h) }) })
 	h.l = d.mic.Listen(d.mic.Always())
 	go h.collect() // ends when takeHold closes h.stop
 	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
@@ -151,12 +317,7 @@ func (d *Daemon) takeHold(ctx context.Context, tail time.Duration, stop bool, on
 	h.stopping = h.stopping || stop
 	d.state.mu.Unlock()
 	if tail > 0 {
-		t := time.NewTimer(tail)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		d.recordTail(ctx, h, tail)
 	}
 	d.state.mu.Lock()
 	if h.taken { // a cancel took it meanwhile
@@ -206,12 +367,27 @@ func (d *Daemon) holdLimit(h *holdRec) {
 	d.dictate(context.Background(), cfg, h)
 }
 
+// holdAutoStop ends toggled hold h after dictation.auto_stop_ms of
+// silence, as if toggled off: what was said is decoded and typed. A hold
+// already stopped, or cancelled, is left alone.
+func (d *Daemon) holdAutoStop(h *holdRec) {
+	cfg := d.config()
+	if d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
+		return
+	}
+	d.log.Info("the toggled hold ended by itself after dictation.auto_stop_ms of silence", "auto_stop_ms", h.autoStop.Milliseconds())
+	d.auditf(audit.Event{Kind: "hold.auto_stopped", Duration: time.Since(h.started)})
+	d.dictate(context.Background(), cfg, h)
+}
+
 // holdCancel ends the hold and drops its audio.
 func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
 	h := d.takeHold(ctx, 0, false, nil)
 	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
+	h.eager.drop()
+	h.det.release()
 	d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
 	return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}, nil
 }
@@ -224,7 +400,7 @@ func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
 	if open {
 		return d.holdStop(ctx)
 	}
-	return d.holdStart(ctx)
+	return d.holdOpen(ctx, true)
 }
 
 // dictate turns a finished hold into typed text.
@@ -236,25 +412,37 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 	ev := audit.Event{Duration: audioDur}
 	switch {
 	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
+		h.eager.drop()
+		h.det.release()
 		res.Outcome = "too_short"
-	case !vad.HasSpeech(h.samples, vad.DefaultConfig()):
-		res.Outcome = "empty"
+	case !d.heard(h):
+		res.Outcome = "empty" // without a decoder turn
 	}
 	if res.Outcome != "" {
 		ev.Kind = "dictation." + res.Outcome
 		d.auditf(ev)
 		return res
 	}
-	var prompt *string
-	if p := d.opt.Config.Dictation.Prompt; p != "" { // restart-only: the start value
-		prompt = &p
+	var (
+		r          frame.Result
+		err        error
+		hung, down bool
+		bound      = holdDecodeBound(audioDur)
+		eagerText  string
+		eagerOK    bool
+	)
+	if h.eager != nil {
+		eagerText, eagerOK = h.eager.finish()
 	}
-	bound := holdDecodeBound(audioDur)
-	dctx, cancel := d.holdDecodeCtx(ctx, bound)
-	r, err := d.decode.Decode(dctx, child.PrioHold, h.samples, prompt)
-	hung := errors.Is(context.Cause(dctx), errHoldDecodeBound)
-	down := dctx.Err() != nil
-	cancel()
+	if eagerOK {
+		r.Text = eagerText // decoded in pieces during the hold
+	} else {
+		dctx, cancel := d.holdDecodeCtx(ctx, bound)
+		r, err = d.decode.Decode(dctx, child.PrioHold, h.samples, d.holdPrompt())
+		hung = errors.Is(context.Cause(dctx), errHoldDecodeBound)
+		down = dctx.Err() != nil
+		cancel()
+	}
 	if err != nil {
 		res.Outcome = "failed"
 		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
@@ -322,6 +510,15 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 	d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: res.Outcome}
 	d.state.mu.Unlock()
 	return res
+}
+
+// holdPrompt is dictation.prompt as the daemon started with it
+// (restart-only), or nil.
+func (d *Daemon) holdPrompt() *string {
+	if p := d.opt.Config.Dictation.Prompt; p != "" {
+		return &p
+	}
+	return nil
 }
 
 // A hold's decoding is bounded: a decoder that answers nothing within

@@ -135,6 +135,10 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	if mic.State == "stopped" && !d.mic.Always() {
 		mic.State = "idle" // on-demand: closed between holds
 	}
+	children := []daemonapi.ChildStatus{d.childStatus(d.gate), d.childStatus(d.speak), d.childStatus(d.decode), mic}
+	if d.vad != nil {
+		children = append(children, d.childStatus(d.vad))
+	}
 	return daemonapi.Status{
 		Version:     d.opt.Version,
 		PID:         os.Getpid(),
@@ -145,7 +149,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Hold:        hold,
 		Asking:      asking,
 		Waiting:     waiting + int(d.holdWaiters.Load()),
-		Children:    []daemonapi.ChildStatus{d.childStatus(d.gate), d.childStatus(d.speak), d.childStatus(d.decode), mic},
+		Children:    children,
 		Budget:      d.budgetStatus(ctx),
 
 		Health:         d.health.summary(),

@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"os"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
+	"github.com/yazses/yazses/lib/config"
+)
+
+// The voice detector. The daemon's own decisions (was anything said in a
+// hold, where an answer ends, when a tail or a toggled hold is over) read
+// a vadlink.Use: of the Silero child (children.vad, `yaz-decode
+// --vad-stream`) when [vad] chose it at start, else of the energy detector
+// in process. While the child is down (starting, restarting, left down
+// with vad_model_missing or vad_model_invalid), or busy with another use
+// (a hold while an answer is still being listened to), a use gets an
+// energy Link of its own: no decision waits for a restart.
+
+// useSileroChild reports whether [vad] selects the Silero child: engine
+// "silero", or "auto" with a file at vad.model (a broken file is then the
+// child's vad_model_invalid, reported like the decoder's causes).
+func useSileroChild(v config.VAD) bool {
+	switch v.Engine {
+	case config.VADEnergy:
+		return false
+	case config.VADSilero:
+		return true
+	}
+	_, err := os.Stat(v.Model)
+	return err == nil
+}
+
+// detUse is one use of the voice detector.
+type detUse struct {
+	*vadlink.Use
+	engine string        // "silero" or "energy", for the debug log
+	own    *vadlink.Link // the energy Link made for this use, or nil
+}
+
+// beginDetect begins a use with p on the Silero child's Link when it is up
+// and free, else on an energy Link of its own. nil only when the daemon is
+// stopping.
+func (d *Daemon) beginDetect(p vadlink.Params) *detUse {
+	if d.vad != nil {
+		if l := d.vad.Link(); l != nil {
+			if u, err := l.Begin(p); err == nil {
+				return &detUse{Use: u, engine: "silero"}
+			}
+		}
+	}
+	return d.beginEnergy(p)
+}
+
+// beginEnergy begins a use with p on a new energy Link.
+func (d *Daemon) beginEnergy(p vadlink.Params) *detUse {
+	l := vadlink.NewEnergy(d.life)
+	u, err := l.Begin(p)
+	if err != nil {
+		l.Close()
+		return nil
+	}
+	return &detUse{Use: u, engine: "energy", own: l}
+}
+
+// release closes the use (its events are dropped from now on) and the
+// energy Link made for it.
+func (u *detUse) release() {
+	u.Close()
+	if u.own != nil {
+		u.own.Close()
+	}
+}

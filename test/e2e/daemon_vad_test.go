@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/wav"
+)
+
+// sileroConfig is baseConfig with the daemon's detector set to the real
+// Silero model.
+func sileroConfig(t testing.TB) toml {
+	return baseConfig().with("vad.engine", q("silero")).with("vad.model", q(sileroModel(t)))
+}
+
+// TestDaemonVADChild: with [vad] selecting Silero the daemon runs the
+// detector child (children.vad, `yaz-decode --vad-stream`) and lists it in
+// status like the others; with the energy detector there is none; with a
+// missing model it is left down with vad_model_missing, as the decoder is.
+func TestDaemonVADChild(t *testing.T) {
+	t.Parallel()
+	t.Run("silero", func(t *testing.T) {
+		t.Parallel()
+		d := startDaemon(t, sileroConfig(t))
+		d.waitRunning("vad")
+		if c := d.child("vad"); c.PID == 0 || c.Restarts != 0 {
+			t.Errorf("status of vad = %+v, want running once", c)
+		}
+	})
+	t.Run("energy", func(t *testing.T) {
+		t.Parallel()
+		d := startDaemon(t, baseConfig().with("vad.engine", q("energy")))
+		for _, c := range d.status().Children {
+			if c.Name == "vad" {
+				t.Errorf("status lists a vad child %+v with vad.engine = \"energy\"", c)
+			}
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
+		missing := filepath.Join(t.TempDir(), "none.bin")
+		d := newDaemon(t, baseConfig().with("vad.engine", q("silero")).with("vad.model", q(missing)))
+		d.start()
+		d.waitRunning("gate", "speak")
+		d.waitFor(30*time.Second, "the vad child left down", func() bool {
+			for _, c := range d.status().Children {
+				if c.Name == "vad" && c.State == "exited" {
+					return true
+				}
+			}
+			return false
+		})
+		if c := d.child("vad"); c.Cause != "vad_model_missing" || c.Restarts != 0 {
+			t.Errorf("status of vad = %+v, want exited with cause vad_model_missing, never restarted", c)
+		}
+	})
+}
+
+// decoderTurns stops the daemon (so that every child's log lines are in)
+// and returns the decoder child's "utterance" records: one per utterance
+// it was sent.
+func (d *daemon) decoderTurns() []map[string]any {
+	d.stop()
+	var out []map[string]any
+	for _, r := range d.logRecords() {
+		if r["child"] == "decode" && r["msg"] == "utterance" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestHoldOverNoiseIsEmptyWithSilero: a hold over a fan-like noise (pink
+// noise that starts abruptly, which the energy detector takes for speech)
+// ends "empty" without a decoder turn when the daemon's detector is Silero
+// (the real child and model); with the energy detector the same hold goes
+// to the decoder, which tells the two apart.
+func TestHoldOverNoiseIsEmptyWithSilero(t *testing.T) {
+	t.Parallel()
+	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
+		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(7, 7)), 3, -25)))
+	hold := func(t *testing.T, cfg toml) (outcome string, turns int) {
+		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, wavDuration(t, fan))
+		r := d.stopHold(c)
+		return r.Outcome, len(d.decoderTurns())
+	}
+	t.Run("silero", func(t *testing.T) {
+		t.Parallel()
+		cfg := sileroConfig(t)
+		if out, turns := hold(t, cfg); out != "empty" || turns != 0 {
+			t.Errorf("hold over noise with Silero: outcome %q, %d decoder turns; want empty, none", out, turns)
+		}
+	})
+	t.Run("energy", func(t *testing.T) {
+		t.Parallel()
+		if _, turns := hold(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+			t.Errorf("hold over noise with the energy detector: %d decoder turns, want 1 (it takes the noise for speech)", turns)
+		}
+	})
+}
+
+// TestAskOverNoiseIsNoAnswer: an answer window that hears only a fan-like
+// noise ends no_answer (silence) without a decoder turn with Silero; the
+// energy detector takes the same noise for an answer and decodes it.
+func TestAskOverNoiseIsNoAnswer(t *testing.T) {
+	t.Parallel()
+	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
+		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(8, 8)), 3, -25)))
+	ask := func(t *testing.T, cfg toml) (daemonapi.AskResult, int) {
+		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		r := d.ask("Deploy?", 30)
+		return r, len(d.decoderTurns())
+	}
+	t.Run("silero", func(t *testing.T) {
+		t.Parallel()
+		if r, turns := ask(t, sileroConfig(t)); r.Result != daemonapi.NoAnswer || r.Reason != daemonapi.ReasonSilence || turns != 0 {
+			t.Errorf("ask over noise with Silero = %+v, %d decoder turns; want no_answer (silence), none", r, turns)
+		}
+	})
+	t.Run("energy", func(t *testing.T) {
+		t.Parallel()
+		if r, turns := ask(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+			t.Errorf("ask over noise with the energy detector = %+v, %d decoder turns; want 1 (it takes the noise for speech)", r, turns)
+		}
+	})
+}
+
+// spokenWAV is text spoken by espeak-ng (yaz-speak) as 16 kHz float32.
+func spokenWAV(t testing.TB, text string) []float32 {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spoken.wav")
+	if out, err := exec.Command(bin("yaz-speak"), "--out", p, "--format", "wav", text).CombinedOutput(); err != nil {
+		t.Fatalf("yaz-speak: %v: %s", err, out)
+	}
+	s, _, err := wav.ReadFile16k(p, 60*sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := soundExtent(s)
+	return s[from:to]
+}
+
+// TestAskAnswerWithAPauseComesBackWhole: a slow speaker's answer with a
+// pause of 60 % of ask.answer_silence_ms in the middle is one answer: the
+// audio the decoder gets runs from the first word to the last (the
+// decoder child's own record of the utterance's length), with Silero.
+func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
+	t.Parallel()
+	const silenceMs = 1000
+	a, b := spokenWAV(t, "Yes, go ahead"), spokenWAV(t, "and deploy it to production.")
+	pause := zeros(0.6 * silenceMs / 1000)
+	answer := writeWAVFile(t, filepath.Join(t.TempDir(), "answer.wav"), join(zeros(0.2), a, pause, b, zeros(2.5)))
+	spoken := time.Duration(len(a)+len(pause)+len(b)) * time.Second / sr
+	d := startDaemon(t, sileroConfig(t).
+		with("ask.answer_silence_ms", "1000").
+		with("children.capture", arr(bin("yaz-capture"), "--file", answer)))
+	d.waitRunning("vad")
+	r := d.ask("Deploy?", 60)
+	turns := d.decoderTurns()
+	if len(turns) != 1 {
+		t.Fatalf("ask = %+v; %d decoder turns, want 1", r, len(turns))
+	}
+	if got := time.Duration(field(turns[0], "audio_ms")) * time.Millisecond; got < spoken {
+		t.Errorf("the answer's audio is %v, want at least the %v from its first word to its last (pause %v)", got, spoken, time.Duration(len(pause))*time.Second/sr)
+	} else {
+		t.Logf("answer audio %v for %v spoken with a %v pause", got, spoken, time.Duration(len(pause))*time.Second/sr)
+	}
+}
+
+// holdTail is the daemon's "hold tail" debug record of its one hold.
+func (d *daemon) holdTail() map[string]any {
+	d.t.Helper()
+	var recs []map[string]any
+	for _, r := range d.logRecords() {
+		if r["msg"] == "hold tail" {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) != 1 {
+		d.t.Fatalf("%d \"hold tail\" records, want 1\n%s", len(recs), d.logTail(30))
+	}
+	return recs[0]
+}
+
+// TestHoldTailEndsWithTheSpeaker: dictation.tail_ms is a maximum. A hold
+// released well after the speech ended (here after 1.5 s of silence,
+// the capture file's end) closes at once: no tail. A hold released in the
+// middle of continuous speech keeps recording (the tail runs) until the
+// speaker pauses or the maximum. The daemon's "hold tail" record tells
+// which, and how much audio the tail added.
+func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
+	t.Parallel()
+	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
+	t.Run("after the speech", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(zeros(0.2), sentence[:len(sentence)/3], zeros(1.5)))
+		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.waitRunning("vad")
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, wavDuration(t, f))
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] != "quiet" || field(r, "tail_audio_ms") != 0 {
+			t.Errorf("hold tail %v, want why quiet and no audio added", r)
+		}
+	})
+	t.Run("mid-word", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, sentence, zeros(1)))
+		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.waitRunning("vad")
+		c := d.client()
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // the file speaks for longer than 6 s without a pause of 150 ms
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] == "quiet" || field(r, "tail_audio_ms") <= 0 {
+			t.Errorf("hold tail %v, want the tail recorded (why silence or max, audio added)", r)
+		} else {
+			t.Logf("hold tail %v", r)
+		}
+	})
+}
+
+// TestToggledHoldStopsItselfAfterSilence: with dictation.auto_stop_ms a
+// hold opened by hold.toggle ends by itself once the detector (Silero, the
+// real child) has heard that much silence: after the speech, or from the
+// start when nobody speaks. It is decoded as if toggled off (a dictation
+// outcome in the audit), and a held hold (hold.start) is not affected.
+func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
+	t.Parallel()
+	said := spokenWAV(t, "Yes go ahead and deploy it")
+	for _, tc := range []struct {
+		name    string
+		audio   []float32
+		outcome string
+	}{
+		{"after speech", join(zeros(0.2), said, zeros(8)), ""},
+		{"nobody spoke", zeros(8), "empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), tc.audio)
+			d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "1000").
+				with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+			d.waitRunning("vad")
+			c := d.client()
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if r, err := c.Hold(ctx, daemonapi.MethodHoldToggle); err != nil || r.Hold != daemonapi.HoldHolding {
+				t.Fatalf("hold.toggle = %+v, %v", r, err)
+			}
+			d.waitFor(20*time.Second, "the toggled hold to end by itself", func() bool {
+				return d.count("hold.auto_stopped", "") == 1 && d.status().Hold == daemonapi.HoldIdle
+			})
+			var outcome string
+			d.waitFor(20*time.Second, "the hold's dictation outcome", func() bool {
+				for _, e := range d.events() {
+					if strings.HasPrefix(e.Kind, "dictation.") {
+						outcome = strings.TrimPrefix(e.Kind, "dictation.")
+						return true
+					}
+				}
+				return false
+			})
+			if tc.outcome != "" && outcome != tc.outcome {
+				t.Errorf("outcome %q, want %q", outcome, tc.outcome)
+			}
+			if tc.outcome == "" && (outcome == "empty" || outcome == "lost") {
+				t.Errorf("outcome %q, want the speech decoded", outcome)
+			}
+		})
+	}
+	t.Run("held", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), zeros(4))
+		d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "500").
+			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		c := d.client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, 4*time.Second)
+		if st := d.status(); st.Hold != daemonapi.HoldHolding || d.count("hold.auto_stopped", "") != 0 {
+			t.Errorf("a held hold after 4 s of silence: hold %q, %d auto stops; want still holding", st.Hold, d.count("hold.auto_stopped", ""))
+		}
+		d.stopHold(c)
+	})
+}
+
+// TestHoldWhileTheDetectorIsDown: a detector child that cannot run (here
+// a program that exits at once, so its supervisor restarts it and then
+// leaves it down) never holds up a hold: the energy detector decides
+// meanwhile, and speech is decoded.
+func TestHoldWhileTheDetectorIsDown(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, sileroConfig(t).with("children.vad", arr("/bin/false")))
+	c := d.client()
+	defer c.Close()
+	d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
+	if r := d.stopHold(c); r.Outcome == "empty" || r.Outcome == "failed" {
+		t.Errorf("hold.stop = %+v, want the speech decoded with the detector child down", r)
+	}
+	if s := d.child("vad"); s.State == "running" {
+		t.Errorf("vad child %+v, want it not running", s)
+	}
+	if n := len(d.decoderTurns()); n != 1 {
+		t.Errorf("%d decoder turns, want 1", n)
+	}
+}
