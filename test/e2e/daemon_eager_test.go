@@ -18,13 +18,13 @@ import (
 func TestHoldDecodedInPiecesAtPauses(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, sileroConfig(t).
-		with("dictation.eager_pause_ms", "300").
-		with("dictation.replace", `[{from = "beta alpha", to = "BA"}]`).
-		with("children.decode", arr(bin("fakedecode"))).
-		with("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
+		With("dictation.eager_pause_ms", "300").
+		With("dictation.replace", `[{from = "beta alpha", to = "BA"}]`).
+		With("children.decode", arr(bin("fakedecode"))).
+		With("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
 		"YAZ_FAKE_TEXT=alpha beta")
-	d.waitRunning("vad")
-	c := d.client()
+	d.WaitRunning("vad")
+	c := d.Client()
 	defer c.Close()
 	d.holdWhileSpeaking(c, wavDuration(t, world.jfk))
 	during := d.decodes()
@@ -32,7 +32,7 @@ func TestHoldDecodedInPiecesAtPauses(t *testing.T) {
 	last := d.lastByCtl()
 	n := d.decodes()
 	if during < 1 || n < 2 {
-		t.Fatalf("%d pieces decoded during the hold, %d in all; want pieces during it and at least 2 in all\n%s", during, n, d.logTail(40))
+		t.Fatalf("%d pieces decoded during the hold, %d in all; want pieces during it and at least 2 in all\n%s", during, n, d.LogTail(40))
 	}
 	whole := strings.TrimSpace(strings.Repeat("alpha beta ", n))
 	if want := strings.ReplaceAll(whole, "beta alpha", "BA"); last.Text != want {
@@ -46,15 +46,15 @@ func TestHoldDecodedInPiecesAtPauses(t *testing.T) {
 func TestHoldCancelDropsEagerPieces(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, sileroConfig(t).
-		with("dictation.eager_pause_ms", "300").
-		with("children.decode", arr(bin("fakedecode"))).
-		with("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
+		With("dictation.eager_pause_ms", "300").
+		With("children.decode", arr(bin("fakedecode"))).
+		With("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
 		"YAZ_FAKE_TEXT=never kept")
-	c := d.client()
+	c := d.Client()
 	defer c.Close()
 	d.holdWhileSpeaking(c, wavDuration(t, world.jfk))
 	if d.decodes() < 1 {
-		t.Fatalf("no piece decoded during the hold\n%s", d.logTail(30))
+		t.Fatalf("no piece decoded during the hold\n%s", d.LogTail(30))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -63,5 +63,75 @@ func TestHoldCancelDropsEagerPieces(t *testing.T) {
 	}
 	if l := d.lastByCtl(); l.Text != "" {
 		t.Errorf("last after hold.cancel = %+v, want no text", l)
+	}
+}
+
+// TestWatchPreviewOfEagerPieces: with the owner's opt-in
+// (dictation.preview) the watch stream carries the text of the pieces
+// decoded so far while the hold goes on, and none once it has ended;
+// without the opt-in, the same hold puts no text on the stream.
+func TestWatchPreviewOfEagerPieces(t *testing.T) {
+	t.Parallel()
+	for _, preview := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[preview], func(t *testing.T) {
+			t.Parallel()
+			d := startDaemon(t, sileroConfig(t).
+				With("dictation.eager_pause_ms", "300").
+				With("dictation.preview", map[bool]string{true: "true", false: "false"}[preview]).
+				With("children.decode", arr(bin("fakedecode"))).
+				With("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
+				"YAZ_FAKE_TEXT=alpha beta")
+			d.WaitRunning("vad")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			wc := d.Client()
+			defer wc.Close()
+			events := make(chan daemonapi.WatchEvent, 1024)
+			watched := make(chan error, 1)
+			go func() {
+				watched <- wc.Watch(ctx, func(ev daemonapi.WatchEvent) error {
+					events <- ev
+					return nil
+				})
+			}()
+			c := d.Client()
+			defer c.Close()
+			d.holdWhileSpeaking(c, wavDuration(t, world.jfk))
+			if d.decodes() < 1 {
+				t.Fatalf("no piece decoded during the hold\n%s", d.LogTail(30))
+			}
+			d.stopHold(c)
+			var during, after int
+			ended := false
+			for !ended {
+				select {
+				case ev := <-events:
+					switch {
+					case ev.Hold != daemonapi.StateIdle && strings.Contains(ev.Preview, "alpha beta"):
+						during++
+					case ev.Hold == daemonapi.StateIdle && ev.LastHold != "":
+						if ev.Preview != "" {
+							after++
+						}
+						ended = true
+					case ev.Preview != "" && !preview:
+						during++
+					}
+				case err := <-watched:
+					t.Fatalf("watch ended: %v", err)
+				case <-time.After(30 * time.Second):
+					t.Fatal("no idle event after the hold")
+				}
+			}
+			if preview && during == 0 {
+				t.Error("with dictation.preview = true no event carried the pieces' text during the hold")
+			}
+			if !preview && during > 0 {
+				t.Errorf("with dictation.preview = false %d events carried text", during)
+			}
+			if after > 0 {
+				t.Error("the preview outlived the hold")
+			}
+		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // sileroConfig is baseConfig with the daemon's detector set to the real
 // Silero model.
 func sileroConfig(t testing.TB) toml {
-	return baseConfig().with("vad.engine", q("silero")).with("vad.model", q(sileroModel(t)))
+	return baseConfig().With("vad.engine", q("silero")).With("vad.model", q(sileroModel(t)))
 }
 
 // TestDaemonVADChild: with [vad] selecting Silero the daemon runs the
@@ -28,15 +28,15 @@ func TestDaemonVADChild(t *testing.T) {
 	t.Run("silero", func(t *testing.T) {
 		t.Parallel()
 		d := startDaemon(t, sileroConfig(t))
-		d.waitRunning("vad")
-		if c := d.child("vad"); c.PID == 0 || c.Restarts != 0 {
+		d.WaitRunning("vad")
+		if c := d.Child("vad"); c.PID == 0 || c.Restarts != 0 {
 			t.Errorf("status of vad = %+v, want running once", c)
 		}
 	})
 	t.Run("energy", func(t *testing.T) {
 		t.Parallel()
-		d := startDaemon(t, baseConfig().with("vad.engine", q("energy")))
-		for _, c := range d.status().Children {
+		d := startDaemon(t, baseConfig().With("vad.engine", q("energy")))
+		for _, c := range d.Status().Children {
 			if c.Name == "vad" {
 				t.Errorf("status lists a vad child %+v with vad.engine = \"energy\"", c)
 			}
@@ -45,18 +45,18 @@ func TestDaemonVADChild(t *testing.T) {
 	t.Run("missing", func(t *testing.T) {
 		t.Parallel()
 		missing := filepath.Join(t.TempDir(), "none.bin")
-		d := newDaemon(t, baseConfig().with("vad.engine", q("silero")).with("vad.model", q(missing)))
-		d.start()
-		d.waitRunning("gate", "speak")
-		d.waitFor(30*time.Second, "the vad child left down", func() bool {
-			for _, c := range d.status().Children {
+		d := newDaemon(t, baseConfig().With("vad.engine", q("silero")).With("vad.model", q(missing)))
+		d.Start()
+		d.WaitRunning("gate", "speak")
+		d.WaitFor(30*time.Second, "the vad child left down", func() bool {
+			for _, c := range d.Status().Children {
 				if c.Name == "vad" && c.State == "exited" {
 					return true
 				}
 			}
 			return false
 		})
-		if c := d.child("vad"); c.Cause != "vad_model_missing" || c.Restarts != 0 {
+		if c := d.Child("vad"); c.Cause != "vad_model_missing" || c.Restarts != 0 {
 			t.Errorf("status of vad = %+v, want exited with cause vad_model_missing, never restarted", c)
 		}
 	})
@@ -66,9 +66,9 @@ func TestDaemonVADChild(t *testing.T) {
 // and returns the decoder child's "utterance" records: one per utterance
 // it was sent.
 func (d *daemon) decoderTurns() []map[string]any {
-	d.stop()
+	d.Stop()
 	var out []map[string]any
-	for _, r := range d.logRecords() {
+	for _, r := range d.LogRecords() {
 		if r["child"] == "decode" && r["msg"] == "utterance" {
 			out = append(out, r)
 		}
@@ -86,8 +86,8 @@ func TestHoldOverNoiseIsEmptyWithSilero(t *testing.T) {
 	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
 		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(7, 7)), 3, -25)))
 	hold := func(t *testing.T, cfg toml) (outcome string, turns int) {
-		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
-		c := d.client()
+		d := startDaemon(t, cfg.With("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		c := d.Client()
 		defer c.Close()
 		d.holdWhileSpeaking(c, wavDuration(t, fan))
 		r := d.stopHold(c)
@@ -102,7 +102,7 @@ func TestHoldOverNoiseIsEmptyWithSilero(t *testing.T) {
 	})
 	t.Run("energy", func(t *testing.T) {
 		t.Parallel()
-		if _, turns := hold(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+		if _, turns := hold(t, baseConfig().With("vad.engine", q("energy"))); turns != 1 {
 			t.Errorf("hold over noise with the energy detector: %d decoder turns, want 1 (it takes the noise for speech)", turns)
 		}
 	})
@@ -116,8 +116,8 @@ func TestAskOverNoiseIsNoAnswer(t *testing.T) {
 	fan := writeWAVFile(t, filepath.Join(t.TempDir(), "fan.wav"),
 		join(zeros(0.3), pinkNoise(rand.New(rand.NewPCG(8, 8)), 3, -25)))
 	ask := func(t *testing.T, cfg toml) (daemonapi.AskResult, int) {
-		d := startDaemon(t, cfg.with("children.capture", arr(bin("yaz-capture"), "--file", fan)))
-		r := d.ask("Deploy?", 30)
+		d := startDaemon(t, cfg.With("children.capture", arr(bin("yaz-capture"), "--file", fan)))
+		r := d.Ask("Deploy?", 30)
 		return r, len(d.decoderTurns())
 	}
 	t.Run("silero", func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestAskOverNoiseIsNoAnswer(t *testing.T) {
 	})
 	t.Run("energy", func(t *testing.T) {
 		t.Parallel()
-		if r, turns := ask(t, baseConfig().with("vad.engine", q("energy"))); turns != 1 {
+		if r, turns := ask(t, baseConfig().With("vad.engine", q("energy"))); turns != 1 {
 			t.Errorf("ask over noise with the energy detector = %+v, %d decoder turns; want 1 (it takes the noise for speech)", r, turns)
 		}
 	})
@@ -161,10 +161,10 @@ func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
 	answer := writeWAVFile(t, filepath.Join(t.TempDir(), "answer.wav"), join(zeros(0.2), a, pause, b, zeros(2.5)))
 	spoken := time.Duration(len(a)+len(pause)+len(b)) * time.Second / sr
 	d := startDaemon(t, sileroConfig(t).
-		with("ask.answer_silence_ms", "1000").
-		with("children.capture", arr(bin("yaz-capture"), "--file", answer)))
-	d.waitRunning("vad")
-	r := d.ask("Deploy?", 60)
+		With("ask.answer_silence_ms", "1000").
+		With("children.capture", arr(bin("yaz-capture"), "--file", answer)))
+	d.WaitRunning("vad")
+	r := d.Ask("Deploy?", 60)
 	turns := d.decoderTurns()
 	if len(turns) != 1 {
 		t.Fatalf("ask = %+v; %d decoder turns, want 1", r, len(turns))
@@ -178,15 +178,15 @@ func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
 
 // holdTail is the daemon's "hold tail" debug record of its one hold.
 func (d *daemon) holdTail() map[string]any {
-	d.t.Helper()
+	d.T.Helper()
 	var recs []map[string]any
-	for _, r := range d.logRecords() {
+	for _, r := range d.LogRecords() {
 		if r["msg"] == "hold tail" {
 			recs = append(recs, r)
 		}
 	}
 	if len(recs) != 1 {
-		d.t.Fatalf("%d \"hold tail\" records, want 1\n%s", len(recs), d.logTail(30))
+		d.T.Fatalf("%d \"hold tail\" records, want 1\n%s", len(recs), d.LogTail(30))
 	}
 	return recs[0]
 }
@@ -203,10 +203,10 @@ func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 	t.Run("after the speech", func(t *testing.T) {
 		t.Parallel()
 		f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(zeros(0.2), sentence[:len(sentence)/3], zeros(1.5)))
-		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
-			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.waitRunning("vad")
-		c := d.client()
+		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
+			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.WaitRunning("vad")
+		c := d.Client()
 		defer c.Close()
 		d.holdWhileSpeaking(c, wavDuration(t, f))
 		d.stopHold(c)
@@ -217,10 +217,10 @@ func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 	t.Run("mid-word", func(t *testing.T) {
 		t.Parallel()
 		f := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, sentence, zeros(1)))
-		d := startDaemon(t, sileroConfig(t).with("dictation.tail_ms", "1500").
-			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.waitRunning("vad")
-		c := d.client()
+		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
+			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.WaitRunning("vad")
+		c := d.Client()
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -256,22 +256,22 @@ func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), tc.audio)
-			d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "1000").
-				with("children.capture", arr(bin("yaz-capture"), "--file", f)))
-			d.waitRunning("vad")
-			c := d.client()
+			d := startDaemon(t, sileroConfig(t).With("dictation.auto_stop_ms", "1000").
+				With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+			d.WaitRunning("vad")
+			c := d.Client()
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if r, err := c.Hold(ctx, daemonapi.MethodHoldToggle); err != nil || r.Hold != daemonapi.HoldHolding {
 				t.Fatalf("hold.toggle = %+v, %v", r, err)
 			}
-			d.waitFor(20*time.Second, "the toggled hold to end by itself", func() bool {
-				return d.count("hold.auto_stopped", "") == 1 && d.status().Hold == daemonapi.HoldIdle
+			d.WaitFor(20*time.Second, "the toggled hold to end by itself", func() bool {
+				return d.Count("hold.auto_stopped", "") == 1 && d.Status().Hold == daemonapi.HoldIdle
 			})
 			var outcome string
-			d.waitFor(20*time.Second, "the hold's dictation outcome", func() bool {
-				for _, e := range d.events() {
+			d.WaitFor(20*time.Second, "the hold's dictation outcome", func() bool {
+				for _, e := range d.Events() {
 					if strings.HasPrefix(e.Kind, "dictation.") {
 						outcome = strings.TrimPrefix(e.Kind, "dictation.")
 						return true
@@ -290,13 +290,13 @@ func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
 		t.Parallel()
 		f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), zeros(4))
-		d := startDaemon(t, sileroConfig(t).with("dictation.auto_stop_ms", "500").
-			with("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		c := d.client()
+		d := startDaemon(t, sileroConfig(t).With("dictation.auto_stop_ms", "500").
+			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		c := d.Client()
 		defer c.Close()
 		d.holdWhileSpeaking(c, 4*time.Second)
-		if st := d.status(); st.Hold != daemonapi.HoldHolding || d.count("hold.auto_stopped", "") != 0 {
-			t.Errorf("a held hold after 4 s of silence: hold %q, %d auto stops; want still holding", st.Hold, d.count("hold.auto_stopped", ""))
+		if st := d.Status(); st.Hold != daemonapi.HoldHolding || d.Count("hold.auto_stopped", "") != 0 {
+			t.Errorf("a held hold after 4 s of silence: hold %q, %d auto stops; want still holding", st.Hold, d.Count("hold.auto_stopped", ""))
 		}
 		d.stopHold(c)
 	})
@@ -308,14 +308,14 @@ func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
 // meanwhile, and speech is decoded.
 func TestHoldWhileTheDetectorIsDown(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sileroConfig(t).with("children.vad", arr("/bin/false")))
-	c := d.client()
+	d := startDaemon(t, sileroConfig(t).With("children.vad", arr("/bin/false")))
+	c := d.Client()
 	defer c.Close()
 	d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
 	if r := d.stopHold(c); r.Outcome == "empty" || r.Outcome == "failed" {
 		t.Errorf("hold.stop = %+v, want the speech decoded with the detector child down", r)
 	}
-	if s := d.child("vad"); s.State == "running" {
+	if s := d.Child("vad"); s.State == "running" {
 		t.Errorf("vad child %+v, want it not running", s)
 	}
 	if n := len(d.decoderTurns()); n != 1 {

@@ -78,6 +78,9 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 		e.cut += int64(len(piece))
 		if t := strings.TrimSpace(r.Text); t != "" {
 			e.texts = append(e.texts, t)
+			// The owner's opt-in (dictation.preview): the text so far, on
+			// the watch stream only; livestate drops it otherwise.
+			d.live.SetPreview(strings.Join(e.texts, " "))
 		}
 		d.log.Debug("hold: piece decoded", "piece", len(e.texts), "audio_ms", pcm.Duration(len(piece)).Milliseconds(),
 			"decode_ms", time.Since(start).Milliseconds())
