@@ -393,6 +393,24 @@ type reader struct {
 	ends []int64 // where each tensor walked ends
 }
 
+// vocabulary skips count vocabulary entries (an int32 length, then that
+// many bytes), as whisper and Parakeet files both store them.
+func (rd *reader) vocabulary(count int32) error {
+	for i := int32(0); i < count; i++ {
+		n, err := rd.i32()
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > 1<<16 {
+			return fmt.Errorf("%w: vocabulary entry %d of %d bytes", ErrBadHeader, i, n)
+		}
+		if err := rd.skip(int64(n), "the vocabulary"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (rd *reader) i32() (int32, error) {
 	var v int32
 	if err := binary.Read(rd.r, binary.LittleEndian, &v); err != nil {
@@ -615,17 +633,8 @@ func (rd *reader) whisper(nVocab int32) (Info, error) {
 	if count < 0 || count > h.NVocab {
 		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
 	}
-	for i := int32(0); i < count; i++ {
-		n, err := rd.i32()
-		if err != nil {
-			return Info{}, err
-		}
-		if n < 0 || n > 1<<16 {
-			return Info{}, fmt.Errorf("%w: vocabulary entry %d of %d bytes", ErrBadHeader, i, n)
-		}
-		if err := rd.skip(int64(n), "the vocabulary"); err != nil {
-			return Info{}, err
-		}
+	if err := rd.vocabulary(count); err != nil {
+		return Info{}, err
 	}
 	// Tensors, until the end of the file.
 	want := h.tensors()
@@ -795,17 +804,8 @@ func (rd *reader) parakeet(hp []int32) (Info, error) {
 	if count != h.NVocab {
 		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
 	}
-	for i := int32(0); i < count; i++ {
-		n, err := rd.i32()
-		if err != nil {
-			return Info{}, err
-		}
-		if n < 0 || n > 1<<16 {
-			return Info{}, fmt.Errorf("%w: vocabulary entry %d of %d bytes", ErrBadHeader, i, n)
-		}
-		if err := rd.skip(int64(n), "the vocabulary"); err != nil {
-			return Info{}, err
-		}
+	if err := rd.vocabulary(count); err != nil {
+		return Info{}, err
 	}
 	want := h.tensors()
 	seen := map[string]bool{}
