@@ -160,6 +160,13 @@ func TestServeAbandonQueued(t *testing.T) {
 	<-h.started
 	s.utterance(speech(time.Second)) // queued behind 1
 	s.abandon()                      // abandons 2, not 1
+	// The abandon's write returns once its bytes are read, not once it is
+	// handled; frames are handled one after the other, so once the next
+	// frame's write returns the abandon has been applied (else 2 could
+	// reach whisper before it and only be stopped there).
+	if err := s.w.Prompt("sync"); err != nil {
+		t.Fatal(err)
+	}
 	h.release <- struct{}{}
 	if r := s.next(); r.Utt != 1 || r.Error != "" || r.Text != "held 2s" {
 		t.Errorf("first result = %+v, want utt 1 decoded", r)
