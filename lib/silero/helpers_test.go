@@ -3,8 +3,6 @@ package silero
 import (
 	"bytes"
 	"context"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/internal/testsound"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/wav"
@@ -208,48 +207,16 @@ func pairEvents(t testing.TB, evs []vadspan.Event, n int64) []vadspan.Span {
 
 // Generated sounds, float32 at 16 kHz.
 
-func silence(secs float64) []float32 { return make([]float32, int(secs*sr)) }
-
-func dbfs(db float64) float64 { return math.Pow(10, db/20) }
-
-// white is Gaussian white noise at an RMS of db dBFS.
-func white(rng *rand.Rand, secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	a := dbfs(db)
-	for i := range out {
-		out[i] = float32(rng.NormFloat64() * a)
-	}
-	return out
-}
-
-// pink is 1/f noise (Paul Kellet's filter over white noise) at an RMS of
-// db dBFS.
-func pink(rng *rand.Rand, secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	var b0, b1, b2, b3, b4, b5, b6 float64
-	for i := range out {
-		w := rng.NormFloat64()
-		b0 = 0.99886*b0 + w*0.0555179
-		b1 = 0.99332*b1 + w*0.0750759
-		b2 = 0.96900*b2 + w*0.1538520
-		b3 = 0.86650*b3 + w*0.3104856
-		b4 = 0.55000*b4 + w*0.5329522
-		b5 = -0.7616*b5 - w*0.0168980
-		out[i] = float32(b0 + b1 + b2 + b3 + b4 + b5 + b6 + w*0.5362)
-		b6 = w * 0.115926
-	}
-	return scaleTo(out, db)
-}
-
-// hum is mains hum: 50 Hz with its odd harmonics, at an RMS of db dBFS.
-func hum(secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	for i := range out {
-		x := 2 * math.Pi * 50 * float64(i) / sr
-		out[i] = float32(math.Sin(x) + 0.5*math.Sin(3*x) + 0.25*math.Sin(5*x))
-	}
-	return scaleTo(out, db)
-}
+// The sounds of internal/testsound under this package's names.
+var (
+	silence = testsound.Silence
+	dbfs    = testsound.DBFS
+	white   = testsound.White
+	pink    = testsound.Pink
+	hum     = testsound.Hum
+	rms     = testsound.RMS
+	concat  = testsound.Concat
+)
 
 // clicks are single-sample impulses of amplitude a, every interval seconds.
 func clicks(secs, interval, a float64) []float32 {
@@ -259,30 +226,6 @@ func clicks(secs, interval, a float64) []float32 {
 		if i+1 < len(out) {
 			out[i+1] = float32(-a)
 		}
-	}
-	return out
-}
-
-func rms(s []float32) float64 {
-	var sum float64
-	for _, x := range s {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum / float64(max(1, len(s))))
-}
-
-func scaleTo(s []float32, db float64) []float32 {
-	g := dbfs(db) / rms(s)
-	for i := range s {
-		s[i] = float32(float64(s[i]) * g)
-	}
-	return s
-}
-
-func concat(parts ...[]float32) []float32 {
-	var out []float32
-	for _, p := range parts {
-		out = append(out, p...)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/yazses/yazses/internal/testsound"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
 )
@@ -28,48 +29,16 @@ func sileroModel(t testing.TB) string {
 
 const sr = pcm.SampleRate
 
-func zeros(secs float64) []float32 { return make([]float32, int(secs*sr)) }
-
-func dbfs(db float64) float64 { return math.Pow(10, db/20) }
-
-// whiteNoise is Gaussian white noise at an RMS of db dBFS.
-func whiteNoise(rng *rand.Rand, secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	a := dbfs(db)
-	for i := range out {
-		out[i] = float32(rng.NormFloat64() * a)
-	}
-	return out
-}
-
-// pinkNoise is 1/f noise (Paul Kellet's filter over white noise) at an RMS
-// of db dBFS.
-func pinkNoise(rng *rand.Rand, secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	var b0, b1, b2, b3, b4, b5, b6 float64
-	for i := range out {
-		w := rng.NormFloat64()
-		b0 = 0.99886*b0 + w*0.0555179
-		b1 = 0.99332*b1 + w*0.0750759
-		b2 = 0.96900*b2 + w*0.1538520
-		b3 = 0.86650*b3 + w*0.3104856
-		b4 = 0.55000*b4 + w*0.5329522
-		b5 = -0.7616*b5 - w*0.0168980
-		out[i] = float32(b0 + b1 + b2 + b3 + b4 + b5 + b6 + w*0.5362)
-		b6 = w * 0.115926
-	}
-	return scaleTo(out, db)
-}
-
-// mainsHum is 50 Hz with its odd harmonics at an RMS of db dBFS.
-func mainsHum(secs, db float64) []float32 {
-	out := make([]float32, int(secs*sr))
-	for i := range out {
-		x := 2 * math.Pi * 50 * float64(i) / sr
-		out[i] = float32(math.Sin(x) + 0.5*math.Sin(3*x) + 0.25*math.Sin(5*x))
-	}
-	return scaleTo(out, db)
-}
+// The sounds of internal/testsound under this package's names.
+var (
+	zeros      = testsound.Silence
+	dbfs       = testsound.DBFS
+	whiteNoise = testsound.White
+	pinkNoise  = testsound.Pink
+	mainsHum   = testsound.Hum
+	rmsOf32    = testsound.RMS
+	join       = testsound.Concat
+)
 
 // clickTrain is short decaying clicks (a keyboard, a ticking clock) of
 // peak a at random intervals of 80–400 ms.
@@ -79,30 +48,6 @@ func clickTrain(rng *rand.Rand, secs, a float64) []float32 {
 		for k := 0; k < 80 && i+k < len(out); k++ {
 			out[i+k] = float32(a * math.Exp(-float64(k)/12) * (2*rng.Float64() - 1))
 		}
-	}
-	return out
-}
-
-func rmsOf32(s []float32) float64 {
-	var sum float64
-	for _, x := range s {
-		sum += float64(x) * float64(x)
-	}
-	return math.Sqrt(sum / float64(max(1, len(s))))
-}
-
-func scaleTo(s []float32, db float64) []float32 {
-	g := dbfs(db) / rmsOf32(s)
-	for i := range s {
-		s[i] = float32(float64(s[i]) * g)
-	}
-	return s
-}
-
-func join(parts ...[]float32) []float32 {
-	var out []float32
-	for _, p := range parts {
-		out = append(out, p...)
 	}
 	return out
 }
