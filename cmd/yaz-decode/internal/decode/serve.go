@@ -53,9 +53,10 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 	// The reader may sit in Read for as long as the supervisor is quiet; a
 	// signal ends serving without waiting for it.
 	go func() {
-		err := readFrames(ctx, stdin, jobs)
+		// The error goes out before jobs closes: once serveDecode sees
+		// the close, the reader's verdict is already there to read.
+		readDone <- readFrames(ctx, stdin, jobs)
 		close(jobs)
-		readDone <- err
 	}()
 	derr := c.serveDecode(ctx, log, m, jobs, stdout)
 	select {
