@@ -195,8 +195,12 @@ func (d *daemon) holdTail() map[string]any {
 // released well after the speech ended (here after 1.5 s of silence,
 // the capture file's end) closes at once: no tail. A hold released in the
 // middle of continuous speech keeps recording (the tail runs) until the
-// speaker pauses or the maximum. The daemon's "hold tail" record tells
-// which, and how much audio the tail added.
+// speaker pauses or the maximum; one released while the speaker has a
+// few hundred milliseconds left records them and ends at their silence,
+// well before the maximum; one whose capture stream has ended (a file
+// ran out mid-word, a device went away) has nothing left to wait for and
+// closes at once. The daemon's "hold tail" record tells which, and how
+// much audio the tail added.
 func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 	t.Parallel()
 	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
@@ -212,6 +216,38 @@ func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 		d.stopHold(c)
 		if r := d.holdTail(); r["why"] != "quiet" || field(r, "tail_audio_ms") != 0 {
 			t.Errorf("hold tail %v, want why quiet and no audio added", r)
+		}
+	})
+	t.Run("finish after release", func(t *testing.T) {
+		t.Parallel()
+		said := sentence[:min(len(sentence), 2*sr)]
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "finish.wav"), join(zeros(0.2), said, zeros(3)))
+		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
+			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.WaitRunning("vad")
+		c := d.Client()
+		defer c.Close()
+		left := 600 * time.Millisecond // of speech after the release
+		d.holdUntil(c, 200*time.Millisecond+time.Duration(len(said))*time.Second/sr-left)
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] != "silence" || field(r, "tail_audio_ms") <= 0 || field(r, "tail_audio_ms") >= 1500 {
+			t.Errorf("hold tail %v, want why silence with the rest of the speech added (about %v), less than the maximum", r, left)
+		} else {
+			t.Logf("hold tail %v", r)
+		}
+	})
+	t.Run("capture ended", func(t *testing.T) {
+		t.Parallel()
+		f := writeWAVFile(t, filepath.Join(t.TempDir(), "cut.wav"), join(zeros(0.2), sentence[:min(len(sentence), 2*sr)]))
+		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
+			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+		d.WaitRunning("vad")
+		c := d.Client()
+		defer c.Close()
+		d.holdWhileSpeaking(c, wavDuration(t, f))
+		d.stopHold(c)
+		if r := d.holdTail(); r["why"] != "ended" || field(r, "tail_audio_ms") != 0 {
+			t.Errorf("hold tail %v, want why ended and no audio added", r)
 		}
 	})
 	t.Run("mid-word", func(t *testing.T) {

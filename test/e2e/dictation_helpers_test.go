@@ -115,6 +115,32 @@ func (d *daemon) holdWhileSpeaking(c *daemonapi.Client, speech time.Duration) {
 	d.waitReplayed(speech)
 }
 
+// holdUntil opens a hold and returns once the capture child has replayed
+// at of its file. The time is taken from the child's start as the
+// daemon logged it ("child started": the file is paced in real time from
+// there, after the few milliseconds the child takes to start), so a
+// release lands at a chosen place in the audio whatever the machine's
+// load, as a person's finger follows their own voice.
+func (d *daemon) holdUntil(c *daemonapi.Client, at time.Duration) {
+	d.T.Helper()
+	n := len(d.Records("capture", "child started"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Hold(ctx, daemonapi.MethodHoldStart)
+	if err != nil || r.Hold != daemonapi.HoldHolding {
+		d.T.Fatalf("hold.start = %+v, %v", r, err)
+	}
+	d.WaitLog(10*time.Second, "the capture child to start", func(m map[string]any) bool {
+		return len(d.Records("capture", "child started")) > n
+	})
+	recs := d.Records("capture", "child started")
+	started, err := time.Parse(time.RFC3339Nano, fmt.Sprint(recs[len(recs)-1]["time"]))
+	if err != nil {
+		d.T.Fatalf("child started record time: %v", err)
+	}
+	time.Sleep(time.Until(started.Add(at)))
+}
+
 // waitReplayed waits until the capture child has replayed its file:
 // it ran and is no longer running (a file of length speech).
 func (d *daemon) waitReplayed(speech time.Duration) {

@@ -83,8 +83,9 @@ type holdRec struct {
 	det      *detUse
 	autoStop time.Duration // dictation.auto_stop_ms for a toggled hold; 0: none
 	watched  chan struct{}
-	said     bool // a span was heard; set by watch, read after watched
-	failed   bool // the detector failed: decode anyway (fail open)
+	micEnded chan struct{} // closed by collect when the capture stream ends (no more audio to wait for)
+	said     bool          // a span was heard; set by watch, read after watched
+	failed   bool          // the detector failed: decode anyway (fail open)
 	fed      atomic.Int64
 	smu      sync.Mutex // samples, while collect appends (eager pieces read them)
 	eager    *eagerRun  // dictation.eager_pause_ms; nil: off
@@ -99,6 +100,14 @@ type holdRec struct {
 func (h *holdRec) collect() {
 	defer close(h.done)
 	add := func(s []int16) {
+		if s == nil { // the capture child's stream ended
+			select {
+			case <-h.micEnded:
+			default:
+				close(h.micEnded)
+			}
+			return
+		}
 		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
 		h.smu.Lock()
 		h.samples = append(h.samples, s...)
@@ -171,8 +180,10 @@ const vadWindow = 512
 
 // recordTail records the tail of hold h released now: nothing when the
 // detector already heard tailQuiet of silence at the release, else until
-// it hears that much silence after it, or for at most tail (ctx ending
-// cuts it short). The debug log says which and how much audio it added.
+// it hears that much silence after it, the capture stream ends (a file
+// ran out, the device went away: no more audio will come), or for at most
+// tail (ctx ending cuts it short). The debug log says which ("quiet",
+// "silence", "ended", "max") and how much audio it added.
 func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration) {
 	start := time.Now()
 	released := h.fed.Load()
@@ -194,8 +205,15 @@ func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration)
 			}
 			select {
 			case <-ch:
+			case <-h.micEnded:
+				why = "ended" // nothing more to record
+				break wait
 			case <-h.watched: // the detector failed: the whole tail
-				<-tctx.Done()
+				select {
+				case <-tctx.Done():
+				case <-h.micEnded:
+					why = "ended"
+				}
 				break wait
 			case <-tctx.Done():
 				break wait
@@ -266,7 +284,7 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{})}
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{}), micEnded: make(chan struct{})}
 	if ms := d.config().Dictation.AutoStopMs; toggled && ms > 0 {
 		h.autoStop = time.Duration(ms) * time.Millisecond
 	}
