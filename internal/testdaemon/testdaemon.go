@@ -142,7 +142,13 @@ func Start(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 // this process's environment.
 func New(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 	t.Helper()
-	dir := t.TempDir()
+	// Not t.TempDir: its name carries the test's, and a long test name
+	// makes the socket path too long for AF_UNIX (108 bytes).
+	dir, err := os.MkdirTemp("", "yzd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	d := &Daemon{T: t, Bin: bin, Dir: dir, Runtime: filepath.Join(dir, "run"), Log: &testwait.Buffer{}, Stdout: &testwait.Buffer{}}
 	if err := os.Mkdir(d.Runtime, 0o700); err != nil {
 		t.Fatal(err)
