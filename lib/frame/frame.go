@@ -5,13 +5,18 @@
 //
 //	type(1) length(4, LE) payload(length)
 //
-// There are four types: Audio ('A') carries wire-format PCM (s16le, 16 kHz,
+// There are five types: Audio ('A') carries wire-format PCM (s16le, 16 kHz,
 // mono; see package pcm), so its length is even; End ('E') ends the current
 // utterance and Abandon ('X') drops it, both with an empty payload; Prompt
 // ('P') carries UTF-8 text, at most MaxPrompt bytes, that replaces the
 // decoder's own vocabulary hint for the current utterance only (an empty
-// one means no hint). A payload is at most MaxPayload bytes; the Writer
-// splits longer audio.
+// one means no hint); Context ('C') carries UTF-8 text, at most MaxPrompt
+// bytes, that was said just before the current utterance (the pieces of a
+// dictation decoded so far): an engine that conditions on earlier text
+// (whisper, as it does from one 30-second window to the next) reads it
+// after the vocabulary hint, and one that does not (Parakeet) ignores it
+// without a word, as it is no setting of the person's. A payload is at
+// most MaxPayload bytes; the Writer splits longer audio.
 //
 // The decoder answers each ended utterance with one Result, a JSON object on
 // one line of stdout, in the order the End frames arrived: exactly one per
@@ -21,8 +26,8 @@
 //
 // Abandon means two things, told apart by what arrived since the last End:
 //
-//   - With an Audio or Prompt frame since the last End (an utterance being
-//     sent), Abandon discards that audio and prompt; no result is owed for
+//   - With an Audio, Prompt or Context frame since the last End (an
+//     utterance being sent), Abandon discards them; no result is owed for
 //     them, as they were never ended.
 //   - With nothing since the last End, Abandon abandons the utterance that
 //     End ended, N. If N is still queued it is never decoded; if it is being
@@ -52,9 +57,10 @@ const (
 	End     byte = 'E' // end of utterance, empty payload
 	Abandon byte = 'X' // abandon the utterance, empty payload
 	Prompt  byte = 'P' // vocabulary hint for the current utterance, UTF-8
+	Context byte = 'C' // text said just before the current utterance, UTF-8
 )
 
-// MaxPrompt is the largest payload of a Prompt frame.
+// MaxPrompt is the largest payload of a Prompt or Context frame.
 const MaxPrompt = 4096
 
 // MaxPayload is the largest payload a frame may declare. A larger declared
@@ -97,9 +103,9 @@ func check(t byte, n uint64) error {
 		if n != 0 {
 			return fmt.Errorf("%w: %d bytes", ErrControlPayload, n)
 		}
-	case Prompt:
+	case Prompt, Context:
 		if n > MaxPrompt {
-			return fmt.Errorf("%w: prompt of %d bytes", ErrTooLarge, n)
+			return fmt.Errorf("%w: %c frame of %d bytes", ErrTooLarge, t, n)
 		}
 	default:
 		return fmt.Errorf("%w 0x%02x", ErrBadType, t)
@@ -219,6 +225,15 @@ func (w *Writer) End() error {
 func (w *Writer) Prompt(text string) error {
 	if err := w.WriteFrame(Frame{Type: Prompt, Payload: []byte(text)}); err != nil {
 		return fmt.Errorf("write prompt frame: %w", err)
+	}
+	return nil
+}
+
+// Context writes a Context frame: text is what was said just before the
+// utterance being sent.
+func (w *Writer) Context(text string) error {
+	if err := w.WriteFrame(Frame{Type: Context, Payload: []byte(text)}); err != nil {
+		return fmt.Errorf("write context frame: %w", err)
 	}
 	return nil
 }

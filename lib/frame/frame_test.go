@@ -52,6 +52,12 @@ func TestRoundTrip(t *testing.T) {
 		{"nothing", func(w *Writer) error { return nil }, nil},
 		{"end", (*Writer).End, []Frame{{End, []byte{}}}},
 		{"abandon", (*Writer).Abandon, []Frame{{Abandon, []byte{}}}},
+		{"prompt and context", func(w *Writer) error {
+			if err := w.Prompt("Kubernetes"); err != nil {
+				return err
+			}
+			return w.Context("and so my fellow")
+		}, []Frame{{Prompt, []byte("Kubernetes")}, {Context, []byte("and so my fellow")}}},
 		{"empty audio writes nothing", func(w *Writer) error { return w.Audio(nil) }, nil},
 		{"one sample", func(w *Writer) error { return w.Audio([]int16{-2}) },
 			[]Frame{{Audio, []byte{0xfe, 0xff}}}},
@@ -213,6 +219,8 @@ func TestWriteFrameRejects(t *testing.T) {
 		{"odd audio", Frame{Type: Audio, Payload: []byte{1}}, ErrOddAudio},
 		{"too large", Frame{Type: Audio, Payload: make([]byte, MaxPayload+2)}, ErrTooLarge},
 		{"end with payload", Frame{Type: End, Payload: []byte{1}}, ErrControlPayload},
+		{"prompt too large", Frame{Type: Prompt, Payload: make([]byte, MaxPrompt+1)}, ErrTooLarge},
+		{"context too large", Frame{Type: Context, Payload: make([]byte, MaxPrompt+1)}, ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -135,3 +135,53 @@ func TestWatchPreviewOfEagerPieces(t *testing.T) {
 		})
 	}
 }
+
+// TestEagerPiecesGoOnFromTheTextSoFar: with the real yaz-decode, each
+// eager piece after the first goes with the text of the pieces before it
+// (a Context frame), which whisper reads after the vocabulary hint, as it
+// does from one 30-second window to the next; its decoder record counts
+// it (context_chars, never the text). A Parakeet model has no use for it
+// and gets none in its prompt, with no warning about a setting nobody set.
+func TestEagerPiecesGoOnFromTheTextSoFar(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{"whisper", "parakeet"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			model := world.tinyEn
+			if engine == "parakeet" {
+				model, _ = parakeet(t)
+			}
+			d := startDaemon(t, sileroConfig(t).
+				With("decode.model", q(model)).
+				With("dictation.eager_pause_ms", "300").
+				With("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)))
+			d.WaitRunning("vad")
+			c := d.Client()
+			defer c.Close()
+			d.holdWhileSpeaking(c, wavDuration(t, world.jfk))
+			d.stopHold(c)
+			recs := d.Records("decode", "utterance")
+			if len(recs) < 3 {
+				t.Fatalf("%d decoder results, want a piece for each of jfk.wav's phrases\n%s", len(recs), d.LogTail(40))
+			}
+			var ctxChars []float64
+			for _, r := range recs {
+				ctxChars = append(ctxChars, field(r, "context_chars"))
+			}
+			for i, n := range ctxChars {
+				switch {
+				case i == 0 && n != 0:
+					t.Errorf("the first piece went with %v characters of context, want none", n)
+				case engine == "parakeet" && n != 0:
+					t.Errorf("piece %d went to Parakeet with %v characters of context, want none", i+1, n)
+				case engine == "whisper" && i > 0 && (n <= 0 || n > 200):
+					t.Errorf("piece %d went with %v characters of context, want the text so far (1 to 200)", i+1, n)
+				}
+			}
+			if strings.Contains(d.Log.String(), "not supported with a Parakeet model") {
+				t.Errorf("a warning about a setting nobody set:\n%s", d.LogTail(20))
+			}
+			t.Logf("context characters per piece: %v", ctxChars)
+		})
+	}
+}

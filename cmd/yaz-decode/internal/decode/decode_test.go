@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -260,5 +261,52 @@ func TestServePrompt(t *testing.T) {
 	want := []string{"default hint", "Grüße, Kubernetes", "", "default hint"}
 	if diff := cmp.Diff(want, f.prompts); diff != "" {
 		t.Errorf("prompts per utterance (-want +got):\n%s", diff)
+	}
+}
+
+// TestServeContext: a Context frame (the text said before, from the
+// daemon's eager pieces) is read after the utterance's vocabulary hint,
+// for its utterance only, and dropped with it by an Abandon; an engine
+// without prompts (Parakeet: promptUnused is set) decodes without it and
+// says nothing, as it is no setting of the person's.
+func TestServeContext(t *testing.T) {
+	send := func() *bytes.Buffer {
+		var in bytes.Buffer
+		w := frame.NewWriter(&in)
+		w.Context("and so my fellow Americans")
+		w.Audio(speech(time.Second))
+		w.End() // --prompt, then the context
+		w.Prompt("Kubernetes")
+		w.Context("ask not")
+		w.Audio(speech(time.Second))
+		w.End() // its own prompt, then the context
+		w.Context("dropped")
+		w.Abandon()
+		w.Audio(speech(time.Second))
+		w.End() // no context
+		return &in
+	}
+	f := &fakeRecognizer{}
+	c := newCLI()
+	c.Prompt = "default hint"
+	if err := c.serve(context.Background(), discard, f, send(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"default hint and so my fellow Americans", "Kubernetes ask not", "default hint"}
+	if diff := cmp.Diff(want, f.prompts); diff != "" {
+		t.Errorf("prompts per utterance (-want +got):\n%s", diff)
+	}
+
+	f = &fakeRecognizer{}
+	c = newCLI()
+	warned := 0
+	c.promptUnused = func() { warned++ }
+	if err := c.serve(context.Background(), discard, f, send(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// The Prompt frame of the second utterance still warns (a setting);
+	// the contexts never reach the engine.
+	if want := []string{"", "Kubernetes", ""}; !slices.Equal(f.prompts, want) || warned != 1 {
+		t.Errorf("without prompts: prompts %q (want %q), %d warnings (want 1)", f.prompts, want, warned)
 	}
 }

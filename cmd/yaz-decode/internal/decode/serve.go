@@ -26,6 +26,7 @@ type job struct {
 	samples []int16
 	tooLong bool
 	prompt  *string // from a Prompt frame; nil: --prompt
+	context string  // from a Context frame: said just before (whisper reads it after the prompt)
 	// ctx is the utterance's own: an Abandon frame that names it cancels
 	// it with errAbandoned, which stops whisper at its next check.
 	ctx    context.Context
@@ -70,15 +71,16 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin i
 }
 
 // readFrames turns frames into jobs. An Abandon frame discards what has
-// arrived of the next utterance; when nothing has (no Audio or Prompt frame
+// arrived of the next utterance; when nothing has (no Audio, Prompt or Context frame
 // since the last End), it abandons the utterance that End ended instead,
 // whether it is queued or decoding (see package frame).
 func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 	fr := frame.NewReader(stdin)
 	var cur []int16
 	var prompt *string
+	var said string
 	tooLong := false
-	open := false // an Audio or Prompt frame arrived since the last End or Abandon
+	open := false // an Audio, Prompt or Context frame arrived since the last End or Abandon
 	var abandonLast context.CancelCauseFunc
 	utt := 0
 	limit := pcm.Samples(maxUtterance)
@@ -102,24 +104,27 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 			utt++
 			jctx, cancel := context.WithCancelCause(ctx)
 			select {
-			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong, prompt: prompt, ctx: jctx, cancel: cancel}:
+			case jobs <- job{utt: utt, samples: cur, tooLong: tooLong, prompt: prompt, context: said, ctx: jctx, cancel: cancel}:
 			case <-ctx.Done():
 				cancel(nil)
 				return nil
 			}
 			abandonLast = cancel
-			cur, tooLong, prompt, open = nil, false, nil, false
+			cur, tooLong, prompt, said, open = nil, false, nil, "", false
 		case frame.Abandon:
 			if !open && abandonLast != nil {
 				// A no-op once its result is out.
 				abandonLast(errAbandoned)
 				abandonLast = nil
 			}
-			cur, tooLong, prompt, open = nil, false, nil, false
+			cur, tooLong, prompt, said, open = nil, false, nil, "", false
 		case frame.Prompt:
 			open = true
 			p := strings.ToValidUTF8(string(f.Payload), "")
 			prompt = &p
+		case frame.Context:
+			open = true
+			said = strings.ToValidUTF8(string(f.Payload), "")
 		}
 	}
 	return nil
@@ -141,6 +146,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		res := frame.Result{Utt: j.utt, Segments: []frame.Segment{}, AudioMs: pcm.Millis(len(j.samples))}
 		start := time.Now()
 		promptChars := -1 // not decoded
+		contextChars := 0 // of the prompt, from a Context frame
 		switch {
 		case j.abandoned():
 			res.Error = frame.ErrorAbandoned // abandoned while it waited
@@ -155,6 +161,10 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 				if c.promptUnused != nil && opt.Prompt != "" {
 					c.promptUnused()
 				}
+			}
+			if j.context != "" && c.promptUnused == nil { // an engine without prompts ignores it: no setting of the person's
+				opt.Prompt = strings.TrimSpace(opt.Prompt + " " + j.context)
+				contextChars = utf8.RuneCountInString(j.context)
 			}
 			promptChars = utf8.RuneCountInString(opt.Prompt)
 			r, err := m.Transcribe(j.ctx, pcm.ToFloat32(nil, j.samples), opt)
@@ -179,7 +189,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 		j.cancel(nil)
 		res.DecodeMs = time.Since(start).Milliseconds()
 		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error,
-			"prompt_chars", promptChars) // a count: the prompt itself is private
+			"prompt_chars", promptChars, "context_chars", contextChars) // counts: the text itself is private
 		if err := enc.Encode(res); err != nil {
 			if isBrokenPipe(err) {
 				return nil

@@ -169,6 +169,13 @@ func (d *Decoder) WaitUp(ctx context.Context) error {
 //
 // prompt, when non-nil, replaces decode.prompt for this utterance.
 func (d *Decoder) Decode(ctx context.Context, prio Prio, samples []int16, prompt *string) (frame.Result, error) {
+	return d.DecodeAfter(ctx, prio, samples, prompt, "")
+}
+
+// DecodeAfter is Decode for an utterance that follows what was just said
+// (said, the text of a dictation's pieces so far: a Context frame, which
+// whisper reads as the text before the audio; empty: none).
+func (d *Decoder) DecodeAfter(ctx context.Context, prio Prio, samples []int16, prompt *string, said string) (frame.Result, error) {
 	t, err := d.turns.Take(ctx, prio)
 	if err != nil {
 		return frame.Result{}, err
@@ -193,7 +200,7 @@ func (d *Decoder) Decode(ctx context.Context, prio Prio, samples []int16, prompt
 	}
 	abandon := make(chan struct{})
 	done := make(chan decodeOut, 1)
-	go serveTurn(t, fw, results, lost, samples, prompt, abandon, done)
+	go serveTurn(t, fw, results, lost, samples, prompt, said, abandon, done)
 	var abandonOnce sync.Once
 	stop := func() { abandonOnce.Do(func() { close(abandon) }) }
 	yield := t.Yield() // nil for holds and answers: never
@@ -229,7 +236,7 @@ type decodeOut struct {
 // answer to done. It alone writes to the decoder during the turn, so
 // frames are never interleaved or cut short.
 func serveTurn(t *Turn, fw *frame.Writer, results <-chan frame.Result, lost <-chan struct{},
-	samples []int16, prompt *string, abandon <-chan struct{}, done chan<- decodeOut) {
+	samples []int16, prompt *string, said string, abandon <-chan struct{}, done chan<- decodeOut) {
 	var o decodeOut
 	defer func() {
 		t.Release()
@@ -237,6 +244,12 @@ func serveTurn(t *Turn, fw *frame.Writer, results <-chan frame.Result, lost <-ch
 	}()
 	if prompt != nil {
 		if err := fw.Prompt(*prompt); err != nil {
+			o.err = fmt.Errorf("%w: %w", ErrLost, err)
+			return
+		}
+	}
+	if said != "" {
+		if err := fw.Context(said); err != nil {
 			o.err = fmt.Errorf("%w: %w", ErrLost, err)
 			return
 		}

@@ -13,6 +13,8 @@ import (
 // a span at a pause of eager_pause_ms; each span end during the hold is a
 // finished piece, decoded at once at the hold's priority while the person
 // goes on speaking, so at release only the last piece is left to decode.
+// Each piece goes with the text of the pieces before it (saidSoFar), which
+// whisper reads as what was said before the audio.
 // The pieces' texts join with one space, and the replacement table
 // applies to the whole. A piece that fails (the decoder died or did not
 // answer) makes the hold fall back to one decode of its whole audio at
@@ -68,7 +70,7 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 		}
 		bctx, cancel := context.WithTimeoutCause(e.ctx, holdDecodeBound(pcm.Duration(len(piece))), errHoldDecodeBound)
 		start := time.Now()
-		r, err := d.decode.Decode(bctx, child.PrioHold, piece, prompt)
+		r, err := d.decode.DecodeAfter(bctx, child.PrioHold, piece, prompt, saidSoFar(e.texts))
 		cancel()
 		if err != nil || r.Error != "" {
 			e.failed = true
@@ -85,6 +87,29 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 		d.log.Debug("hold: piece decoded", "piece", len(e.texts), "audio_ms", pcm.Duration(len(piece)).Milliseconds(),
 			"decode_ms", time.Since(start).Milliseconds())
 	}
+}
+
+// saidContext bounds the text of the pieces so far that goes with the
+// next piece: about 50 of whisper's tokens, well inside the half of its
+// text context (224 tokens) it keeps of a prompt, so a vocabulary hint in
+// front of it stays whole.
+const saidContext = 200
+
+// saidSoFar is the text of the pieces decoded so far, its last
+// saidContext bytes at most, cut at a space: the context of the next
+// piece, so whisper goes on from it as it does from one 30-second window
+// to the next (the case and punctuation of a sentence that continues),
+// instead of starting each piece as a new text.
+func saidSoFar(texts []string) string {
+	s := strings.Join(texts, " ")
+	if len(s) <= saidContext {
+		return s
+	}
+	s = s[len(s)-saidContext:]
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[i+1:]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 // finish waits for the pieces (the detector's use has ended: every span
