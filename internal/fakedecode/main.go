@@ -7,7 +7,8 @@
 // --version, which prints "fakedecode test". The environment sets what it
 // does:
 //
-//	YAZ_FAKE_TEXT      the text of every answer (default "fake transcript")
+//	YAZ_FAKE_TEXT      the text of every answer (default "fake transcript");
+//	                   "{audio_ms}" in it becomes the utterance's length
 //	YAZ_FAKE_DELAY_MS  time to "decode" one utterance (default 0)
 //	YAZ_FAKE_MS_PER_S  more time per second of audio (default 0), so a long
 //	                   file takes long and a short hold is quick
@@ -35,6 +36,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/yazses/yazses/lib/cli"
@@ -84,8 +86,9 @@ func run() error {
 	dropped := map[int]bool{} // abandoned before their turn
 	for j := range jobs {
 		ms := int64(j.samples) * 1000 / 16000
-		res := frame.Result{Utt: j.utt, Text: text, AudioMs: ms,
-			Segments: []frame.Segment{{StartMs: 0, EndMs: ms, Text: text}}}
+		said := strings.ReplaceAll(text, "{audio_ms}", strconv.FormatInt(ms, 10))
+		res := frame.Result{Utt: j.utt, Text: said, AudioMs: ms,
+			Segments: []frame.Segment{{StartMs: 0, EndMs: ms, Text: said}}}
 		took := time.Duration(delay)*time.Millisecond + time.Duration(ms*int64(perS)/1000)*time.Millisecond
 		abandoned := dropped[j.utt]
 		if !abandoned {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +29,10 @@ func TestHoldDecodedInPiecesAtPauses(t *testing.T) {
 	c := d.Client()
 	defer c.Close()
 	d.holdWhileSpeaking(c, wavDuration(t, world.jfk))
-	during := d.decodes()
+	during := len(d.Records("", "hold: piece decoded"))
 	d.stopHold(c)
 	last := d.lastByCtl()
-	n := d.decodes()
+	n := len(d.Records("", "hold: piece decoded"))
 	if during < 1 || n < 2 {
 		t.Fatalf("%d pieces decoded during the hold, %d in all; want pieces during it and at least 2 in all\n%s", during, n, d.LogTail(40))
 	}
@@ -182,6 +184,65 @@ func TestEagerPiecesGoOnFromTheTextSoFar(t *testing.T) {
 				t.Errorf("a warning about a setting nobody set:\n%s", d.LogTail(20))
 			}
 			t.Logf("context characters per piece: %v", ctxChars)
+		})
+	}
+}
+
+// TestEagerSpeculation: the last piece is decoded at the first 150 ms of
+// silence, before the pause is long enough to end it. A person who lets
+// go 400 ms after the last word gets that decode as the piece: one
+// decoder turn in all, nothing decoded after the release, and the piece
+// holds all of the speech. One who goes on after a pause shorter than
+// dictation.eager_pause_ms has that speculation abandoned: the piece is
+// decoded again with the speech after the pause, and only that one is
+// typed. The fake decoder answers with the length of what it got, so the
+// text shows which audio each kept piece covered.
+func TestEagerSpeculation(t *testing.T) {
+	t.Parallel()
+	said := spokenWAV(t, "Yes go ahead and deploy it")
+	more := spokenWAV(t, "then tell the team")
+	sec := func(s []float32) time.Duration { return time.Duration(len(s)) * time.Second / sr }
+	for _, tc := range []struct {
+		name    string
+		audio   [][]float32
+		speech  time.Duration // from the file's start to the last word's end
+		used    float64
+		dropped bool
+	}{
+		{"kept", [][]float32{zeros(0.3), said, zeros(3)}, 300*time.Millisecond + sec(said), 1, false},
+		{"abandoned", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, 600*time.Millisecond + sec(said) + sec(more), 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(tc.audio...))
+			d := startDaemon(t, sileroConfig(t).
+				With("dictation.eager_pause_ms", "700").
+				With("children.decode", arr(bin("fakedecode"))).
+				With("children.capture", arr(bin("yaz-capture"), "--file", f)),
+				"YAZ_FAKE_TEXT=piece of {audio_ms}")
+			d.WaitRunning("vad")
+			c := d.Client()
+			defer c.Close()
+			d.holdUntil(c, tc.speech+400*time.Millisecond)
+			d.stopHold(c)
+			last := d.lastByCtl()
+			var ms int
+			if _, err := fmt.Sscanf(last.Text, "piece of %d", &ms); err != nil || strings.Count(last.Text, "piece") != 1 {
+				t.Fatalf("last text %q, want one piece\n%s", last.Text, d.LogTail(40))
+			}
+			// The piece runs from the hold's start (its pre-roll) to past
+			// the last word.
+			if got := time.Duration(ms) * time.Millisecond; got < tc.speech-300*time.Millisecond {
+				t.Errorf("the kept piece has %v of audio, want all of the speech (%v from the file's start)", got, tc.speech)
+			}
+			sp := d.Records("", "hold: speculations")
+			if len(sp) != 1 || field(sp[0], "used") != tc.used || (field(sp[0], "dropped") > 0) != tc.dropped {
+				t.Errorf("speculations %v, want used %v, some dropped %v\n%s", sp, tc.used, tc.dropped, d.LogTail(30))
+			}
+			if n := len(d.Records("decode", "decoding utterance")); tc.name == "kept" && len(sp) == 1 && float64(n) != field(sp[0], "used")+field(sp[0], "dropped") {
+				t.Errorf("%d decoder turns for %v speculations: a piece was decoded again at release", n, sp[0])
+			}
+			t.Logf("speculations %v", sp)
 		})
 	}
 }

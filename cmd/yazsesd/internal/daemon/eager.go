@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -21,14 +23,32 @@ import (
 // release, so a decoder crash mid-hold loses only that hold, reported as
 // before; hold.cancel drops the pieces and stops the one being decoded.
 
-// eagerEnds is how many piece ends may wait for the decoder; more (a
-// decoder far behind) are merged into the next piece.
+// The last piece is decoded before it has ended, too: when the detector
+// has heard tailQuiet of silence (the Silence event a tail ends at), the
+// audio since the last piece, up to there, is decoded at once as a
+// speculation. If the piece then ends (the pause reached eager_pause_ms, or
+// the key came up and the detector's flush ended it) with no voice after
+// that silence began, the speculation is the piece, and the text is there
+// as the key comes up; a later silence (the speaker went on) abandons it
+// and speculates again. A person who lets go 300 ms after the last word
+// therefore waits for nothing but typing.
+
+// eagerEnds is how many detector events may wait for the eager decoder;
+// more (a decoder far behind) are dropped and the hold is decoded whole.
 const eagerEnds = 64
+
+// eagerEvent is a piece's end (quiet false: a span ended at at, the last
+// voiced window so far ended at since) or a silence of tailQuiet seen at
+// at, after the last voiced window ended at since.
+type eagerEvent struct {
+	at, since int64
+	quiet     bool
+}
 
 // eagerRun is one hold's eager decoding: a goroutine that decodes each
 // piece as its end arrives.
 type eagerRun struct {
-	ends   chan int64 // span ends (sample positions), from watch; closed when the use ends
+	ends   chan eagerEvent // from watch; closed when the use ends
 	done   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -37,22 +57,42 @@ type eagerRun struct {
 	texts   []string
 	cut     int64 // the audio decoded so far ends here
 	failed  bool  // a piece failed: decode the whole at release
-	dropped bool  // an end was dropped (set by watch before it closes ends)
+	dropped bool  // an event was dropped (set by watch before it closes ends; read after done)
+	spec    speculations
+}
+
+// speculations counts what became of a hold's speculations (for the
+// debug log).
+type speculations struct{ used, dropped int }
+
+// speculation is one decode of the audio [from, to) started at a silence
+// that began at since.
+type speculation struct {
+	from, to, since int64
+	cancel          context.CancelFunc
+	done            chan struct{}
+	res             frame.Result
+	err             error
+	took            time.Duration
 }
 
 // startEager starts the eager decoding of hold h.
 func (d *Daemon) startEager(h *holdRec, prompt *string) *eagerRun {
 	ctx, cancel := d.decodeCtx(d.life)
-	e := &eagerRun{ends: make(chan int64, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	e := &eagerRun{ends: make(chan eagerEvent, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go d.runEager(h, e, prompt) // ends when watch closes e.ends
 	return e
 }
 
-// pieceAt hands the end of a span to the eager decoder; a full queue
-// merges it into the next piece.
-func (e *eagerRun) pieceAt(at int64) {
+// pieceAt hands the end of a span to the eager decoder; quietAt a silence
+// of tailQuiet. A full queue drops the event: the hold is decoded whole.
+func (e *eagerRun) pieceAt(at, since int64) { e.send(eagerEvent{at: at, since: since}) }
+
+func (e *eagerRun) quietAt(at, since int64) { e.send(eagerEvent{at: at, since: since, quiet: true}) }
+
+func (e *eagerRun) send(ev eagerEvent) {
 	select {
-	case e.ends <- at:
+	case e.ends <- ev:
 	default:
 		e.dropped = true
 	}
@@ -60,10 +100,46 @@ func (e *eagerRun) pieceAt(at int64) {
 
 func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 	defer close(e.done)
-	for at := range e.ends {
+	var spec *speculation
+	drop := func() {
+		if spec != nil {
+			spec.cancel()
+			<-spec.done
+			spec = nil
+			e.spec.dropped++
+		}
+	}
+	defer drop()
+	for ev := range e.ends {
 		if e.failed || e.ctx.Err() != nil {
 			continue // drained: the whole is decoded at release, or dropped
 		}
+		if ev.quiet {
+			// A new silence: any speculation before it missed the voice
+			// in between.
+			drop()
+			if ev.since > e.cut { // a voice since the last piece
+				spec = d.speculate(h, e, prompt, e.cut, ev.at, ev.since)
+			}
+			continue
+		}
+		at := ev.at
+		if spec != nil && spec.from == e.cut && ev.since <= spec.since {
+			// The piece ended with no voice after the speculation's
+			// silence began: its audio holds all that was said in the
+			// piece (what follows it, to a span end the detector's flush
+			// put at the end of the audio, is silence).
+			<-spec.done
+			s := spec
+			spec = nil
+			if s.err == nil && s.res.Error == "" {
+				e.spec.used++
+				e.commit(d, s.res.Text, max(at, s.to), s.to-s.from, s.took, true)
+				continue
+			}
+			e.spec.dropped++ // failed: decode the piece itself
+		}
+		drop()
 		piece := h.audio(e.cut, at)
 		if len(piece) == 0 {
 			continue
@@ -77,16 +153,38 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 			d.log.Warn("a piece of the hold could not be decoded: the whole hold is decoded at release", "err", err)
 			continue
 		}
-		e.cut += int64(len(piece))
-		if t := strings.TrimSpace(r.Text); t != "" {
-			e.texts = append(e.texts, t)
-			// The owner's opt-in (dictation.preview): the text so far, on
-			// the watch stream only; livestate drops it otherwise.
-			d.live.SetPreview(strings.Join(e.texts, " "))
-		}
-		d.log.Debug("hold: piece decoded", "piece", len(e.texts), "audio_ms", pcm.Duration(len(piece)).Milliseconds(),
-			"decode_ms", time.Since(start).Milliseconds())
+		e.commit(d, r.Text, e.cut+int64(len(piece)), int64(len(piece)), time.Since(start), false)
 	}
+}
+
+// speculate starts decoding the audio [from, to) of hold h.
+func (d *Daemon) speculate(h *holdRec, e *eagerRun, prompt *string, from, to, since int64) *speculation {
+	ctx, cancel := context.WithTimeoutCause(e.ctx, holdDecodeBound(pcm.Duration(int(to-from))), errHoldDecodeBound)
+	s := &speculation{from: from, to: to, since: since, cancel: cancel, done: make(chan struct{})}
+	audio := h.audio(from, to)
+	said := saidSoFar(e.texts)
+	go func() { // owned: runEager waits on done before it ends
+		defer close(s.done)
+		defer cancel()
+		start := time.Now()
+		s.res, s.err = d.decode.DecodeAfter(ctx, child.PrioHold, audio, prompt, said)
+		s.took = time.Since(start)
+	}()
+	return s
+}
+
+// commit keeps a decoded piece: its text joins the others and the audio
+// decoded so far ends at cut.
+func (e *eagerRun) commit(d *Daemon, text string, cut, samples int64, took time.Duration, speculated bool) {
+	e.cut = cut
+	if t := strings.TrimSpace(text); t != "" {
+		e.texts = append(e.texts, t)
+		// The owner's opt-in (dictation.preview): the text so far, on
+		// the watch stream only; livestate drops it otherwise.
+		d.live.SetPreview(strings.Join(e.texts, " "))
+	}
+	d.log.Debug("hold: piece decoded", "piece", len(e.texts), "audio_ms", pcm.Duration(int(samples)).Milliseconds(),
+		"decode_ms", took.Milliseconds(), "speculated", speculated)
 }
 
 // saidContext bounds the text of the pieces so far that goes with the
@@ -116,9 +214,10 @@ func saidSoFar(texts []string) string {
 // has ended, the last one at release) and returns their text, or ok false
 // when the whole hold must be decoded instead (a piece failed or was
 // dropped).
-func (e *eagerRun) finish() (text string, ok bool) {
+func (e *eagerRun) finish(log *slog.Logger) (text string, ok bool) {
 	<-e.done
 	e.cancel()
+	log.Debug("hold: speculations", "used", e.spec.used, "dropped", e.spec.dropped)
 	if e.failed || e.dropped {
 		return "", false
 	}

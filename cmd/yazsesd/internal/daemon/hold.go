@@ -145,7 +145,7 @@ func (h *holdRec) watch(autoStop func()) {
 		switch e.Kind {
 		case vadlink.SpeechEnd:
 			if h.eager != nil {
-				h.eager.pieceAt(e.At)
+				h.eager.pieceAt(e.At, e.Since)
 			}
 		case vadlink.SpeechStart:
 			h.said = true
@@ -159,6 +159,9 @@ func (h *holdRec) watch(autoStop func()) {
 				autoStop = nil
 			}
 			if e.For == tailQuiet {
+				if h.eager != nil {
+					h.eager.quietAt(e.At, e.Since)
+				}
 				h.qmu.Lock()
 				h.quietAt = e.At
 				close(h.quietCh)
@@ -450,7 +453,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 		eagerOK    bool
 	)
 	if h.eager != nil {
-		eagerText, eagerOK = h.eager.finish()
+		eagerText, eagerOK = h.eager.finish(d.log)
 	}
 	if eagerOK {
 		r.Text = eagerText // decoded in pieces during the hold

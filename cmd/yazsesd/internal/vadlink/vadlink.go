@@ -21,7 +21,9 @@
 //     Params.Span.MinSilence (and 200 ms, whisper.cpp's merge gap): the end
 //     of an answer, or a pause to decode at while a hold goes on. A pause
 //     shorter than that, or probabilities lingering between NegThreshold
-//     and Threshold (a slow, soft syllable), keep the span open.
+//     and Threshold (a slow, soft syllable), keep the span open. At the
+//     use's end an open span ends there (whisper.cpp's rule). Since is
+//     the end of the last voiced window as of the event.
 //   - Silence: no voiced window for For (one of Params.Silences) since
 //     Since, the end of the last voiced window (or the use's start when
 //     nothing was voiced yet), seen at At. Each length fires once per
@@ -136,7 +138,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind  EventKind
 	At    int64         // SpeechStart, SpeechEnd: the span's boundary; Silence: where it was seen; Ended: the use's length
-	Since int64         // Silence: where the silence began
+	Since int64         // Silence: where the silence began; SpeechEnd: the end of the last voiced window so far
 	For   time.Duration // Silence: which of Params.Silences
 	Said  bool          // Ended: the use held a span
 	Err   error         // Failed
@@ -573,7 +575,7 @@ func (u *Use) span(st *State, e vadspan.Event) error {
 		return u.emit(Event{Kind: SpeechStart, At: e.At})
 	default:
 		st.InSpan = false
-		return u.emit(Event{Kind: SpeechEnd, At: e.At})
+		return u.emit(Event{Kind: SpeechEnd, At: e.At, Since: st.LastVoiced})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +252,21 @@ func TestSpansThroughChild(t *testing.T) {
 			}
 			if st := u.State(); !st.Ended || st.Said != tc.said || st.InSpan {
 				t.Errorf("state after the end %+v", st)
+			}
+			// Each SpeechEnd says where the last voiced window so far
+			// ended; after the last one no window is voiced.
+			voiced := voicedEnds(probs, tc.p.Threshold, tc.p.Threshold-0.15)
+			var ends []int64
+			for _, e := range evs {
+				if e.Kind == SpeechEnd {
+					ends = append(ends, e.Since)
+					if !slices.Contains(voiced, e.Since) {
+						t.Errorf("SpeechEnd at %d: Since %d is not the end of a voiced window", e.At, e.Since)
+					}
+				}
+			}
+			if tc.said && (len(ends) == 0 || ends[len(ends)-1] != voiced[len(voiced)-1]) {
+				t.Errorf("the last SpeechEnd's Since is %v, want the last voiced window's end %d", ends, voiced[len(voiced)-1])
 			}
 		})
 	}
