@@ -188,61 +188,68 @@ func TestEagerPiecesGoOnFromTheTextSoFar(t *testing.T) {
 	}
 }
 
-// TestEagerSpeculation: the last piece is decoded at the first 150 ms of
-// silence, before the pause is long enough to end it. A person who lets
-// go 400 ms after the last word gets that decode as the piece: one
-// decoder turn in all, nothing decoded after the release, and the piece
-// holds all of the speech. One who goes on after a pause shorter than
-// dictation.eager_pause_ms has that speculation abandoned: the piece is
-// decoded again with the speech after the pause, and only that one is
-// typed. The fake decoder answers with the length of what it got, so the
-// text shows which audio each kept piece covered.
+// TestEagerSpeculation: the last piece (with eager decoding) or the whole
+// hold (without) is decoded at the first 150 ms of silence, before the
+// key comes up. A person who lets go 400 ms after the last word gets that
+// decode as the text: every decoder turn was a speculation, none came
+// after the release, and the text holds all of the speech. One who goes
+// on after a pause shorter than dictation.eager_pause_ms has that
+// speculation abandoned, and the next one is kept. One who lets go
+// mid-word (the tail records the rest, up to dictation.tail_ms) keeps
+// none: the text is decoded after the release, over all the audio. The
+// fake decoder answers with the length of what it got, so the text shows
+// which audio each kept decode covered.
 func TestEagerSpeculation(t *testing.T) {
 	t.Parallel()
 	said := spokenWAV(t, "Yes go ahead and deploy it")
-	more := spokenWAV(t, "then tell the team")
+	more := spokenWAV(t, "then tell the whole team about it")
 	sec := func(s []float32) time.Duration { return time.Duration(len(s)) * time.Second / sr }
-	for _, tc := range []struct {
-		name    string
-		audio   [][]float32
-		speech  time.Duration // from the file's start to the last word's end
-		used    float64
-		dropped bool
-	}{
-		{"kept", [][]float32{zeros(0.3), said, zeros(3)}, 300*time.Millisecond + sec(said), 1, false},
-		{"abandoned", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, 600*time.Millisecond + sec(said) + sec(more), 1, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(tc.audio...))
-			d := startDaemon(t, sileroConfig(t).
-				With("dictation.eager_pause_ms", "700").
-				With("children.decode", arr(bin("fakedecode"))).
-				With("children.capture", arr(bin("yaz-capture"), "--file", f)),
-				"YAZ_FAKE_TEXT=piece of {audio_ms}")
-			d.WaitRunning("vad")
-			c := d.Client()
-			defer c.Close()
-			d.holdUntil(c, tc.speech+400*time.Millisecond)
-			d.stopHold(c)
-			last := d.lastByCtl()
-			var ms int
-			if _, err := fmt.Sscanf(last.Text, "piece of %d", &ms); err != nil || strings.Count(last.Text, "piece") != 1 {
-				t.Fatalf("last text %q, want one piece\n%s", last.Text, d.LogTail(40))
-			}
-			// The piece runs from the hold's start (its pre-roll) to past
-			// the last word.
-			if got := time.Duration(ms) * time.Millisecond; got < tc.speech-300*time.Millisecond {
-				t.Errorf("the kept piece has %v of audio, want all of the speech (%v from the file's start)", got, tc.speech)
-			}
-			sp := d.Records("", "hold: speculations")
-			if len(sp) != 1 || field(sp[0], "used") != tc.used || (field(sp[0], "dropped") > 0) != tc.dropped {
-				t.Errorf("speculations %v, want used %v, some dropped %v\n%s", sp, tc.used, tc.dropped, d.LogTail(30))
-			}
-			if n := len(d.Records("decode", "decoding utterance")); tc.name == "kept" && len(sp) == 1 && float64(n) != field(sp[0], "used")+field(sp[0], "dropped") {
-				t.Errorf("%d decoder turns for %v speculations: a piece was decoded again at release", n, sp[0])
-			}
-			t.Logf("speculations %v", sp)
-		})
+	for _, mode := range []string{"eager", "whole"} {
+		for _, tc := range []struct {
+			name    string
+			audio   [][]float32
+			release time.Duration // from the file's start
+			used    float64
+			dropped bool
+		}{
+			{"kept", [][]float32{zeros(0.3), said, zeros(3)}, 700*time.Millisecond + sec(said), 1, false},
+			{"abandoned", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, time.Second + sec(said) + sec(more), 1, true},
+			{"mid-word", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, 600*time.Millisecond + sec(said) + sec(more)/3, 0, true},
+		} {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(tc.audio...))
+				d := startDaemon(t, sileroConfig(t).
+					With("dictation.eager_pause_ms", map[string]string{"eager": "700", "whole": "0"}[mode]).
+					With("dictation.tail_ms", "200").
+					With("children.decode", arr(bin("fakedecode"))).
+					With("children.capture", arr(bin("yaz-capture"), "--file", f)),
+					"YAZ_FAKE_TEXT=piece of {audio_ms}")
+				d.WaitRunning("vad")
+				c := d.Client()
+				defer c.Close()
+				d.holdUntil(c, tc.release)
+				d.stopHold(c)
+				last := d.lastByCtl()
+				var ms int
+				if _, err := fmt.Sscanf(last.Text, "piece of %d", &ms); err != nil || strings.Count(last.Text, "piece") != 1 {
+					t.Fatalf("last text %q, want one piece\n%s", last.Text, d.LogTail(40))
+				}
+				// The kept decode runs from the hold's start (its pre-roll)
+				// to past the last word (mid-word: past the release).
+				if got, least := time.Duration(ms)*time.Millisecond, tc.release-400*time.Millisecond; got < least {
+					t.Errorf("the text's decode had %v of audio, want at least %v: all that was said", got, least)
+				}
+				sp := d.Records("", "hold: speculations")
+				if len(sp) != 1 || field(sp[0], "used") != tc.used || (field(sp[0], "dropped") > 0) != tc.dropped {
+					t.Fatalf("speculations %v, want used %v, some dropped %v\n%s", sp, tc.used, tc.dropped, d.LogTail(30))
+				}
+				turns := float64(len(d.Records("decode", "decoding utterance"))) // fakedecode's own line
+				if spec := field(sp[0], "used") + field(sp[0], "dropped"); tc.used == 1 && turns != spec || tc.used == 0 && turns != spec+1 {
+					t.Errorf("%v decoder turns for %v speculations, want %v after the release", turns, sp[0], 1-tc.used)
+				}
+				t.Logf("speculations %v, text %q", sp[0], last.Text)
+			})
+		}
 	}
 }

@@ -122,8 +122,8 @@ func BenchmarkDictationLatency(b *testing.B) {
 						}
 						dec := d.Records("decode", "utterance")
 						typ := d.Records("", "typed")
-						if (mode == "whole" && len(dec) != nDecode+1) || len(typ) != nTyped+1 {
-							b.Fatalf("log has %d new decoder results and %d new typed records, want 1 each", len(dec)-nDecode, len(typ)-nTyped)
+						if len(dec) > nDecode+1 && mode == "whole" || len(typ) != nTyped+1 {
+							b.Fatalf("log has %d new decoder results and %d new typed records, want at most 1 and 1", len(dec)-nDecode, len(typ)-nTyped)
 						}
 						// The decoder's time after the release: the one utterance,
 						// or (eager) what of the pieces was still to decode then

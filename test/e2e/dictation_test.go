@@ -132,16 +132,19 @@ func TestDictationRealDecoderTypesWhatLastKeeps(t *testing.T) {
 	if got := rec.settled(t); got != l.Text {
 		t.Errorf("window received %q, want %q (last) and nothing after it", got, l.Text)
 	}
-	// The real decoder did the work: its own log has the utterance.
+	// The real decoder did the work: its own log has the utterance, all
+	// of the speech (jfk.wav's first 2.3 s, of which the energy detector
+	// hears about 2.0; the daemon may have decoded it at the pause after
+	// it, before the key came up).
 	found := false
 	for _, m := range d.LogRecords() {
 		if m["child"] == "decode" && m["msg"] == "utterance" {
 			am, _ := m["audio_ms"].(float64)
-			found = found || am >= 2500
+			found = found || am >= 2100
 		}
 	}
 	if !found {
-		t.Errorf("no utterance of about 3 s in the decoder's log")
+		t.Errorf("no utterance of 2.1 s or more in the decoder's log")
 	}
 }
 
@@ -262,7 +265,8 @@ func TestDictationClipboardPastesAndRestores(t *testing.T) {
 }
 
 // TestDictationCancelTypesNothing: hold.cancel drops the audio: nothing is
-// decoded, nothing typed, nothing kept.
+// decoded after it (what the daemon decoded at a pause while the key was
+// down is dropped), nothing typed, nothing kept.
 func TestDictationCancelTypesNothing(t *testing.T) {
 	t.Parallel()
 	x := startX(t)
@@ -272,6 +276,7 @@ func TestDictationCancelTypesNothing(t *testing.T) {
 	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT=never typed")...)
 	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	during := d.decodes()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := c.Hold(ctx, daemonapi.MethodHoldCancel)
@@ -284,7 +289,7 @@ func TestDictationCancelTypesNothing(t *testing.T) {
 	if got := rec.settled(t); got != "" {
 		t.Errorf("window received %q after hold.cancel", got)
 	}
-	if n := d.decodes(); n != 0 {
+	if n := d.decodes() - during; n != 0 {
 		t.Errorf("the decoder got %d utterances after hold.cancel, want 0", n)
 	}
 	if l, err := c.Last(ctx); err != nil || l.Text != "" {
@@ -350,21 +355,25 @@ func TestDictationDuringQuestionGoesToWindow(t *testing.T) {
 }
 
 // TestDictationDecoderKilledRecovers: the decoder is SIGKILLed while it
-// decodes a hold. The utterance is lost (outcome failed, audit
-// dictation.lost decoder_failed, a "lost" notification, nothing typed),
-// the daemon restarts the decoder, and the next hold is decoded and typed.
+// decodes a hold after the release (the key came up mid-sentence, so
+// nothing decoded while it was down can stand for it). The utterance is
+// lost (outcome failed, audit dictation.lost decoder_failed, a "lost"
+// notification, nothing typed), the daemon restarts the decoder, and the
+// next hold is decoded and typed.
 func TestDictationDecoderKilledRecovers(t *testing.T) {
 	t.Parallel()
 	const text = "typed after the restart"
 	x := startX(t)
 	rec := startRecorder(t, x)
 	rec.Focus(t)
-	speech := answerWAV()
+	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
+	speech := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, zeros(1)))
 	n := fakeNotifySend(t)
 	d := startDaemon(t, dictationConfig(speech, true),
 		append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
 	c := d.Client()
-	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	d.holdUntil(c, 2500*time.Millisecond) // mid-sentence
+	before := len(d.Records("decode", "decoding utterance"))
 	type stopOut struct {
 		r   daemonapi.HoldResult
 		err error
@@ -376,8 +385,8 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
 		stopped <- stopOut{r, err}
 	}()
-	d.WaitLog(20*time.Second, "the hold's decoding", func(m map[string]any) bool {
-		return m["child"] == "decode" && m["msg"] == "decoding utterance"
+	d.WaitLog(20*time.Second, "the hold's decoding after the release", func(map[string]any) bool {
+		return len(d.Records("decode", "decoding utterance")) > before
 	})
 	pid := d.PidOf("decode")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -402,7 +411,7 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	if got := rec.settled(t); got != "" {
 		t.Errorf("window received %q from the lost utterance", got)
 	}
-	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	d.holdUntil(c, 2500*time.Millisecond)
 	if r := d.stopHold(c); r.Outcome != "typed" {
 		t.Errorf("hold.stop after the restart = %+v, want typed\n%s", r, d.LogTail(20))
 	}

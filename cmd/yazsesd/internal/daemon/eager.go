@@ -37,17 +37,32 @@ import (
 // more (a decoder far behind) are dropped and the hold is decoded whole.
 const eagerEnds = 64
 
-// eagerEvent is a piece's end (quiet false: a span ended at at, the last
-// voiced window so far ended at since) or a silence of tailQuiet seen at
-// at, after the last voiced window ended at since.
+// Without eager decoding (dictation.eager_pause_ms = 0) the same run
+// speculates on the whole hold: at each first 150 ms of silence the hold
+// so far is decoded, while it is at most wholeSpeculation long, and at
+// release that decode is the hold's text if no voice came after its
+// silence began; otherwise the hold is decoded whole as before. There are
+// no pieces then, so the text is one decode of the whole, as without it.
+
+// wholeSpeculation bounds the hold a speculation decodes without eager
+// decoding: each costs a decode of the hold so far (the speaker's next
+// pause abandons it), and beyond one of whisper's 30 s windows that is
+// eager decoding's job.
+const wholeSpeculation = 30 * time.Second
+
+// eagerEvent is a piece's end (a span ended at at, the last voiced window
+// so far ended at since), a silence of tailQuiet seen at at after the
+// last voiced window ended at since (quiet), or the use's end, its last
+// voiced window ending at since (ended).
 type eagerEvent struct {
-	at, since int64
-	quiet     bool
+	at, since    int64
+	quiet, ended bool
 }
 
 // eagerRun is one hold's eager decoding: a goroutine that decodes each
 // piece as its end arrives.
 type eagerRun struct {
+	pieces bool            // eager decoding: span ends are pieces; else one speculation on the whole
 	ends   chan eagerEvent // from watch; closed when the use ends
 	done   chan struct{}
 	ctx    context.Context
@@ -76,10 +91,11 @@ type speculation struct {
 	took            time.Duration
 }
 
-// startEager starts the eager decoding of hold h.
-func (d *Daemon) startEager(h *holdRec, prompt *string) *eagerRun {
+// startEager starts the eager decoding of hold h: in pieces, or (pieces
+// false) the speculation on the whole hold.
+func (d *Daemon) startEager(h *holdRec, prompt *string, pieces bool) *eagerRun {
 	ctx, cancel := d.decodeCtx(d.life)
-	e := &eagerRun{ends: make(chan eagerEvent, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	e := &eagerRun{pieces: pieces, ends: make(chan eagerEvent, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go d.runEager(h, e, prompt) // ends when watch closes e.ends
 	return e
 }
@@ -89,6 +105,10 @@ func (d *Daemon) startEager(h *holdRec, prompt *string) *eagerRun {
 func (e *eagerRun) pieceAt(at, since int64) { e.send(eagerEvent{at: at, since: since}) }
 
 func (e *eagerRun) quietAt(at, since int64) { e.send(eagerEvent{at: at, since: since, quiet: true}) }
+
+// endedAt tells that the detector's use ended, its last voiced window
+// ending at since.
+func (e *eagerRun) endedAt(since int64) { e.send(eagerEvent{since: since, ended: true}) }
 
 func (e *eagerRun) send(ev eagerEvent) {
 	select {
@@ -114,14 +134,30 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 		if e.failed || e.ctx.Err() != nil {
 			continue // drained: the whole is decoded at release, or dropped
 		}
-		if ev.quiet {
+		switch {
+		case ev.quiet:
 			// A new silence: any speculation before it missed the voice
 			// in between.
 			drop()
-			if ev.since > e.cut { // a voice since the last piece
+			if ev.since > e.cut && (e.pieces || pcm.Duration(int(ev.at-e.cut)) <= wholeSpeculation) { // a voice since the last piece
 				spec = d.speculate(h, e, prompt, e.cut, ev.at, ev.since)
 			}
 			continue
+		case ev.ended:
+			// Pieces: the flush ended the last one already. Whole: the
+			// speculation is the hold's text if no voice followed it.
+			if !e.pieces && spec != nil && ev.since <= spec.since {
+				<-spec.done
+				if spec.err == nil && spec.res.Error == "" {
+					e.spec.used++
+					e.commit(d, spec.res.Text, spec.to, spec.to-spec.from, spec.took, true)
+					spec = nil
+				}
+			}
+			continue
+		}
+		if !e.pieces {
+			continue // span ends are no pieces without eager decoding
 		}
 		at := ev.at
 		if spec != nil && spec.from == e.cut && ev.since <= spec.since {
@@ -157,8 +193,12 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 	}
 }
 
-// speculate starts decoding the audio [from, to) of hold h.
+// speculate starts decoding the audio of hold h from from: up to to, the
+// silence's event, or as far as the microphone has delivered, which is
+// further (the detector answers a little behind it); a voice anywhere
+// after since makes the speculation stale, whichever.
 func (d *Daemon) speculate(h *holdRec, e *eagerRun, prompt *string, from, to, since int64) *speculation {
+	to = max(to, h.fed.Load())
 	ctx, cancel := context.WithTimeoutCause(e.ctx, holdDecodeBound(pcm.Duration(int(to-from))), errHoldDecodeBound)
 	s := &speculation{from: from, to: to, since: since, cancel: cancel, done: make(chan struct{})}
 	audio := h.audio(from, to)
@@ -217,8 +257,8 @@ func saidSoFar(texts []string) string {
 func (e *eagerRun) finish(log *slog.Logger) (text string, ok bool) {
 	<-e.done
 	e.cancel()
-	log.Debug("hold: speculations", "used", e.spec.used, "dropped", e.spec.dropped)
-	if e.failed || e.dropped {
+	log.Debug("hold: speculations", "used", e.spec.used, "dropped", e.spec.dropped, "pieces", e.pieces)
+	if e.failed || e.dropped || !e.pieces && e.spec.used == 0 {
 		return "", false
 	}
 	return strings.Join(e.texts, " "), true

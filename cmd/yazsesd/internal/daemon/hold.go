@@ -144,13 +144,16 @@ func (h *holdRec) watch(autoStop func()) {
 	for e := range h.det.Events() {
 		switch e.Kind {
 		case vadlink.SpeechEnd:
-			if h.eager != nil {
+			if h.eager != nil && h.eager.pieces {
 				h.eager.pieceAt(e.At, e.Since)
 			}
 		case vadlink.SpeechStart:
 			h.said = true
 		case vadlink.Ended:
 			h.said = h.said || e.Said
+			if h.eager != nil {
+				h.eager.endedAt(e.Since)
+			}
 		case vadlink.Failed:
 			h.failed = true
 		case vadlink.Silence:
@@ -295,10 +298,11 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	if h.autoStop > 0 {
 		p.Silences = append(p.Silences, h.autoStop)
 	}
-	if ms := d.config().Dictation.EagerPauseMs; ms > 0 {
+	ms := d.config().Dictation.EagerPauseMs
+	if ms > 0 {
 		p.Span.MinSilence = time.Duration(ms) * time.Millisecond
-		h.eager = d.startEager(h, d.holdPrompt())
 	}
+	h.eager = d.startEager(h, d.holdPrompt(), ms > 0)
 	if h.det = d.beginDetect(p); h.det == nil {
 		if h.eager != nil {
 			h.eager.cancel()
@@ -437,6 +441,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 		h.det.release()
 		res.Outcome = "too_short"
 	case !d.heard(h):
+		h.eager.drop()
 		res.Outcome = "empty" // without a decoder turn
 	}
 	if res.Outcome != "" {

@@ -30,7 +30,8 @@
 //     stretch of silence: for a tail that ends when the speaker does, or a
 //     hold that stops by itself.
 //   - Ended: the use ended (End) after At samples; every span has ended.
-//     Said tells whether the use held a span. The channel closes after it.
+//     Said tells whether the use held a span, Since where its last voiced
+//     window ended. The channel closes after it.
 //   - Failed: the detector is gone (the child exited, a malformed line, the
 //     Link's context ended); Err says why. The channel closes after it
 //     (without it when the caller had stopped reading), and the Link is
@@ -138,7 +139,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind  EventKind
 	At    int64         // SpeechStart, SpeechEnd: the span's boundary; Silence: where it was seen; Ended: the use's length
-	Since int64         // Silence: where the silence began; SpeechEnd: the end of the last voiced window so far
+	Since int64         // Silence: where the silence began; SpeechEnd, Ended: the end of the last voiced window so far (0: none)
 	For   time.Duration // Silence: which of Params.Silences
 	Said  bool          // Ended: the use held a span
 	Err   error         // Failed
@@ -592,7 +593,7 @@ func (u *Use) end() error {
 	u.fmu.Unlock()
 	st.Ended = true
 	st.Pos, st.LastVoiced = min(st.Pos, fed), min(st.LastVoiced, fed) // not the padding
-	if err := u.emit(Event{Kind: Ended, At: fed, Said: st.Said}); err != nil {
+	if err := u.emit(Event{Kind: Ended, At: fed, Since: st.LastVoiced, Said: st.Said}); err != nil {
 		return err
 	}
 	u.publish(st, nil)

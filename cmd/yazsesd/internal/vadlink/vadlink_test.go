@@ -265,8 +265,8 @@ func TestSpansThroughChild(t *testing.T) {
 					}
 				}
 			}
-			if tc.said && (len(ends) == 0 || ends[len(ends)-1] != voiced[len(voiced)-1]) {
-				t.Errorf("the last SpeechEnd's Since is %v, want the last voiced window's end %d", ends, voiced[len(voiced)-1])
+			if tc.said && (len(ends) == 0 || ends[len(ends)-1] != voiced[len(voiced)-1] || end.Since != voiced[len(voiced)-1]) {
+				t.Errorf("the SpeechEnds' Since are %v and Ended's %d, want the last the last voiced window's end %d", ends, end.Since, voiced[len(voiced)-1])
 			}
 		})
 	}
