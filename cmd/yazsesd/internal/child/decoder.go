@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/supervise"
@@ -38,6 +39,7 @@ type Decoder struct {
 	// prompt is decode.prompt, sent as a Prompt frame with every
 	// utterance that has none of its own.
 	prompt string
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	w       *os.File      // the child's stdin; nil while down
@@ -53,7 +55,7 @@ type Decoder struct {
 // each utterance that has none of its own, as a Prompt frame, never on the
 // command line, which every local user can read in /proc.
 func NewDecoder(spec supervise.Spec, prompt string, log *slog.Logger) *Decoder {
-	d := &Decoder{prompt: prompt, upCh: make(chan struct{})}
+	d := &Decoder{prompt: prompt, upCh: make(chan struct{}), log: log}
 	spec.Stdin, spec.Stdout, spec.Ready = d.OpenStdin, d.OpenStdout, true
 	d.init(spec, log)
 	d.OnStart(d.Started)
@@ -200,9 +202,15 @@ func (d *Decoder) DecodeAfter(ctx context.Context, prio Prio, samples []int16, p
 	}
 	abandon := make(chan struct{})
 	done := make(chan decodeOut, 1)
-	go serveTurn(t, fw, results, lost, samples, prompt, said, abandon, done)
+	finished := make(chan struct{})
+	go serveTurn(t, fw, results, lost, samples, prompt, said, abandon, done, finished)
 	var abandonOnce sync.Once
-	stop := func() { abandonOnce.Do(func() { close(abandon) }) }
+	stop := func() {
+		abandonOnce.Do(func() {
+			close(abandon)
+			go d.watch(finished) // ends with the turn, or after abandonGrace
+		})
+	}
 	yield := t.Yield() // nil for holds and answers: never
 	for {
 		select {
@@ -231,15 +239,39 @@ type decodeOut struct {
 	err error
 }
 
+// abandonGrace is how long a decoder has to answer an utterance after its
+// X frame. It stops whisper (or Parakeet) at the next abort check, within
+// milliseconds; one that says nothing for this long is stopped (SIGSTOP)
+// or looping, and is restarted, as a crash would have restarted it, so
+// the turn passes on and whoever waits behind it (the next hold) is served
+// by the new one instead of waiting for its own bound.
+const abandonGrace = 15 * time.Second
+
+// watch restarts the decoder if the turn of an abandoned utterance has
+// not finished (closed finished) within abandonGrace: the decoder did not
+// answer the X frame, or did not even read the utterance's frames (a
+// stopped process leaves the write blocked on a full pipe).
+func (d *Decoder) watch(finished <-chan struct{}) {
+	t := time.NewTimer(abandonGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		d.log.Warn("the decoder did not answer an abandoned utterance: restarting it", "waited_ms", abandonGrace.Milliseconds())
+		d.Restart() // its end fails the write or closes lost: the turn ends
+	}
+}
+
 // serveTurn sends one utterance on fw and waits for its answer, writing an
-// X frame when abandon is closed; then it passes the turn on and hands the
-// answer to done. It alone writes to the decoder during the turn, so
-// frames are never interleaved or cut short.
+// X frame when abandon is closed; then it passes the turn on, closes
+// finished and hands the answer to done. It alone writes to the decoder
+// during the turn, so frames are never interleaved or cut short.
 func serveTurn(t *Turn, fw *frame.Writer, results <-chan frame.Result, lost <-chan struct{},
-	samples []int16, prompt *string, said string, abandon <-chan struct{}, done chan<- decodeOut) {
+	samples []int16, prompt *string, said string, abandon <-chan struct{}, done chan<- decodeOut, finished chan<- struct{}) {
 	var o decodeOut
 	defer func() {
 		t.Release()
+		close(finished)
 		done <- o
 	}()
 	if prompt != nil {
