@@ -98,8 +98,8 @@ tail_ms = 200
 auto_stop_ms = 0
 # Decode a hold in pieces while you speak: each pause this long (milliseconds)
 # ends a piece, so at release only the last one is left (0: off; 200-5000).
-# Either way the daemon decodes at each 150 ms pause, and a release with
-# nothing said after it types that decode at once.
+# Either way, with the Silero detector, the daemon decodes at each 150 ms
+# pause, and a release with nothing said after it types that decode at once.
 eager_pause_ms = 0
 # A hold ends by itself after this many seconds, as if released (5-240).
 max_hold_s = 180

@@ -198,13 +198,14 @@ func TestEagerPiecesGoOnFromTheTextSoFar(t *testing.T) {
 // mid-word (the tail records the rest, up to dictation.tail_ms) keeps
 // none: the text is decoded after the release, over all the audio. The
 // fake decoder answers with the length of what it got, so the text shows
-// which audio each kept decode covered.
+// which audio each kept decode covered. With the energy detector (no
+// Silero model) nothing is speculated: its silence is not trusted.
 func TestEagerSpeculation(t *testing.T) {
 	t.Parallel()
 	said := spokenWAV(t, "Yes go ahead and deploy it")
 	more := spokenWAV(t, "then tell the whole team about it")
 	sec := func(s []float32) time.Duration { return time.Duration(len(s)) * time.Second / sr }
-	for _, mode := range []string{"eager", "whole"} {
+	for _, mode := range []string{"eager", "whole", "energy"} {
 		for _, tc := range []struct {
 			name    string
 			audio   [][]float32
@@ -216,16 +217,28 @@ func TestEagerSpeculation(t *testing.T) {
 			{"abandoned", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, time.Second + sec(said) + sec(more), 1, true},
 			{"mid-word", [][]float32{zeros(0.3), said, zeros(0.3), more, zeros(3)}, 600*time.Millisecond + sec(said) + sec(more)/3, 0, true},
 		} {
+			if mode == "energy" {
+				if tc.name != "kept" {
+					continue
+				}
+				tc.used, tc.dropped = 0, false
+			}
 			t.Run(mode+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(tc.audio...))
-				d := startDaemon(t, sileroConfig(t).
-					With("dictation.eager_pause_ms", map[string]string{"eager": "700", "whole": "0"}[mode]).
+				cfg := sileroConfig(t)
+				if mode == "energy" {
+					cfg = baseConfig().With("vad.engine", q("energy"))
+				}
+				d := startDaemon(t, cfg.
+					With("dictation.eager_pause_ms", map[string]string{"eager": "700", "whole": "0", "energy": "0"}[mode]).
 					With("dictation.tail_ms", "200").
 					With("children.decode", arr(bin("fakedecode"))).
 					With("children.capture", arr(bin("yaz-capture"), "--file", f)),
 					"YAZ_FAKE_TEXT=piece of {audio_ms}")
-				d.WaitRunning("vad")
+				if mode != "energy" {
+					d.WaitRunning("vad")
+				}
 				c := d.Client()
 				defer c.Close()
 				d.holdUntil(c, tc.release)

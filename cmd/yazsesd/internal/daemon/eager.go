@@ -62,11 +62,12 @@ type eagerEvent struct {
 // eagerRun is one hold's eager decoding: a goroutine that decodes each
 // piece as its end arrives.
 type eagerRun struct {
-	pieces bool            // eager decoding: span ends are pieces; else one speculation on the whole
-	ends   chan eagerEvent // from watch; closed when the use ends
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
+	pieces    bool            // eager decoding: span ends are pieces; else one speculation on the whole
+	speculate bool            // the detector is Silero: decode at the first 150 ms of silence
+	ends      chan eagerEvent // from watch; closed when the use ends
+	done      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 
 	// Read after done.
 	texts   []string
@@ -92,10 +93,11 @@ type speculation struct {
 }
 
 // startEager starts the eager decoding of hold h: in pieces, or (pieces
-// false) the speculation on the whole hold.
-func (d *Daemon) startEager(h *holdRec, prompt *string, pieces bool) *eagerRun {
+// false) the speculation on the whole hold; speculate false: no
+// speculation (then without pieces it decodes nothing).
+func (d *Daemon) startEager(h *holdRec, prompt *string, pieces, speculate bool) *eagerRun {
 	ctx, cancel := d.decodeCtx(d.life)
-	e := &eagerRun{pieces: pieces, ends: make(chan eagerEvent, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	e := &eagerRun{pieces: pieces, speculate: speculate, ends: make(chan eagerEvent, eagerEnds), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go d.runEager(h, e, prompt) // ends when watch closes e.ends
 	return e
 }
@@ -139,7 +141,7 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 			// A new silence: any speculation before it missed the voice
 			// in between.
 			drop()
-			if ev.since > e.cut && (e.pieces || pcm.Duration(int(ev.at-e.cut)) <= wholeSpeculation) { // a voice since the last piece
+			if e.speculate && ev.since > e.cut && (e.pieces || pcm.Duration(int(ev.at-e.cut)) <= wholeSpeculation) { // a voice since the last piece
 				spec = d.speculate(h, e, prompt, e.cut, ev.at, ev.since)
 			}
 			continue

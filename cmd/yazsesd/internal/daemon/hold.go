@@ -302,14 +302,14 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	if ms > 0 {
 		p.Span.MinSilence = time.Duration(ms) * time.Millisecond
 	}
-	h.eager = d.startEager(h, d.holdPrompt(), ms > 0)
 	if h.det = d.beginDetect(p); h.det == nil {
-		if h.eager != nil {
-			h.eager.cancel()
-			close(h.eager.ends)
-		}
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
+	// The speculation trusts the detector's word that nothing was said
+	// after a silence: only the trained one's. The energy detector takes
+	// the soft end of a word ("Americans"' s) for silence, and what the
+	// key's release would have kept would be cut.
+	h.eager = d.startEager(h, d.holdPrompt(), ms > 0, h.det.engine == "silero")
 	// watch ends when the use does (heard, or release); an auto stop
 	// runs under spawn, as a release by the hotkey does.
 	go h.watch(func() { d.spawn(func() { d.holdAutoStop(h) }) })
