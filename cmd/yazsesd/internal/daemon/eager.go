@@ -195,12 +195,12 @@ func (d *Daemon) runEager(h *holdRec, e *eagerRun, prompt *string) {
 	}
 }
 
-// speculate starts decoding the audio of hold h from from: up to to, the
-// silence's event, or as far as the microphone has delivered, which is
-// further (the detector answers a little behind it); a voice anywhere
-// after since makes the speculation stale, whichever.
+// speculate starts decoding the audio of hold h from from up to to, where
+// the detector had heard tailQuiet of silence after since (that audio is
+// in h.samples: collect keeps a block before it feeds it to the
+// detector). Not as far as the microphone has delivered: under load the
+// detector lags, and that audio may hold the start of what comes next.
 func (d *Daemon) speculate(h *holdRec, e *eagerRun, prompt *string, from, to, since int64) *speculation {
-	to = max(to, h.fed.Load())
 	ctx, cancel := context.WithTimeoutCause(e.ctx, holdDecodeBound(pcm.Duration(int(to-from))), errHoldDecodeBound)
 	s := &speculation{from: from, to: to, since: since, cancel: cancel, done: make(chan struct{})}
 	audio := h.audio(from, to)
