@@ -340,8 +340,9 @@ func TestAskDecodeBoundedByTimeout(t *testing.T) {
 	c2 := d.Client()
 	defer c2.Close()
 	d.holdWhileSpeaking(c2, wavDuration(t, answerWAV()))
-	if h := d.stopHold(c2); h.Outcome == "failed" || len(d.Records("decode", "decoded utterance")) == 0 {
-		t.Errorf("hold.stop after the restart = %+v, want it decoded by the new decoder\n%s", h, d.LogTail(20))
+	// No display here: a decoded hold's text is kept for `ctl last`.
+	if h := d.stopHold(c2); h.Outcome != "kept" || h.Chars == 0 {
+		t.Errorf("hold.stop after the restart = %+v, want it decoded by the new decoder (kept)\n%s", h, d.LogTail(20))
 	}
 }
 
