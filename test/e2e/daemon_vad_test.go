@@ -179,6 +179,9 @@ func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
 // holdTail is the daemon's "hold tail" debug record of its one hold.
 func (d *daemon) holdTail() map[string]any {
 	d.T.Helper()
+	// Written before hold.stop answered, read from the daemon's stderr
+	// as it comes.
+	d.WaitLog(10*time.Second, "the hold tail record", func(m map[string]any) bool { return m["msg"] == "hold tail" })
 	var recs []map[string]any
 	for _, r := range d.LogRecords() {
 		if r["msg"] == "hold tail" {
