@@ -207,73 +207,52 @@ func (d *daemon) holdTail() map[string]any {
 func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 	t.Parallel()
 	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
-	t.Run("after the speech", func(t *testing.T) {
-		t.Parallel()
-		f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(zeros(0.2), sentence[:len(sentence)/3], zeros(1.5)))
-		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
-			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.WaitRunning("vad")
-		c := d.Client()
-		defer c.Close()
-		d.holdWhileSpeaking(c, wavDuration(t, f))
-		d.stopHold(c)
-		if r := d.holdTail(); r["why"] != "quiet" || field(r, "tail_audio_ms") != 0 {
-			t.Errorf("hold tail %v, want why quiet and no audio added", r)
-		}
-	})
-	t.Run("finish after release", func(t *testing.T) {
-		t.Parallel()
-		said := sentence[:min(len(sentence), 2*sr)]
-		f := writeWAVFile(t, filepath.Join(t.TempDir(), "finish.wav"), join(zeros(0.2), said, zeros(3)))
-		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
-			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.WaitRunning("vad")
-		c := d.Client()
-		defer c.Close()
-		left := 600 * time.Millisecond // of speech after the release
-		d.holdUntil(c, 200*time.Millisecond+time.Duration(len(said))*time.Second/sr-left)
-		d.stopHold(c)
-		if r := d.holdTail(); r["why"] != "silence" || field(r, "tail_audio_ms") <= 0 || field(r, "tail_audio_ms") >= 1500 {
-			t.Errorf("hold tail %v, want why silence with the rest of the speech added (about %v), less than the maximum", r, left)
-		} else {
-			t.Logf("hold tail %v", r)
-		}
-	})
-	t.Run("capture ended", func(t *testing.T) {
-		t.Parallel()
-		f := writeWAVFile(t, filepath.Join(t.TempDir(), "cut.wav"), join(zeros(0.2), sentence[:min(len(sentence), 2*sr)]))
-		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
-			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.WaitRunning("vad")
-		c := d.Client()
-		defer c.Close()
-		d.holdWhileSpeaking(c, wavDuration(t, f))
-		d.stopHold(c)
-		if r := d.holdTail(); r["why"] != "ended" || field(r, "tail_audio_ms") != 0 {
-			t.Errorf("hold tail %v, want why ended and no audio added", r)
-		}
-	})
-	t.Run("mid-word", func(t *testing.T) {
-		t.Parallel()
-		f := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, sentence, zeros(1)))
-		d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
-			With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-		d.WaitRunning("vad")
-		c := d.Client()
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Second) // the file speaks for longer than 6 s without a pause of 150 ms
-		d.stopHold(c)
-		if r := d.holdTail(); r["why"] == "quiet" || field(r, "tail_audio_ms") <= 0 {
-			t.Errorf("hold tail %v, want the tail recorded (why silence or max, audio added)", r)
-		} else {
-			t.Logf("hold tail %v", r)
-		}
-	})
+	said := sentence[:min(len(sentence), 2*sr)]
+	const left = 600 * time.Millisecond // "finish after release": speech after the key
+	for _, tc := range []struct {
+		name    string
+		audio   []float32
+		release time.Duration // from the file's start; 0: once the file has been replayed
+		want    string        // why, or "" for silence or max
+	}{
+		{"after the speech", join(zeros(0.2), sentence[:len(sentence)/3], zeros(1.5)), 0, "quiet"},
+		{"finish after release", join(zeros(0.2), said, zeros(3)), 200*time.Millisecond + time.Duration(len(said))*time.Second/sr - left, "silence"},
+		{"capture ended", join(zeros(0.2), said), 0, "ended"},
+		// The file speaks for longer than 6 s without a pause of 150 ms.
+		{"mid-word", join(zeros(0.2), sentence, sentence, zeros(1)), 2 * time.Second, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), tc.audio)
+			d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
+				With("children.capture", arr(bin("yaz-capture"), "--file", f)))
+			d.WaitRunning("vad")
+			c := d.Client()
+			defer c.Close()
+			if tc.release == 0 {
+				d.holdWhileSpeaking(c, wavDuration(t, f))
+			} else {
+				d.holdUntil(c, tc.release)
+			}
+			d.stopHold(c)
+			r := d.holdTail()
+			added := field(r, "tail_audio_ms")
+			var ok bool
+			switch tc.want {
+			case "quiet", "ended": // nothing to wait for
+				ok = r["why"] == tc.want && added == 0
+			case "silence": // the rest of the speech, less than the maximum
+				ok = r["why"] == "silence" && added > 0 && added < 1500
+			default: // still speaking: the tail runs
+				ok = r["why"] != "quiet" && added > 0
+			}
+			if !ok {
+				t.Errorf("hold tail %v, want why %q (\"\": silence or max) and the audio that goes with it", r, tc.want)
+			} else {
+				t.Logf("hold tail %v", r)
+			}
+		})
+	}
 }
 
 // TestToggledHoldStopsItselfAfterSilence: with dictation.auto_stop_ms a

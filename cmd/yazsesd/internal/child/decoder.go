@@ -250,12 +250,14 @@ const abandonGrace = 15 * time.Second
 // watch restarts the decoder if the turn of an abandoned utterance has
 // not finished (closed finished) within abandonGrace: the decoder did not
 // answer the X frame, or did not even read the utterance's frames (a
-// stopped process leaves the write blocked on a full pipe).
+// stopped process leaves the write blocked on a full pipe). It ends at
+// once when the decoder is down for good (the daemon stopping).
 func (d *Decoder) watch(finished <-chan struct{}) {
 	t := time.NewTimer(abandonGrace)
 	defer t.Stop()
 	select {
 	case <-finished:
+	case <-d.Down():
 	case <-t.C:
 		d.log.Warn("the decoder did not answer an abandoned utterance: restarting it", "waited_ms", abandonGrace.Milliseconds())
 		d.Restart() // its end fails the write or closes lost: the turn ends

@@ -88,7 +88,7 @@ type holdRec struct {
 	failed   bool          // the detector failed: decode anyway (fail open)
 	fed      atomic.Int64
 	smu      sync.Mutex // samples, while collect appends (eager pieces read them)
-	eager    *eagerRun  // dictation.eager_pause_ms; nil: off
+	eager    *eagerRun  // pieces (dictation.eager_pause_ms) and speculation (Silero); nil: neither
 
 	// The last silence of tailQuiet the detector reported (watch sets
 	// it): where it was seen, and a channel closed at the next one.
@@ -309,7 +309,9 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	// after a silence: only the trained one's. The energy detector takes
 	// the soft end of a word ("Americans"' s) for silence, and what the
 	// key's release would have kept would be cut.
-	h.eager = d.startEager(h, d.holdPrompt(), ms > 0, h.det.engine == "silero")
+	if speculate := h.det.engine == "silero"; ms > 0 || speculate {
+		h.eager = d.startEager(h, d.holdPrompt(), ms > 0, speculate)
+	}
 	// watch ends when the use does (heard, or release); an auto stop
 	// runs under spawn, as a release by the hotkey does.
 	go h.watch(func() { d.spawn(func() { d.holdAutoStop(h) }) })
