@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -222,22 +221,15 @@ func TestEagerSpeculation(t *testing.T) {
 			}
 			t.Run(mode+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), join(tc.audio...))
 				cfg := sileroConfig(t)
 				if mode == "energy" {
 					cfg = baseConfig().With("vad.engine", q("energy"))
 				}
-				d := startDaemon(t, cfg.
+				d, c := replaying(t, cfg.
 					With("dictation.eager_pause_ms", map[string]string{"eager": "700", "whole": "0", "energy": "0"}[mode]).
 					With("dictation.tail_ms", "200").
-					With("children.decode", arr(bin("fakedecode"))).
-					With("children.capture", arr(bin("yaz-capture"), "--file", f)),
-					"YAZ_FAKE_TEXT=piece of {audio_ms}")
-				if mode != "energy" {
-					d.WaitRunning("vad")
-				}
-				c := d.Client()
-				defer c.Close()
+					With("children.decode", arr(bin("fakedecode"))),
+					join(tc.audio...), "YAZ_FAKE_TEXT=piece of {audio_ms}")
 				d.holdUntil(c, tc.release)
 				d.stopHold(c)
 				last := d.lastByCtl()

@@ -19,6 +19,21 @@ func sileroConfig(t testing.TB) toml {
 	return baseConfig().With("vad.engine", q("silero")).With("vad.model", q(sileroModel(t)))
 }
 
+// replaying starts a daemon with cfg whose microphone plays audio (from
+// the start of each hold or answer), waits for its detector child when
+// cfg selects Silero, and returns it with a client (closed at the end).
+func replaying(t *testing.T, cfg toml, audio []float32, env ...string) (*daemon, *daemonapi.Client) {
+	t.Helper()
+	f := writeWAVFile(t, filepath.Join(t.TempDir(), "mic.wav"), audio)
+	d := startDaemon(t, cfg.With("children.capture", arr(bin("yaz-capture"), "--file", f)), env...)
+	if cfg["vad"]["engine"] == q("silero") {
+		d.WaitRunning("vad")
+	}
+	c := d.Client()
+	t.Cleanup(func() { c.Close() })
+	return d, c
+}
+
 // TestDaemonVADChild: with [vad] selecting Silero the daemon runs the
 // detector child (children.vad, `yaz-decode --vad-stream`) and lists it in
 // status like the others; with the energy detector there is none; with a
@@ -223,14 +238,9 @@ func TestHoldTailEndsWithTheSpeaker(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := writeWAVFile(t, filepath.Join(t.TempDir(), "said.wav"), tc.audio)
-			d := startDaemon(t, sileroConfig(t).With("dictation.tail_ms", "1500").
-				With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-			d.WaitRunning("vad")
-			c := d.Client()
-			defer c.Close()
+			d, c := replaying(t, sileroConfig(t).With("dictation.tail_ms", "1500"), tc.audio)
 			if tc.release == 0 {
-				d.holdWhileSpeaking(c, wavDuration(t, f))
+				d.holdWhileSpeaking(c, time.Duration(len(tc.audio))*time.Second/sr)
 			} else {
 				d.holdUntil(c, tc.release)
 			}
@@ -273,12 +283,7 @@ func TestToggledHoldStopsItselfAfterSilence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := writeWAVFile(t, filepath.Join(t.TempDir(), "room.wav"), tc.audio)
-			d := startDaemon(t, sileroConfig(t).With("dictation.auto_stop_ms", "1000").
-				With("children.capture", arr(bin("yaz-capture"), "--file", f)))
-			d.WaitRunning("vad")
-			c := d.Client()
-			defer c.Close()
+			d, c := replaying(t, sileroConfig(t).With("dictation.auto_stop_ms", "1000"), tc.audio)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if r, err := c.Hold(ctx, daemonapi.MethodHoldToggle); err != nil || r.Hold != daemonapi.HoldHolding {
