@@ -85,16 +85,19 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 
 // cancelled answers a call the client cancelled, saying what the daemon
 // said of it (daemonapi.Client.AskHuman waits a moment for that): a
-// question cancelled once it was spoken was heard and stays charged.
+// question cancelled once it had started playing may have been heard
+// (the cancel stops it part way, or before the sound server played
+// anything) and stays charged, as the budget charges whatever may have
+// been audible.
 func (s *Server) cancelled(r daemonapi.AskResult) *mcp.CallToolResult {
 	s.log.Info("ask_human cancelled by the client", "result", string(r.Result), "reason", r.Reason)
 	switch r.Result {
 	case daemonapi.Answered:
 		return askResult(r) // answered just before the cancel arrived
 	case daemonapi.NoAnswer:
-		return toolError(Unavailable, "The call was cancelled after the question was spoken: the person heard it, and it was charged to the budget.")
+		return toolError(Unavailable, "The call was cancelled after the question started playing: the person may have heard it, and it was charged to the budget.")
 	case daemonapi.Deferred, daemonapi.Refused, daemonapi.Unavailable:
-		if r.Reason != "daemon_error" {
+		if r.Reason != "daemon_error" && r.Reason != "unknown" {
 			return toolError(Unavailable, "The call was cancelled before the question was spoken; nothing was charged.")
 		}
 	}
@@ -127,7 +130,7 @@ func askResult(r daemonapi.AskResult) *mcp.CallToolResult {
 	case daemonapi.Answered:
 		text = "answered: " + r.Answer
 	case daemonapi.NoAnswer:
-		text = fmt.Sprintf("no_answer (%s): the question was spoken but no answer was heard.", r.Reason)
+		text = fmt.Sprintf("no_answer (%s): the question was played, so the person may have heard it, and it was charged to the budget; no answer came back.", r.Reason)
 	case daemonapi.Deferred:
 		text = fmt.Sprintf("deferred (%s): the person was busy; nothing was spoken and nothing was charged. Try again later.", r.Reason)
 	case daemonapi.Refused:
@@ -137,8 +140,13 @@ func askResult(r daemonapi.AskResult) *mcp.CallToolResult {
 		}
 	default:
 		text = fmt.Sprintf("unavailable (%s): nothing was spoken.", r.Reason)
-		if r.Reason == daemonapi.ReasonDaemonNotRunning {
+		switch r.Reason {
+		case daemonapi.ReasonDaemonNotRunning:
 			text = "unavailable (daemon_not_running): the YazSes daemon (yazsesd) is not running; nothing was spoken."
+		case "daemon_error", "unknown":
+			// The daemon failed, or said something outside the
+			// vocabulary, during the call: it may have been played.
+			text = fmt.Sprintf("unavailable (%s): the daemon failed during the call; whether the question was spoken is not known.", r.Reason)
 		}
 	}
 	return mcp.NewToolResultStructured(r, text)
