@@ -26,6 +26,10 @@ export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/
 export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/src
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 export YAZ_PARAKEET_CLI := $(PARAKEET_CLI)
+# The real Silero VAD model the tests use (ggml-silero-v6.2.0.bin): make setup
+# puts it here, from ../shared/models or the model hub; internal/testvad
+# reads it from here (scripts/test-models.sh). Never in the repository.
+export YAZ_TEST_MODELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/test-models
 
 BINS := $(notdir $(wildcard cmd/*))
 LDFLAGS := -s -w -X github.com/yazses/yazses/lib/version.Version=$(VERSION)
@@ -39,10 +43,13 @@ INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(GEN)/inspector
 export YAZ_MCP_INSPECTOR := $(abspath $(INSPECTOR))
 
-.PHONY: setup deps whisper inspector build test test-short bench demo install uninstall lint fmt clean env
+.PHONY: setup deps whisper test-models inspector build test test-short bench demo install uninstall lint fmt clean env
 
-setup: deps whisper ## install missing Debian packages, build whisper.cpp once
+setup: deps whisper test-models ## install missing Debian packages, build whisper.cpp once, the tests' Silero VAD model
 	$(GO) mod download
+
+test-models: ## the real Silero VAD model the tests use, into $$YAZ_TEST_MODELS (checked; once)
+	@scripts/test-models.sh
 
 deps:
 	@scripts/install-deps.sh
@@ -123,7 +130,7 @@ lint:
 	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
-	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI)"
+	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS)"
 
 clean:
 	rm -rf bin $(GEN)

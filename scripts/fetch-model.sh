@@ -10,6 +10,7 @@
 #
 #   yaz-fetch-model base.en        # the default model of yazsesd
 #   yaz-fetch-model silero-v5.1.2  # the voice-activity detector (864 KiB)
+#   yaz-fetch-model silero-v6.2.0  # its newer version, the one the tests use
 #   yaz-fetch-model --list         # names, sizes, and which are installed
 #   YAZ_MODEL_URL=https://mirror/ggml-base.en.bin yaz-fetch-model base.en
 #
@@ -40,6 +41,14 @@ dir=${YAZ_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/yazses/models}
 # whisper.cpp v1.9.1 publishes in models/README.md; the Silero VAD model
 # (repository ggml-org/whisper-vad, as whisper.cpp's
 # models/download-vad-model.sh fetches it) with its exact size and SHA-256.
+# silero-v6.2.0 is the model the tests use (make setup fetches it into their
+# cache when no ../shared/models is beside the checkout). Its pin is the
+# size and SHA-256 of the test asset this project has (whisper.cpp's own
+# models/for-tests-silero-v6.2.0-ggml.bin); no network reached the hub when
+# it was written, so that the hub's ggml-silero-v6.2.0.bin is the same
+# bytes was NOT checked here (two public projects pin the hub's file to
+# the same size and SHA-256). Should it differ, the download is refused
+# with a checksum mismatch and kept aside as .part.bad.
 table='
 tiny       75MiB  bd577a113a864445d4c299885e0cb97d4ba92b5f
 tiny.en    75MiB  c78c86eb1a8faa21b369bcd33207cc90d64ae9df
@@ -51,6 +60,7 @@ medium     1.5GiB fd9727b6e1217c2f614f9b698455c4ffd82463b4
 medium.en  1.5GiB 8c30f0e44ce9560643ebd10bbe50cd20eafd3723
 large-v3-turbo 1.5GiB 4af2b29d7ec73d781377bfd1758ca957a807e941
 silero-v5.1.2  864KiB 29940d98d42b91fbd05ce489f3ecf7c72f0a42f027e4875919a28fb4c04ea2cf ggml-org/whisper-vad 885098
+silero-v6.2.0  864KiB 2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987 ggml-org/whisper-vad 885098
 parakeet-tdt-0.6b-v3-f16  1.2GiB -
 parakeet-tdt-0.6b-v3-q8_0 640MiB -
 '
@@ -67,10 +77,11 @@ usage: $prog NAME        download model NAME, verified, into $dir
 
 names: $names
 The default model of yaz-decode and yazsesd is base.en; silero-v5.1.2 is
-the Silero voice-activity detector's model. The folder is \$YAZ_MODEL_DIR,
-else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches NAME from another
-address, YAZ_MODEL_BASE_URL every model from a mirror (the checksum is still
-checked).
+the Silero voice-activity detector's model; silero-v6.2.0, its newer
+version, is the one the tests use (set vad.model to use it). The folder is
+\$YAZ_MODEL_DIR, else \$XDG_DATA_HOME/yazses/models. YAZ_MODEL_URL fetches
+NAME from another address, YAZ_MODEL_BASE_URL every model from a mirror (the
+checksum is still checked).
 
 parakeet-* are NVIDIA Parakeet TDT 0.6B v3 models (25 European languages)
 converted for whisper.cpp, from $parakeet_url

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/internal/testvad"
 )
 
 // q quotes a TOML string.
@@ -90,15 +91,11 @@ func TestCheckFiles(t *testing.T) {
 	}
 }
 
-// vadModel is the real Silero VAD model in ../shared/models next to the
-// repository (see its README).
+// vadModel is the real Silero VAD model, from the tests' model cache
+// (internal/testvad: make setup puts it there).
 func vadModel(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "models", "ggml-silero-v6.2.0.bin"))
-	if err != nil {
-		t.Fatalf("the real Silero VAD model is needed in ../shared/models from the repository: %v", err)
-	}
-	return b
+	return testvad.Bytes(t)
 }
 
 // TestCheckFilesVAD: vad.model is checked whole when vad.engine is

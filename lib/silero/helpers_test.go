@@ -12,6 +12,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/internal/testsound"
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/wav"
@@ -19,34 +20,11 @@ import (
 
 const sr = pcm.SampleRate
 
-// repoRoot is the folder of go.mod above the test's working directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = up
-	}
-}
-
-// modelPath is the real Silero VAD model, kept next to the repository in
-// ../shared/models (never in it); CI has it there.
+// modelPath is the real Silero VAD model, from the tests' model cache
+// (internal/testvad: make setup puts it there).
 func modelPath(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(filepath.Dir(repoRoot(t)), "shared", "models", "ggml-silero-v6.2.0.bin")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository; see its README): %v", p, err)
-	}
-	return p
+	return testvad.Path(t)
 }
 
 var shared struct {

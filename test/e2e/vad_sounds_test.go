@@ -5,24 +5,20 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/yazses/yazses/internal/testsound"
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// sileroModel is the real Silero VAD model in ../shared/models next to the
-// repository (see its README); it is never copied into the project.
+// sileroModel is the real Silero VAD model, from the tests' model cache
+// (internal/testvad: make setup puts it there).
 func sileroModel(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(filepath.Dir(world.root), "shared", "models", "ggml-silero-v6.2.0.bin")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository): %v", p, err)
-	}
-	return p
+	return testvad.Path(t)
 }
 
 // Generated sounds, float32 at 16 kHz.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/internal/testvad"
 )
 
 // example is one shell command of a ```sh block of README.md (continuation
@@ -117,7 +118,7 @@ var notHere = []struct {
 	{prefix: "make test", reason: "this test is part of make test"},
 	{prefix: "yaz-fetch-model base.en", reason: "a network download (tests never download; the offline failure and the checksum check are TestFetchModelOffline and TestFetchModelVerifies); a generated model is put in its place",
 		instead: (*session).writeModel},
-	{prefix: "yaz-fetch-model silero-v5.1.2", reason: "a network download (tests never download; the hub address, resume, size and checksum checks are TestFetchVADModel); the real Silero VAD model from ../shared/models is put in its place",
+	{prefix: "yaz-fetch-model silero-v5.1.2", reason: "a network download (tests never download; the hub address, resume, size and checksum checks are TestFetchVADModel); the real Silero VAD model from the tests' model cache (internal/testvad) is put in its place",
 		instead: (*session).copyVADModel},
 	{prefix: "yaz-fetch-model parakeet-tdt-0.6b-v3-q8_0", reason: "a network download (TestFetchParakeet checks this entry against a local server); a generated Parakeet model is put in its place",
 		instead: (*session).writeParakeetModel},
@@ -345,6 +346,9 @@ func newSession(t *testing.T, inst installed) *session {
 		"GOCACHE=" + goEnv("GOCACHE"), "GOMODCACHE=" + goEnv("GOMODCACHE"), "GOPATH=" + goEnv("GOPATH"),
 		"GOFLAGS=" + os.Getenv("GOFLAGS"), "GOTOOLCHAIN=local", "GOPROXY=" + goEnv("GOPROXY"),
 		"WHISPER_CACHE=" + whisperCache,
+		// The tests' Silero VAD model, which make setup would otherwise
+		// look for beside this copy and then on the (closed) hub.
+		"YAZ_TEST_MODELS=" + testvad.Dir(),
 		// Tests never download: a fetch fails at once, as offline.
 		"YAZ_MODEL_BASE_URL=" + closedURL(t),
 	}
@@ -388,14 +392,10 @@ func (s *session) writeModel(t *testing.T) {
 }
 
 // copyVADModel stands in for yaz-fetch-model silero-v5.1.2: the real
-// Silero VAD model the tests use (../shared/models, next to the
-// repository) under the name the fetch gives it.
+// Silero VAD model the tests use (internal/testvad's cache) under the name
+// the fetch gives it.
 func (s *session) copyVADModel(t *testing.T) {
-	src := filepath.Join(filepath.Dir(world.root), "shared", "models", "ggml-silero-v6.2.0.bin")
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository): %v", src, err)
-	}
+	b := testvad.Bytes(t)
 	model := filepath.Join(s.home, ".local", "share", "yazses", "models", "ggml-silero-v5.1.2.bin")
 	if err := os.MkdirAll(filepath.Dir(model), 0o755); err != nil {
 		t.Fatal(err)

@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/silero"
@@ -21,17 +21,11 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// sileroModel is the real Silero VAD model in ../shared/models next to
-// the repository (see its README): never copied into the project.
+// sileroModel is the real Silero VAD model, from the tests' model cache
+// (internal/testvad: make setup puts it there).
 func sileroModel(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
-	p := filepath.Join(filepath.Dir(root), "shared", "models", "ggml-silero-v6.2.0.bin")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the real Silero VAD model is needed at %s (../shared/models from the repository): %v", p, err)
-	}
-	return p
+	return testvad.Path(t)
 }
 
 // records are the JSON log records of stderr.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
@@ -105,11 +106,7 @@ func TestRealDecoderLengths(t *testing.T) {
 func TestRealDecoderVAD(t *testing.T) {
 	dir := t.TempDir()
 	bin, model, _ := realDecoder(t, dir)
-	_, file, _, _ := runtime.Caller(0)
-	vad := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "models", "ggml-silero-v6.2.0.bin")
-	if _, err := os.Stat(vad); err != nil {
-		t.Fatalf("the real Silero VAD model is needed in ../shared/models from the repository: %v", err)
-	}
+	vad := testvad.Path(t)
 	// 3 s of digital silence, then 7 s of loud noise.
 	samples := make([]int16, 10*pcm.SampleRate)
 	rng := uint32(1)

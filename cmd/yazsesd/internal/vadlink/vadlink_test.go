@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
@@ -45,17 +45,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sileroModel is the real Silero VAD model in ../shared/models next to
-// the repository (never copied into it).
+// sileroModel is the real Silero VAD model, from the tests' model cache
+// (internal/testvad: make setup puts it there).
 func sileroModel(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
-	p := filepath.Join(filepath.Dir(root), "shared", "models", "ggml-silero-v6.2.0.bin")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the real Silero VAD model is needed at %s: %v", p, err)
-	}
-	return p
+	return testvad.Path(t)
 }
 
 func jfk(t testing.TB) []int16 {
