@@ -37,11 +37,13 @@
 // spans becoming 200 ms of silence, and each group is decoded with whisper's
 // audio context trimmed to its length while reading goes on. Every
 // segment's times are mapped back to the file's timeline, so txt, json, srt
-// and vtt times match the file; a segment that would run across a pause of
-// 1.5 s or more is kept to the stretch of speech it overlaps most, so no cue
-// covers a silence. A file without speech decodes nothing and prints
-// nothing. With the energy detector the whole file is decoded, when the
-// detector finds speech in it.
+// and vtt times match the file; a segment that runs across a pause of 1.5 s
+// or more is split there by whisper's token times, each stretch of speech
+// getting its own words at their own times, so no cue covers the silence
+// and no word is moved before it (a word is never cut in two; when every
+// word lies on one side, the cue is kept to that side). A file without
+// speech decodes nothing and prints nothing. With the energy detector the
+// whole file is decoded, when the detector finds speech in it.
 //
 // Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
 // (detected from its header). The voice detector cuts it into utterances,

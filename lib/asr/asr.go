@@ -100,6 +100,10 @@ type Options struct {
 	// Progress, if set, receives whisper's progress in percent, always
 	// within 0–100, from the goroutine that called Transcribe.
 	Progress func(percent int)
+	// TokenTimes fills each segment's Tokens: its text tokens with their
+	// times (whisper's token-level timestamps; Parakeet's token times).
+	// The text is the same either way.
+	TokenTimes bool
 }
 
 // Result is one transcription.

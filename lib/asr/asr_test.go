@@ -17,6 +17,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
 )
 
 func TestTrimmedAudioCtx(t *testing.T) {
@@ -108,6 +109,51 @@ func TestTranscribe(t *testing.T) {
 	}
 	if full.AudioCtx != 0 {
 		t.Errorf("AudioCtx -1 used %d, want 0 (full)", full.AudioCtx)
+	}
+}
+
+// TestTokenTimes: with TokenTimes, every segment carries its text tokens,
+// whose texts joined are the segment's text, in time order inside the
+// segment's part of the audio; the segments themselves (times and text)
+// are those of a call without them.
+func TestTokenTimes(t *testing.T) {
+	m := miniModel(t)
+	audio := chirp(6)
+	opt := Options{Threads: 2, NoFallback: true, NoSpeechThreshold: 1}
+	plain, err := m.Transcribe(context.Background(), audio, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.TokenTimes = true
+	timed, err := m.Transcribe(context.Background(), audio, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(timed.Segments) == 0 {
+		t.Fatal("no segments from the generated model")
+	}
+	var stripped []transcript.Segment
+	for i, s := range timed.Segments {
+		if len(s.Tokens) == 0 {
+			t.Fatalf("segment %d %q has no tokens", i, s.Text)
+		}
+		var text strings.Builder
+		last := time.Duration(0)
+		for k, tk := range s.Tokens {
+			text.WriteString(tk.Text)
+			if tk.Start < last || tk.End < tk.Start || tk.End > 6*time.Second {
+				t.Errorf("segment %d token %d [%s, %s] out of order (after %s) or outside the audio", i, k, tk.Start, tk.End, last)
+			}
+			last = tk.Start
+		}
+		if text.String() != s.Text {
+			t.Errorf("segment %d: tokens joined %q, want the segment's text %q", i, text.String(), s.Text)
+		}
+		s.Tokens = nil
+		stripped = append(stripped, s)
+	}
+	if diff := cmp.Diff(plain.Segments, stripped); diff != "" {
+		t.Errorf("TokenTimes changed the segments (-without +with):\n%s", diff)
 	}
 }
 

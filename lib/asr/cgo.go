@@ -207,6 +207,9 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 	if opt.NoFallback {
 		o.no_fallback = 1
 	}
+	if opt.TokenTimes {
+		o.token_times = 1
+	}
 	if opt.Prompt != "" {
 		o.prompt = j.cstring(opt.Prompt)
 	}
@@ -253,11 +256,25 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 		// whisper's timestamps can overshoot the audio (a segment "ending" at
 		// the 30 s window edge) or, with no opening timestamp, go negative:
 		// keep them inside the audio.
-		r.Segments = append(r.Segments, transcript.Segment{
+		seg := transcript.Segment{
 			Start: clamp(time.Duration(C.whisper_full_get_segment_t0_from_state(st, ci))*10*time.Millisecond, audio),
 			End:   clamp(time.Duration(C.whisper_full_get_segment_t1_from_state(st, ci))*10*time.Millisecond, audio),
 			Text:  C.GoString(C.whisper_full_get_segment_text_from_state(st, ci)),
-		})
+		}
+		if opt.TokenTimes {
+			for k := range nt {
+				d := C.whisper_full_get_token_data_from_state(st, ci, C.int(k))
+				if d.id >= eot {
+					continue
+				}
+				seg.Tokens = append(seg.Tokens, transcript.Token{
+					Start: clamp(time.Duration(d.t0)*10*time.Millisecond, audio),
+					End:   clamp(time.Duration(d.t1)*10*time.Millisecond, audio),
+					Text:  C.GoString(C.whisper_token_to_str(c, d.id)),
+				})
+			}
+		}
+		r.Segments = append(r.Segments, seg)
 	}
 	return r, nil
 }

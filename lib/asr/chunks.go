@@ -63,8 +63,9 @@ const (
 // segmentPieces makes transcript segments of tokens. Joined with single
 // spaces (transcript.Text), the segments' texts are the tokens' text as
 // parakeet-cli prints it, trimmed: a cut happens only where the next token
-// starts with one space and the segment so far does not end with one.
-func segmentPieces(toks []timedPiece, audio time.Duration) []transcript.Segment {
+// starts with one space and the segment so far does not end with one. With
+// withTokens, each segment keeps its tokens (Segment.Tokens).
+func segmentPieces(toks []timedPiece, audio time.Duration, withTokens bool) []transcript.Segment {
 	var segs []transcript.Segment
 	var text strings.Builder
 	var cur transcript.Segment
@@ -98,6 +99,9 @@ func segmentPieces(toks []timedPiece, audio time.Duration) []transcript.Segment 
 		}
 		text.WriteString(t.text)
 		cur.End = max(cur.End, at(t.t1))
+		if withTokens {
+			cur.Tokens = append(cur.Tokens, transcript.Token{Start: at(t.t0), End: at(t.t1), Text: t.text})
+		}
 		last = toks[i]
 	}
 	flush()

@@ -76,7 +76,7 @@ func TestSegmentPieces(t *testing.T) {
 		p(" your", 1400, 1420, 0), // 10 s after "not" started
 		p("try", 1600, 1620, 1),   // a new chunk cuts even inside a word
 	}
-	got := segmentPieces(toks, 20*time.Second)
+	got := segmentPieces(toks, 20*time.Second, false)
 	ms := func(v int64) time.Duration { return time.Duration(v) * 10 * time.Millisecond }
 	want := []transcript.Segment{
 		{Start: ms(24), End: ms(176), Text: " And so, my fellow."},
@@ -92,14 +92,14 @@ func TestSegmentPieces(t *testing.T) {
 	for _, tk := range toks[:len(toks)-1] {
 		all.WriteString(tk.text)
 	}
-	if got, want := transcript.Text(segmentPieces(toks[:len(toks)-1], 20*time.Second)), strings.TrimSpace(all.String()); got != want {
+	if got, want := transcript.Text(segmentPieces(toks[:len(toks)-1], 20*time.Second, false)), strings.TrimSpace(all.String()); got != want {
 		t.Errorf("joined segments %q, want the tokens' text %q", got, want)
 	}
 	// Times stay inside the audio.
-	if s := segmentPieces([]timedPiece{p(" a", 90, 130, 0)}, time.Second); s[0].End != time.Second {
+	if s := segmentPieces([]timedPiece{p(" a", 90, 130, 0)}, time.Second, false); s[0].End != time.Second {
 		t.Errorf("a token ending past the audio: segment ends at %v, want 1s", s[0].End)
 	}
-	if s := segmentPieces(nil, time.Second); len(s) != 0 {
+	if s := segmentPieces(nil, time.Second, false); len(s) != 0 {
 		t.Errorf("no tokens gave %v", s)
 	}
 }

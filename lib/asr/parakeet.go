@@ -84,7 +84,7 @@ func (p *parakeetCtx) transcribe(ctx context.Context, samples []float32, opt Opt
 		}
 	}
 	progress(len(samples))
-	res.Segments = segmentPieces(toks, pcm.Duration(len(samples)))
+	res.Segments = segmentPieces(toks, pcm.Duration(len(samples)), opt.TokenTimes)
 	return res, nil
 }
 

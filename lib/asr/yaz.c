@@ -123,6 +123,9 @@ int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_op
 		p.temperature_inc = 0;
 	}
 	p.audio_ctx = o->audio_ctx;
+	// Token times change no text: whisper.cpp computes them after each
+	// segment is decoded.
+	p.token_timestamps = o->token_times != 0;
 	p.language = o->language;
 	p.initial_prompt = o->prompt;
 	// Non-speech tokens ([Music], (laughs) ...) are suppressed, as

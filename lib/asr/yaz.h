@@ -25,6 +25,7 @@ typedef struct {
 	int beam_size;        // > 1: beam search
 	int audio_ctx;        // 0: full
 	int no_fallback;      // no temperature fallback
+	int token_times;      // time every token (whisper's token_timestamps)
 	const char *language; // a code, or "auto"
 	const char *prompt;   // NULL: none
 } yaz_opts;

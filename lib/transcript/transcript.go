@@ -22,6 +22,19 @@ type Segment struct {
 	Start time.Duration
 	End   time.Duration
 	Text  string
+	// Tokens are the segment's text in the pieces the engine decoded,
+	// each with its time, when they were asked for (asr.Options.TokenTimes);
+	// their texts joined are Text. They are never written out: yaz-decode
+	// uses them to split a segment that crosses a long pause.
+	Tokens []Token
+}
+
+// Token is one timed piece of a segment's text: its text as decoded (a
+// leading space where a word starts) and the time it was heard.
+type Token struct {
+	Start time.Duration
+	End   time.Duration
+	Text  string
 }
 
 // Formats lists the names accepted by Write, in documentation order.

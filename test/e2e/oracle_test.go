@@ -16,13 +16,16 @@ import (
 )
 
 type cliJSON struct {
-	Transcription []struct {
-		Offsets struct {
-			From int64 `json:"from"`
-			To   int64 `json:"to"`
-		} `json:"offsets"`
-		Text string `json:"text"`
-	} `json:"transcription"`
+	Transcription []cliSegment `json:"transcription"`
+}
+
+// cliSegment is one segment of whisper-cli's JSON output (-oj).
+type cliSegment struct {
+	Offsets struct {
+		From int64 `json:"from"`
+		To   int64 `json:"to"`
+	} `json:"offsets"`
+	Text string `json:"text"`
 }
 
 // TestMatchesWhisperCLI is whisper.cpp's own CLI as an oracle: with the same

@@ -247,7 +247,11 @@ func cueMs(m []string) int64 {
 // only the speech is decoded (both copies in one group, the silence a
 // short stitch), and every cue lies inside one of the two stretches of
 // speech of the file's own timeline — none covers the silence, and none
-// is left at its place in the decoded audio.
+// is left at its place in the decoded audio. The cues follow each other
+// in time, and whisper-cli --vad is the oracle for where the speech
+// starts and ends on the file's timeline: the first cue starts, and the
+// last one ends, where its first and last segments do (the words after
+// the pause keep their time; issue 19.8 found them all put before it).
 func TestVADFileTimestamps(t *testing.T) {
 	vm := sileroModel(t)
 	speech := jfkSamples(t)
@@ -269,6 +273,7 @@ func TestVADFileTimestamps(t *testing.T) {
 	if len(cues) == 0 {
 		t.Fatalf("no cue in the SRT:\n%s", r.stdout)
 	}
+	var prevEnd int64
 	for _, c := range cues {
 		a, b := cueMs(c[1:5]), cueMs(c[5:9])
 		inside := false
@@ -278,6 +283,20 @@ func TestVADFileTimestamps(t *testing.T) {
 		if !inside || b < a {
 			t.Errorf("cue %s --> %s [%d, %d] ms lies outside the speech %v ms", c[0][:12], c[0][17:], a, b, islands)
 		}
+		if a < prevEnd {
+			t.Errorf("cue %s --> %s starts before the cue before it ends (%d ms)", c[0][:12], c[0][17:], prevEnd)
+		}
+		prevEnd = b
+	}
+	cli := whisperCLIVAD(t, path, vm)
+	const near = 300 // ms: the pads differ (whisper.cpp 30 ms, yaz-decode 100 ms), and a window
+	first, last := cueMs(cues[0][1:5]), cueMs(cues[len(cues)-1][5:9])
+	if d := first - cli[0].Offsets.From; d < -near || d > near {
+		t.Errorf("the first cue starts at %d ms; whisper-cli --vad starts at %d ms", first, cli[0].Offsets.From)
+	}
+	if d := last - cli[len(cli)-1].Offsets.To; d < -near || d > near {
+		t.Errorf("the last cue ends at %d ms; whisper-cli --vad ends at %d ms (the speech after the pause lost its time)\n%s",
+			last, cli[len(cli)-1].Offsets.To, r.stdout)
 	}
 	dec := withMsg(r.recs, "speech decoded")
 	var decodedMs int64
@@ -287,6 +306,39 @@ func TestVADFileTimestamps(t *testing.T) {
 	if len(dec) != 1 || decodedMs > pcm.Millis(2*(e-f))+1000 {
 		t.Errorf("decoded %d groups, %d ms of audio; want one group of the speech only (about %d ms)", len(dec), decodedMs, pcm.Millis(2*(e-f)))
 	}
+}
+
+// whisperCLIVAD runs whisper-cli --vad with the Silero model vm on path
+// (the tiny.en-sized model, greedy, as runDecode decodes) and returns its
+// segments with text, times on the file's timeline.
+func whisperCLIVAD(t *testing.T, path, vm string) []cliSegment {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "cli")
+	cmd := exec.CommandContext(ctx, world.whisperCLI, "-m", world.tinyEn, "-f", path, "-t", "2", "-bs", "1", "-sns", "-np",
+		"--vad", "-vm", vm, "-oj", "-of", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("whisper-cli --vad: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc cliJSON
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("whisper-cli JSON: %v", err)
+	}
+	var segs []cliSegment
+	for _, s := range doc.Transcription {
+		if strings.TrimSpace(s.Text) != "" {
+			segs = append(segs, s)
+		}
+	}
+	if len(segs) == 0 {
+		t.Fatalf("whisper-cli --vad printed no segments: the oracle proves nothing")
+	}
+	return segs
 }
 
 // TestVADFallbackToEnergy: with no model file at the default path,

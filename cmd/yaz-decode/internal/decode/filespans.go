@@ -64,6 +64,7 @@ func (c *CLI) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, pat
 			}
 			from, to := g.extent()
 			opt := c.options()
+			opt.TokenTimes = true // to split a segment at a long pause (mapSegments)
 			if total > 0 {
 				opt.Progress = func(pct int) { bar.set(int((from + (to-from)*int64(pct)/100) * 100 / total)) }
 			}

@@ -2,7 +2,10 @@ package decode
 
 import (
 	"math"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/transcript"
@@ -82,39 +85,112 @@ func (g *group) islands() [][2]int64 {
 }
 
 // mapSegments maps whisper's segments of the group's audio onto the file's
-// timeline. A segment that crosses a pause of islandGap or more is first
-// kept to the stretch of speech it overlaps most (on a tie, the first;
-// with no overlap, the nearest), so its cue never covers that silence.
+// timeline. A segment that lies in one stretch of speech has both ends
+// mapped (toFile). One that crosses a pause of islandGap or more is split
+// there by its token times (asr.Options.TokenTimes): each token goes to
+// the stretch that holds it (one in a stitch to the nearer), never to a
+// stretch before the previous token's, and a token that goes on a word
+// stays with the word's start; each stretch's tokens become a segment
+// kept inside that stretch, so no cue covers the silence and every word
+// keeps its own time. A segment with no token times has both ends mapped
+// as they are, as whisper-cli --vad maps them: its cue may then cover the
+// pause, but no later word is put at an earlier time.
 func (g *group) mapSegments(segs []transcript.Segment) []transcript.Segment {
 	isl := g.islands()
 	out := make([]transcript.Segment, 0, len(segs))
 	for _, s := range segs {
 		a, b := int64(pcm.Samples(s.Start)), int64(pcm.Samples(s.End))
 		b = max(a, b)
-		best, bestOv := -1, int64(0)
-		for i, r := range isl {
-			if ov := min(b, r[1]) - max(a, r[0]); ov > bestOv {
-				best, bestOv = i, ov
-			}
+		runs := islandRuns(isl, s.Tokens)
+		if len(runs) == 0 {
+			out = append(out, transcript.Segment{Start: pcm.Duration(int(g.toFile(a))), End: pcm.Duration(int(g.toFile(b))), Text: s.Text})
+			continue
 		}
-		if best < 0 { // no overlap: the nearest stretch
-			bestDist := int64(math.MaxInt64)
-			for i, r := range isl {
-				if d := max(r[0]-b, a-r[1], 0); d < bestDist {
-					best, bestDist = i, d
-				}
+		for i, r := range runs {
+			from, to := r.from, r.to
+			text := r.text
+			if i == 0 {
+				from = a
 			}
+			if i == len(runs)-1 {
+				to = b
+			}
+			if len(runs) == 1 {
+				text = s.Text
+			}
+			lo, hi := isl[r.island][0], isl[r.island][1]
+			from = min(max(from, lo), hi)
+			to = min(max(to, from), hi)
+			out = append(out, transcript.Segment{Start: pcm.Duration(int(g.toFile(from))), End: pcm.Duration(int(g.toFile(to))), Text: text})
 		}
-		r := isl[best]
-		a, b = min(max(a, r[0]), r[1]), min(max(b, r[0]), r[1])
-		out = append(out, transcript.Segment{
-			Start: pcm.Duration(int(g.toFile(a))),
-			End:   pcm.Duration(int(g.toFile(b))),
-			Text:  s.Text,
-		})
 	}
 	return out
 }
+
+// islandRun is a run of a segment's tokens in one stretch of speech: the
+// stretch, the first token's start, the last one's end (the group's
+// offsets) and their text.
+type islandRun struct {
+	island   int
+	from, to int64
+	text     string
+}
+
+// islandRuns cuts a segment's tokens into runs by the stretch of speech
+// (isl) each lies in: by its middle, one in a stitch going to the nearer
+// stretch, never to one before the previous token's, and a token that
+// goes on a word to its word's (startsWord). No tokens: no runs.
+func islandRuns(isl [][2]int64, toks []transcript.Token) []islandRun {
+	var runs []islandRun
+	for _, t := range toks {
+		a, b := int64(pcm.Samples(t.Start)), int64(pcm.Samples(t.End))
+		b = max(a, b)
+		i := nearestIsland(isl, (a+b)/2)
+		if n := len(runs); n > 0 {
+			last := &runs[n-1]
+			if i <= last.island || !startsWord(last.text, t.Text) {
+				last.to = max(last.to, b)
+				last.text += t.Text
+				continue
+			}
+		}
+		runs = append(runs, islandRun{island: i, from: a, to: b, text: t.Text})
+	}
+	return runs
+}
+
+// nearestIsland is the stretch of speech that holds t, or the nearest one
+// (on a tie, the first).
+func nearestIsland(isl [][2]int64, t int64) int {
+	best, bestDist := 0, int64(math.MaxInt64)
+	for i, r := range isl {
+		if d := max(r[0]-t, t-r[1], 0); d < bestDist {
+			best, bestDist = i, d
+		}
+	}
+	return best
+}
+
+// startsWord reports whether a token whose text is next, after the text
+// before, may start a new segment: it starts with a space, or, in a
+// script written without spaces (Chinese, Japanese, Thai...), with a
+// whole character of it after a whole character. A token that goes on a
+// word, or a punctuation mark, stays with what is before.
+func startsWord(before, next string) bool {
+	if before == "" || strings.HasPrefix(next, " ") {
+		return true
+	}
+	last, n := utf8.DecodeLastRuneInString(before)
+	first, m := utf8.DecodeRuneInString(next)
+	if last == utf8.RuneError && n <= 1 || first == utf8.RuneError && m <= 1 {
+		return false // inside a character's bytes
+	}
+	return unicode.In(first, spaceless...)
+}
+
+// spaceless are the scripts written without spaces between words.
+var spaceless = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao,
+	unicode.Khmer, unicode.Myanmar, unicode.Tibetan}
 
 // spanStream is what files need of a detector stream (silero.Stream): span
 // events as samples go in, and how far back a later start can reach.

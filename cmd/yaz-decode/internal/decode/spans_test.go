@@ -206,18 +206,12 @@ func TestGrouperBoundedMemory(t *testing.T) {
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
 // TestMapSegments: whisper's times in a group become the file's times:
-// one to one inside a piece, proportionally across a short pause, and a
-// segment that crosses a long pause stays inside the stretch of speech it
-// overlaps most.
+// one to one inside a piece, proportionally across a short pause, and both
+// ends of a segment without token times mapped on their own (as
+// whisper-cli --vad maps them), so a segment that crosses a long pause
+// keeps the time of its later words.
 func TestMapSegments(t *testing.T) {
-	s := func(sec float64) int64 { return int64(sec * pcm.SampleRate) }
-	// Pieces: file 1–3 s at 0; file 3.5–5 s at 2.2 (a 0.5 s pause, one
-	// stretch); file 30–34 s at 3.9 (a long pause).
-	g := &group{pieces: []piece{
-		{at: 0, from: s(1), to: s(3)},
-		{at: s(2.2), from: s(3.5), to: s(5)},
-		{at: s(3.9), from: s(30), to: s(34)},
-	}}
+	g := mapGroup()
 	tests := []struct {
 		name     string
 		in, want [2]int64 // ms
@@ -226,8 +220,8 @@ func TestMapSegments(t *testing.T) {
 		{"across the short pause", [2]int64{1000, 3000}, [2]int64{2000, 4300}},
 		{"in a stitch, start", [2]int64{2100, 2500}, [2]int64{3250, 3800}},
 		{"inside the last piece", [2]int64{4000, 7900}, [2]int64{30100, 34000}},
-		{"across the long pause, mostly after", [2]int64{3500, 7000}, [2]int64{30000, 33100}},
-		{"across the long pause, mostly before", [2]int64{1000, 4000}, [2]int64{2000, 5000}},
+		{"across the long pause, mostly after", [2]int64{3500, 7000}, [2]int64{4800, 33100}},
+		{"across the long pause, mostly before", [2]int64{1000, 4000}, [2]int64{2000, 30100}},
 		{"past the end", [2]int64{7000, 9000}, [2]int64{33100, 34000}},
 		{"before the start", [2]int64{0, 0}, [2]int64{1000, 1000}},
 	}
@@ -237,6 +231,77 @@ func TestMapSegments(t *testing.T) {
 			want := []transcript.Segment{{Start: ms(tt.want[0]), End: ms(tt.want[1]), Text: "x"}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("mapSegments(%v ms) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+// mapGroup has three pieces: file 1–3 s at 0; file 3.5–5 s at 2.2 (a
+// 0.5 s pause, one stretch of speech); file 30–34 s at 3.9 (a long pause:
+// a stitch at 3.7–3.9 s).
+func mapGroup() *group {
+	s := func(sec float64) int64 { return int64(sec * pcm.SampleRate) }
+	return &group{pieces: []piece{
+		{at: 0, from: s(1), to: s(3)},
+		{at: s(2.2), from: s(3.5), to: s(5)},
+		{at: s(3.9), from: s(30), to: s(34)},
+	}}
+}
+
+// TestMapSegmentsSplitsAtStitch: a segment whose tokens lie on both sides
+// of a long pause's stitch becomes one segment per stretch of speech, each
+// with its own words at their own time; a word is never cut in two (a
+// token that goes on a word stays with its start); a token inside the
+// stitch goes to the nearer stretch; and a segment whose words all lie in
+// one stretch is kept inside it.
+func TestMapSegmentsSplitsAtStitch(t *testing.T) {
+	g := mapGroup()
+	tok := func(a, b int64, text string) transcript.Token {
+		return transcript.Token{Start: ms(a), End: ms(b), Text: text}
+	}
+	seg := func(a, b int64, text string) transcript.Segment {
+		return transcript.Segment{Start: ms(a), End: ms(b), Text: text}
+	}
+	tests := []struct {
+		name string
+		in   transcript.Segment
+		want []transcript.Segment
+	}{
+		{"words on both sides",
+			transcript.Segment{Start: ms(1000), End: ms(7000), Text: " a b cd e", Tokens: []transcript.Token{
+				tok(1000, 2000, " a"), tok(2000, 3500, " b"), tok(4000, 5000, " c"), tok(5000, 6000, "d"), tok(6000, 7000, " e")}},
+			[]transcript.Segment{seg(2000, 4800, " a b"), seg(30100, 33100, " cd e")}},
+		{"a word across the stitch stays whole, before it",
+			transcript.Segment{Start: ms(1000), End: ms(7000), Text: " a bc d", Tokens: []transcript.Token{
+				tok(1000, 3000, " a"), tok(3000, 3600, " b"), tok(3950, 4500, "c"), tok(5000, 7000, " d")}},
+			[]transcript.Segment{seg(2000, 5000, " a bc"), seg(31100, 33100, " d")}},
+		{"a token in the stitch goes to the nearer stretch",
+			transcript.Segment{Start: ms(3000), End: ms(6000), Text: " a b c d", Tokens: []transcript.Token{
+				tok(3000, 3500, " a"), tok(3700, 3780, " b"), tok(3860, 3890, " c"), tok(4000, 6000, " d")}},
+			[]transcript.Segment{seg(4300, 5000, " a b"), seg(30000, 32100, " c d")}},
+		{"all words after the stitch",
+			transcript.Segment{Start: ms(3000), End: ms(6000), Text: " a b", Tokens: []transcript.Token{
+				tok(4000, 5000, " a"), tok(5000, 6000, " b")}},
+			[]transcript.Segment{seg(30000, 32100, " a b")}},
+		{"all words before the stitch",
+			transcript.Segment{Start: ms(1000), End: ms(5000), Text: " a b", Tokens: []transcript.Token{
+				tok(1000, 2000, " a"), tok(2000, 3000, " b")}},
+			[]transcript.Segment{seg(2000, 5000, " a b")}},
+		{"a script without spaces splits between characters, not inside one",
+			transcript.Segment{Start: ms(1000), End: ms(7000), Text: "日本語。東京", Tokens: []transcript.Token{
+				tok(1000, 2000, "日本"), tok(2000, 3000, "語"), tok(3000, 3500, "\xe3\x80"), tok(4000, 4500, "\x82"),
+				tok(4500, 5000, "東"), tok(5000, 7000, "京")}},
+			[]transcript.Segment{seg(2000, 5000, "日本語。"), seg(30600, 33100, "東京")}},
+		{"tokens out of order never go back",
+			transcript.Segment{Start: ms(1000), End: ms(7000), Text: " a b c", Tokens: []transcript.Token{
+				tok(1000, 2000, " a"), tok(4000, 5000, " b"), tok(2000, 3000, " c")}},
+			[]transcript.Segment{seg(2000, 3000, " a"), seg(30100, 33100, " b c")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := g.mapSegments([]transcript.Segment{tt.in})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("mapSegments (-want +got):\n%s", diff)
 			}
 		})
 	}
