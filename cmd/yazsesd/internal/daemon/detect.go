@@ -35,6 +35,7 @@ type detUse struct {
 	*vadlink.Use
 	engine string        // "silero" or "energy", for the debug log
 	own    *vadlink.Link // the energy Link made for this use, or nil
+	link   *vadlink.Link // the Silero child's Link the use is on, or nil
 }
 
 // beginDetect begins a use with p on the Silero child's Link when it is up
@@ -44,7 +45,7 @@ func (d *Daemon) beginDetect(p vadlink.Params) *detUse {
 	if d.vad != nil {
 		if l := d.vad.Link(); l != nil {
 			if u, err := l.Begin(p); err == nil {
-				return &detUse{Use: u, engine: "silero"}
+				return &detUse{Use: u, engine: "silero", link: l}
 			}
 		}
 	}
@@ -60,6 +61,17 @@ func (d *Daemon) beginEnergy(p vadlink.Params) *detUse {
 		return nil
 	}
 	return &detUse{Use: u, engine: "energy", own: l}
+}
+
+// restartSilent restarts the Silero child when it still runs the Link of
+// use u, which it did not answer in time (stopped, or looping): the next
+// use gets a child that answers, and meanwhile the energy detector.
+func (d *Daemon) restartSilent(u *detUse) {
+	if u.link == nil || d.vad == nil || d.vad.Link() != u.link {
+		return // the energy detector, or the child has been restarted since
+	}
+	d.log.Warn("the voice detector child did not answer: it is restarted")
+	d.vad.Restart()
 }
 
 // release closes the use (its events are dropped from now on) and the

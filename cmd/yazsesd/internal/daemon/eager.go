@@ -253,18 +253,25 @@ func saidSoFar(texts []string) string {
 }
 
 // finish waits for the pieces (the detector's use has ended: every span
-// has ended, the last one at release) and returns their text, or ok false
-// when the whole hold must be decoded instead (a piece failed or was
-// dropped).
-func (e *eagerRun) finish(log *slog.Logger) (text string, ok bool) {
+// has ended, the last one at release; or the detector failed, and the
+// pieces end where it did) and returns their text and where their audio
+// ends, or ok false when the whole hold must be decoded instead: a piece
+// failed or was dropped, or pieces were not decoded because the decoder
+// is down for good (its context ended: the whole hold's decode then fails
+// with the decoder's cause, as without eager decoding).
+func (e *eagerRun) finish(log *slog.Logger) (text string, cut int64, ok bool) {
 	<-e.done
+	ended := e.ctx.Err() != nil
 	e.cancel()
 	log.Debug("hold: speculations", "used", e.spec.used, "dropped", e.spec.dropped, "pieces", e.pieces)
-	if e.failed || e.dropped || !e.pieces && e.spec.used == 0 {
-		return "", false
+	if e.failed || e.dropped || ended || !e.pieces && e.spec.used == 0 {
+		return "", 0, false
 	}
-	return strings.Join(e.texts, " "), true
+	return strings.Join(e.texts, " "), e.cut, true
 }
+
+// said is the context of what follows the pieces (read after finish).
+func (e *eagerRun) said() string { return saidSoFar(e.texts) }
 
 // drop stops the eager decoding (hold.cancel, shutdown): the piece being
 // decoded is abandoned, the rest are not decoded.

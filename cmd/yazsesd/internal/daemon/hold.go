@@ -86,9 +86,17 @@ type holdRec struct {
 	micEnded chan struct{} // closed by collect when the capture stream ends (no more audio to wait for)
 	said     bool          // a span was heard; set by watch, read after watched
 	failed   bool          // the detector failed: decode anyway (fail open)
-	fed      atomic.Int64
-	smu      sync.Mutex // samples, while collect appends (eager pieces read them)
-	eager    *eagerRun  // pieces (dictation.eager_pause_ms) and speculation (Silero); nil: neither
+	// abandon is closed by heard when the detector did not answer within
+	// holdSettle: watch returns at once, and silent is set (after
+	// watched): the hold is decoded as if speech ran to its end.
+	abandon chan struct{}
+	silent  bool
+	fed     atomic.Int64
+	smu     sync.Mutex // samples, while collect appends (eager pieces read them); tail
+	// tail is the energy detector that decides a tail the hold's own
+	// detector can no longer decide (it failed); collect feeds it too.
+	tail  *detUse
+	eager *eagerRun // pieces (dictation.eager_pause_ms) and speculation (Silero); nil: neither
 
 	// The last silence of tailQuiet the detector reported (watch sets
 	// it): where it was seen, and a channel closed at the next one.
@@ -111,6 +119,9 @@ func (h *holdRec) collect() {
 		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
 		h.smu.Lock()
 		h.samples = append(h.samples, s...)
+		if h.tail != nil && len(s) > 0 {
+			h.tail.Feed(s) // never blocks
+		}
 		h.smu.Unlock()
 		h.fed.Add(int64(len(s)))
 		if len(s) > 0 {
@@ -141,7 +152,18 @@ func (h *holdRec) watch(autoStop func()) {
 	if h.eager != nil {
 		defer close(h.eager.ends)
 	}
-	for e := range h.det.Events() {
+	events := h.det.Events()
+	for {
+		var e vadlink.Event
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			e = ev
+		case <-h.abandon: // the detector did not answer in time (heard)
+			return
+		}
 		switch e.Kind {
 		case vadlink.SpeechEnd:
 			if h.eager != nil && h.eager.pieces {
@@ -188,8 +210,11 @@ const vadWindow = 512
 // detector already heard tailQuiet of silence at the release, else until
 // it hears that much silence after it, the capture stream ends (a file
 // ran out, the device went away: no more audio will come), or for at most
-// tail (ctx ending cuts it short). The debug log says which ("quiet",
-// "silence", "ended", "max") and how much audio it added.
+// tail (ctx ending cuts it short). A detector that does not answer within
+// the tail leaves it at its maximum (the speaker is taken to speak to the
+// end); one that has failed hands the tail to the energy detector. The
+// debug log says which ("quiet", "silence", "ended", "max") and how much
+// audio it added.
 func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration) {
 	start := time.Now()
 	released := h.fed.Load()
@@ -197,9 +222,15 @@ func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration)
 	tctx, cancel := context.WithTimeout(ctx, tail)
 	defer cancel()
 	why := "max"
-	if st, err := h.det.Wait(tctx, p); err == nil && st.Silent() >= tailQuiet {
+	detector := h.det.engine
+	st, err := h.det.Wait(tctx, p)
+	switch {
+	case err == nil && st.Silent() >= tailQuiet:
 		why = "quiet" // the speaker had stopped: no tail
-	} else {
+	case err != nil && tctx.Err() == nil: // the detector failed
+		why, detector = d.energyTail(tctx, h, released), "energy"
+	case err != nil: // no answer within the tail: it ran its maximum
+	default:
 	wait:
 		for {
 			h.qmu.Lock()
@@ -214,12 +245,8 @@ func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration)
 			case <-h.micEnded:
 				why = "ended" // nothing more to record
 				break wait
-			case <-h.watched: // the detector failed: the whole tail
-				select {
-				case <-tctx.Done():
-				case <-h.micEnded:
-					why = "ended"
-				}
+			case <-h.watched: // the detector failed during the tail
+				why, detector = d.energyTail(tctx, h, released), "energy"
 				break wait
 			case <-tctx.Done():
 				break wait
@@ -227,12 +254,59 @@ func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration)
 		}
 	}
 	d.log.Debug("hold tail", "why", why, "tail_ms", time.Since(start).Milliseconds(),
-		"tail_audio_ms", pcm.Duration(int(h.fed.Load()-released)).Milliseconds(), "max_ms", tail.Milliseconds(), "detector", h.det.engine)
+		"tail_audio_ms", pcm.Duration(int(h.fed.Load()-released)).Milliseconds(), "max_ms", tail.Milliseconds(), "detector", detector)
+}
+
+// energyTail decides the tail of hold h, released at sample released,
+// with the energy detector, its own detector having failed: it hears the
+// last second before the release and then the tail as collect keeps it,
+// until tailQuiet of silence, the end of the capture stream, or ctx.
+func (d *Daemon) energyTail(ctx context.Context, h *holdRec, released int64) string {
+	p := holdParams(d.config())
+	p.Silences = []time.Duration{tailQuiet}
+	u := d.beginEnergy(p)
+	if u == nil { // the daemon stops
+		return "max"
+	}
+	defer u.release()
+	h.smu.Lock()
+	base := max(0, released-int64(pcm.Samples(time.Second)))
+	u.Feed(h.samples[base:]) // never blocks
+	h.tail = u
+	h.smu.Unlock()
+	defer func() {
+		h.smu.Lock()
+		h.tail = nil
+		h.smu.Unlock()
+	}()
+	at := released - base
+	at -= at % vadWindow
+	if st, err := u.Wait(ctx, at); err == nil && st.Silent() >= tailQuiet {
+		return "quiet"
+	}
+	events := u.Events()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok { // the energy detector cannot fail but with the daemon
+				events = nil
+			} else if e.Kind == vadlink.Silence && e.At > at {
+				return "silence"
+			}
+		case <-h.micEnded:
+			return "ended"
+		case <-ctx.Done():
+			return "max"
+		}
+	}
 }
 
 // heard ends the hold's detector use and reports whether anything was
 // said: a span heard, or the detector failed or did not answer within
-// holdSettle (then the decoder decides, as before the detector).
+// holdSettle (then the decoder decides, as before the detector). A
+// detector that did not answer is given up (watch ends: the eager
+// decoding has no more pieces, and the whole hold is decoded as if speech
+// ran to its end) and restarted.
 func (d *Daemon) heard(h *holdRec) bool {
 	defer h.det.release()
 	h.det.End()
@@ -241,7 +315,12 @@ func (d *Daemon) heard(h *holdRec) bool {
 	select {
 	case <-h.watched:
 	case <-t.C:
-		d.log.Warn("the voice detector did not answer in time: the hold is decoded anyway", "detector", h.det.engine)
+		close(h.abandon)
+		<-h.watched // watch returns at once
+		h.silent = true
+		d.log.Warn("the voice detector did not answer in time: all of the hold is decoded", "detector", h.det.engine,
+			"settle_ms", holdSettle.Milliseconds())
+		d.restartSilent(h.det)
 		return true
 	}
 	d.log.Debug("hold: voice detector", "detector", h.det.engine, "said", h.said, "failed", h.failed)
@@ -290,7 +369,8 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
 	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{}), micEnded: make(chan struct{})}
+		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{}), micEnded: make(chan struct{}),
+		abandon: make(chan struct{})}
 	if ms := d.config().Dictation.AutoStopMs; toggled && ms > 0 {
 		h.autoStop = time.Duration(ms) * time.Millisecond
 	}
@@ -451,25 +531,45 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 		d.auditf(ev)
 		return res
 	}
+	// A detector that failed or went silent during the hold said nothing
+	// of the rest: all of it is decoded, and the outcome says so.
+	switch {
+	case h.silent:
+		res.Cause, res.Reason = "vad_timeout", "the voice detector did not answer during this hold: all of its audio was decoded, and the detector is restarted"
+	case h.failed:
+		res.Cause, res.Reason = "vad_failed", "the voice detector failed during this hold: all of its audio was decoded"
+	}
 	var (
 		r          frame.Result
 		err        error
 		hung, down bool
 		bound      = holdDecodeBound(audioDur)
 		eagerText  string
+		eagerCut   int64
 		eagerOK    bool
 	)
 	if h.eager != nil {
-		eagerText, eagerOK = h.eager.finish(d.log)
+		eagerText, eagerCut, eagerOK = h.eager.finish(d.log)
 	}
-	if eagerOK {
+	audio, said := h.samples, ""
+	switch {
+	case eagerOK && res.Cause == "":
 		r.Text = eagerText // decoded in pieces during the hold
-	} else {
+	case eagerOK && eagerCut >= int64(len(h.samples)):
+		r.Text = eagerText // the pieces hold all of it
+	case eagerOK: // pieces until the detector failed: the rest, once
+		audio, said = h.samples[eagerCut:], h.eager.said()
+		d.log.Debug("hold: the audio after the last piece is decoded", "audio_ms", pcm.Duration(len(audio)).Milliseconds())
+		fallthrough
+	default:
 		dctx, cancel := d.holdDecodeCtx(ctx, bound)
-		r, err = d.decode.Decode(dctx, child.PrioHold, h.samples, d.holdPrompt())
+		r, err = d.decode.DecodeAfter(dctx, child.PrioHold, audio, d.holdPrompt(), said)
 		hung = errors.Is(context.Cause(dctx), errHoldDecodeBound)
 		down = dctx.Err() != nil
 		cancel()
+		if t := strings.TrimSpace(r.Text); err == nil && eagerText != "" && len(audio) < len(h.samples) {
+			r.Text = strings.TrimSpace(eagerText + " " + t)
+		}
 	}
 	if err != nil {
 		res.Outcome = "failed"
