@@ -24,6 +24,9 @@ type clipTools struct {
 	clear []string // empties the clipboard
 	// paste returns the argv that presses the paste chord.
 	paste func(terminal bool) []string
+	// tool is the X11 tool that keeps a restored selection (xclip or
+	// xsel, see forSelection).
+	tool string
 }
 
 // wayland reports whether the session is Wayland (else X11).
@@ -66,7 +69,7 @@ func (c *clipboard) Focus(ctx context.Context) (Focus, error) {
 	return f, err
 }
 
-// tools picks the clipboard programs for the session.
+// tools picks the clipboard programs for a Wayland session.
 func (c *clipboard) tools() (clipTools, error) {
 	wl, err := c.wayland()
 	if err != nil {
@@ -86,25 +89,7 @@ func (c *clipboard) tools() (clipTools, error) {
 			},
 		}, nil
 	}
-	x := clipTools{paste: func(terminal bool) []string {
-		if terminal {
-			return []string{"xdotool", "key", "--clearmodifiers", "ctrl+shift+v"}
-		}
-		return []string{"xdotool", "key", "--clearmodifiers", "ctrl+v"}
-	}}
-	if _, err := lookPath(c.o.Environ, "xclip"); err == nil {
-		x.save = []string{"xclip", "-selection", "clipboard", "-o"}
-		x.set = []string{"xclip", "-selection", "clipboard", "-i"}
-		x.clear = x.set // with empty input
-		return x, nil
-	}
-	if _, err := lookPath(c.o.Environ, "xsel"); err == nil {
-		x.save = []string{"xsel", "--clipboard", "--output"}
-		x.set = []string{"xsel", "--clipboard", "--input"}
-		x.clear = []string{"xsel", "--clipboard", "--clear"}
-		return x, nil
-	}
-	return clipTools{}, fmt.Errorf("neither xclip nor xsel found: %w", ErrUnavailable)
+	return clipTools{}, fmt.Errorf("X11 pastes in-process: %w", ErrUnavailable)
 }
 
 func (c *clipboard) Type(ctx context.Context, text string) error {
@@ -112,13 +97,18 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	tools, err := c.tools()
+	wl, err := c.wayland()
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)
 	}
-	if c.o.getenv("WAYLAND_DISPLAY") == "" {
+	if !wl {
 		x11Mu.Lock()
 		defer x11Mu.Unlock()
+		return c.pasteX11(ctx, text)
+	}
+	tools, err := c.tools()
+	if err != nil {
+		return fmt.Errorf("clipboard: %w", err)
 	}
 	f, terminal, err := c.target(ctx)
 	if err != nil {

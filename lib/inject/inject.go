@@ -358,7 +358,10 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 	var errs []error
 	list := t.list
 	if t.paste != nil && t.pasteFirst(ctx, text) {
-		list = append([]Injector{t.paste}, list...)
+		// Pasted first, and not again: "auto"'s clipboard is the same.
+		list = append([]Injector{t.paste}, slices.DeleteFunc(slices.Clone(list), func(i Injector) bool {
+			return i.Name() == Clipboard
+		})...)
 	}
 	for _, inj := range list {
 		used = inj.Name()

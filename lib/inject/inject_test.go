@@ -267,3 +267,22 @@ func TestSwayTree(t *testing.T) {
 		}
 	}
 }
+
+// chunks cuts s into consecutive pieces with at most n distinct non-ASCII
+// runes each (n >= 1).
+func chunks(s string, n int) []string {
+	var out []string
+	seen := map[rune]bool{}
+	start := 0
+	for i, r := range s {
+		if r > 0x7e && !seen[r] {
+			if len(seen) == n {
+				out = append(out, s[start:i])
+				start = i
+				clear(seen)
+			}
+			seen[r] = true
+		}
+	}
+	return append(out, s[start:])
+}

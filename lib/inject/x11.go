@@ -202,12 +202,13 @@ func typeX11(ctx context.Context, c call, text string, hold time.Duration) error
 		return fmt.Errorf("no spare keycodes in the keyboard map: %w", ErrUnavailable)
 	}
 	spare = spare[:len(spare)-1]
-	for _, chunk := range chunks(text, len(spare)) {
-		if err := typeBound(ctx, c, chunk, spare, hold); err != nil {
-			return err
-		}
+	// One round of bindings a text: a keycode bound again part-way
+	// through would give a window that reads its keys late the later
+	// character.
+	if len(distinctNonASCII(text)) > len(spare) {
+		return fmt.Errorf("%w: %w", errTooMany, ErrUnavailable)
 	}
-	return nil
+	return typeBound(ctx, c, text, spare, hold)
 }
 
 // typeBound binds chunk's non-ASCII runes to spare keycodes, types chunk,
@@ -282,23 +283,4 @@ func distinctNonASCII(s string) []rune {
 		}
 	}
 	return out
-}
-
-// chunks cuts s into consecutive pieces with at most n distinct non-ASCII
-// runes each (n >= 1).
-func chunks(s string, n int) []string {
-	var out []string
-	seen := map[rune]bool{}
-	start := 0
-	for i, r := range s {
-		if r > 0x7e && !seen[r] {
-			if len(seen) == n {
-				out = append(out, s[start:i])
-				start = i
-				clear(seen)
-			}
-			seen[r] = true
-		}
-	}
-	return append(out, s[start:])
 }

@@ -182,6 +182,11 @@ type xclient struct {
 	root xproto.Window
 	// minKC and maxKC are the server's keycode range.
 	minKC, maxKC xproto.Keycode
+	// idMask is the part of a resource id that a client chooses: ids
+	// that agree outside it belong to one client.
+	idMask uint32
+	// maxRequest is the longest request the server takes, in bytes.
+	maxRequest int
 
 	events chan xgb.Event // what the reader forwards, see watch
 	done   chan struct{}  // closed when the reader has ended
@@ -222,6 +227,7 @@ func dialX(ctx context.Context, env []string) (*xclient, error) {
 	}
 	x.root = setup.Roots[d.screen].Root
 	x.minKC, x.maxKC = setup.MinKeycode, setup.MaxKeycode
+	x.idMask, x.maxRequest = setup.ResourceIdMask, int(setup.MaximumRequestLength)*4
 	if err := xtest.Init(c); err != nil {
 		x.close()
 		return nil, fmt.Errorf("the X server has no XTEST extension: %w", ErrUnavailable)
@@ -241,7 +247,8 @@ func (x *xclient) read() {
 			return // the connection is closed
 		}
 		switch ev.(type) {
-		case xproto.DestroyNotifyEvent, xproto.UnmapNotifyEvent, xproto.FocusOutEvent, xproto.PropertyNotifyEvent:
+		case xproto.DestroyNotifyEvent, xproto.UnmapNotifyEvent, xproto.FocusOutEvent, xproto.PropertyNotifyEvent,
+			xproto.SelectionRequestEvent, xproto.SelectionNotifyEvent, xproto.SelectionClearEvent:
 			select {
 			case x.events <- ev:
 			default:

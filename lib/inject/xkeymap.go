@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/jezek/xgb/xproto"
@@ -102,133 +103,145 @@ type binding struct {
 	syms [2]xproto.Keysym
 }
 
-// chunk is a piece of the text and the bindings to make before typing it.
-type chunk struct {
+// xplan is how a text is typed, in one round of bindings: the characters
+// the map has are typed on their keys; the others are bound to spare
+// keycodes (two on each, the second typed with Shift, when Shift exists)
+// in one batch of map changes before the first key. A keycode is never
+// bound again while the text is typed: a window reads the map when it
+// looks up a key, maybe long after the key was sent, and would find the
+// later character.
+type xplan struct {
 	text []rune
-	bind []binding // keycodes whose keysyms change before this chunk
+	bind []binding // keycodes whose keysyms change before the text
 	keys map[rune]stroke
+	// held is what the spare keycodes hold after the bindings, least
+	// recently used first: what the next text finds (see x11Held).
+	held []binding
 }
 
-// xplan is how a text is typed: the characters the map has are typed on
-// their keys; the others are bound to spare keycodes, as many as fit (two
-// on each, the second typed with Shift, when Shift exists), in one batch
-// of map changes per chunk. A text that needs more of them than fit is cut
-// into chunks, and a binding changes only between chunks.
-type xplan struct {
-	chunks []chunk
-	// touched are the spare keycodes that any chunk binds.
-	touched []xproto.Keycode
-}
+// Errors of planX.
+var (
+	// errNoSpare: a character needs a binding and the map has no spare
+	// keycode.
+	errNoSpare = errors.New("no spare keycode in the keyboard map")
+	// errTooMany: the text has more characters to bind than the spare
+	// keycodes hold at once.
+	errTooMany = errors.New("more characters to bind than the spare keycodes hold")
+)
 
 // planX plans text for map m. shift tells whether a Shift key exists (the
-// second level is usable). It fails only when a character needs binding
-// and the map has no spare keycode.
-func planX(text string, m keymap, shift bool) (xplan, bool) {
+// second level is usable). held are the spare keycodes that earlier texts
+// bound and that still hold what they bound, least recently used first:
+// they count as spare, a character they hold is typed on them as it is,
+// and one is bound again only when no keycode is free, the least recently
+// used first (so that a window still reading the last text's keys finds
+// them as they were).
+func planX(text string, m keymap, shift bool, held []binding) (xplan, error) {
+	// The held keycodes are spare for the plan: blank them.
+	m.syms = slices.Clone(m.syms)
+	for _, b := range held {
+		clear(m.row(b.kc))
+	}
 	direct := m.direct(shift)
-	spare := m.spare()
+	levels := 1
+	if shift {
+		levels = 2
+	}
 	type slot struct {
 		kc    xproto.Keycode
 		level int
 	}
+	now := map[slot]xproto.Keysym{} // what the spare keycodes hold
+	age := map[xproto.Keycode]int{} // position in held: lower is older
+	for i, b := range held {
+		age[b.kc] = i + 1
+		for level := range levels {
+			if b.syms[level] != 0 {
+				now[slot{b.kc, level}] = b.syms[level]
+			}
+		}
+	}
 	var slots []slot
-	for _, kc := range spare {
-		slots = append(slots, slot{kc, 0})
-		if shift {
-			slots = append(slots, slot{kc, 1})
+	for _, kc := range m.spare() {
+		for level := range levels {
+			slots = append(slots, slot{kc, level})
 		}
 	}
-	var p xplan
-	bound := map[rune]slot{} // what the map holds now
-	held := map[slot]rune{}  // the reverse
-	cur := chunk{keys: map[rune]stroke{}}
-	need := map[rune]bool{} // characters the current chunk binds
-	flush := func() {
-		if len(cur.text) > 0 {
-			p.chunks = append(p.chunks, cur)
-		}
-		cur = chunk{keys: map[rune]stroke{}}
-		clear(need)
-	}
-	for _, r := range text {
-		ks := keysymFor(r)
-		if s, ok := direct[ks]; ok {
-			cur.keys[r] = s
-			cur.text = append(cur.text, r)
+	p := xplan{text: []rune(text), keys: map[rune]stroke{}}
+	var need []rune
+	for _, r := range p.text {
+		if _, ok := p.keys[r]; ok || slices.Contains(need, r) {
 			continue
 		}
-		if !need[r] {
-			if len(slots) == 0 {
-				return xplan{}, false
-			}
-			if len(need) == len(slots) {
-				flush()
-			}
-			need[r] = true
-			if _, ok := bound[r]; !ok {
-				// A slot that no character of this chunk uses.
-				var free slot
-				found := false
-				for _, s := range slots {
-					if old, ok := held[s]; !ok || !need[old] {
-						free, found = s, true
-						if !ok {
-							break
-						}
-					}
-				}
-				if !found {
-					return xplan{}, false // cannot happen: len(need) < len(slots)
-				}
-				if old, ok := held[free]; ok {
-					delete(bound, old)
-				}
-				bound[r], held[free] = free, r
-				cur.bind = setBinding(cur.bind, free.kc, free.level, ks)
-				if !slices.Contains(p.touched, free.kc) {
-					p.touched = append(p.touched, free.kc)
-				}
-			}
-			s := bound[r]
-			cur.keys[r] = stroke{kc: s.kc, shift: s.level == 1}
+		if s, ok := direct[keysymFor(r)]; ok {
+			p.keys[r] = s
+			continue
 		}
-		cur.text = append(cur.text, r)
+		need = append(need, r)
 	}
-	flush()
-	// A changed keycode is set whole: fill in the level that stays.
-	for i := range p.chunks {
-		for j := range p.chunks[i].bind {
-			b := &p.chunks[i].bind[j]
-			for level := range 2 {
-				if b.syms[level] == 0 {
-					b.syms[level] = symAt(p.chunks[:i], b.kc, level)
-				}
-			}
+	if len(need) == 0 {
+		p.held = held
+		return p, nil
+	}
+	if len(slots) == 0 {
+		return xplan{}, errNoSpare
+	}
+	if len(need) > len(slots) {
+		return xplan{}, errTooMany
+	}
+	used := map[slot]bool{}
+	var rest []rune
+	for _, r := range need {
+		ks := keysymFor(r)
+		i := slices.IndexFunc(slots, func(s slot) bool { return now[s] == ks && !used[s] })
+		if i < 0 {
+			rest = append(rest, r)
+			continue
 		}
+		used[slots[i]] = true
+		p.keys[r] = stroke{kc: slots[i].kc, shift: slots[i].level == 1}
 	}
-	return p, true
-}
-
-// setBinding sets one level of keycode kc in list.
-func setBinding(list []binding, kc xproto.Keycode, level int, ks xproto.Keysym) []binding {
-	for i := range list {
-		if list[i].kc == kc {
-			list[i].syms[level] = ks
-			return list
-		}
-	}
-	b := binding{kc: kc}
-	b.syms[level] = ks
-	return append(list, b)
-}
-
-// symAt is the keysym the chunks before leave on keycode kc, level level.
-func symAt(before []chunk, kc xproto.Keycode, level int) xproto.Keysym {
-	for i := len(before) - 1; i >= 0; i-- {
-		for _, b := range before[i].bind {
-			if b.kc == kc && b.syms[level] != 0 {
-				return b.syms[level]
+	// Free slots first (in keycode order), then the least recently used.
+	free := slices.Clone(slots)
+	slices.SortStableFunc(free, func(a, b slot) int {
+		ea, eb := now[a] == 0, now[b] == 0
+		switch {
+		case ea != eb:
+			if ea {
+				return -1
 			}
+			return 1
+		case ea:
+			return 0
+		}
+		return age[a.kc] - age[b.kc]
+	})
+	free = slices.DeleteFunc(free, func(s slot) bool { return used[s] })
+	changed := map[xproto.Keycode]bool{}
+	for i, r := range rest {
+		s := free[i]
+		now[s] = keysymFor(r)
+		used[s] = true
+		changed[s.kc] = true
+		p.keys[r] = stroke{kc: s.kc, shift: s.level == 1}
+	}
+	// A changed keycode is set whole: both levels as they now are.
+	var fresh []binding
+	for _, kc := range m.spare() {
+		b := binding{kc: kc, syms: [2]xproto.Keysym{now[slot{kc, 0}], now[slot{kc, 1}]}}
+		if changed[kc] {
+			p.bind = append(p.bind, b)
+		}
+		if b.syms != [2]xproto.Keysym{} && (used[slot{kc, 0}] || used[slot{kc, 1}]) {
+			fresh = append(fresh, b)
 		}
 	}
-	return 0
+	// What the text used goes last: the most recently used.
+	for _, b := range held {
+		if !slices.ContainsFunc(fresh, func(f binding) bool { return f.kc == b.kc }) {
+			p.held = append(p.held, b)
+		}
+	}
+	p.held = append(p.held, fresh...)
+	return p, nil
 }

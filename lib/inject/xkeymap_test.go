@@ -71,80 +71,131 @@ func TestKeymapDirectAndSpare(t *testing.T) {
 	}
 }
 
-// type simulates typing a plan against m: it applies each chunk's
-// bindings and looks every stroke up in the map as it is then.
+// simulate types a plan against m: it applies the bindings to m (so that
+// the next plan finds them) and looks every stroke up in the map as it
+// then is.
 func simulate(t *testing.T, p xplan, m keymap) string {
 	t.Helper()
-	m.syms = slices.Clone(m.syms)
+	for _, b := range p.bind {
+		row := m.row(b.kc)
+		clear(row)
+		copy(row, b.syms[:])
+	}
 	var out []rune
-	for _, ch := range p.chunks {
-		for _, b := range ch.bind {
-			row := m.row(b.kc)
-			clear(row)
-			copy(row, b.syms[:])
+	for _, r := range p.text {
+		k, ok := p.keys[r]
+		if !ok {
+			t.Fatalf("no key for %q", r)
 		}
-		for _, r := range ch.text {
-			k, ok := ch.keys[r]
-			if !ok {
-				t.Fatalf("no key for %q", r)
-			}
-			level := 0
-			if k.shift {
-				level = 1
-			}
-			out = append(out, rune(m.row(k.kc)[level]))
+		level := 0
+		if k.shift {
+			level = 1
 		}
+		out = append(out, rune(m.row(k.kc)[level]))
 	}
 	return string(out)
 }
 
+// keysyms is what text types as (Latin-1 keysyms are the runes; Unicode
+// ones are 0x01000000 more).
+func keysyms(text string) string {
+	var want []rune
+	for _, r := range text {
+		want = append(want, rune(keysymFor(r)))
+	}
+	return string(want)
+}
+
 func TestPlanX(t *testing.T) {
-	m := testMap()
 	tests := []struct {
-		text   string
-		shift  bool
-		chunks int
+		text  string
+		shift bool
+		err   error
 	}{
-		{"ab BA", true, 1},
-		{"aäöüß", true, 1},       // 4 bound, 6 slots
-		{"xäöüßé", true, 1},      // x is bound too: 6 slots
-		{"xäöüßéñ", true, 2},     // 7 to bind
-		{"äöü äöü", false, 1},    // 3 slots without Shift
-		{"äöüßéñçø", false, 3},   // 8 to bind, 3 at a time
-		{"äöüäöüßäöü", false, 3}, // back to äöü after ß
-		{"A", false, 1},          // A has no plain key: bound
-		{strings.Repeat("ab", 50), true, 1},
+		{"ab BA", true, nil},
+		{"aäöüß", true, nil},          // 4 bound, 6 slots
+		{"xäöüßé", true, nil},         // x is bound too: 6 slots
+		{"xäöüßéñ", true, errTooMany}, // 7 to bind
+		{"äöü äöü", false, nil},       // 3 slots without Shift
+		{"äöüß", false, errTooMany},   // 4 to bind, 3 slots
+		{"A", false, nil},             // A has no plain key: bound
+		{strings.Repeat("ab", 50), true, nil},
 	}
 	for _, tt := range tests {
-		p, ok := planX(tt.text, m, tt.shift)
-		if !ok {
-			t.Errorf("planX(%q) failed", tt.text)
+		m := testMap()
+		p, err := planX(tt.text, m, tt.shift, nil)
+		if !errors.Is(err, tt.err) {
+			t.Errorf("planX(%q, shift %v) = %v, want %v", tt.text, tt.shift, err, tt.err)
 			continue
 		}
-		if len(p.chunks) != tt.chunks {
-			t.Errorf("planX(%q, shift %v) = %d chunks, want %d", tt.text, tt.shift, len(p.chunks), tt.chunks)
+		if err != nil {
+			continue
 		}
-		got := simulate(t, p, m)
-		// Latin-1 keysyms are the runes; Unicode ones are 0x01000000 more.
-		var want []rune
-		for _, r := range tt.text {
-			want = append(want, rune(keysymFor(r)))
-		}
-		if got != string(want) {
+		if got := simulate(t, p, m); got != keysyms(tt.text) {
 			t.Errorf("planX(%q) types %q", tt.text, got)
 		}
-		for _, kc := range p.touched {
-			if !slices.Contains(m.spare(), kc) {
-				t.Errorf("planX(%q) touches keycode %d, which is not spare", tt.text, kc)
+		for _, b := range p.bind {
+			if !slices.Contains(testMap().spare(), b.kc) {
+				t.Errorf("planX(%q) binds keycode %d, which is not spare", tt.text, b.kc)
 			}
 		}
 	}
 	full := keymap{min: 8, per: 2, syms: []xproto.Keysym{'a', 'A', 'b', 0}}
-	if _, ok := planX("ä", full, true); ok {
-		t.Error("planX with no spare keycode succeeded")
+	if _, err := planX("ä", full, true, nil); !errors.Is(err, errNoSpare) {
+		t.Errorf("planX with no spare keycode = %v, want errNoSpare", err)
 	}
-	if p, ok := planX("ab", full, true); !ok || len(p.chunks) != 1 {
-		t.Error("planX of direct keys failed without spare keycodes")
+	if p, err := planX("ab", full, true, nil); err != nil || len(p.bind) != 0 {
+		t.Errorf("planX of direct keys without spare keycodes = %+v, %v", p, err)
+	}
+}
+
+// The bindings stay from one text to the next: a character still bound is
+// typed where it is, and a keycode is bound again only when none is
+// free, the least recently used first.
+func TestPlanXKeepsBindings(t *testing.T) {
+	m := testMap()
+	var held []binding
+	step := func(text string, wantBind int) {
+		t.Helper()
+		p, err := planX(text, m, true, held)
+		if err != nil {
+			t.Fatalf("planX(%q): %v", text, err)
+		}
+		if len(p.bind) != wantBind {
+			t.Errorf("planX(%q) changes %d keycodes, want %d: %v", text, len(p.bind), wantBind, p.bind)
+		}
+		if got := simulate(t, p, m); got != keysyms(text) {
+			t.Errorf("planX(%q) types %q", text, got)
+		}
+		held = p.held
+	}
+	step("äö", 1)   // 12: ä ö
+	step("äö ü", 1) // 13: ü; 12 as it was
+	step("üäö", 0)  // all bound
+	step("ßé", 2)   // the free slots: 13 (Shift): ß, 14: é
+	step("ñ", 1)    // the last free slot: 14 (Shift)
+	step("ñç", 1)   // none free: ç on 12, the least recently used
+	if r := m.row(12); r[0] != 'ç' {
+		t.Errorf("keycode 12 = %v, want ç on it", r)
+	}
+	if r := m.row(13); r[0] != 'ü' || r[1] != 'ß' {
+		t.Errorf("keycode 13 = %v, want ü ß kept", r)
+	}
+	// Bindings that somebody changed since are not ours: m.row(12) now
+	// holds something else and the plan leaves it alone.
+	copy(m.row(12), []xproto.Keysym{'q', 'Q', 0, 0})
+	held = slices.DeleteFunc(held, func(b binding) bool { return !ourRow(m.row(b.kc), b.syms) })
+	p, err := planX("qä", m, true, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := p.keys['q']; k.kc != 12 {
+		t.Errorf("q typed on %v, want keycode 12 (now a used key)", k)
+	}
+	for _, b := range p.bind {
+		if b.kc == 12 {
+			t.Errorf("planX rebinds keycode 12, which is no longer spare")
+		}
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
@@ -195,6 +193,7 @@ func (x *xclient) focus(watch bool) (xtarget, error) {
 type xstate struct {
 	m        keymap
 	shiftKC  xproto.Keycode   // a Shift key, 0: none
+	ctrlKC   xproto.Keycode   // a Control key, 0: none
 	lockKC   xproto.Keycode   // the key of the Lock modifier (Caps Lock), 0: none
 	locked   bool             // Lock is on
 	modsDown []xproto.Keycode // modifier keys held down
@@ -237,6 +236,8 @@ func (x *xclient) readState() (xstate, error) {
 				s.shiftKC = kc
 			case mod == 1 && s.lockKC == 0:
 				s.lockKC = kc
+			case mod == 2 && s.ctrlKC == 0:
+				s.ctrlKC = kc
 			}
 			if isDown(down.Keys, kc) && !slices.Contains(s.modsDown, kc) {
 				s.modsDown = append(s.modsDown, kc)
@@ -260,10 +261,7 @@ type xsession struct {
 	pressd xproto.Keycode
 	// unlocked: Lock was on and we turned it off.
 	unlocked bool
-	bound    []xproto.Keycode                    // spare keycodes changed so far
-	syms     map[xproto.Keycode][2]xproto.Keysym // what they hold now
-	sent     bool                                // a key of the text has been sent
-	wait     time.Duration                       // the pause between chunks (Options.RestoreDelay)
+	sent     bool // a key of the text has been sent
 }
 
 // key sends one key event.
@@ -331,34 +329,36 @@ func (s *xsession) setShift(on bool) {
 	}
 }
 
-// bind makes a chunk's bindings: one ChangeKeyboardMapping per keycode
+// bind makes the text's bindings: one ChangeKeyboardMapping per keycode
 // (spare keycodes are rarely adjacent, and rewriting a used key through
-// the core protocol could lose what XKB knows about it), then one round
-// trip, after which the server has applied all of them and every client
-// has its MappingNotify ahead of the keys that follow.
-func (s *xsession) bind(list []binding) error {
-	if len(list) == 0 {
+// the core protocol could lose what XKB knows about it) and the record of
+// what the spare keycodes now hold (x11Held), then one round trip, after
+// which the server has applied all of them and every client has its
+// MappingNotify ahead of the keys that follow.
+func (s *xsession) bind(p xplan) error {
+	if len(p.bind) == 0 {
 		return nil
 	}
-	for _, b := range list {
+	for _, b := range p.bind {
 		xproto.ChangeKeyboardMapping(s.c.c, 1, b.kc, 2, b.syms[:])
-		if s.syms == nil {
-			s.syms = map[xproto.Keycode][2]xproto.Keysym{}
-		}
-		s.syms[b.kc] = b.syms
-		if !slices.Contains(s.bound, b.kc) {
-			s.bound = append(s.bound, b.kc)
-		}
+	}
+	if err := s.c.writeHeld(p.held); err != nil {
+		return err
 	}
 	_, err := s.c.sync()
 	return err
 }
 
-// typeText types text (clean, not empty) into s.t.
+// typeText types text (clean, not empty) into s.t, in one round of
+// bindings (see xplan).
 func (s *xsession) typeText(ctx context.Context, text string) error {
-	p, ok := planX(text, s.st.m, s.st.shiftKC != 0)
-	if !ok {
-		return fmt.Errorf("x11: no spare keycode in the keyboard map: %w", ErrUnavailable)
+	held, err := s.c.readHeld(s.st.m)
+	if err != nil {
+		return err
+	}
+	p, err := planX(text, s.st.m, s.st.shiftKC != 0, held)
+	if err != nil {
+		return fmt.Errorf("x11: %w: %w", err, ErrUnavailable)
 	}
 	// Keys held down would turn letters into shortcuts: release them (and
 	// never press them again). Caps Lock would change the case: turn it
@@ -371,64 +371,33 @@ func (s *xsession) typeText(ctx context.Context, text string) error {
 		s.key(false, s.st.lockKC)
 		s.unlocked = true
 	}
-	for i, ch := range p.chunks {
-		if i > 0 {
-			// The window may still look up the previous chunk's keys in the
-			// map: give it the time before the bindings change.
-			if err := s.pause(ctx, s.wait); err != nil {
+	if err := s.bind(p); err != nil {
+		return err
+	}
+	if err := s.interrupted(ctx); err != nil {
+		return err
+	}
+	for j, r := range p.text {
+		if j%16 == 0 {
+			if err := s.interrupted(ctx); err != nil {
 				return err
 			}
+			s.c.extend(0)
 		}
-		if err := s.bind(ch.bind); err != nil {
-			return err
-		}
-		if err := s.interrupted(ctx); err != nil {
-			return err
-		}
-		for j, r := range ch.text {
-			if j%16 == 0 {
-				if err := s.interrupted(ctx); err != nil {
-					return err
-				}
-				s.c.extend(0)
-			}
-			k := ch.keys[r]
-			s.setShift(k.shift)
-			s.key(true, k.kc)
-			s.pressd = k.kc
-			s.sent = true
-			s.key(false, k.kc)
-			s.pressd = 0
-		}
-		s.setShift(false)
-		// The server has queued every key to the window once this returns.
-		if _, err := s.c.sync(); err != nil {
-			return err
-		}
-		if err := s.interrupted(ctx); err != nil {
-			return err
-		}
+		k := p.keys[r]
+		s.setShift(k.shift)
+		s.key(true, k.kc)
+		s.pressd = k.kc
+		s.sent = true
+		s.key(false, k.kc)
+		s.pressd = 0
 	}
-	return nil
-}
-
-// pause waits d, or until ctx ends or the window goes away.
-func (s *xsession) pause(ctx context.Context, d time.Duration) error {
-	s.c.extend(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-s.c.events:
-			if err := s.check(ev); err != nil {
-				return err
-			}
-		}
+	s.setShift(false)
+	// The server has queued every key to the window once this returns.
+	if _, err := s.c.sync(); err != nil {
+		return err
 	}
+	return s.interrupted(ctx)
 }
 
 // release leaves nothing pressed: the key of a press whose release was not
@@ -450,36 +419,6 @@ func (s *xsession) release() error {
 	return err
 }
 
-// restore puts the original keysyms back on the keycodes it bound, where
-// they still hold what was bound (the map may have been replaced since),
-// and waits for the server to apply it.
-func (s *xsession) restore(orig keymap) error {
-	if len(s.bound) == 0 {
-		return nil
-	}
-	s.c.extend(0)
-	cookies := make([]xproto.GetKeyboardMappingCookie, len(s.bound))
-	for i, kc := range s.bound {
-		cookies[i] = xproto.GetKeyboardMapping(s.c.c, kc, 1)
-	}
-	for i, kc := range s.bound {
-		r, err := cookies[i].Reply()
-		if err != nil {
-			return fmt.Errorf("x11: read the keyboard map: %w", err)
-		}
-		if !ourRow(r.Keysyms, s.syms[kc]) {
-			continue // somebody else changed it since
-		}
-		row := orig.row(kc)
-		xproto.ChangeKeyboardMapping(s.c.c, 1, kc, byte(len(row)), row)
-	}
-	s.bound = nil
-	if _, err := s.c.sync(); err != nil {
-		return fmt.Errorf("x11: restore the keyboard map: %w", err)
-	}
-	return nil
-}
-
 // ourRow reports whether a map row holds what we bound: the two levels
 // (the server shows a key of one group in the second group's columns as
 // well, "a A a A"), and nothing else.
@@ -492,51 +431,136 @@ func ourRow(row []xproto.Keysym, syms [2]xproto.Keysym) bool {
 	return len(row) > 0 && row[0] == syms[0]
 }
 
-// xPending is the restore of the last typing's keyboard map changes,
-// which waits a moment after the last key (see restoreLater).
-var xPending struct {
-	mu   sync.Mutex
-	done chan struct{} // closed when the restore has run; nil: none pending
+// x11Held records, in a property of the root window, what the x11
+// backend left on the spare keycodes: a list of (keycode, keysym, shifted
+// keysym), least recently used first. The bindings stay until a later text
+// needs the keycodes for other characters, or until Settle: a window reads
+// the map only when it looks up a key, which on a busy machine can be long
+// after the key was sent, and no timer can tell when it has. Kept on the
+// server, the record outlives this process: a daemon that was killed
+// finds its keycodes again (those that still hold what it bound).
+const x11Held = "_YAZSES_HELD_KEYCODES"
+
+// heldAtom interns x11Held.
+func (x *xclient) heldAtom() (xproto.Atom, error) {
+	r, err := xproto.InternAtom(x.c, false, uint16(len(x11Held)), x11Held).Reply()
+	if err != nil {
+		return 0, fmt.Errorf("x11: intern atom: %w", err)
+	}
+	return r.Atom, nil
 }
 
-// Settle waits until the keyboard map changes of the in-process X11
-// backend are undone: they are undone Options.RestoreDelay after the last
-// key, in the background, so that the window can look the keys up first.
-// A program that typed calls it before it exits.
+// readHeld returns the recorded bindings whose keycodes still hold what
+// was bound in m (the map may have been replaced since).
+func (x *xclient) readHeld(m keymap) ([]binding, error) {
+	atom, err := x.heldAtom()
+	if err != nil {
+		return nil, err
+	}
+	r, err := xproto.GetProperty(x.c, false, x.root, atom, xproto.AtomCardinal, 0, 3*256).Reply()
+	if err != nil {
+		return nil, fmt.Errorf("x11: read the bound keycodes: %w", err)
+	}
+	if r.Format != 32 {
+		return nil, nil
+	}
+	var out []binding
+	for i := 0; i+12 <= len(r.Value); i += 12 {
+		kc := xgb.Get32(r.Value[i:])
+		b := binding{kc: xproto.Keycode(kc), syms: [2]xproto.Keysym{
+			xproto.Keysym(xgb.Get32(r.Value[i+4:])), xproto.Keysym(xgb.Get32(r.Value[i+8:]))}}
+		if kc > 8 && kc <= 255 && ourRow(m.row(b.kc), b.syms) &&
+			!slices.ContainsFunc(out, func(o binding) bool { return o.kc == b.kc }) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// writeHeld records held (without a round trip).
+func (x *xclient) writeHeld(held []binding) error {
+	atom, err := x.heldAtom()
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		xproto.DeleteProperty(x.c, x.root, atom)
+		return nil
+	}
+	data := make([]byte, 12*len(held))
+	for i, b := range held {
+		xgb.Put32(data[12*i:], uint32(b.kc))
+		xgb.Put32(data[12*i+4:], uint32(b.syms[0]))
+		xgb.Put32(data[12*i+8:], uint32(b.syms[1]))
+	}
+	xproto.ChangeProperty(x.c, xproto.PropModeReplace, x.root, atom, xproto.AtomCardinal, 32, uint32(3*len(held)), data)
+	return nil
+}
+
+// freeHeld empties the keycodes that x11Held records (those that still
+// hold what was bound) and deletes the record.
+func (x *xclient) freeHeld() error {
+	st, err := x.readState()
+	if err != nil {
+		return err
+	}
+	held, err := x.readHeld(st.m)
+	if err != nil {
+		return err
+	}
+	empty := make([]xproto.Keysym, max(st.m.per, 2))
+	for _, b := range held {
+		xproto.ChangeKeyboardMapping(x.c, 1, b.kc, byte(len(empty)), empty)
+	}
+	if err := x.writeHeld(nil); err != nil {
+		return err
+	}
+	if _, err := x.sync(); err != nil {
+		return fmt.Errorf("x11: free the bound keycodes: %w", err)
+	}
+	return nil
+}
+
+// x11Displays are the sessions (their environments, by DISPLAY and
+// XAUTHORITY) that the x11 backend typed into: Settle frees their
+// keycodes.
+var x11Displays = map[string][]string{} // guarded by x11Mu
+
+// useDisplay notes env for Settle; x11Mu is held.
+func useDisplay(env []string) {
+	o := Options{Environ: env}
+	x11Displays[o.getenv("DISPLAY")+"\x00"+o.getenv("XAUTHORITY")] = env
+}
+
+// Settle gives the spare keycodes that the in-process X11 backend bound
+// their empty rows back (see x11Held), on every display it typed into,
+// waiting at most a few seconds for each. The bindings stay between
+// texts, so that a window that reads its keys late still finds them: a
+// program that typed calls Settle before it exits. A display that is gone
+// is skipped.
 func Settle() {
-	xPending.mu.Lock()
-	done := xPending.done
-	xPending.mu.Unlock()
-	if done != nil {
-		<-done
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	for key, env := range x11Displays {
+		delete(x11Displays, key)
+		ctx, cancel := context.WithTimeout(context.Background(), xIOTimeout)
+		c, err := dialX(ctx, env)
+		cancel()
+		if err != nil {
+			continue
+		}
+		_ = c.freeHeld()
+		c.close()
 	}
 }
 
-// restoreLater restores the map after d in the background and closes the
-// connection. Settle waits for it; so does the next typing.
-func restoreLater(s *xsession, orig keymap, d time.Duration, log func(error)) {
-	done := make(chan struct{})
-	xPending.mu.Lock()
-	xPending.done = done
-	xPending.mu.Unlock()
-	s.c.extend(d)
-	go func() {
-		defer close(done)
-		defer s.c.close()
-		time.Sleep(d)
-		if err := s.restore(orig); err != nil {
-			log(err)
-		}
-	}()
-}
-
-// pauses reports whether typing text would pause between chunks: it has
-// more characters to bind than the spare keycodes hold. A Typer pastes
-// such a text when pasting is on (see Options.PasteOverChars).
+// pauses reports whether text is more than the x11 backend types: it has
+// more characters to bind than the spare keycodes hold at once (see
+// xplan). A Typer pastes such a text when pasting is on (see
+// Options.PasteOverChars).
 func (x *x11) pauses(ctx context.Context, text string) bool {
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
-	Settle() // spare keycodes still bound look taken
 	c, err := dialX(ctx, x.o.Environ)
 	if err != nil {
 		return false
@@ -546,8 +570,12 @@ func (x *x11) pauses(ctx context.Context, text string) bool {
 	if err != nil {
 		return false
 	}
-	p, ok := planX(untrusted.Typed(text), st.m, st.shiftKC != 0)
-	return ok && len(p.chunks) > 1
+	held, err := c.readHeld(st.m)
+	if err != nil {
+		return false
+	}
+	_, err = planX(untrusted.Typed(text), st.m, st.shiftKC != 0, held)
+	return errors.Is(err, errTooMany)
 }
 
 func (x *x11) Type(ctx context.Context, text string) error {
@@ -557,37 +585,28 @@ func (x *x11) Type(ctx context.Context, text string) error {
 	}
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
-	Settle() // the previous text's map changes are undone first
 	c, err := dialX(ctx, x.o.Environ)
 	if err != nil {
 		return fmt.Errorf("x11: %w", err)
 	}
+	defer c.close()
 	t, err := c.focus(true)
 	if err != nil {
-		c.close()
 		return err
 	}
 	x.o.Log.Debug("focus", "backend", X11, "focus", t.focus.String())
 	if t.focus != FocusWindow {
-		c.close()
 		return fmt.Errorf("%s: focus %s: %w", X11, t.focus, ErrNoTarget)
 	}
 	st, err := c.readState()
 	if err != nil {
-		c.close()
 		return err
 	}
-	s := &xsession{c: c, t: t, st: st, wait: x.o.RestoreDelay}
+	useDisplay(x.o.Environ)
+	s := &xsession{c: c, t: t, st: st}
 	err = s.typeText(ctx, text)
 	if rerr := s.release(); rerr != nil && err == nil {
 		err = rerr
-	}
-	if len(s.bound) > 0 {
-		restoreLater(s, st.m, x.o.RestoreDelay, func(err error) {
-			x.o.Log.Warn("x11: the keyboard map was not restored", "err", err)
-		})
-	} else {
-		c.close()
 	}
 	switch {
 	case err == nil:
