@@ -51,7 +51,7 @@ func (c call) run(ctx context.Context, name string, args ...string) ([]byte, err
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Env = c.env
+	cmd.Env = utf8Locale(c.env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -128,4 +128,31 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// utf8Locale returns env with a UTF-8 character type: xdotool, wtype and
+// ydotool read the text in the encoding of LC_CTYPE and, in the C locale
+// (a systemd user manager often sets no LANG), drop every character that
+// is not ASCII, exiting 0 ("Grüße" arrives as "Gr"). An environment whose
+// character type is UTF-8 already is returned as it is; otherwise LC_ALL
+// (which would win) goes and LC_CTYPE is C.UTF-8, which glibc always has.
+func utf8Locale(env []string) []string {
+	o := Options{Environ: env}
+	ctype := o.getenv("LC_ALL")
+	if ctype == "" {
+		ctype = o.getenv("LC_CTYPE")
+	}
+	if ctype == "" {
+		ctype = o.getenv("LANG")
+	}
+	if c := strings.ToLower(ctype); strings.Contains(c, "utf-8") || strings.Contains(c, "utf8") {
+		return env
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "LC_ALL=") && !strings.HasPrefix(kv, "LC_CTYPE=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "LC_CTYPE=C.UTF-8")
 }
