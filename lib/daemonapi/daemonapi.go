@@ -107,6 +107,12 @@ const (
 	// so it was not asked (nothing spoken, nothing charged).
 	ReasonAuditUnavailable = "audit_unavailable"
 	ReasonShuttingDown     = "shutting_down"
+	// ReasonStateUnavailable: the daemon cannot write its crash marker in
+	// the state folder (full, or not writable), so a crash would go
+	// unnoticed and hand out a fresh budget: no question is asked until
+	// it can (status shows state_failing). Nothing spoken, nothing
+	// charged.
+	ReasonStateUnavailable = "state_unavailable"
 )
 
 // AskParams are the parameters of ask_human.
@@ -218,6 +224,10 @@ type Status struct {
 	// that is gone). ask_human is unavailable (audit_unavailable) until a
 	// write succeeds again; dictation goes on.
 	AuditFailing bool `json:"audit_failing"`
+	// StateFailing says why the crash marker cannot be written in the
+	// state folder ("" when it is written): ask_human is unavailable
+	// (state_unavailable) until it can be; dictation goes on.
+	StateFailing string `json:"state_failing,omitempty"`
 }
 
 // HoldResult is the result of the hold methods.

@@ -16,7 +16,10 @@
 //   - [Listen] takes an exclusive, non-blocking flock on yazsesd.lock in
 //     that folder and stores its pid there; a second daemon fails with
 //     [ErrAlreadyRunning] naming that pid. The kernel drops the lock when
-//     the holder dies, however it dies.
+//     the holder dies, however it dies. [Lock] is that lock for any file:
+//     yazsesd also takes one in its state folder, which every daemon of
+//     the user sees whatever its runtime folder, and stores its socket
+//     there too, so the second daemon's error names both.
 //   - Holding the lock, Listen dials the socket first. Only a refused
 //     connection proves the socket stale; then it is replaced. Anything
 //     that answers is left alone ([ErrSocketInUse]): a live daemon is never

@@ -38,14 +38,20 @@ var (
 	ErrNotRunning = errors.New("yazsesd is not running")
 )
 
-// AlreadyRunningError is Listen's error when another process holds the
-// lock. It matches ErrAlreadyRunning with errors.Is.
+// AlreadyRunningError is the error of Listen and Lock when another process
+// holds the lock. It matches ErrAlreadyRunning with errors.Is.
 type AlreadyRunningError struct {
 	PID int // the holder's pid as stored in the lock file; 0 if unknown
+	// Socket is the socket the holder listens on, as it stored it in the
+	// lock file (Lock's info); "" if unknown.
+	Socket string
 }
 
 func (e *AlreadyRunningError) Error() string {
-	if e.PID > 0 {
+	switch {
+	case e.PID > 0 && e.Socket != "":
+		return fmt.Sprintf("%v (pid %d, socket %s)", ErrAlreadyRunning, e.PID, e.Socket)
+	case e.PID > 0:
 		return fmt.Sprintf("%v (pid %d)", ErrAlreadyRunning, e.PID)
 	}
 	return ErrAlreadyRunning.Error()
@@ -151,7 +157,7 @@ func Listen(dir string) (*Listener, error) {
 	if err := checkDir(dir, false); err != nil {
 		return nil, fmt.Errorf("safesocket listen: %w", err)
 	}
-	lock, err := takeLock(filepath.Join(dir, LockName))
+	lock, err := Lock(filepath.Join(dir, LockName), "")
 	if err != nil {
 		return nil, fmt.Errorf("safesocket listen: %w", err)
 	}
@@ -168,8 +174,19 @@ func Listen(dir string) (*Listener, error) {
 	return &Listener{ul: ul, path: path, ino: ino, lock: lock, uid: os.Geteuid()}, nil
 }
 
-// takeLock opens and flocks the lock file and writes our pid into it.
-func takeLock(path string) (*os.File, error) {
+// Lock takes an exclusive, non-blocking flock on the file at path (created
+// 0600; a symlink, or a file that is not a regular file of ours, is
+// refused) and writes our pid into it, and info on the next line (the
+// daemon puts its socket there). When another process holds the lock it
+// fails with an *AlreadyRunningError naming the holder's pid and info. The
+// kernel drops the lock when the holder dies, however it dies; closing the
+// file releases it.
+//
+// The pid and info are written in place, over what an earlier holder left
+// (then cut to length), so a lock file that exists takes no new space: on
+// a full disk the lock is still taken, and a write that fails leaves only
+// the holder unnamed (not an error).
+func Lock(path, info string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
@@ -186,29 +203,33 @@ func takeLock(path string) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &AlreadyRunningError{PID: readPID(f)}
+			return nil, readHolder(f)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write lock: %w", err)
+	body := strconv.Itoa(os.Getpid()) + "\n"
+	if info != "" {
+		body += strings.ReplaceAll(info, "\n", " ") + "\n"
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write lock: %w", err)
+	if _, err := f.WriteAt([]byte(body), 0); err == nil {
+		_ = f.Truncate(int64(len(body)))
+	} else {
+		_ = f.Truncate(0) // no stale pid: the holder stays unnamed
 	}
 	return f, nil
 }
 
-func readPID(f *os.File) int {
-	b := make([]byte, 32)
+// readHolder reads the pid and info a lock holder wrote.
+func readHolder(f *os.File) *AlreadyRunningError {
+	b := make([]byte, 4096)
 	n, _ := f.ReadAt(b, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	first, rest, _ := strings.Cut(string(b[:n]), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
 	if err != nil || pid <= 0 {
-		return 0
+		return &AlreadyRunningError{}
 	}
-	return pid
+	info, _, _ := strings.Cut(rest, "\n")
+	return &AlreadyRunningError{PID: pid, Socket: strings.TrimSpace(info)}
 }
 
 // clearStale removes a socket at path only when a connect to it is

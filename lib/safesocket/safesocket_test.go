@@ -687,3 +687,35 @@ func TestDialRefusesOtherServer(t *testing.T) {
 		t.Errorf("Dial to a server of uid 65534 = %v, want a refusal", err)
 	}
 }
+
+// TestLockNamesHolder (issue 23, item 5): Lock's second taker is told the
+// holder's pid and the socket it stored; an earlier holder's longer
+// content is overwritten and cut, never mixed in; Close releases it.
+func TestLockNamesHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "yazsesd.lock")
+	if err := os.WriteFile(path, []byte("999999\n/an/older/socket/path/that/is/much/longer/than/ours.sock\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Lock(path, "/run/test/yazses/yazsesd.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(os.Getpid()) + "\n/run/test/yazses/yazsesd.sock\n"
+	if b, _ := os.ReadFile(path); string(b) != want {
+		t.Errorf("lock file holds %q, want %q", b, want)
+	}
+	_, err = Lock(path, "/another.sock")
+	var are *AlreadyRunningError
+	if !errors.As(err, &are) || are.PID != os.Getpid() || are.Socket != "/run/test/yazses/yazsesd.sock" {
+		t.Fatalf("second Lock = %v, want ErrAlreadyRunning naming pid %d and the socket", err, os.Getpid())
+	}
+	if !strings.Contains(err.Error(), "socket /run/test/yazses/yazsesd.sock") {
+		t.Errorf("error %q does not name the socket", err)
+	}
+	f.Close()
+	g, err := Lock(path, "")
+	if err != nil {
+		t.Fatalf("Lock after Close = %v", err)
+	}
+	g.Close()
+}

@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -268,5 +272,54 @@ func writeSilenceWAV(t *testing.T, path string, d time.Duration) {
 	b := append(pcm.WAVHeader(int64(2*n)), make([]byte, 2*n)...)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSecondDaemonWithAnotherRuntimeDirRefused (issue 23, item 5): one
+// daemon per user, not per runtime folder. While a daemon runs with its
+// budget spent, a second `yazsesd run` of the same user with another
+// XDG_RUNTIME_DIR (same configuration and state) refuses to start: exit
+// 125 (the unit's RestartPreventExitStatus, so systemd does not loop on
+// it), an error naming the first daemon's pid and socket, no socket of
+// its own, and one daemon.started in the one audit log. It used to start
+// with a fresh budget and speak.
+func TestSecondDaemonWithAnotherRuntimeDirRefused(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, baseConfig())
+	if r := d.Ask("Shall I deploy the build?", 30); r.Result != daemonapi.Answered {
+		t.Fatalf("first ask = %+v, want answered", r)
+	}
+	other, err := os.MkdirTemp("", "yzr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	second := exec.CommandContext(ctx, bin("yazsesd"), "run")
+	second.Env = append(slices.Clone(d.Env), "XDG_RUNTIME_DIR="+other) // the last value wins
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	err = second.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("a second yazsesd with another runtime folder still ran 30 s after its start (want it refused); its log:\n%s", stderr.String())
+	}
+	if code := second.ProcessState.ExitCode(); code != 125 {
+		t.Errorf("second yazsesd: exit %d (%v), want 125 (do not restart)", code, err)
+	}
+	msg := stderr.String()
+	for _, want := range []string{"already running", "pid " + itoa(d.Cmd.Process.Pid), d.Socket()} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("second yazsesd's error %q does not say %q", msg, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(other, "yazses", "yazsesd.sock")); err == nil {
+		t.Error("the refused daemon made a socket")
+	}
+	if n := d.Count("daemon.started", ""); n != 1 {
+		t.Errorf("audit has %d daemon.started, want 1: the second daemon must not have run", n)
+	}
+	if r := d.Ask("And another?", 10); r.Result != daemonapi.Refused {
+		t.Errorf("ask after the second start = %+v, want refused: the one budget is spent", r)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/yazses/yazses/lib/inject"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/safesocket"
 )
 
 const name = "yazsesd"
@@ -60,7 +61,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return code
 	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, version: version, log: c.Logging}
-	return cli.Report(name, stderr, k.Run(e))
+	err := k.Run(e)
+	code = cli.Report(name, stderr, err)
+	if errors.Is(err, safesocket.ErrAlreadyRunning) {
+		// Another daemon of this user runs: a restart would find it
+		// again, so the unit must not loop (RestartPreventExitStatus).
+		return cli.ExitNoRestart
+	}
+	return code
 }
 
 // RunCmd is `yazsesd run`.
@@ -125,6 +133,9 @@ func (r *RunCmd) Run(e *env) error {
 	}
 	err = d.Run(ctx, hup)
 	_ = sd.Notify(sdnotify.Stopping)
+	if errors.Is(err, safesocket.ErrAlreadyRunning) {
+		return fmt.Errorf("%w: one daemon per user; stop that one first (systemctl --user stop yazsesd, or end that process), or use it", err)
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -165,6 +176,9 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 	fmt.Fprintf(w, "health\t%s\n", st.Health)
 	if st.AuditFailing {
 		fmt.Fprintf(w, "audit\tfailing: the audit log cannot be written (is its disk full?); ask_human is unavailable until it can, dictation goes on\n")
+	}
+	if st.StateFailing != "" {
+		fmt.Fprintf(w, "state\tfailing: %s; ask_human is unavailable until it can be (each question tries again), dictation goes on\n", st.StateFailing)
 	}
 	fmt.Fprintf(w, "model\t%s (language %s)\n", st.Model, st.Language)
 	typing := st.Typing.Inject + " → " + strings.Join(st.Typing.Backends, ", ")

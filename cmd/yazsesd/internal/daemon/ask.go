@@ -187,6 +187,12 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 	if !cfg.MCP.AskHuman {
 		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
 	}
+	// A daemon that could not record that it runs would hand out a fresh
+	// budget after a crash: no question until the marker is written
+	// (marker.go); this tries again.
+	if d.marker == nil || d.marker.write() != nil {
+		return result(daemonapi.Unavailable, daemonapi.ReasonStateUnavailable)
+	}
 	if timeoutS == 0 {
 		timeoutS = cfg.Ask.DefaultTimeoutS
 	}

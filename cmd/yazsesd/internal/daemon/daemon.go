@@ -13,8 +13,11 @@
 // started with --spent: it refuses every question for the rest of the hour
 // (fail closed), which status reports as budget.fail_closed. So is the
 // first gate of a daemon whose predecessor ended without a clean stop in
-// this boot (a crash marker in the runtime folder, marker.go), so that a
-// crash of the daemon itself never hands out a fresh budget.
+// this boot (a crash marker in the state folder, marker.go), so that a
+// crash of the daemon itself never hands out a fresh budget; a daemon that
+// cannot write its marker speaks no question until it can. One daemon runs
+// per user: the lock is in the state folder too, whatever the runtime
+// folder.
 //
 // Budget. A question's slot is reserved in the gate before any audio and
 // settled once, when the call ends, in ask.settle: released only when the
@@ -57,6 +60,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -146,6 +150,9 @@ type Daemon struct {
 	gate   *child.Gate
 	speak  *child.Speaker
 	decode *child.Decoder
+	// marker is the crash marker in the state folder (marker.go); set by
+	// Run. Until it is written no question is spoken.
+	marker *marker
 	mic    *child.Mic
 	// vad is the Silero detector child (detect.go); nil when [vad]
 	// chose the energy detector at start.
@@ -338,12 +345,6 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			return fmt.Errorf("socket folder: %w", err)
 		}
 	}
-	ln, err := safesocket.Listen(dir)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	defer ln.Close()
-
 	cfg := d.config()
 	auditPath := d.opt.AuditPath
 	if auditPath == "" {
@@ -354,13 +355,33 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
+	if auditPath == "" {
+		return errors.New("no state folder: neither XDG_STATE_HOME nor HOME is set")
+	}
 	d.audit = al
+	// One daemon per user, whatever its runtime folder: the lock is in
+	// the state folder, with the crash marker (marker.go).
+	stateDir := filepath.Dir(auditPath)
+	lock, err := lockInstance(stateDir, safesocket.SocketPath(dir))
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	ln, err := safesocket.Listen(dir)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+
 	defer al.Close()
 	// The crash marker (marker.go): after an unclean end of the previous
-	// daemon in this boot the gate starts fully spent.
-	unclean, err := markRunning(dir)
-	if err != nil {
-		d.log.Error("the crash marker could not be written: a crash of this daemon would not be noticed by the next one", "err", err)
+	// daemon in this boot the gate starts fully spent; while this one's
+	// cannot be written, no question is spoken.
+	d.marker = &marker{dir: stateDir}
+	unclean := d.marker.check()
+	if err := d.marker.write(); err != nil {
+		d.log.Error("the crash marker could not be written: no question is spoken until it can be (each ask_human tries again); dictation goes on", "err", err)
+		d.auditf(audit.Event{Kind: "marker.failing"})
 	}
 	if unclean {
 		d.gate.StartSpent(daemonapi.FailClosedDaemon)
@@ -464,7 +485,7 @@ loop:
 	if runErr == nil {
 		// A clean stop: the next daemon starts a fresh budget. Not
 		// deferred, so that a panic leaves the marker in place.
-		if err := markStopped(dir); err != nil {
+		if err := d.marker.stopped(); err != nil {
 			d.log.Warn("the crash marker could not be removed: the next start will count as after a crash", "err", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,32 +288,4 @@ func TestDecodeFileGivesWay(t *testing.T) {
 	if o.text != "p p p" {
 		t.Errorf("text %q, want the three pieces' in order", o.text)
 	}
-}
-
-// The crash marker: a start after a start without a clean stop is
-// unclean; a clean stop, or a marker of another boot, starts fresh.
-func TestMarker(t *testing.T) {
-	dir := t.TempDir()
-	step := func(want bool) {
-		t.Helper()
-		unclean, err := markRunning(dir)
-		if err != nil || unclean != want {
-			t.Errorf("markRunning = %v, %v; want %v", unclean, err, want)
-		}
-	}
-	step(false) // first start
-	step(true)  // killed, started again
-	if err := markStopped(dir); err != nil {
-		t.Fatal(err)
-	}
-	step(false) // after a clean stop
-	b, _ := os.ReadFile(filepath.Join(dir, markerName))
-	if boot, pid := parseMarker(b); boot != bootID() || pid != os.Getpid() {
-		t.Errorf("marker %q", b)
-	}
-	// A marker left by another boot (the runtime folder survived a reboot).
-	if err := os.WriteFile(filepath.Join(dir, markerName), bytes.ReplaceAll(b, []byte(bootID()), []byte("another-boot")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	step(false)
 }

@@ -154,6 +154,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 
 		Health:         d.health.summary(),
 		AuditFailing:   d.auditFailing(),
+		StateFailing:   d.stateFailing(),
 		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
 		Language:       d.opt.Config.Decode.Language,
 		CaptureBackend: d.opt.Config.Capture.Backend,
@@ -161,6 +162,14 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Typing:         d.typing(),
 		Hotkey:         d.hotkeyStatus(),
 	}
+}
+
+// stateFailing says why the crash marker is not written ("" when it is).
+func (d *Daemon) stateFailing() string {
+	if d.marker == nil {
+		return ""
+	}
+	return d.marker.failing()
 }
 
 func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {

@@ -1,0 +1,249 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/safesocket"
+)
+
+// The crash marker: a start after a start without a clean stop is
+// unclean; a clean stop, or a marker of another boot, starts fresh.
+func TestMarker(t *testing.T) {
+	m := &marker{dir: t.TempDir()}
+	step := func(want bool) {
+		t.Helper()
+		if unclean := m.check(); unclean != want {
+			t.Errorf("check = %v; want %v", unclean, want)
+		}
+		m.written = false // as a new daemon
+		if err := m.write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(false) // first start
+	step(true)  // killed, started again
+	if err := m.stopped(); err != nil {
+		t.Fatal(err)
+	}
+	step(false) // after a clean stop
+	p := filepath.Join(m.dir, markerName)
+	b, _ := os.ReadFile(p)
+	if boot, pid, ok := parseMarker(b); !ok || boot != bootID() || pid != os.Getpid() {
+		t.Errorf("marker %q", b)
+	}
+	// A marker left by another boot (the folder survived a reboot).
+	if err := os.WriteFile(p, []byte("boot_id=another-boot\npid=12\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step(false)
+}
+
+// TestMarkerDamagedCountsUnclean (issue 23, item 4): a marker that exists
+// but cannot be read as one of another boot counts as an unclean stop
+// (fail closed): empty, cut short, garbage, a symlink (dangling, or to a
+// well-formed marker of another boot), a folder. Only a well-formed
+// marker of another boot, or none, starts fresh.
+func TestMarkerDamagedCountsUnclean(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("boot_id=another-boot\npid=12\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		make    func(p string) error
+		unclean bool
+	}{
+		{"none", func(string) error { return nil }, false},
+		{"another boot", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-boot\npid=12\n"), 0o600) }, false},
+		{"this boot", func(p string) error {
+			return os.WriteFile(p, []byte("boot_id="+bootID()+"\npid=12\n"), 0o600)
+		}, true},
+		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o600) }, true},
+		{"cut short", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-bo"), 0o600) }, true},
+		{"no pid", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-boot\n"), 0o600) }, true},
+		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xff\xfe garbage\n"), 0o600) }, true},
+		{"dangling symlink", func(p string) error { return os.Symlink(filepath.Join(filepath.Dir(p), "gone"), p) }, true},
+		{"symlink to another boot's marker", func(p string) error { return os.Symlink(other, p) }, true},
+		{"folder", func(p string) error { return os.Mkdir(p, 0o700) }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := &marker{dir: t.TempDir()}
+			if err := c.make(filepath.Join(m.dir, markerName)); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.check(); got != c.unclean {
+				t.Errorf("check = %v, want unclean %v", got, c.unclean)
+			}
+		})
+	}
+}
+
+// fakeDaemon runs a daemon whose children are fakeChild, in runtime
+// folder run, with its audit (and so its state folder) in state. It
+// returns Run's error channel and a stop.
+func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.MCP.AskHuman = true
+	cfg.Children.Gate, cfg.Children.Speak, cfg.Children.Decode, cfg.Children.Capture = fakeChild, fakeChild, fakeChild, fakeChild
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Config: cfg, Log: slog.New(slog.DiscardHandler), RuntimeDir: run,
+		AuditPath: filepath.Join(state, "audit.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx, nil) }()
+	return errc, cancel
+}
+
+// dialFake waits (up to 20 s) until the daemon in run answers status.
+func dialFake(t *testing.T, run string, errc <-chan error) *daemonapi.Client {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-errc:
+			t.Fatalf("the daemon ended before it listened: %v", err)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := safesocket.Dial(ctx, run)
+		cancel()
+		if err == nil {
+			c := daemonapi.NewClient(conn)
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not listen in %s within 20 s: %v", run, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMarkerWriteFailsClosed (issue 23, item 4): a daemon whose crash
+// marker cannot be written (ENOSPC: a full folder) speaks no question:
+// ask_human is unavailable, reason state_unavailable, status says why,
+// and the audit says it once. Once the marker can be written, the next
+// ask_human writes it (and goes on to the gate) and status is clear.
+// (It used to log an error and serve: a crash then gave a fresh budget.)
+func TestMarkerWriteFailsClosed(t *testing.T) {
+	var full atomic.Bool
+	full.Store(true)
+	writeFile = func(name string, data []byte, perm os.FileMode) error {
+		if full.Load() {
+			return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+		}
+		return os.WriteFile(name, data, perm)
+	}
+	t.Cleanup(func() { writeFile = os.WriteFile })
+	dir, err := os.MkdirTemp("", "ymk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	run, state := filepath.Join(dir, "run"), filepath.Join(dir, "state")
+	errc, stop := runFakeDaemon(t, run, state)
+	c := dialFake(t, filepath.Join(run), errc)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	r, err := c.AskHuman(ctx, daemonapi.AskParams{Question: "Is the marker written?", TimeoutS: 5})
+	if err != nil || r.Result != daemonapi.Unavailable || r.Reason != daemonapi.ReasonStateUnavailable {
+		t.Errorf("ask_human with no marker = %+v, %v; want unavailable state_unavailable", r, err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.StateFailing, "crash marker") || !strings.Contains(st.StateFailing, "no space left") {
+		t.Errorf("status state_failing = %q, want the crash marker and the cause (no space left)", st.StateFailing)
+	}
+	if _, err := os.Lstat(filepath.Join(state, markerName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a marker exists although every write failed: %v", err)
+	}
+
+	full.Store(false) // the space is freed
+	r, err = c.AskHuman(ctx, daemonapi.AskParams{Question: "And now?", TimeoutS: 5})
+	if err != nil || r.Reason == daemonapi.ReasonStateUnavailable {
+		t.Errorf("ask_human once the marker can be written = %+v, %v; want it past the marker (to the fake gate)", r, err)
+	}
+	if st, err := c.Status(ctx); err != nil || st.StateFailing != "" {
+		t.Errorf("status state_failing = %q (%v) once the marker is written, want empty", st.StateFailing, err)
+	}
+	if _, err := os.Stat(filepath.Join(state, markerName)); err != nil {
+		t.Errorf("no marker after the retry: %v", err)
+	}
+	c.Close()
+	stop()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	evs, err := audit.Read(filepath.Join(state, "audit.jsonl"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Kind == "marker.failing" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d marker.failing audit events, want 1", n)
+	}
+}
+
+// TestSecondDaemonOtherRuntimeRefused (issue 23, item 5): a second daemon
+// of the same user with another runtime folder (XDG_RUNTIME_DIR) but the
+// same state folder refuses to start, naming the first one's pid and
+// socket; it used to start with a fresh budget and write the same audit.
+func TestSecondDaemonOtherRuntimeRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ymk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	state := filepath.Join(dir, "state")
+	run1, run2 := filepath.Join(dir, "run1"), filepath.Join(dir, "run2")
+	errc1, stop1 := runFakeDaemon(t, run1, state)
+	dialFake(t, run1, errc1)
+
+	errc2, stop2 := runFakeDaemon(t, run2, state)
+	select {
+	case err := <-errc2:
+		var are *safesocket.AlreadyRunningError
+		if !errors.As(err, &are) || are.PID != os.Getpid() || are.Socket != safesocket.SocketPath(run1) {
+			t.Errorf("second daemon: %v, want ErrAlreadyRunning naming pid %d and socket %s", err, os.Getpid(), safesocket.SocketPath(run1))
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("a second daemon with another runtime folder still runs 20 s after its start; want it refused")
+		stop2()
+		<-errc2
+	}
+	stop2()
+	if _, err := os.Lstat(safesocket.SocketPath(run2)); err == nil {
+		t.Error("the refused daemon left a socket in its runtime folder")
+	}
+	stop1()
+	if err := <-errc1; err != nil {
+		t.Fatalf("first daemon: Run = %v", err)
+	}
+}
