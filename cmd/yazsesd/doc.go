@@ -108,8 +108,15 @@
 //
 // The budget starts spent for the hour (fail closed) when the previous
 // daemon of this user did not stop cleanly in this boot: a marker file,
-// yazsesd.running in the socket's folder, is written at start and removed
-// at a clean stop (SIGINT, SIGTERM). budget.status says why
+// yazsesd.running in the state folder ($XDG_STATE_HOME/yazses, beside the
+// audit log), is written at start and removed at a clean stop (SIGINT,
+// SIGTERM); an empty, damaged or symlinked marker counts as unclean. While
+// the marker cannot be written (a full disk) no question is spoken:
+// ask_human is unavailable (state_unavailable), status shows
+// state_failing, and each question tries again. One daemon runs per user
+// whatever its runtime folder: the lock is yazsesd.lock in the state
+// folder, and a second daemon exits 125 naming the first one's pid and
+// socket. budget.status says why
 // (fail_closed_reason daemon_restarted, or gate_restarted after a crash of
 // yaz-gate).
 //
@@ -137,7 +144,8 @@
 // # Exit status
 //
 //	0  stopped by a signal, or a client command succeeded
-//	1  runtime failure: another daemon runs, the socket folder is unsafe,
-//	   the configuration has errors, a call failed
+//	1  runtime failure: the socket folder is unsafe, the configuration has
+//	   errors, a call failed
+//	125  another daemon of this user runs (the unit does not restart it)
 //	2  usage error
 package main
