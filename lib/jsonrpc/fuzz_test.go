@@ -49,7 +49,7 @@ func FuzzJSONRPCLine(f *testing.F) {
 			if req.ID != nil && !validID(req.ID) {
 				t.Fatalf("decodeRequest(%q) accepted id %q", line, req.ID)
 			}
-			resp = s.call(context.Background(), req)
+			resp = s.call(context.Background(), req, s.handler(req.Method))
 			if req.ID == nil {
 				if resp != nil {
 					t.Fatalf("notification %q got response %+v", line, resp)

@@ -18,8 +18,19 @@
 //   - A handler error that is an [*Error] is sent as is; any other error is
 //     sent as InternalError with the fixed message "internal error", because
 //     its text could hold private data.
-//   - Requests on one connection run concurrently and their responses may
-//     come back in any order; a client matches them by id.
+//   - Requests on one connection are applied in the order they were read:
+//     a call of a method registered with [Server.Handle] starts once the
+//     one read before it has been answered, so its answer comes after that
+//     one's too. A client that pipelines hold.toggle five times gets
+//     holding, idle, holding, idle, holding, as if it had waited for each
+//     answer; a status sent after hold.start sees the hold. Long-running
+//     methods ([Server.HandleConcurrent]: ask_human, transcribe, which wait
+//     for a person or a decoder for up to minutes; and every stream) are
+//     the exception: they start as soon as they are read, run beside the
+//     connection's other calls, and no call waits for them, so a hold.start
+//     is never held up behind an ask_human that waits for the person to
+//     finish a hold. Their answers may come back in any order; a client
+//     matches them by id.
 //   - End of input on a connection means the client is gone: the contexts of
 //     its running requests are cancelled and no more responses are written.
 //     A client must keep its write side open until every reply has arrived.

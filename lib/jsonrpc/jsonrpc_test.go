@@ -111,7 +111,8 @@ func (c *rawConn) recv(d time.Duration) (*Response, error) {
 func TestRoundTrip(t *testing.T) {
 	s := testServer(t, nil)
 	release := make(chan struct{})
-	s.Handle("slow", func(ctx context.Context, params json.RawMessage) (any, error) {
+	// A long-running method (HandleConcurrent), as ask_human is.
+	s.HandleConcurrent("slow", func(ctx context.Context, params json.RawMessage) (any, error) {
 		select {
 		case <-release:
 			return "slow done", nil
@@ -144,8 +145,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("add result (-want +got):\n%s", diff)
 	}
 
-	// A slow call does not hold up later calls on the same connection, and
-	// each answer reaches its own caller.
+	// A slow long-running call does not hold up later calls on the same
+	// connection, and each answer reaches its own caller.
 	slowErr := make(chan error, 1)
 	var slowResult string
 	go func() { slowErr <- c.Call(ctx, "slow", nil, &slowResult) }()
@@ -573,12 +574,12 @@ func TestConnectionLimit(t *testing.T) {
 }
 
 // blockServer has a "block" method that reports its start and the end of
-// its context.
+// its context: a long-running method (HandleConcurrent), as ask_human is.
 func blockServer(t *testing.T) (s *Server, started, cancelled chan struct{}) {
 	s = testServer(t, nil)
 	started = make(chan struct{}, 10)
 	cancelled = make(chan struct{}, 10)
-	s.Handle("block", func(ctx context.Context, params json.RawMessage) (any, error) {
+	s.HandleConcurrent("block", func(ctx context.Context, params json.RawMessage) (any, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		cancelled <- struct{}{}

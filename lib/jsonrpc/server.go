@@ -112,9 +112,12 @@ type Server struct {
 }
 
 // entry is a registered method: exactly one of h and stream is set.
+// concurrent methods run beside a connection's other requests instead of
+// in their order (streams always do).
 type entry struct {
-	h      Handler
-	stream StreamHandler
+	h          Handler
+	stream     StreamHandler
+	concurrent bool
 }
 
 // NewServer returns a Server with the default limits and no methods. A nil
@@ -138,19 +141,31 @@ func NewServer(logger *slog.Logger) *Server {
 	}
 }
 
-// Handle registers h for method, replacing any earlier handler.
+// Handle registers h for method, replacing any earlier handler. Its calls
+// are ordered: on one connection each starts once the ordered call read
+// before it has been answered (see the package comment).
 func (s *Server) Handle(method string, h Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handlers[method] = entry{h: h}
 }
 
+// HandleConcurrent registers h for a long-running method, replacing any
+// earlier handler: its calls start as soon as they are read and run beside
+// the connection's other requests, which do not wait for them.
+func (s *Server) HandleConcurrent(method string, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers[method] = entry{h: h, concurrent: true}
+}
+
 // HandleStream registers h as the streaming method method, replacing any
-// earlier handler.
+// earlier handler. A stream runs concurrently, as HandleConcurrent's
+// methods do.
 func (s *Server) HandleStream(method string, h StreamHandler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.handlers[method] = entry{stream: h}
+	s.handlers[method] = entry{stream: h, concurrent: true}
 }
 
 func (s *Server) handler(method string) entry {
@@ -526,6 +541,10 @@ func (c *serverConn) done() {
 func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 	r := bufio.NewReaderSize(c, min(64<<10, max(c.s.MaxLineBytes, 16)+1))
 	inflight := make(chan struct{}, max(c.s.MaxInFlight, 1))
+	// turn is closed once the last ordered request read so far has been
+	// answered: the next ordered one waits for it.
+	turn := make(chan struct{})
+	close(turn)
 	for {
 		line, err := readLine(r, c.s.MaxLineBytes)
 		if errors.Is(err, errLineTooLong) {
@@ -580,11 +599,21 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 			c.timedOut()
 			return nil
 		}
+		e := c.s.handler(req.Method)
+		var after, mine chan struct{}
+		if !e.concurrent {
+			after, mine = turn, make(chan struct{})
+			turn = mine
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-inflight }()
-			resp := c.s.call(ctx, req)
+			if mine != nil {
+				defer close(mine)
+				<-after // bounded: every handler returns soon after ctx ends
+			}
+			resp := c.s.call(ctx, req, e)
 			if resp == nil {
 				c.done()
 				return
@@ -710,11 +739,10 @@ func internalError(id json.RawMessage) *Response {
 	return &Response{JSONRPC: Version, ID: id, Error: &Error{Code: InternalError, Message: internalErrorMessage}}
 }
 
-// call runs req's handler and returns its response, or nil for a
-// notification.
-func (s *Server) call(ctx context.Context, req *Request) *Response {
+// call runs req's handler e (looked up when req was read) and returns its
+// response, or nil for a notification.
+func (s *Server) call(ctx context.Context, req *Request, e entry) *Response {
 	notification := req.ID == nil
-	e := s.handler(req.Method)
 	if e.h == nil && e.stream == nil {
 		if notification {
 			return nil

@@ -19,7 +19,11 @@ import (
 // (jsonrpc.DecodeParams: member names exactly as documented, letter case
 // included, each once; valid UTF-8). hold.* and status are the priority
 // methods that reserved connections serve when every other connection is
-// busy, so the compositor's bindings always get through.
+// busy, so the compositor's bindings always get through. A connection's
+// calls are applied in the order sent (five pipelined hold.toggle: holding,
+// idle, holding, idle, holding), except ask_human and transcribe, which wait
+// for a person or the decoder and run beside them (HandleConcurrent), and
+// the watch stream.
 func (d *Daemon) register(s *jsonrpc.Server) {
 	s.Priority = priorityMethod
 	noParams := func(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
@@ -51,7 +55,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		defer d.state.mu.Unlock()
 		return d.state.last, nil
 	}))
-	s.Handle(daemonapi.MethodAskHuman, func(ctx context.Context, params json.RawMessage) (any, error) {
+	s.HandleConcurrent(daemonapi.MethodAskHuman, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.AskParams
 		if err := jsonrpc.DecodeParams(params, &p); err != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "ask_human takes {\"question\": string, \"timeout_s\": integer}")
@@ -82,7 +86,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		}
 		return daemonapi.AuditResult{Events: evs}, nil
 	})
-	s.Handle(daemonapi.MethodTranscribe, func(ctx context.Context, params json.RawMessage) (any, error) {
+	s.HandleConcurrent(daemonapi.MethodTranscribe, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.TranscribeParams
 		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
