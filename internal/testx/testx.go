@@ -116,18 +116,19 @@ type Recorder struct {
 }
 
 // TerminalPaste is the xterm translation by which Ctrl+Shift+V pastes the
-// CLIPBOARD, as terminal users configure it.
+// CLIPBOARD, as some terminal users configure it.
 const TerminalPaste = "Ctrl Shift <Key>V: insert-selection(CLIPBOARD)"
 
-// StartRecorder opens a recorder that pastes on Ctrl+Shift+V.
+// StartRecorder opens a recorder with xterm's own key bindings (it pastes
+// PRIMARY on Shift+Insert, and types a ^V for Ctrl+Shift+V).
 func StartRecorder(t testing.TB, env []string) *Recorder {
 	t.Helper()
-	return StartRecorderAs(t, env, nil, TerminalPaste)
+	return StartRecorderAs(t, env, nil, "")
 }
 
 // StartRecorderAs opens the recorder with extra xterm arguments and a
-// paste translation. It returns once the window exists and the shell has
-// set the terminal to non-canonical mode.
+// paste translation ("": none). It returns once the window exists and the
+// shell has set the terminal to non-canonical mode.
 func StartRecorderAs(t testing.TB, env []string, extra []string, paste string) *Recorder {
 	t.Helper()
 	dir := t.TempDir()
@@ -143,13 +144,42 @@ func StartRecorderAs(t testing.TB, env []string, extra []string, paste string) *
 	// it exists, keys land in a non-canonical terminal, and cat reads them
 	// whenever it starts.
 	// allowSendEvents: Settled's marker is a synthetic key event.
-	args = append(args, "-xrm", "*VT100.translations: #override "+paste, "-xrm", "*allowSendEvents: true",
-		"-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
-	cmd := exec.Command("xterm", args...)
+	if paste != "" {
+		args = append(args, "-xrm", "*VT100.translations: #override "+paste)
+	}
+	args = append(args, "-xrm", "*allowSendEvents: true", "-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
+	return start(t, env, "xterm", args, file, watch)
+}
+
+// StartTerminal opens terminal (xterm, urxvt: one that takes -title and
+// -e) as a user runs it, with no resources of ours, as a recorder. Its
+// window takes no synthetic keys: Settled does not work on it.
+func StartTerminal(t testing.TB, env []string, terminal string) *Recorder {
+	t.Helper()
+	if _, err := exec.LookPath(terminal); err != nil {
+		t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", terminal, err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "typed.txt")
+	watch, err := testwait.WatchFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Close() })
+	title := fmt.Sprintf("yazterm-%d", time.Now().UnixNano())
+	args := []string{"-title", title, "-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file}
+	return start(t, env, terminal, args, file, watch)
+}
+
+// start runs a recorder's terminal (its title in args[1]).
+func start(t testing.TB, env []string, terminal string, args []string, file string, watch *testwait.File) *Recorder {
+	t.Helper()
+	title := args[1]
+	cmd := exec.Command(terminal, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start xterm: %v", err)
+		t.Fatalf("start %s: %v", terminal, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -271,7 +301,8 @@ func RunTool(ctx context.Context, t testing.TB, env []string, name string, args 
 }
 
 // SetClip puts s on the CLIPBOARD (xclip stays as its owner until the X
-// server ends).
+// server ends) and returns once the clipboard holds it: xclip returns
+// before its helper has taken the clipboard.
 func SetClip(ctx context.Context, t testing.TB, env []string, s string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-i")
@@ -279,6 +310,12 @@ func SetClip(ctx context.Context, t testing.TB, env []string, s string) {
 	cmd.Stdin = strings.NewReader(s)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("xclip -i: %v", err)
+	}
+	for Clip(ctx, env) != s {
+		if ctx.Err() != nil {
+			t.Fatalf("the clipboard never held what xclip -i was given")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -3,17 +3,13 @@ package inject
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testx"
 )
 
@@ -22,40 +18,10 @@ import (
 var stockTerminals = []string{"xterm", "urxvt"}
 
 // startStockTerminal opens terminal (xterm or urxvt) with nothing but a
-// title and a shell that writes every byte it receives to a file, and
-// waits until the shell runs.
+// title and a shell that writes every byte it receives to a file.
 func startStockTerminal(t testing.TB, env []string, terminal string) *recorder {
 	t.Helper()
-	if _, err := exec.LookPath(terminal); err != nil {
-		t.Fatalf("%s is needed for this test (scripts/install-deps.sh installs it): %v", terminal, err)
-	}
-	file := filepath.Join(t.TempDir(), "typed.txt")
-	watch, err := testwait.WatchFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	title := fmt.Sprintf("yazstock-%d", time.Now().UnixNano())
-	cmd := exec.Command(terminal, "-title", title, "-e", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", terminal, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	win := strings.Fields(runTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title))[0]
-	exists := func() bool { _, err := os.Stat(file); return err == nil }
-	if err := testwait.Until(ctx, exists, watch); err != nil {
-		t.Fatalf("the %s's shell did not start: %v", terminal, err)
-	}
-	return testx.NewRecorder(t, env, win, file)
+	return testx.StartTerminal(t, env, terminal)
 }
 
 // sweepText is n characters of mixed scripts (Greek, Cyrillic, CJK, an
