@@ -14,6 +14,7 @@ import (
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/piece"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -181,90 +182,32 @@ func (d *Daemon) decodePiece(ctx context.Context, piece []int16, yields *int) (f
 }
 
 // piecer cuts a 16 kHz stream into pieces of at most pieceMax, each full
-// piece cut at the quietest 100 ms of its last pieceSearch. It holds at
-// most one piece of audio.
+// piece cut at the quietest 100 ms of its last pieceSearch (lib/piece,
+// which yaz-decode's files share), as 16-bit samples for the decoder's
+// frames. It holds at most one piece of audio.
 type piecer struct {
-	r     *wav.Reader16k
-	buf   []int16   // samples from pos on
-	fbuf  []float32 // one read
-	pos   int64     // stream sample of buf[0]
-	taken int       // samples of buf handed out as the last piece
-	limit int64     // the most samples a file may have
-	eof   bool
+	c   *piece.Cutter
+	buf []int16 // the last piece
+	pos int64   // after io.EOF: the stream's length
 }
 
 func newPiecer(r *wav.Reader16k, limit int) *piecer {
-	return &piecer{r: r, buf: make([]int16, 0, pcm.Samples(pieceMax)), fbuf: make([]float32, 16<<10), limit: int64(limit)}
+	return &piecer{c: piece.New(r, pcm.Samples(pieceMax), pcm.Samples(pieceSearch), int64(limit))}
 }
 
 // next returns the next piece and the stream sample it starts at, or
 // io.EOF after the last one. The piece is valid until the next call.
 func (p *piecer) next() ([]int16, int64, error) {
-	if p.taken > 0 { // drop the last piece, keep what followed its cut
-		n := copy(p.buf, p.buf[p.taken:])
-		p.buf = p.buf[:n]
-		p.pos += int64(p.taken)
-		p.taken = 0
-	}
-	full := pcm.Samples(pieceMax)
-	for !p.eof && len(p.buf) < full {
-		n, err := p.r.Read(p.fbuf[:min(len(p.fbuf), full-len(p.buf))])
-		p.buf = pcm.FromFloat32(p.buf, p.fbuf[:n])
-		if p.pos+int64(len(p.buf)) > p.limit {
-			return nil, 0, errFileTooLong
-		}
-		if err == io.EOF {
-			p.eof = true
-		} else if err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", errFileRead, err)
-		}
-	}
-	if len(p.buf) == 0 {
+	f, at, err := p.c.Next()
+	switch {
+	case err == io.EOF:
+		p.pos = p.c.End()
 		return nil, 0, io.EOF
+	case errors.Is(err, piece.ErrTooLong):
+		return nil, 0, errFileTooLong
+	case err != nil:
+		return nil, 0, fmt.Errorf("%w: %w", errFileRead, err)
 	}
-	p.taken = len(p.buf) // the last piece: all that is left
-	if !p.eof {          // a full piece with more to come
-		p.taken = quietCut(p.buf, full-pcm.Samples(pieceSearch))
-	}
-	return p.buf[:p.taken], p.pos, nil
-}
-
-// cutFrame is the frame of the quiet-point search: 20 ms.
-const cutFrame = pcm.SampleRate / 50
-
-// quietCut returns where to cut s (a full piece) at or after sample from:
-// the middle of the quietest 100 ms (five 20 ms frames) there, the latest
-// of equals, on a frame boundary. Steady audio (silence) is cut at its
-// end.
-func quietCut(s []int16, from int) int {
-	from -= from % cutFrame
-	frames := (len(s) - from) / cutFrame
-	if frames < 5 {
-		return len(s)
-	}
-	pow := make([]float64, frames)
-	for i := range pow {
-		var sum float64
-		for _, v := range s[from+i*cutFrame : from+(i+1)*cutFrame] {
-			f := float64(v)
-			sum += f * f
-		}
-		pow[i] = sum
-	}
-	best, bestAt := 0.0, -1
-	var win float64
-	for i := range pow {
-		win += pow[i]
-		if i >= 5 {
-			win -= pow[i-5]
-		}
-		if i >= 4 && (bestAt < 0 || win <= best) {
-			best, bestAt = win, i-2 // the middle frame of the window
-		}
-	}
-	cut := from + bestAt*cutFrame
-	if bestAt == frames-3 { // the quietest is at the very end: take it all
-		cut = from + frames*cutFrame
-	}
-	return cut
+	p.buf = pcm.FromFloat32(p.buf[:0], f)
+	return p.buf, at, nil
 }

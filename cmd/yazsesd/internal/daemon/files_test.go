@@ -34,29 +34,6 @@ func tone16k(seconds float64, gaps map[time.Duration]time.Duration) []int16 {
 	return s
 }
 
-func TestQuietCut(t *testing.T) {
-	full := pcm.Samples(pieceMax)
-	from := full - pcm.Samples(pieceSearch)
-	for _, tc := range []struct {
-		name   string
-		s      []int16
-		lo, hi int // the cut must fall in [lo, hi]
-	}{
-		{"a pause at 25 s", tone16k(30, map[time.Duration]time.Duration{25 * time.Second: 300 * time.Millisecond}),
-			pcm.Samples(25 * time.Second), pcm.Samples(25*time.Second + 300*time.Millisecond)},
-		{"a pause before the search is not taken", tone16k(30, map[time.Duration]time.Duration{
-			10 * time.Second: time.Second, 27 * time.Second: 200 * time.Millisecond}),
-			pcm.Samples(27 * time.Second), pcm.Samples(27*time.Second + 200*time.Millisecond)},
-		{"silence is cut at its end", make([]int16, full), full, full},
-		{"a steady tone is cut at its end", tone16k(30, nil), full - 3*cutFrame, full},
-	} {
-		got := quietCut(tc.s, from)
-		if got < tc.lo || got > tc.hi || got%cutFrame != 0 {
-			t.Errorf("%s: cut at %d (%.3f s), want a 20 ms boundary in [%d, %d]", tc.name, got, float64(got)/pcm.SampleRate, tc.lo, tc.hi)
-		}
-	}
-}
-
 // wav16k is s as a 16 kHz mono WAV file.
 func wav16k(t *testing.T, s []int16) string {
 	t.Helper()
