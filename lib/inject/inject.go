@@ -13,14 +13,21 @@
 //     each, the second with Shift) in one batch of ChangeKeyboardMapping
 //     requests followed by a round trip, so the server has applied them
 //     and every client has its MappingNotify ahead of the keys. Then the
-//     keys go out as XTEST key presses and releases, and
-//     Options.RestoreDelay after the last key the spare keycodes get their
-//     keysyms back, in the background ([Settle] waits for that): a client
-//     reads the new map only when it looks up the first key after the
-//     MappingNotify, and would find the keycodes empty if the map were
-//     restored before. A text with more such characters than the spare
-//     keycodes hold (Xvfb's US map has 18, so 36 characters) is typed in
-//     chunks, with RestoreDelay between them for the same reason. Modifier
+//     keys go out as XTEST key presses and releases. A keycode is never
+//     bound again while one text is typed: a client reads the new map only
+//     when it looks up the first key after the MappingNotify, which on a
+//     busy machine can be long after the key was sent, and it would find
+//     the later character (no timer can tell when it has read it). So a
+//     text with more such characters than the spare keycodes hold (Xvfb's
+//     US map has 18, so 36 characters) is refused before any key, with
+//     [ErrUnavailable]: a Typer pastes it (see PasteOverChars; "auto" goes
+//     on to the clipboard). The bindings stay after the text, recorded in
+//     the root window's _YAZSES_HELD_KEYCODES property, so that a window
+//     still reading the keys finds them; a later text types on them what
+//     they hold and binds the keycodes again only when none is free, the
+//     least recently used first; [Settle] empties them (the daemon calls
+//     it when it exits; one killed before finds them again through the
+//     property). Modifier
 //     keys held down are released first (and never pressed again), Caps
 //     Lock is turned off for the text and on again after, and nothing is
 //     left pressed, also after an error or a cancelled context. Typing
@@ -37,8 +44,9 @@
 //     every non-ASCII character of the text is bound to a spare keycode with
 //     `xmodmap -` (both shift levels the same character), xdotool finds them
 //     in the map and needs no binding of its own, and the spare keycodes are
-//     freed again after Options.RestoreDelay. xdotool keeps its default
-//     12 ms key delay; --delay 0 is never used.
+//     freed again after Options.RestoreDelay. A text with more of them than
+//     the spare keycodes hold is refused ([ErrUnavailable]), as with x11.
+//     xdotool keeps its default 12 ms key delay; --delay 0 is never used.
 //   - "wtype" (Wayland, virtual-keyboard protocol): `wtype -s 200 -`, the
 //     text on stdin. The short start delay keeps the first key, which a
 //     client can otherwise lose while it takes the new keymap.
@@ -47,13 +55,27 @@
 //     types on GNOME's Wayland session, which has no virtual-keyboard
 //     protocol for wtype. Its command line is tested, the typing is not: the
 //     development machine has no /dev/uinput.
-//   - "clipboard": save the clipboard's text, set the text, paste with
-//     ctrl+shift+v in a terminal (detected from the focused window's
-//     WM_CLASS or Wayland app_id) and ctrl+v elsewhere, then after
-//     Options.RestoreDelay put back what the clipboard held (or clear it if
-//     it held no text). X11: xclip (or xsel) and xdotool; Wayland: wl-copy,
-//     wl-paste and wtype. Only text is saved: a clipboard that held an image
-//     holds nothing after a paste.
+//   - "clipboard": paste through the clipboard and put back what it held.
+//     On X11 (in-process, with XTEST) this process owns the CLIPBOARD (and,
+//     for a terminal, detected from the focused window's WM_CLASS, the
+//     PRIMARY selection too) while it pastes, presses Shift+Insert in a
+//     terminal (what xterm, urxvt, st, VTE and Qt terminals paste with as
+//     installed; xterm types a ^V for Ctrl+Shift+V) and Ctrl+V elsewhere,
+//     and serves the text itself: the paste succeeds when the focused
+//     window's client has fetched the whole text, and only then. A window
+//     that fetches nothing within 5 s is an error (nothing arrived: a Typer
+//     types the text); a fetch by another client only, or a cancel after
+//     the chord, is [ErrInterrupted] (it may have arrived). Then each
+//     selection gets back what it held: no owner, or its text, which xclip
+//     (or xsel) keeps serving. A selection that holds something else (an
+//     image), or whose owner does not answer, cannot be put back: the
+//     backend then changes nothing and fails with [ErrUnavailable]. A text
+//     longer than the X server's largest request (256 KiB without
+//     BIG-REQUESTS) is refused the same way. On Wayland: wl-copy, wl-paste
+//     and wtype, Ctrl+Shift+V in a terminal (by app_id) and Ctrl+V
+//     elsewhere, the clipboard's text restored Options.RestoreDelay after
+//     the chord (or cleared if it held no text); whether the window took
+//     the paste cannot be told there.
 //   - "stdout": the text and a newline to Options.Stdout.
 //
 // "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wtype,
@@ -62,13 +84,15 @@
 // fails (not after ErrInterrupted: see [Typer.Type]).
 //
 // With Options.PasteOverChars a Typer pastes a text longer than that
-// through the clipboard backend (and one that the x11 backend would type
-// with pauses), and types it when the paste fails.
+// through the clipboard backend (and one that the x11 backend cannot type
+// in one round of bindings), and types it when the paste fails.
 // Measured on Xvfb with an xterm (BenchmarkInject), the x11 backend types
 // about 11 µs a character after about 1.5 ms of setup, and a paste arrives
-// 35–70 ms after the call: typing wins up to about 3000 characters, unless
-// the text has more distinct characters than the spare keycodes hold, when
-// every further chunk costs RestoreDelay.
+// 35–70 ms after the call: typing wins up to about 3000 characters.
+//
+// Every tool runs with a UTF-8 character type (LC_CTYPE=C.UTF-8 when the
+// environment's is not UTF-8): in the C locale, which a systemd user
+// manager often has, wtype types "Gr" for "Grüße 日本語" and exits 0.
 //
 // # What is typed
 //
@@ -183,11 +207,11 @@ func (f Focus) String() string {
 
 // Default durations.
 const (
-	// DefaultRestoreDelay is the wait before the clipboard is restored (and
-	// the keycodes that x11 or xdotool bound are freed, and between the
-	// chunks of a text with more characters to bind than they hold): time
-	// for the window to fetch the pasted text or look the keys up. The x11
-	// backend loses characters under load without it (a test shows it).
+	// DefaultRestoreDelay is the wait before the Wayland clipboard is
+	// restored and before the keycodes that xdotool bound are freed: time
+	// for the window to fetch the pasted text or look the keys up. (The
+	// x11 backend and the X11 paste need none: they keep the bindings, and
+	// see the window fetch the paste.)
 	DefaultRestoreDelay = 300 * time.Millisecond
 	// DefaultWtypeDelay is wtype's start delay (-s).
 	DefaultWtypeDelay = 200 * time.Millisecond
@@ -210,8 +234,9 @@ type Options struct {
 	// PasteOverChars: a Typer pastes a text longer than this many
 	// characters through the clipboard (restoring it after) instead of
 	// typing it, and types it when the paste fails; so too a shorter
-	// text that the x11 backend could only type with pauses (more
-	// distinct characters than its spare keycodes hold). 0 never pastes.
+	// text that the x11 backend cannot type (more distinct characters
+	// than its spare keycodes hold). 0 pastes only what no typing backend
+	// of "auto" can type.
 	// It does not apply to the "clipboard" and "stdout" backends.
 	PasteOverChars int
 	// Log gets debug lines (backend, focus, durations: never text);
@@ -380,15 +405,15 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 	return used, errors.Join(errs...)
 }
 
-// pauser is a backend that can tell before typing that it would pause in
-// a text (the x11 backend, for more characters than its spare keycodes
+// pauser is a backend that can tell before typing that it cannot type a
+// text (the x11 backend, for more characters than its spare keycodes
 // hold).
 type pauser interface {
 	pauses(ctx context.Context, text string) bool
 }
 
 // pasteFirst reports whether text is pasted before it is typed: it is
-// longer than Options.PasteOverChars, or the first backend would pause in
+// longer than Options.PasteOverChars, or the first backend cannot type
 // it.
 func (t *Typer) pasteFirst(ctx context.Context, text string) bool {
 	if utf8.RuneCountInString(untrusted.Typed(text)) > t.pasteOver {
