@@ -200,7 +200,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 			if err := inj.Type(ctx, unicodeText+"\nsecond line"); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
-			// xterm is a terminal: ctrl+shift+v pasted, no newline (so no Enter).
+			// xterm is a terminal: Shift+Insert pasted, no newline (so no Enter).
 			rec.WaitFor(t, unicodeText+" second line")
 			if got := getClip(ctx, t, env); got != before {
 				t.Errorf("clipboard after paste = %q, want %q restored", got, before)

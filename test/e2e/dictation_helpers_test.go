@@ -32,8 +32,8 @@ func startX(t testing.TB) xserver { return testx.Start(t) }
 // recorder is an xterm that records every byte it receives.
 type recorder struct{ *testx.Recorder }
 
-// startRecorder opens the xterm. Ctrl+Shift+V pastes the CLIPBOARD (an
-// xterm translation, as terminal users configure it).
+// startRecorder opens the xterm, with xterm's own paste keys (Shift+Insert
+// pastes PRIMARY).
 func startRecorder(t testing.TB, x xserver) *recorder {
 	return &recorder{testx.StartRecorder(t, x.Env)}
 }

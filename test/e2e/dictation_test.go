@@ -212,7 +212,7 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 }
 
 // TestDictationClipboardPastesAndRestores: dictation.inject = "clipboard"
-// pastes the text (ctrl+shift+v into the terminal) and then puts back what
+// pastes the text (Shift+Insert into the terminal) and then puts back what
 // the clipboard held before.
 func TestDictationClipboardPastesAndRestores(t *testing.T) {
 	t.Parallel()
