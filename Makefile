@@ -111,6 +111,7 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 		echo "complete -o default -C '$(BINDIR)/$$b' $$b" > $(DESTDIR)$(BASHCOMPDIR)/$$b; \
 	done
 	scripts/fetch-model.sh --completion > $(DESTDIR)$(BASHCOMPDIR)/yaz-fetch-model
+	$(DESTDIR)$(BINDIR)/yaz-fetch-model --man > $(DESTDIR)$(MANDIR)/yaz-fetch-model.1
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
 	install -d -m 0700 $(DESTDIR)$(CONFDIR)
@@ -123,7 +124,7 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 
 uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
-	rm -f $(foreach b,$(BINS),$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
+	rm -f $(foreach b,$(BINS) yaz-fetch-model,$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
 lint:
 	$(GO) vet ./...

@@ -90,6 +90,105 @@ The script checks the size and sha256 the hub announces for the file and
 that it is a ggml model, and prints the sha256 of what it wrote.
 EOH
 }
+# man_page prints the man page (roff; make install writes it as
+# share/man/man1/yaz-fetch-model.1), with the names of the table.
+man_page() {
+  local v=$version date
+  [ -n "$v" ] || v=$("$(dirname "$0")/version.sh" 2>/dev/null) || v=0.0.0-dev
+  date=$(date -u ${SOURCE_DATE_EPOCH:+-d @$SOURCE_DATE_EPOCH} +%Y-%m-%d)
+  cat <<EOM
+.TH YAZ\-FETCH\-MODEL 1 "$date" "$prog $v" "YazSes manual"
+.SH NAME
+yaz\-fetch\-model \- download a whisper.cpp model or the Silero VAD model, verified
+.SH SYNOPSIS
+\fByaz\-fetch\-model\fR \fINAME\fR
+.br
+\fByaz\-fetch\-model\fR \fB\-\-list\fR | \fB\-\-help\fR | \fB\-\-version\fR
+.SH DESCRIPTION
+.PP
+yaz\-fetch\-model downloads the model \fINAME\fR into the model folder and
+prints the path of the file. Each whisper model is checked against the
+SHA\-1 that whisper.cpp 1.9.1 publishes; the Silero voice\-activity
+detector's models against their size and SHA\-256. An interrupted download
+resumes from its .part file; only a verified file is renamed into place, at
+once. A file already there is checked and kept; one whose checksum is wrong
+is refused. A download that fails its check is kept aside as .part.bad.
+.PP
+The default model of yaz\-decode and yazsesd is base.en; silero\-v5.1.2 is
+the Silero voice\-activity detector's model; silero\-v6.2.0, its newer
+version, is the one the tests use (set vad.model to use it).
+.PP
+The parakeet\-* entries are NVIDIA Parakeet TDT 0.6B v3 models (25 European
+languages) converted for whisper.cpp. They are \fBnot\fR pinned: no
+checksum is known here. The script checks the size and SHA\-256 that the
+model hub announces for the file and that it is a ggml model, and prints the
+SHA\-256 of what it wrote, for you to compare.
+.SH OPTIONS
+.TP
+\fINAME\fR
+The model to fetch, one of: $(echo "$names" | sed 's/-/\\-/g').
+.TP
+\fB\-\-list\fR
+The models, their sizes, and which are installed or partly downloaded.
+.TP
+\fB\-h\fR, \fB\-\-help\fR
+A short help, and exit.
+.TP
+\fB\-\-version\fR
+Print "$prog VERSION" and exit.
+.SH EXIT STATUS
+.PP
+0 when the model is there (fetched now, or already); 1 on a download or
+checksum failure; 2 on a usage error.
+.SH ENVIRONMENT
+.TP
+\fBYAZ_MODEL_DIR\fR
+The model folder, instead of \fB\$XDG_DATA_HOME/yazses/models\fR.
+.TP
+\fBYAZ_MODEL_URL\fR
+Fetch \fINAME\fR from this address (the checksum is still checked).
+.TP
+\fBYAZ_MODEL_BASE_URL\fR
+Fetch every model from this mirror, in place of the model hub's
+https://huggingface.co/REPOSITORY/resolve/main.
+.TP
+\fBYAZ_PARAKEET_BASE_URL\fR
+Where the parakeet\-* files come from.
+.SH FILES
+.TP
+\fB\$XDG_DATA_HOME/yazses/models/ggml\-NAME.bin\fR
+The models (XDG_DATA_HOME is ~/.local/share when it is not set), where
+yaz\-decode, yazsesd and yaz\-mcp look for them.
+.TP
+\fBggml\-NAME.bin.part\fR, \fBggml\-NAME.bin.part.bad\fR
+A download in progress (run again to resume), and one that failed its check.
+.SH EXAMPLES
+.PP
+Fetch the default model and the voice\-activity detector's, then see what
+is installed:
+.PP
+.RS 4
+.nf
+yaz\-fetch\-model base.en
+yaz\-fetch\-model silero\-v5.1.2
+yaz\-fetch\-model \-\-list
+.fi
+.RE
+.PP
+Fetch from a mirror:
+.PP
+.RS 4
+.nf
+YAZ_MODEL_BASE_URL=https://mirror.example/whisper yaz\-fetch\-model small.en
+.fi
+.RE
+.SH SEE ALSO
+.PP
+\fByaz\-decode\fR(1), \fByazsesd\fR(1), \fByaz\-mcp\fR(1),
+\fByaz\-capture\fR(1), \fByaz\-speak\fR(1), \fByaz\-gate\fR(1), and
+README.md and docs/ in the source.
+EOM
+}
 usage() { echo "$prog: $1" >&2; echo "usage: $prog NAME | --list | --help | --version" >&2; exit 2; }
 show_version() {
   local v=$version
@@ -103,6 +202,8 @@ show_version() {
 case $1 in
   -h|--help) help; exit 0 ;;
   --version) show_version; exit 0 ;;
+  # For make install: the man page.
+  --man) man_page; exit 0 ;;
   --list)
     echo "$table" | while read -r n size _; do
       [ -n "$n" ] || continue

@@ -4,12 +4,14 @@
 // --model (its header, not its name); everything below holds for both
 // unless it says whisper.
 //
-// Synopsis:
+// # Synopsis
 //
 //	yaz-decode [flags] FILE...           transcribe WAV files
 //	yaz-decode [flags] < audio           transcribe a live PCM or WAV stream
 //	yaz-decode --serve [flags]           framed mode for yazsesd
 //	yaz-decode --vad-stream [flags]      Silero VAD probabilities for yazsesd
+//
+// # Description
 //
 // With files as arguments, each WAV file (8/16/24/32-bit integer or 32/64-bit
 // float PCM, any rate, any channel count) is converted to 16 kHz mono and
@@ -132,7 +134,7 @@
 // 2.5 ms of CPU per second of audio on one thread; windows of digital
 // silence (files, --serve) or below −60 dBFS once idle (streams) skip it.
 //
-// Flags:
+// # Flags
 //
 //	-m, --model PATH            ggml model, whisper or Parakeet TDT (env YAZ_MODEL;
 //	                            default $XDG_DATA_HOME/yazses/models/ggml-base.en.bin)
@@ -166,7 +168,9 @@
 // Logs are slog records on stderr (--log-format json: one JSON object per
 // line); whisper.cpp's own lines are among them at --log-level debug.
 //
-// Exit status: 0 success (also after SIGINT or SIGTERM); 1 a file, the model
+// # Exit status
+//
+// 0 success (also after SIGINT or SIGTERM); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
 // 125 under a supervisor (--serve, --vad-stream, or YAZ_READY_FD set) when
 // the model is missing or not a whisper or Parakeet model, -l names a language the model does not
@@ -174,4 +178,32 @@
 // cannot fix that, so the one log record says why (attribute cause:
 // model_missing, model_invalid, language_unsupported, vad_model_missing or
 // vad_model_invalid) and yazsesd does not restart it.
+//
+// # Files
+//
+//	$XDG_DATA_HOME/yazses/models/ggml-base.en.bin       the default model (--model)
+//	$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin  the Silero VAD model (--vad-model)
+//
+// $XDG_DATA_HOME is ~/.local/share when it is not set; yaz-fetch-model
+// downloads the models there.
+//
+// # Examples
+//
+// Fetch the default model, then transcribe a file, or write subtitles for
+// two files into a folder:
+//
+//	yaz-fetch-model base.en
+//	yaz-decode meeting.wav
+//	yaz-decode -o srt --output-dir subs/ a.wav b.wav
+//
+// Dictate from the microphone, one line per utterance, or as JSON:
+//
+//	yaz-capture | yaz-decode
+//	yaz-capture | yaz-decode --json
+//
+// Another format through sox, or a multilingual model detecting the
+// language:
+//
+//	sox in.mp3 -t raw -r 16000 -c 1 -b 16 -e signed - | yaz-decode
+//	yaz-decode -m ~/.local/share/yazses/models/ggml-small.bin -l auto talk.wav
 package main

@@ -3,9 +3,11 @@
 // interruption budget"). There is one gate, a child of yazsesd, for the
 // daemon's whole life; nothing else holds or resets a budget.
 //
-// Synopsis:
+// # Synopsis
 //
 //	yaz-gate [--per-hour N] [--spent] [--log-level L] [--log-format F]  3<>SOCKETPAIR-END
+//
+// # Description
 //
 // yaz-gate serves on file descriptor 3, which must be an inherited AF_UNIX
 // stream socket (one end of a socketpair made by yazsesd). Started any other
@@ -50,7 +52,7 @@
 // crashed gate with --spent, so a crash never grants fresh slots; a daemon
 // restart does start a fresh budget (a documented limit).
 //
-// Flags:
+// # Flags
 //
 //	--per-hour N         attempts per sliding hour; 0 (the default) refuses
 //	                     every reserve with "disabled" (env YAZ_GATE_PER_HOUR)
@@ -62,10 +64,30 @@
 // Logs carry ops, results and counts only: never a token, question or
 // answer.
 //
-// Environment: YAZ_READY_FD=n makes yaz-gate write a newline to fd n and
+// # Environment
+//
+// YAZ_READY_FD=n makes yaz-gate write a newline to fd n and
 // close it once it is serving (readiness, the s6 convention).
 //
-// Exit status: 0 when fd 3 reaches EOF (yazsesd went away) or on SIGTERM or
-// SIGINT; 1 on a runtime failure; 2 on a usage error or when not started as
-// a child of yazsesd.
+// # Exit status
+//
+// 0 when fd 3 reaches EOF (yazsesd went away) or on SIGTERM or SIGINT; 1 on
+// a runtime failure; 2 on a usage error or when not started as a child of
+// yazsesd.
+//
+// # Files
+//
+// None: the budget lives in memory, and the gate opens no file or socket
+// of its own. The daemon's configuration ([budget] ask_human_per_hour in
+// $XDG_CONFIG_HOME/yazses/config.toml) gives --per-hour.
+//
+// # Examples
+//
+// yazsesd starts the gate; the budget is seen through the daemon:
+//
+//	yazsesd ctl budget.status
+//
+// Started by hand, without the socketpair, it refuses (exit 2):
+//
+//	yaz-gate --per-hour 4
 package main

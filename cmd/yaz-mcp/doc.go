@@ -2,9 +2,11 @@
 // coding agents, and an opt-in way for them to ask the person at the
 // machine a question out loud.
 //
-// Synopsis:
+// # Synopsis
 //
 //	yaz-mcp [flags]
+//
+// # Description
 //
 // An MCP host starts yaz-mcp and speaks MCP (JSON-RPC 2.0, one message per
 // line) on its stdin and stdout; protocol versions 2025-06-18 and 2025-11-25
@@ -13,7 +15,7 @@
 //
 //	claude mcp add yazses -- yaz-mcp
 //
-// Tools:
+// # Tools
 //
 //	transcribe(path)
 //	    Always listed. Decodes the WAV file at path with whisper.cpp on this
@@ -48,6 +50,8 @@
 //	    progress token); cancelling the call closes the daemon connection,
 //	    which cancels the ask (one not yet audible costs nothing).
 //
+// # Errors
+//
 // Tool errors are results with isError set and the text "CODE: SENTENCE",
 // CODE one of not_found, not_a_file, unsupported_format, too_large,
 // model_missing, decode_failed, invalid_argument and unavailable, and the
@@ -59,7 +63,7 @@
 // Whatever a tool returns is disclosed to the MCP host, which may send it
 // to a model or a service; see docs/trust-boundary.md.
 //
-// Flags:
+// # Flags
 //
 //	    --config FILE         configuration (env YAZ_CONFIG; default
 //	                          $XDG_CONFIG_HOME/yazses/config.toml)
@@ -77,6 +81,8 @@
 //	                          10; env YAZ_MCP_NICE)
 //	    --log-level, --log-format, --version
 //
+// # Configuration
+//
 // The configuration is read once, at start: after changing [mcp] ask_human,
 // have the host restart the server (the daemon reads the file again on
 // SIGHUP, and refuses questions while its own copy says off). Logs go to
@@ -92,6 +98,25 @@
 // refused ("no daemon found: decoding locally", "no daemon found: ask_human
 // unavailable").
 //
-// Exit status: 0 when stdin ends or on SIGINT/SIGTERM; 1 a runtime failure;
-// 2 usage error.
+// # Exit status
+//
+// 0 when stdin ends or on SIGINT/SIGTERM; 1 a runtime failure; 2 usage
+// error.
+//
+// # Files
+//
+//	$XDG_CONFIG_HOME/yazses/config.toml     the configuration ([mcp], [ask], [decode], [vad])
+//	$XDG_DATA_HOME/yazses/models/           the models (yaz-fetch-model puts them there)
+//	$XDG_RUNTIME_DIR/yazses/yazsesd.sock    the daemon's socket, when it runs
+//
+// # Examples
+//
+// Add the server to Claude Code (an absolute path works for hosts that
+// start it without ~/.local/bin in PATH):
+//
+//	claude mcp add yazses -- ~/.local/bin/yaz-mcp
+//
+// Try it in the MCP Inspector, with a model of your own:
+//
+//	npx @modelcontextprotocol/inspector ~/.local/bin/yaz-mcp -m ~/models/ggml-small.en.bin
 package main

@@ -1,4 +1,4 @@
-// Yaz-speak speaks text offline, with espeak-ng.
+// Command yaz-speak speaks text offline, with espeak-ng.
 //
 // # Synopsis
 //
@@ -103,7 +103,7 @@
 // cancel request on stdin.
 //
 // Readiness: when $YAZ_READY_FD holds a file descriptor number, yaz-speak
-// writes "\n" to it and closes it once it takes requests (after checking that
+// writes a newline to it and closes it once it takes requests (after checking that
 // espeak-ng is installed).
 //
 // # Signals
@@ -119,4 +119,22 @@
 //	   file that cannot be written
 //	2  usage error: bad flags (such as --format mp3), no text with stdin a
 //	   terminal, --format wav without --out, --serve with text or --out
+//
+// # Files
+//
+// The file given to --out. espeak-ng's voices are its own
+// (/usr/share/espeak-ng-data). The sound server (PulseAudio or PipeWire's
+// pulse server) or ALSA chooses the default device.
+//
+// # Examples
+//
+// Speak a sentence, then each line of a file:
+//
+//	yaz-speak "The build is green."
+//	yaz-speak --voice en-gb --rate 200 < notes.txt
+//
+// Write a WAV file, or pipe speech into the decoder (a round trip):
+//
+//	yaz-speak --out hello.wav --format wav "hello"
+//	yaz-speak --out - "hello" | yaz-decode
 package main

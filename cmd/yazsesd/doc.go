@@ -148,4 +148,37 @@
 //	   errors, a call failed
 //	125  another daemon of this user runs (the unit does not restart it)
 //	2  usage error
+//
+// # Files
+//
+//	$XDG_CONFIG_HOME/yazses/config.toml   the configuration (yazsesd config init writes it)
+//	$XDG_DATA_HOME/yazses/models/         the models (yaz-fetch-model puts them there)
+//	$XDG_RUNTIME_DIR/yazses/yazsesd.sock  the socket
+//	$XDG_STATE_HOME/yazses/audit.jsonl    the audit log (yazsesd ctl audit)
+//	$XDG_STATE_HOME/yazses/               also the single-instance lock and the crash marker
+//	~/.config/systemd/user/yazsesd.service  the systemd user unit (make install)
+//
+// Unset, XDG_CONFIG_HOME is ~/.config, XDG_DATA_HOME ~/.local/share and
+// XDG_STATE_HOME ~/.local/state; without XDG_RUNTIME_DIR the socket is in
+// /run/user/$UID/yazses.
+//
+// # Examples
+//
+// Set up, start with systemd, and look:
+//
+//	yazsesd config init
+//	systemctl --user enable --now yazsesd
+//	yazsesd status
+//
+// Dictate with a key binding of your desktop (toggle: press to talk,
+// press again to type the text):
+//
+//	yazsesd ctl hold toggle
+//
+// Ask the person at the desk, show the budget, show the live state in a
+// Waybar custom module:
+//
+//	yazsesd ctl ask_human '{"question":"Deploy to staging now?","timeout_s":30}'
+//	yazsesd ctl budget.status
+//	yazsesd ctl watch --format waybar
 package main

@@ -308,7 +308,15 @@ func flagSpelling(f *kong.Flag) string {
 	}
 	s += `\fB` + roffText(name) + `\fR`
 	if !f.IsBool() && !f.IsCounter() {
-		s += "=" + `\fI` + roffText(f.FormatPlaceHolder()) + `\fR`
+		ph := f.PlaceHolder
+		switch {
+		case ph != "":
+		case f.Enum != "":
+			ph = strings.Join(strings.FieldsFunc(f.Enum, func(r rune) bool { return r == ',' || r == ' ' }), "|")
+		default:
+			ph = strings.ToUpper(f.Name)
+		}
+		s += "=" + `\fI` + roffText(ph) + `\fR`
 	}
 	return s
 }
