@@ -15,8 +15,7 @@ var restartOnly = []string{
 	"capture",
 	"hotkey",
 	"children",
-	"dictation.prompt",           // goes to the decoder at its start
-	"dictation.paste_over_chars", // read when the typing backend opens
+	"dictation.prompt", // goes to the decoder at its start
 }
 
 // NeedsRestart returns the dotted keys whose value differs between old and

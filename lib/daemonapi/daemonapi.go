@@ -240,10 +240,14 @@ type HoldResult struct {
 	Outcome string `json:"outcome,omitempty"`
 	Chars   int    `json:"chars,omitempty"`   // characters typed or kept
 	Backend string `json:"backend,omitempty"` // injection backend used
-	// Cause and Reason say why a hold "failed": a word ("model_missing",
+	// Cause and Reason say why a hold "failed" (hold.start too, refused
+	// while the decoder is down for good): a word ("model_missing",
 	// "decoder_failed", …) and a sentence for a person, the decoder's
 	// own when it said one ("decode: model not found: … — fetch one with
-	// yaz-fetch-model base.en").
+	// yaz-fetch-model base.en"). On a hold "typed", "kept" or "empty"
+	// they say what it survived: "vad_timeout" (the voice detector did
+	// not answer; it is restarted) or "vad_failed"; all of its audio was
+	// decoded.
 	Cause  string `json:"cause,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }

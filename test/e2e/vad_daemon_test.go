@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/lib/daemonapi"
 )
 
 // TestDaemonVADSettings: the [vad] table reaches the real decoder child.
@@ -15,8 +17,9 @@ import (
 // log line, relabelled by the daemon, says so); with a VAD model that is
 // missing or is a whisper model, the daemon keeps running, the decoder is
 // left down with the cause vad_model_missing or vad_model_invalid and a
-// message naming the file, `yazsesd status` says it, a hold fails with
-// that cause, and `yazsesd config check` names the key's line first.
+// message naming the file, `yazsesd status` says it, a hold is refused at
+// hold.start with that cause, and `yazsesd config check` names the key's
+// line first.
 func TestDaemonVADSettings(t *testing.T) {
 	t.Parallel()
 	vm := sileroModel(t)
@@ -59,10 +62,13 @@ func TestDaemonVADSettings(t *testing.T) {
 			if st := d.Status(); !strings.Contains(st.Health, bad.says) {
 				t.Errorf("status health = %q, want the cause", st.Health)
 			}
+			// The hold is refused at its start (the decoder is down for
+			// good): the person is not asked to speak first.
 			c := d.Client()
-			d.holdWhileSpeaking(c, wavDuration(t, answerWAV()))
-			if r := d.stopHold(c); r.Outcome != "failed" || r.Cause != bad.cause || !strings.Contains(r.Reason, bad.says) {
-				t.Errorf("hold.stop = %+v, want failed with cause %s and the message", r, bad.cause)
+			hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer hcancel()
+			if r, err := c.Hold(hctx, daemonapi.MethodHoldStart); err != nil || r.Hold != daemonapi.HoldIdle || r.Outcome != "failed" || r.Cause != bad.cause || !strings.Contains(r.Reason, bad.says) {
+				t.Errorf("hold.start = %+v, %v; want idle, failed with cause %s and the message", r, err, bad.cause)
 			}
 			for _, g := range []string{"gate", "speak"} {
 				if s := d.Child(g); s.State != "running" {

@@ -108,9 +108,9 @@ func (r *RunCmd) Run(e *env) error {
 			notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
 			_ = sd.Notify(sdnotify.Ready)
 		},
-		OpenInjector: func(name string) (daemon.Injector, error) {
+		OpenInjector: func(name string, pasteOverChars int) (daemon.Injector, error) {
 			return inject.Open(name, inject.Options{Log: log.With("part", "inject"),
-				PasteOverChars: cfg.Dictation.PasteOverChars})
+				PasteOverChars: pasteOverChars})
 		},
 		Notify: func(kind string) {
 			if m, ok := notify.ByKind(kind); ok {

@@ -103,9 +103,10 @@ type Options struct {
 	// STATUS=).
 	Health func(status string)
 	// OpenInjector opens the injection backend named by
-	// dictation.inject, at start and when a reload changes it; nil, or an
-	// error, keeps every transcript for `last`.
-	OpenInjector func(name string) (Injector, error)
+	// dictation.inject, pasting texts over dictation.paste_over_chars, at
+	// start and when a reload changes either; nil, or an error, keeps
+	// every transcript for `last`.
+	OpenInjector func(name string, pasteOverChars int) (Injector, error)
 	// Notify shows a desktop notification of a kind ("listening",
 	// "no_target", "question_waiting", "lost", "typing_failed",
 	// "model_missing", "model_invalid", "language_unsupported",
@@ -143,6 +144,10 @@ type Daemon struct {
 
 	cfgMu sync.Mutex
 	cfg   config.Config
+	// refused says why the last reload was refused ("config: reload
+	// refused at line N: …"), for status and the systemd status line,
+	// until a reload succeeds; "" after a good one.
+	refused string
 
 	audit *audit.Log
 
@@ -431,7 +436,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); d.live.RunBudget(ctx, d.budgetStatus) }()
 
-	d.openInjector(cfg.Dictation.Inject)
+	d.openInjector(cfg.Dictation)
 	if cfg.Hotkey.Enabled && d.opt.Hotkey != nil {
 		wg.Add(1)
 		go func() {
@@ -508,8 +513,10 @@ func (d *Daemon) reload(ctx context.Context) {
 		}
 		d.log.Error("reload refused: the old settings stay", "err", err)
 		d.auditf(audit.Event{Kind: "config.rejected"})
+		d.setRefused(reloadRefused(err))
 		return
 	}
+	d.setRefused("")
 	d.cfgMu.Lock()
 	old := d.cfg
 	applied := nc
@@ -541,8 +548,8 @@ func (d *Daemon) reload(ctx context.Context) {
 			}
 		}
 	}
-	if applied.Dictation.Inject != old.Dictation.Inject {
-		d.openInjector(applied.Dictation.Inject)
+	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
+		d.openInjector(applied.Dictation)
 	}
 	if d.opt.Reloaded != nil {
 		d.opt.Reloaded(applied)
@@ -588,17 +595,68 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 	}
 }
 
-// openInjector opens the injection backend for name; on failure dictation
-// keeps its transcripts for `last`.
-func (d *Daemon) openInjector(name string) {
+// reloadRefused is the status line of a reload refused for err: its
+// first problem, with its line.
+func reloadRefused(err error) string {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		return "config: reload refused: " + err.Error()
+	}
+	s := "config: reload refused"
+	if ce.Line > 0 {
+		s += " at line " + strconv.Itoa(ce.Line)
+	}
+	s += ": "
+	if ce.Key != "" {
+		s += ce.Key + ": "
+	}
+	s += ce.Msg
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
+		s += fmt.Sprintf(" (and %d more: yazsesd config check lists them)", len(j.Unwrap())-1)
+	}
+	return s
+}
+
+// setRefused sets why the last reload was refused ("" after a good one)
+// and tells the service manager the health line with it.
+func (d *Daemon) setRefused(why string) {
+	d.cfgMu.Lock()
+	changed := d.refused != why
+	d.refused = why
+	d.cfgMu.Unlock()
+	if changed && d.opt.Health != nil {
+		d.opt.Health(d.healthLine(d.health.summary()))
+	}
+}
+
+// healthLine is the children's health line with a refused reload after
+// it: "ready" while every child is up and the file was taken.
+func (d *Daemon) healthLine(children string) string {
+	d.cfgMu.Lock()
+	refused := d.refused
+	d.cfgMu.Unlock()
+	switch {
+	case refused == "":
+		return children
+	case children == "ready":
+		return refused
+	}
+	return children + "; " + refused
+}
+
+// openInjector opens the injection backend for dictation.inject (and
+// paste_over_chars); on failure dictation keeps its transcripts for
+// `last`.
+func (d *Daemon) openInjector(dc config.Dictation) {
 	if d.opt.OpenInjector == nil {
 		return
 	}
+	name := dc.Inject
 	if name == "stdout" && os.Getenv("JOURNAL_STREAM") != "" {
 		// systemd connected stdout to the journal (it sets JOURNAL_STREAM).
 		d.log.Warn(`dictation.inject = "stdout" under systemd: what you dictate goes to the journal; choose another backend, or run yazsesd in a terminal`)
 	}
-	inj, err := d.opt.OpenInjector(name)
+	inj, err := d.opt.OpenInjector(name, dc.PasteOverChars)
 	why := ""
 	if err != nil {
 		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)

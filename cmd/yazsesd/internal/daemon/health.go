@@ -118,7 +118,7 @@ func (h *health) changed(name string, st supervise.Status) {
 		h.d.notify(notifyKind)
 	}
 	if changed && h.d.opt.Health != nil {
-		h.d.opt.Health(line)
+		h.d.opt.Health(h.d.healthLine(line))
 	}
 }
 

@@ -362,6 +362,19 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	if d.state.hold != nil && !d.state.hold.stopping {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
 	}
+	// A decoder down for good (no usable model, a crash loop) could not
+	// decode what the person is about to say: refused now, with its
+	// cause, instead of after they have spoken. (Its one notification
+	// came when it went down.)
+	select {
+	case <-d.decode.Down():
+		if isDown(d.decode.Status().State) {
+			cause, reason := d.decodeFailure("decoder_down")
+			d.log.Warn("hold refused: the decoder is down", "cause", cause)
+			return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "failed", Cause: cause, Reason: reason}, nil
+		}
+	default:
+	}
 	// A hold in its tail goes on collecting the tail and is typed; the
 	// key pressed again meanwhile opens a new one.
 	maxHold := time.Duration(d.config().Dictation.MaxHoldS) * time.Second
