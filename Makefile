@@ -121,6 +121,12 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 		$(BIN)/yazsesd config default > $(DESTDIR)$(CONFDIR)/config.toml && chmod 0600 $(DESTDIR)$(CONFDIR)/config.toml; \
 	fi
 	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now yazsesd"
+	@# MCP hosts: the full path (a host without ~/.local/bin in PATH fails with spawn ENOENT).
+	@echo "install: MCP hosts start $(BINDIR)/yaz-mcp; give them the full path:"
+	@echo "  claude mcp add yazses -- $(BINDIR)/yaz-mcp"
+	@echo '  Cursor (~/.cursor/mcp.json), Claude Desktop: {"mcpServers": {"yazses": {"command": "$(BINDIR)/yaz-mcp", "args": []}}}'
+	@echo '  VS Code (.vscode/mcp.json): {"servers": {"yazses": {"type": "stdio", "command": "$(BINDIR)/yaz-mcp", "args": []}}}'
+	@echo '  Codex (~/.codex/config.toml): [mcp_servers.yazses] command = "$(BINDIR)/yaz-mcp"'
 
 uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
