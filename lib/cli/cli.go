@@ -13,10 +13,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
+	shellcomplete "github.com/posener/complete"
 	"github.com/willabides/kongplete"
 	"golang.org/x/sys/unix"
 
@@ -90,7 +92,8 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 	// the flags, commands and enum values that match and exits 0.
 	kongplete.Complete(parser,
 		kongplete.WithExitFunc(func(code int) { panic(errExit{code}) }),
-		kongplete.WithErrorHandler(func(err error) { fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err) }))
+		kongplete.WithErrorHandler(func(err error) { fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err) }),
+		kongplete.WithPredictors(wordPredictors(parser.Model.Node)))
 	k, err = parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
@@ -157,4 +160,82 @@ func IsTerminal(f any) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(fd.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// wordsTag begins a predictor tag that lists the words to complete:
+// predictor:"words:status,hold start,hold stop". A word of two ("hold
+// start") completes its first word, then, after it, its second: for a
+// command line like "yazsesd ctl hold start".
+const wordsTag = "words:"
+
+// wordPredictors makes the completion of every flag and argument under n
+// whose predictor tag lists its words.
+func wordPredictors(n *kong.Node) map[string]shellcomplete.Predictor {
+	ps := map[string]shellcomplete.Predictor{}
+	add := func(v *kong.Value, n *kong.Node) {
+		name := v.Tag.Get("predictor")
+		if !strings.HasPrefix(name, wordsTag) {
+			return
+		}
+		valued := map[string]bool{}
+		for _, group := range n.AllFlags(false) {
+			for _, f := range group {
+				if !f.IsBool() {
+					valued["--"+f.Name] = true
+					if f.Short != 0 {
+						valued["-"+string(f.Short)] = true
+					}
+				}
+			}
+		}
+		ps[name] = words{list: strings.Split(strings.TrimPrefix(name, wordsTag), ","), valued: valued, flag: v.Flag != nil}
+	}
+	var walk func(*kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			add(f.Value, n)
+		}
+		for _, p := range n.Positional {
+			add(p, n)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return ps
+}
+
+// words completes from a list of words, one or two to an entry.
+type words struct {
+	list   []string
+	valued map[string]bool // the flags that take a value, whose value is skipped
+	flag   bool            // the value of a flag: first words only
+}
+
+func (w words) Predict(a shellcomplete.Args) []string {
+	var said []string
+	if !w.flag {
+		for i := 0; i < len(a.Completed); i++ {
+			word := a.Completed[i]
+			switch {
+			case strings.HasPrefix(word, "-"):
+				if w.valued[word] {
+					i++ // its value
+				}
+			default:
+				said = append(said, word)
+			}
+		}
+	}
+	var out []string
+	for _, entry := range w.list {
+		fields := strings.Fields(entry)
+		if len(said) < len(fields) && slices.Equal(fields[:len(said)], said) {
+			if next := fields[len(said)]; !slices.Contains(out, next) {
+				out = append(out, next)
+			}
+		}
+	}
+	return out
 }

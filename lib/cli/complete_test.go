@@ -19,6 +19,10 @@ type grammar struct {
 		Deep bool `help:"Deep."`
 	} `cmd:"" help:"A subcommand."`
 	Other struct{} `cmd:"" help:"Another."`
+	Ctl   struct {
+		Method []string `arg:"" help:"Method." predictor:"words:status,hold start,hold stop,hold toggle"`
+		Format string   `help:"With watch." predictor:"words:json,waybar,polybar"`
+	} `cmd:"" help:"Call a method."`
 }
 
 // complete runs Parse as bash runs a program for completion: COMP_LINE and
@@ -46,6 +50,16 @@ func TestCompletion(t *testing.T) {
 		{"prog s", []string{"sub"}},
 		{"prog sub --d", []string{"--deep"}},
 		{"prog --ma", nil}, // the hidden --man is not offered
+		// Words given in a predictor:"words:…" tag; a word of two
+		// ("hold start") completes its second after its first.
+		{"prog ctl ", []string{"hold", "status"}},
+		{"prog ctl h", []string{"hold"}},
+		{"prog ctl hold ", []string{"start", "stop", "toggle"}},
+		{"prog ctl hold st", []string{"start", "stop"}},
+		{"prog ctl status ", nil},
+		{"prog ctl --format ", []string{"json", "polybar", "waybar"}},
+		{"prog ctl --format w", []string{"waybar"}},
+		{"prog ctl --format json ", []string{"hold", "status"}},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			got, code, stderr := complete(t, tc.line)

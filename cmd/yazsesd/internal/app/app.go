@@ -255,8 +255,8 @@ func onOff(b bool) string {
 
 // CtlCmd is `yazsesd ctl`.
 type CtlCmd struct {
-	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON; watch streams the live state (below)."`
-	Format string   `help:"With watch: json (each event as the daemon sends it, the default), waybar (Waybar's custom-module JSON: text, alt, class, tooltip) or polybar (one line of text)." placeholder:"FORMAT"`
+	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON; watch streams the live state (below)." predictor:"words:status,hold start,hold stop,hold toggle,hold cancel,ask_human,budget.status,last,audit,transcribe,watch"`
+	Format string   `help:"With watch: json (each event as the daemon sends it, the default), waybar (Waybar's custom-module JSON: text, alt, class, tooltip) or polybar (one line of text)." placeholder:"FORMAT" predictor:"words:json,waybar,polybar"`
 }
 
 // Help is the long help of ctl.
