@@ -45,7 +45,12 @@
 // and no word is moved before it (a word is never cut in two; when every
 // word lies on one side, the cue is kept to that side). A file without
 // speech decodes nothing and prints nothing. With the energy detector the
-// whole file is decoded, when the detector finds speech in it.
+// file is read as a stream too and decoded in pieces of at most 30 s, each
+// cut at the quietest 100 ms of its last 10 s (as yazsesd sends a file to
+// its decoder), and a piece in which the detector finds no speech is not
+// decoded (every piece is, with --no-vad-gate); each piece's segments are
+// put at its place in the file. Either way memory holds a piece or a group,
+// not the file: a file of any length decodes in the memory of a short one.
 //
 // Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
 // (detected from its header). The voice detector cuts it into utterances,

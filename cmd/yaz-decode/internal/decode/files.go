@@ -14,6 +14,7 @@ import (
 
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
+	pieces "github.com/yazses/yazses/lib/piece"
 	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/wav"
@@ -65,8 +66,10 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 
 // file transcribes one file. header, if not nil, is called before its
 // transcript goes to stdout, if there is one. With Silero, only the file's
-// speech spans are decoded (fileSpans); otherwise the whole file is, when
-// the energy detector finds speech in it (or --no-vad-gate).
+// speech spans are decoded (fileSpans); otherwise the file is decoded in
+// pieces of at most 30 s, each one in which the energy detector finds
+// speech (or every one, with --no-vad-gate; filePieces). Either way the
+// file is read as a stream: memory does not grow with its length.
 func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
 	var (
 		segs  []transcript.Segment
@@ -77,7 +80,7 @@ func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path str
 	if c.det.silero() {
 		segs, lang, audio, err = c.fileSpans(ctx, log, m, path, stderr)
 	} else {
-		segs, lang, audio, err = c.fileWhole(ctx, log, m, path, stderr)
+		segs, lang, audio, err = c.filePieces(ctx, log, m, path, stderr)
 	}
 	if err != nil {
 		return err
@@ -103,35 +106,94 @@ func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path str
 	return writeAtomic(filepath.Join(c.OutputDir, base+"."+c.Output), buf.Bytes())
 }
 
-// fileWhole reads the whole file and decodes it in one piece, if the
-// energy detector finds speech in it (or always, with --no-vad-gate). It
-// returns the segments, the language decoded ("" when nothing was) and the
-// file's length.
-func (c *CLI) fileWhole(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+// Pieces of a file decoded without Silero (filePieces): as yazsesd sends a
+// file to its decoder (lib/piece).
+const (
+	// pieceMax is the longest piece: whisper's window.
+	pieceMax = 30 * time.Second
+	// pieceSearch is the end part of a full piece in which it is cut at
+	// the quietest moment.
+	pieceSearch = 10 * time.Second
+)
+
+// filePieces reads the file as a stream and decodes it in pieces of at most
+// pieceMax, each cut at the quietest 100 ms of its last pieceSearch
+// (lib/piece), so memory holds one piece whatever the file's length. With
+// --vad-gate (the default) a piece in which the energy detector finds no
+// speech is not decoded. The segments of each piece are moved onto the
+// file's timeline. It returns the segments, the language decoded ("" when
+// nothing was) and the file's length.
+func (c *CLI) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
-	samples, info, err := wav.ReadFile16k(path, maxSamples)
+	src, err := openFileAudio(path, maxSamples)
 	if err != nil {
 		return nil, "", 0, explainRead(path, err, c.MaxDuration)
 	}
+	defer src.Close()
 	c.det.announce()
-	audio := pcm.Duration(len(samples))
-	log.Debug("file read", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample, "audio_ms", audio.Milliseconds())
-	if c.VADGate && !vad.HasSpeech(pcm.FromFloat32(nil, samples), c.vadConfig()) {
+	info := src.Info()
+	total := fileSamples(info)
+	log.Debug("file opened", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample,
+		"audio_ms", pcm.Millis(int(total)))
+	bar := newProgress(stderr, c.Progress, filepath.Base(path), pcm.Duration(int(total)))
+	defer bar.done()
+	var (
+		segs     []transcript.Segment
+		lang     string
+		n, done  int // pieces, pieces decoded
+		decodeMs int64
+		s16      []int16
+	)
+	cut := pieces.New(src, pcm.Samples(pieceMax), pcm.Samples(pieceSearch), 0)
+	for {
+		p, at, err := cut.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", 0, explainRead(path, errors.Unwrap(err), c.MaxDuration)
+		}
+		n++
+		if c.VADGate {
+			s16 = pcm.FromFloat32(s16[:0], p)
+			if !vad.HasSpeech(s16, c.vadConfig()) {
+				log.Debug("no speech in piece: not decoded", "from_ms", pcm.Millis(int(at)), "audio_ms", pcm.Millis(len(p)))
+				continue
+			}
+		}
+		opt := c.options()
+		if total > 0 {
+			size := int64(len(p))
+			opt.Progress = func(pct int) { bar.set(int((at + size*int64(pct)/100) * 100 / total)) }
+		}
+		start := time.Now()
+		res, err := m.Transcribe(ctx, p, opt)
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("decode: %w", err)
+		}
+		done++
+		decodeMs += time.Since(start).Milliseconds()
+		if lang == "" {
+			lang = res.Language
+		}
+		off := pcm.Duration(int(at))
+		for _, sg := range res.Segments {
+			segs = append(segs, transcript.Segment{Start: sg.Start + off, End: sg.End + off, Text: sg.Text})
+		}
+		log.Debug("piece decoded", "from_ms", pcm.Millis(int(at)), "audio_ms", pcm.Millis(len(p)),
+			"decode_ms", time.Since(start).Milliseconds(), "segments", len(res.Segments), "audio_ctx", res.AudioCtx, "retried", res.Retried)
+	}
+	audio := pcm.Duration(int(cut.End()))
+	if done > 0 {
+		bar.set(100)
+	}
+	if done == 0 {
 		log.Debug("no speech in file: not decoded", "audio_ms", audio.Milliseconds())
-		return nil, "", audio, nil
+	} else {
+		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "pieces", n, "decoded", done,
+			"decode_ms", decodeMs, "segments", len(segs))
 	}
-	opt := c.options()
-	bar := newProgress(stderr, c.Progress, filepath.Base(path), audio)
-	opt.Progress = bar.set
-	start := time.Now()
-	res, err := m.Transcribe(ctx, samples, opt)
-	bar.done()
-	if err != nil {
-		return nil, "", 0, fmt.Errorf("decode: %w", err)
-	}
-	log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "decode_ms", time.Since(start).Milliseconds(),
-		"segments", len(res.Segments), "audio_ctx", res.AudioCtx, "retried", res.Retried)
-	return res.Segments, res.Language, audio, nil
+	return segs, lang, audio, nil
 }
 
 // explainRead turns a read error into one line that says what to do.

@@ -2,12 +2,19 @@ package decode
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/transcript"
 )
 
 // barLine matches one drawing of the progress bar.
@@ -72,5 +79,63 @@ func TestProgressSequence(t *testing.T) {
 		if quiet.Len() != 0 {
 			t.Errorf("--progress %s on a non-terminal drew %q", mode, quiet.String())
 		}
+	}
+}
+
+// TestFilePieces: without Silero a file is decoded in pieces of at most
+// 30 s read as a stream (lib/piece), not in one call that holds the whole
+// file: each piece's segments land at its place on the file's timeline,
+// in order; with the voice gate a piece of silence is not decoded, and
+// without it every sample is decoded exactly once.
+func TestFilePieces(t *testing.T) {
+	dir := t.TempDir()
+	audio := append(append(speech(50*time.Second), silence(45*time.Second)...), speech(20*time.Second)...)
+	path := writeWAV(t, filepath.Join(dir, "long.wav"), audio)
+	for _, gate := range []bool{true, false} {
+		t.Run(fmt.Sprint("gate=", gate), func(t *testing.T) {
+			c := newCLI()
+			c.VADGate = gate
+			c.Files = []string{path}
+			c.Output = "json"
+			c.MaxDuration = time.Hour
+			f := &fakeRecognizer{}
+			var out bytes.Buffer
+			if err := c.files(context.Background(), discard, f, &out, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			sum := 0
+			for _, n := range f.calls {
+				if n > pcm.Samples(30*time.Second) {
+					t.Errorf("one call decoded %.1f s: more than a 30 s piece", float64(n)/pcm.SampleRate)
+				}
+				sum += n
+			}
+			switch {
+			case gate && (sum >= len(audio) || sum < len(audio)-pcm.Samples(45*time.Second)):
+				t.Errorf("with the gate %.1f s of %.1f s were decoded; want all but the silent pieces", float64(sum)/pcm.SampleRate, float64(len(audio))/pcm.SampleRate)
+			case !gate && sum != len(audio):
+				t.Errorf("without the gate %d of %d samples were decoded; want each once", sum, len(audio))
+			}
+			var doc transcript.JSONDoc
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatalf("JSON: %v\n%s", err, out.String())
+			}
+			if doc.AudioMs != pcm.Millis(len(audio)) || len(doc.Segments) != len(f.calls) {
+				t.Fatalf("audio_ms %d, %d segments; want %d ms and one segment per call (%d)", doc.AudioMs, len(doc.Segments), pcm.Millis(len(audio)), len(f.calls))
+			}
+			var end int64
+			for i, s := range doc.Segments {
+				if s.StartMs < end || s.EndMs <= s.StartMs || s.EndMs > doc.AudioMs {
+					t.Errorf("segment %d [%d, %d] ms: out of order (after %d) or outside the file", i, s.StartMs, s.EndMs, end)
+				}
+				if !gate && s.StartMs != end {
+					t.Errorf("segment %d starts at %d ms, want %d (where the piece before ended)", i, s.StartMs, end)
+				}
+				end = s.EndMs
+			}
+			if end != doc.AudioMs {
+				t.Errorf("the last segment ends at %d ms, want the file's end %d", end, doc.AudioMs)
+			}
+		})
 	}
 }
