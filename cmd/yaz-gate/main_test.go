@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/cmd/yaz-gate/internal/budget"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/gate"
 )
 
@@ -170,11 +171,7 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return testwait.Context(t) }
 
 func refusal(t *testing.T, err error) *gate.Refused {
 	t.Helper()
@@ -474,9 +471,13 @@ func TestBinaryGrantExactness(t *testing.T) {
 	var mu sync.Mutex
 	tokens := map[string]bool{}
 	nRefused := 0
+	// One bound for all 10,000 (a guard, not a speed requirement: under
+	// -race on a loaded 2-core machine they take tens of seconds, where
+	// each request's own 5 s deadline ran out).
+	reqs := testwait.Context(t)
 	for range 10000 {
 		granted.Go(func() {
-			tok, err := p.client.Reserve(ctx(t))
+			tok, err := p.client.Reserve(reqs)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -489,7 +490,7 @@ func TestBinaryGrantExactness(t *testing.T) {
 			tokens[tok] = true
 		})
 	}
-	granted.Wait()
+	testwait.Group(t, &granted, "10,000 reserves")
 	if len(tokens) != 60 || nRefused != 10000-60 {
 		t.Errorf("granted %d, refused %d of 10000; want exactly 60 granted", len(tokens), nRefused)
 	}
