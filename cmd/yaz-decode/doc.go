@@ -15,7 +15,7 @@
 //
 // With files as arguments, each WAV file (8/16/24/32-bit integer or 32/64-bit
 // float PCM, any rate, any channel count) is converted to 16 kHz mono and
-// transcribed; --output picks txt (default), json, srt or vtt, written to
+// transcribed; --format picks txt (default), json, srt or vtt, written to
 // stdout or, with --output-dir, to DIR/NAME.EXT (DIR and its parents are
 // created if missing, as mkdir -p does). Several files printed as text on
 // stdout each get a header line, as head(1) prints them:
@@ -55,7 +55,7 @@
 // Without files, stdin carries raw PCM (s16le, 16 kHz, mono) or a WAV stream
 // (detected from its header). The voice detector cuts it into utterances,
 // incrementally; each is printed as soon as it is decoded: one line of text,
-// or with --json one object {"start_ms","end_ms","text"}. --min-speech is the
+// or with --format json one object {"start_ms","end_ms","text"}. --min-speech is the
 // shortest speech that counts (default 120 ms) and --min-silence the pause
 // that ends an utterance (default 600 ms); an utterance is at most 25 s
 // long (a longer one is cut at its quietest moment). Noise the detector does
@@ -148,9 +148,10 @@
 //	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
 //	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
-//	-o, --output FMT            txt, json, srt, vtt (files)
+//	-f, --format FMT            txt, json, srt, vtt (files); txt, json (stream mode:
+//	                            one JSON object per utterance). Old spellings,
+//	                            still accepted: -o/--output FMT, and --json
 //	    --output-dir DIR        write one file per input into DIR
-//	    --json                  JSON lines in stream mode
 //	    --serve                 framed supervised mode
 //	    --vad-stream            framed mode: Silero probabilities for yazsesd
 //	    --[no-]vad-gate         skip decoding audio with no speech (default on;
@@ -199,12 +200,12 @@
 //
 //	yaz-fetch-model base.en
 //	yaz-decode meeting.wav
-//	yaz-decode -o srt --output-dir subs/ a.wav b.wav
+//	yaz-decode -f srt --output-dir subs/ a.wav b.wav
 //
 // Dictate from the microphone, one line per utterance, or as JSON:
 //
 //	yaz-capture | yaz-decode
-//	yaz-capture | yaz-decode --json
+//	yaz-capture | yaz-decode -f json
 //
 // Another format through sox, or a multilingual model detecting the
 // language:

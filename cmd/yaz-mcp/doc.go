@@ -65,7 +65,7 @@
 //
 // # Flags
 //
-//	    --config FILE         configuration (env YAZ_CONFIG; default
+//	-c, --config FILE         configuration (env YAZ_CONFIG; default
 //	                          $XDG_CONFIG_HOME/yazses/config.toml)
 //	-m, --model PATH          whisper model for transcribe (env YAZ_MODEL;
 //	                          default decode.model from the configuration)

@@ -4,7 +4,7 @@
 //
 //	yaz-speak [flags] TEXT...
 //	yaz-speak [flags] < lines.txt
-//	yaz-speak --out FILE|- [--format raw|wav] [flags] [TEXT...]
+//	yaz-speak -o FILE|- [-f raw|wav] [flags] [TEXT...]
 //	yaz-speak --serve [flags]
 //
 // # Description
@@ -23,15 +23,15 @@
 // phoneme codes; that only changes pronunciation.
 //
 // By default the audio is played on the sound device and each utterance is
-// played to its end before the next one starts. With --out it is written
+// played to its end before the next one starts. With --output (-o) it is written
 // instead, as the YazSes wire format (16 000 Hz, mono, signed 16-bit
 // little-endian, no header) or, with --format wav, as a WAV file. On stdout
 // (--out -) only audio is written; with several utterances from stdin a WAV
 // stream carries the streaming header (sizes 0xFFFFFFFF), a WAV file gets its
 // real sizes when it is closed. For example:
 //
-//	yaz-speak --out - "hello" | yaz-decode
-//	yaz-speak --out hello.wav --format wav "hello"
+//	yaz-speak -o - "hello" | yaz-decode
+//	yaz-speak -o hello.wav -f wav "hello"
 //
 // Diagnostics go to stderr (log/slog). No log line or error message carries
 // the text being spoken.
@@ -42,12 +42,12 @@
 //	                     espeak-ng --voices lists them
 //	--rate=WPM           speed in words per minute, 80-450 (default 170;
 //	                     $YAZ_RATE)
-//	--out=FILE|-         write audio to FILE, or to stdout for "-", instead
+//	-o, --output=FILE|-  write audio to FILE, or to stdout for "-", instead
 //	                     of playing it
-//	--format=raw|wav     format of --out (default raw); only with --out
+//	-f, --format=raw|wav format of --output (default raw); only with --output
 //	--backend=NAME       playback backend: auto, pulseaudio, alsa or null
 //	                     (default auto; $YAZ_AUDIO_BACKEND)
-//	--device=DEVICE      playback device, an ID or part of its name (default:
+//	-d, --device=DEVICE  playback device, an ID or part of its name (default:
 //	                     the system's default device; $YAZ_PLAYBACK_DEVICE)
 //	--serve              supervised mode, see below
 //	--espeak=PROGRAM     the espeak-ng program (default espeak-ng;
@@ -58,7 +58,7 @@
 //	--version            print "yaz-speak VERSION" and exit
 //	-h, --help           print help and exit
 //
-// --out, --format and --serve choose what a run does and have no environment
+// --output, --format and --serve choose what a run does and have no environment
 // variable on purpose: a setting left in the environment never silently
 // turns playback into a file or a daemon.
 //
@@ -135,6 +135,8 @@
 //
 // Write a WAV file, or pipe speech into the decoder (a round trip):
 //
-//	yaz-speak --out hello.wav --format wav "hello"
-//	yaz-speak --out - "hello" | yaz-decode
+//	yaz-speak -o hello.wav -f wav "hello"
+//	yaz-speak -o - "hello" | yaz-decode
+//
+// --out, the old name of --output, still works.
 package main

@@ -34,10 +34,10 @@ type CLI struct {
 
 	Voice   string `help:"espeak-ng voice (espeak-ng --voices lists them)." default:"en-us" env:"YAZ_VOICE"`
 	Rate    int    `help:"Speed in words per minute (80-450)." default:"170" env:"YAZ_RATE"`
-	Out     string `help:"Write 16 kHz mono audio to FILE, or to stdout for -, instead of playing it." placeholder:"FILE|-"`
-	Format  string `help:"Format of --out: raw (s16le PCM, no header) or wav." default:"raw" enum:"raw,wav"`
+	Out     string `name:"output" short:"o" aliases:"out" help:"Write 16 kHz mono audio to FILE, or to stdout for -, instead of playing it (--out, the old name, still works)." placeholder:"FILE|-"`
+	Format  string `short:"f" help:"Format of --output: raw (s16le PCM, no header) or wav." default:"raw" enum:"raw,wav"`
 	Backend string `help:"Playback backend: auto, pulseaudio, alsa or null." default:"auto" env:"YAZ_AUDIO_BACKEND"`
-	Device  string `help:"Playback device: an ID or part of its name; empty: the default device." env:"YAZ_PLAYBACK_DEVICE"`
+	Device  string `short:"d" help:"Playback device: an ID or part of its name; empty: the default device." env:"YAZ_PLAYBACK_DEVICE"`
 	Serve   bool   `help:"Supervised mode for yazsesd: JSON requests on stdin, events on stdout."`
 	Espeak  string `help:"The espeak-ng program." default:"espeak-ng" env:"YAZ_ESPEAK"`
 

@@ -5,7 +5,7 @@
 // # Synopsis
 //
 //	yazsesd run [--config FILE]         run in the foreground (systemd runs this)
-//	yazsesd status [--json]             health, set-up, children, hold state, budget
+//	yazsesd status [-f json]            health, set-up, children, hold state, budget
 //	yazsesd ctl METHOD [JSON]           call a socket method
 //	yazsesd ctl hold start|stop|toggle|cancel
 //	yazsesd ctl watch [--format json|waybar|polybar]  stream the live state for a status bar

@@ -39,9 +39,10 @@ type CLI struct {
 	VAD               string   `help:"Voice-activity detector: auto (Silero when its model file exists, else energy), silero (its model is required) or energy." default:"auto" enum:"auto,silero,energy" env:"YAZ_VAD"`
 	VADModel          string   `help:"Silero VAD model file (fetch it with yaz-fetch-model silero-v5.1.2)." default:"${vad_model}" env:"YAZ_VAD_MODEL"`
 	VADThreshold      float32  `help:"Silero: speech probability that counts as speech, 0.01-0.99 (higher: fewer false starts in noise; lower: softer speech)." default:"0.5" env:"YAZ_VAD_THRESHOLD"`
-	Output            string   `short:"o" help:"File output format: txt, json, srt or vtt." default:"txt" enum:"txt,json,srt,vtt"`
+	Output            string   `name:"format" short:"f" help:"Output format: txt, json, srt or vtt (files); txt or json, one object per utterance (stream mode). -o/--output and --json, the old spellings, still work." default:"txt" enum:"txt,json,srt,vtt"`
+	OldOutput         string   `name:"output" short:"o" hidden:"" help:"The old spelling of --format."`
 	OutputDir         string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
-	JSON              bool     `help:"Stream mode: print one JSON object per utterance."`
+	JSON              bool     `hidden:"" help:"Stream mode: print one JSON object per utterance (the old spelling of --format json)."`
 	Serve             bool     `help:"Supervised mode for yazsesd: framed audio on stdin, JSON results on stdout."`
 	VADStream         bool     `name:"vad-stream" help:"Supervised mode for yazsesd: framed audio on stdin, Silero VAD's speech probability of every 32 ms window on stdout (lines \"P FIRST PROB...\" and \"E N\"); needs the Silero model, loads no whisper model."`
 	Progress          string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`

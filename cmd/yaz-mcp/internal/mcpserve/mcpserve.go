@@ -39,7 +39,7 @@ const Name = "yaz-mcp"
 
 // CLI is yaz-mcp's command line.
 type CLI struct {
-	Config   string `help:"YazSes configuration file ([mcp] ask_human, [ask], [decode])." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
+	Config   string `short:"c" help:"YazSes configuration file ([mcp] ask_human, [ask], [decode])." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
 	Model    string `short:"m" help:"Whisper model for transcribe (default: decode.model from the configuration)." env:"YAZ_MODEL" type:"path"`
 	VAD      string `help:"Voice detector for a local transcribe: auto, silero or energy (default: vad.engine from the configuration)." env:"YAZ_VAD"`
 	VADModel string `help:"Silero VAD model for a local transcribe (default: vad.model from the configuration)." env:"YAZ_VAD_MODEL" type:"path"`

@@ -73,7 +73,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // RunCmd is `yazsesd run`.
 type RunCmd struct {
-	Config string `help:"Configuration file." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
+	Config string `short:"c" help:"Configuration file." default:"${config_path}" env:"YAZ_CONFIG" type:"path"`
 }
 
 // Run runs the daemon until SIGINT or SIGTERM; SIGHUP reloads the file.
@@ -144,7 +144,8 @@ func (r *RunCmd) Run(e *env) error {
 
 // StatusCmd is `yazsesd status`.
 type StatusCmd struct {
-	JSON bool `help:"Print the status as JSON."`
+	Format string `short:"f" help:"text or json (--json, the old spelling, still works)." default:"text" enum:"text,json"`
+	JSON   bool   `hidden:"" help:"The old spelling of --format json."`
 }
 
 // Run prints the status.
@@ -256,7 +257,7 @@ func onOff(b bool) string {
 // CtlCmd is `yazsesd ctl`.
 type CtlCmd struct {
 	Method []string `arg:"" help:"Method and optional JSON parameters: status, hold start|stop|toggle|cancel, ask_human JSON, budget.status, last, audit [JSON], transcribe JSON; watch streams the live state (below)." predictor:"words:status,hold start,hold stop,hold toggle,hold cancel,ask_human,budget.status,last,audit,transcribe,watch"`
-	Format string   `help:"With watch: json (each event as the daemon sends it, the default), waybar (Waybar's custom-module JSON: text, alt, class, tooltip) or polybar (one line of text)." placeholder:"FORMAT" predictor:"words:json,waybar,polybar"`
+	Format string   `help:"With watch: json (each event as the daemon sends it, the default), waybar (Waybar's custom-module JSON: text, alt, class, tooltip) or polybar (one line of text)." short:"f" placeholder:"FORMAT" predictor:"words:json,waybar,polybar"`
 }
 
 // Help is the long help of ctl.

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestFlagScheme: the flag scheme of docs/flags.md holds across the
+// programs (each idea has the same long and short spelling wherever it
+// appears in a --help), and every old spelling that scripts may use is
+// still accepted (kong rejects an unknown flag before --help, with exit
+// 2). yaz-decode -o was a format and yaz-speak --out a file; yaz-decode
+// --json and -o json were two flags for one idea.
+func TestFlagScheme(t *testing.T) {
+	for _, tc := range []struct {
+		prog []string // program and command
+		want []string // spellings its --help shows
+		old  [][]string
+	}{
+		{[]string{"yaz-capture"}, []string{"-f, --format=", "-d, --device=", "-s, --seconds="}, nil},
+		{[]string{"yaz-speak"}, []string{"-f, --format=", "-o, --output=", "-d, --device="}, [][]string{{"--out", "x.wav"}, {"--out=-"}}},
+		{[]string{"yaz-decode"}, []string{"-f, --format=", "-m, --model=", "-l, --language=", "-t, --threads="}, [][]string{{"-o", "srt"}, {"--output", "json"}, {"--output=vtt"}, {"--json"}}},
+		{[]string{"yaz-mcp"}, []string{"-c, --config=", "-m, --model="}, nil},
+		{[]string{"yazsesd", "run"}, []string{"-c, --config="}, nil},
+		{[]string{"yazsesd", "status"}, []string{"-f, --format="}, [][]string{{"--json"}}},
+		{[]string{"yazsesd", "ctl", "watch"}, []string{"-f, --format="}, nil},
+	} {
+		name := strings.Join(tc.prog, " ")
+		help, err := exec.Command(bin(tc.prog[0]), append(tc.prog[1:], "--help")...).Output()
+		if err != nil {
+			t.Errorf("%s --help: %v", name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(help), w) {
+				t.Errorf("%s --help has no %q:\n%s", name, w, help)
+			}
+		}
+		// Every program: the same spelling for each idea, never another
+		// short letter for it nor another idea on its letter.
+		for _, pair := range []string{"-f, --format", "-o, --output", "-m, --model", "-l, --language", "-d, --device", "-c, --config", "-t, --threads"} {
+			short, long, _ := strings.Cut(pair, ", ")
+			for _, line := range strings.Split(string(help), "\n") {
+				f := strings.Fields(line)
+				if len(f) < 2 || !strings.HasPrefix(f[0], "-") || len(f[0]) != 3 {
+					continue
+				}
+				got := strings.TrimSuffix(f[0], ",") + " " + strings.SplitN(f[1], "=", 2)[0]
+				if (strings.HasPrefix(got, short+" ") || strings.HasSuffix(got, " "+long)) && got != short+" "+long {
+					t.Errorf("%s: %q breaks the scheme (%s)", name, got, pair)
+				}
+			}
+		}
+		for _, old := range tc.old {
+			args := append(append(append([]string{}, tc.prog[1:]...), old...), "--help")
+			err := exec.Command(bin(tc.prog[0]), args...).Run()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) || err != nil {
+				t.Errorf("%s %s --help: %v, want the old spelling accepted", name, strings.Join(old, " "), err)
+			}
+		}
+	}
+}
