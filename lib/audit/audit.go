@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Names and defaults.
@@ -30,6 +32,17 @@ const (
 	// maxLine bounds a line [Read] accepts. A valid Event encodes to a
 	// few hundred bytes; anything longer is not ours and is skipped.
 	maxLine = 4096
+
+	// TallyWindow and TallyBurst bound what [Log.Tally] writes: of the
+	// events of one kind and reason in a window, the first TallyBurst are
+	// written one by one and the rest as one line with their count when
+	// the window ends.
+	TallyWindow = 10 * time.Minute
+	TallyBurst  = 3
+
+	// reserveBytes is the room Tally reserves for what comes next: a few
+	// lines (an ask_human's spoken and answered lines).
+	reserveBytes = 1024
 )
 
 // Errors.
@@ -119,6 +132,22 @@ type Log struct {
 	size    int64
 	closed  bool
 	failing bool // the last write failed
+
+	// tallies are the open windows of Tally, by kind and reason.
+	tallies     map[tallyKey]*tally
+	tallyWindow time.Duration
+	tallyBurst  int
+}
+
+type tallyKey struct{ kind, reason string }
+
+// tally is one kind and reason's window: written one by one so far, and
+// counted since (written as one line when the window ends).
+type tally struct {
+	start   time.Time
+	written int
+	pending int
+	timer   *time.Timer
 }
 
 // Open opens (creating if needed) the audit log at path for appending. The
@@ -135,7 +164,8 @@ func Open(path string, maxBytes int64, keep int) (*Log, error) {
 	if err := prepareDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	l := &Log{path: path, maxBytes: maxBytes, keep: keep}
+	l := &Log{path: path, maxBytes: maxBytes, keep: keep,
+		tallies: map[tallyKey]*tally{}, tallyWindow: TallyWindow, tallyBurst: TallyBurst}
 	if err := l.openFile(); err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
@@ -249,8 +279,30 @@ func rotated(path string, i int) string { return path + "." + strconv.Itoa(i) }
 // nothing is written). A zero Time is now; a zero DurationMs takes
 // Duration in whole milliseconds.
 func (l *Log) Write(e Event) error {
+	line, err := encode(e)
+	if err != nil {
+		return err
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeLine(line)
+}
+
+// writeLine appends one encoded line. Caller holds l.mu.
+func (l *Log) writeLine(line []byte) error {
+	if l.closed {
+		return fmt.Errorf("write audit event: %w", ErrClosed)
+	}
+	err := l.append(line)
+	l.failing = err != nil
+	return err
+}
+
+// encode validates and encodes e as one line.
+func encode(e Event) ([]byte, error) {
 	if err := e.validate(); err != nil {
-		return fmt.Errorf("write audit event: %w", err)
+		return nil, fmt.Errorf("write audit event: %w", err)
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -261,18 +313,105 @@ func (l *Log) Write(e Event) error {
 	}
 	line, err := json.Marshal(&e)
 	if err != nil {
-		return fmt.Errorf("write audit event: encode: %w", err)
+		return nil, fmt.Errorf("write audit event: encode: %w", err)
 	}
-	line = append(line, '\n')
+	return append(line, '\n'), nil
+}
 
+// Tally records an event that anyone may cause without limit (a refused
+// or deferred question, a refused peer): of the events of one Kind and
+// Reason in a window of TallyWindow, the first TallyBurst are written as
+// Write writes them, and the rest are counted and written as one line
+// when the window ends (or at Close): that Kind and Reason, Count the
+// number of events it stands for, DurationMs the time since the window
+// began, and no peer. So a flood writes a few lines per window and can
+// never rotate away what Write records (a question spoken, a daemon
+// started).
+//
+// Its error is Write's for an event written. For one counted, it is nil
+// only when the log is not failing and the space for a line more was
+// reserved in its file (fallocate, where the file system has it), so a
+// caller may still treat it as proof that the log can record what comes
+// next.
+func (l *Log) Tally(e Event) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	line, err := encode(e)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	k := tallyKey{e.Kind, e.Reason}
+	t := l.tallies[k]
+	if t == nil || (t.pending == 0 && e.Time.Sub(t.start) >= l.tallyWindow) {
+		t = &tally{start: e.Time}
+		l.tallies[k] = t
+	}
+	if t.written < l.tallyBurst {
+		t.written++
+		return l.writeLine(line)
+	}
 	if l.closed {
 		return fmt.Errorf("write audit event: %w", ErrClosed)
 	}
-	err = l.append(line)
-	l.failing = err != nil
-	return err
+	t.pending++
+	if t.timer == nil {
+		t.timer = time.AfterFunc(max(0, l.tallyWindow-time.Since(t.start)), func() { l.flushTally(k) })
+	}
+	return l.reserve()
+}
+
+// flushTally writes the count of a window that ended, and forgets it.
+func (l *Log) flushTally(k tallyKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writeTally(k)
+}
+
+// writeTally writes k's count, if any, and ends its window. Caller holds
+// l.mu.
+func (l *Log) writeTally(k tallyKey) {
+	t := l.tallies[k]
+	if t == nil {
+		return
+	}
+	delete(l.tallies, k)
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	if t.pending == 0 || l.closed {
+		return
+	}
+	now := time.Now()
+	line, err := encode(Event{Time: now, Kind: k.kind, Reason: k.reason, Count: t.pending,
+		DurationMs: max(1, now.Sub(t.start).Milliseconds())})
+	if err == nil {
+		_ = l.writeLine(line) // a failing log shows in Failing
+	}
+}
+
+// reserve makes sure the file has room for a line more: the space past
+// its end is allocated (FALLOC_FL_KEEP_SIZE: its size stays). It never
+// rotates (a flood must not), so a line that rotates goes to a file whose
+// space was not reserved; a file system without fallocate leaves it to
+// the last write's result. Caller holds l.mu.
+func (l *Log) reserve() error {
+	if l.f == nil {
+		return errors.New("write audit event: the audit log is not open")
+	}
+	err := unix.Fallocate(int(l.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, l.size, reserveBytes)
+	switch {
+	case err == nil, errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		if l.failing {
+			return errors.New("write audit event: the audit log is failing")
+		}
+		return nil
+	default:
+		l.failing = true
+		return fmt.Errorf("write audit event: reserve space: %w", err)
+	}
 }
 
 // append writes line whole or not at all. Caller holds l.mu.
@@ -313,6 +452,9 @@ func (l *Log) Close() error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
+	}
+	for k := range l.tallies {
+		l.writeTally(k) // the counts of open windows
 	}
 	l.closed = true
 	if l.f == nil {

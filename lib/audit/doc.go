@@ -35,6 +35,13 @@
 // whether the last write failed, so the daemon can refuse what must not
 // happen unaudited (an ask_human) while dictation goes on.
 //
+// What anyone may cause without limit goes through [Log.Tally]: of each
+// kind and reason, TallyBurst lines per TallyWindow, then one line with
+// the count of the rest when the window ends (or at Close), so a flood
+// cannot rotate away what [Log.Write] records. A counted event's error
+// says whether space for the next line was reserved (fallocate), so it
+// still proves the log can record what comes next.
+//
 // A [Log] is safe for concurrent use by the goroutines of one process; it
 // assumes it is the only writer (yazsesd holds a per-user lock).
 package audit

@@ -98,6 +98,21 @@ func (s *slot) silent(reason string) {
 
 func (a *ask) audit(kind, reason string) { a.d.auditf(a.event(kind, reason)) }
 
+// tally audits what any client may cause without limit and the person
+// never heard (a reservation, a release, a question refused, deferred or
+// unavailable): a few lines per kind and reason, then a count (audit.Log
+// Tally), so a flood cannot rotate away the record of what was spoken.
+func (a *ask) tally(kind, reason string) error {
+	if a.d.audit == nil {
+		return errors.New("audit log not open")
+	}
+	err := a.d.audit.Tally(a.event(kind, reason))
+	if err != nil {
+		a.d.log.Warn("audit write failed", "kind", kind, "err", err)
+	}
+	return err
+}
+
 func (a *ask) event(kind, reason string) audit.Event {
 	return audit.Event{Kind: kind, Reason: reason, PeerPID: a.peer.pid, PeerUID: a.peer.uid,
 		Duration: time.Since(a.start)}
@@ -129,7 +144,7 @@ func (a *ask) settle(ctx context.Context) {
 		if err != nil {
 			a.d.log.Warn("release refused: the slot stays charged", "err", err)
 		}
-		a.audit("ask.released", a.slot.reason)
+		_ = a.tally("ask.released", a.slot.reason)
 		return
 	}
 	err := a.d.gate.Do(gctx, gateWait, false, func(c *gate.Client) error { return c.Commit(gctx, a.slot.tok) })
@@ -174,8 +189,10 @@ func (d *Daemon) askHuman(ctx context.Context, p daemonapi.AskParams) (daemonapi
 	case daemonapi.Answered:
 		a.d.auditf(audit.Event{Kind: "ask.answered", Count: utf8.RuneCountInString(res.Answer),
 			PeerPID: a.peer.pid, PeerUID: a.peer.uid, Duration: time.Since(a.start)})
-	default:
+	case daemonapi.NoAnswer: // spoken: one line each, as ask.spoken
 		a.audit("ask."+string(res.Result), res.Reason)
+	default: // never spoken: counted
+		_ = a.tally("ask."+string(res.Result), res.Reason)
 	}
 	d.log.Info("ask_human", "result", res.Result, "reason", res.Reason, "peer_pid", a.peer.pid,
 		"duration_ms", time.Since(a.start).Milliseconds())
@@ -231,7 +248,7 @@ func (a *ask) run(ctx context.Context, q string, timeoutS int) daemonapi.AskResu
 	d.live.RefreshBudget()
 	// A question that cannot be audited is not asked: the reservation is
 	// its first record, so a failing log refunds the slot before any audio.
-	if err := a.d.auditErr(a.event("ask.reserved", "")); err != nil {
+	if err := a.tally("ask.reserved", ""); err != nil {
 		a.slot.silent(daemonapi.ReasonAuditUnavailable)
 		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable)
 	}

@@ -395,7 +395,9 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	ln.OnReject = func(uid, pid int) {
 		d.log.Warn("refused a connection from another user", "peer_uid", uid, "peer_pid", pid)
-		d.auditf(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid})
+		if d.audit.Tally(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid}) != nil { // counted past a few
+			d.log.Warn("audit write failed", "kind", "peer.rejected")
+		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
