@@ -150,14 +150,14 @@ type Daemon struct {
 	refused string
 
 	audit *audit.Log
+	// marker is the crash marker in the state folder (marker.go); set by
+	// Run. Until it is written no question is spoken.
+	marker *marker
 
 	// The child ends (package child): each owns its supervised process.
 	gate   *child.Gate
 	speak  *child.Speaker
 	decode *child.Decoder
-	// marker is the crash marker in the state folder (marker.go); set by
-	// Run. Until it is written no question is spoken.
-	marker *marker
 	mic    *child.Mic
 	// vad is the Silero detector child (detect.go); nil when [vad]
 	// chose the energy detector at start.
@@ -355,15 +355,10 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	if auditPath == "" {
 		auditPath = audit.Path()
 	}
-	d.opt.AuditPath = auditPath
-	al, err := audit.Open(auditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
 	if auditPath == "" {
 		return errors.New("no state folder: neither XDG_STATE_HOME nor HOME is set")
 	}
-	d.audit = al
+	d.opt.AuditPath = auditPath
 	// One daemon per user, whatever its runtime folder: the lock is in
 	// the state folder, with the crash marker (marker.go).
 	stateDir := filepath.Dir(auditPath)
@@ -378,6 +373,11 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	defer ln.Close()
 
+	al, err := audit.Open(auditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	d.audit = al
 	defer al.Close()
 	// The crash marker (marker.go): after an unclean end of the previous
 	// daemon in this boot the gate starts fully spent; while this one's
