@@ -73,6 +73,7 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		// Every program prints "NAME VERSION" (lib/version, set by the build).
 		kong.Vars{"version": version.String(name)},
 		kong.Embed(&extraFlags{}),
+		byteMappers, // bytes.go: values byte for byte
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
