@@ -8,6 +8,12 @@
 // the build IDs of the packages (`go list -export`, which changes when any
 // source, dependency or flag that goes into them changes), builds into it
 // once under a file lock, and hands the same folder to every later caller.
+//
+// The programs it builds never look in the user's /run/user/$UID: the
+// daemon socket's fallback folder (lib/daemonapi, used when XDG_RUNTIME_DIR
+// is not set, as MCP hosts start a server) is linked in as UserRunRoot of
+// the build folder, so a test runs beside the user's own yazsesd without
+// reaching it or touching its folder.
 package testbin
 
 import (
@@ -27,6 +33,16 @@ import (
 // Packages are the programs Build builds: every command and the fake
 // decoder.
 var Packages = []string{"./cmd/...", "./internal/fakedecode"}
+
+// ldflags link the build folder's UserRunRoot (%s) into lib/daemonapi's
+// variable that holds /run/user.
+const ldflags = "-X 'github.com/yazses/yazses/lib/daemonapi.userRunRoot=%s'"
+
+// UserRunRoot is the folder that the programs built into dir (by Build)
+// take for /run/user: the per-user runtime folder they fall back to
+// without XDG_RUNTIME_DIR is UserRunRoot(dir)/$UID. Build does not make
+// it; a test that needs the folder makes it as logind would.
+func UserRunRoot(dir string) string { return filepath.Join(dir, "run") }
 
 // Root is the repository's root folder.
 func Root() string {
@@ -49,7 +65,7 @@ func Build() (string, error) {
 		}
 		return "", fmt.Errorf("go list -export: %w", err)
 	}
-	sum := sha256.Sum256([]byte(root + "\n" + os.Getenv("GOFLAGS") + "\n" + string(out)))
+	sum := sha256.Sum256([]byte(root + "\n" + os.Getenv("GOFLAGS") + "\n" + ldflags + "\n" + string(out)))
 	base := filepath.Join(os.TempDir(), fmt.Sprintf("yazses-testbin-%d", os.Geteuid()))
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", err
@@ -72,7 +88,7 @@ func Build() (string, error) {
 	prune(base, 24*time.Hour)
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
-	build := exec.Command("go", append([]string{"build", "-o", tmp + "/"}, Packages...)...)
+	build := exec.Command("go", append([]string{"build", "-ldflags", fmt.Sprintf(ldflags, UserRunRoot(dir)), "-o", tmp + "/"}, Packages...)...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)

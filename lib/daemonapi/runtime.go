@@ -12,9 +12,17 @@ import (
 	"github.com/yazses/yazses/lib/safesocket"
 )
 
-// UserRunRoot holds the per-user runtime folders that systemd-logind (or
-// elogind) makes at login: /run/user/UID.
-const UserRunRoot = "/run/user"
+// userRunRoot holds the per-user runtime folders that systemd-logind (or
+// elogind) makes at login: /run/user/UID. It is a variable only so that
+// the test builds of the programs (internal/testbin, with go build
+// -ldflags -X) look in a folder of the test run instead, and the tests
+// never reach, or touch, the user's own daemon; nothing at run time (no
+// flag, no environment variable) can change it.
+var userRunRoot = "/run/user"
+
+// UserRunRoot is the folder of the per-user runtime folders: /run/user
+// (a test build's own folder in the programs internal/testbin builds).
+func UserRunRoot() string { return userRunRoot }
 
 // ErrNoRuntimeDir matches the error of RuntimeBase when there is no folder
 // to keep the daemon socket in.
@@ -58,7 +66,7 @@ func (e *RuntimeDirError) Is(target error) bool { return target == ErrNoRuntimeD
 // checks (package safesocket). The error is a *RuntimeDirError.
 func RuntimeBase() (string, error) {
 	uid := os.Geteuid()
-	return resolveBase(os.Getenv("XDG_RUNTIME_DIR"), filepath.Join(UserRunRoot, strconv.Itoa(uid)), uid)
+	return resolveBase(os.Getenv("XDG_RUNTIME_DIR"), filepath.Join(userRunRoot, strconv.Itoa(uid)), uid)
 }
 
 // resolveBase is RuntimeBase with its inputs named, for tests.

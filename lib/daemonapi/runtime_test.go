@@ -156,8 +156,9 @@ func TestResolveBaseXDG(t *testing.T) {
 }
 
 // TestRuntimeBaseReadsXDG: RuntimeBase takes XDG_RUNTIME_DIR from the
-// environment. (Its fallback, the real /run/user/$UID, is tested end to
-// end in test/e2e, serialised there.)
+// environment. (Its fallback, /run/user/$UID, is tested end to end in
+// test/e2e, serialised there, in the stand-in folder that internal/testbin
+// links into the programs it builds.)
 func TestRuntimeBaseReadsXDG(t *testing.T) {
 	xdg := privateDir(t)
 	t.Setenv("XDG_RUNTIME_DIR", xdg)

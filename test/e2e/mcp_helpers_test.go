@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/yazses/yazses/internal/testbin"
 	"github.com/yazses/yazses/internal/testdaemon"
 	"github.com/yazses/yazses/internal/testmcp"
 	"github.com/yazses/yazses/internal/testwait"
@@ -35,8 +36,8 @@ var hostVars = testdaemon.HostVars
 // mcpEnv is the environment of a yaz-mcp started by an MCP host (hostEnv)
 // with its own HOME, whose ~/.config/yazses/config.toml sets ask_human as
 // given and decode.model = model, plus extra. With no XDG_RUNTIME_DIR,
-// yaz-mcp looks for the daemon in /run/user/$UID; noHostDaemon makes sure
-// none answers there.
+// yaz-mcp looks for the daemon in hostRuntime (the test build's stand-in
+// for /run/user/$UID); noHostDaemon makes sure none answers there.
 func mcpEnv(t testing.TB, askHuman bool, model string, extra ...string) []string {
 	t.Helper()
 	noHostDaemon(t)
@@ -62,20 +63,25 @@ func writeUserConfig(t testing.TB, home string, cfg toml) {
 	}
 }
 
-// hostRuntime is where a program without XDG_RUNTIME_DIR looks for the
-// daemon: /run/user/$UID.
-func hostRuntime() string { return filepath.Join("/run/user", strconv.Itoa(os.Geteuid())) }
+// hostRuntime is where a program under test without XDG_RUNTIME_DIR looks
+// for the daemon: /run/user/$UID in a production build, and
+// testbin.UserRunRoot/$UID in the programs testbin builds, so that these
+// tests never reach the user's own daemon or touch its folder.
+func hostRuntime() string {
+	return filepath.Join(testbin.UserRunRoot(world.bin), strconv.Itoa(os.Geteuid()))
+}
 
-// noHostDaemon fails the test when a yazsesd answers in /run/user/$UID: a
-// yaz-mcp started with a host's environment would reach it (and could
-// speak to whoever sits at this machine). The tests that start a daemon
-// there (mcp_hostenv_test.go) run alone and stop it before they end.
+// noHostDaemon fails the test when a yazsesd answers in hostRuntime: a
+// yaz-mcp started with a host's environment would reach it. Only the
+// tests of mcp_hostenv_test.go start a daemon there, alone, and stop it
+// before they end; one that answers was left by a test run killed before
+// its cleanup.
 func noHostDaemon(t testing.TB) {
 	t.Helper()
 	sock := safesocket.SocketPath(filepath.Join(hostRuntime(), safesocket.DirName))
 	if c, err := net.Dial("unix", sock); err == nil {
 		c.Close()
-		t.Fatalf("a yazsesd answers on %s: these tests start yaz-mcp with the environment an MCP host gives (no XDG_RUNTIME_DIR), so it would reach that daemon; stop it to run them", sock)
+		t.Fatalf("a yazsesd answers on %s, the test programs' own fallback folder (left by a test run killed before its cleanup?): these tests start yaz-mcp with the environment an MCP host gives (no XDG_RUNTIME_DIR), so it would reach that daemon; stop it to run them", sock)
 	}
 }
 

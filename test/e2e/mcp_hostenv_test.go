@@ -23,19 +23,22 @@ import (
 	"github.com/yazses/yazses/lib/safesocket"
 )
 
-// The tests in this file start the daemon in the real /run/user/$UID, as
-// systemd gives it to `systemctl --user` services, and its clients (yaz-mcp,
-// `yazsesd status`, `yazsesd ctl`) with the environment an MCP host gives a
-// program (hostEnv: no XDG_RUNTIME_DIR). They are the only tests that put
-// anything in /run/user/$UID. None calls t.Parallel, so no other test of
-// this package runs while they do (Go starts the parallel tests only after
-// the sequential ones), and no other package touches that folder.
+// The tests in this file start the daemon in /run/user/$UID as the
+// programs under test see it: hostRuntime, testbin.UserRunRoot/$UID, which
+// testbin links into the programs it builds in place of /run/user (so the
+// user's own /run/user/$UID and any daemon of theirs there are never
+// reached or touched), as systemd gives it to `systemctl --user` services,
+// and its clients (yaz-mcp, `yazsesd status`, `yazsesd ctl`) with the
+// environment an MCP host gives a program (hostEnv: no XDG_RUNTIME_DIR).
+// They are the only tests that put anything in hostRuntime. None calls
+// t.Parallel, so no other test of this package runs while they do (Go
+// starts the parallel tests only after the sequential ones).
 
-// userRunDir provides /run/user/$UID as logind makes it at login: a folder
-// of ours with mode 0700. When it is missing (CI as root, containers) it is
-// made, and removed with everything in it when the test ends, /run/user too
-// if that was missing; a folder that was already there is used as it is
-// and left alone. created says which.
+// userRunDir provides hostRuntime as logind makes /run/user/$UID at
+// login: a folder of ours with mode 0700. When it is missing it is made,
+// and removed with everything in it when the test ends, its parent too if
+// that was missing; a folder that was already there (left by a killed run)
+// is used as it is and left alone. created says which.
 func userRunDir(t testing.TB) (dir string, created bool) {
 	t.Helper()
 	dir = hostRuntime()
@@ -112,7 +115,7 @@ func hostCommand(t *testing.T, env []string, name string, args ...string) (stdou
 }
 
 // TestMCPHostEnvFindsDaemon: the daemon runs with XDG_RUNTIME_DIR =
-// /run/user/$UID (systemd's); yaz-mcp started with only what an MCP host
+// hostRuntime (systemd's /run/user/$UID); yaz-mcp started with only what an MCP host
 // passes (no XDG_RUNTIME_DIR) finds it from the official Go SDK client and
 // from the MCP Inspector: ask_human reaches the daemon and is spoken, and
 // transcribe runs on the daemon's resident decoder (its utterance count
