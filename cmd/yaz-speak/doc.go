@@ -25,13 +25,16 @@
 // By default the audio is played on the sound device and each utterance is
 // played to its end before the next one starts. With --output (-o) it is written
 // instead, as the YazSes wire format (16 000 Hz, mono, signed 16-bit
-// little-endian, no header) or, with --format wav, as a WAV file. On stdout
+// little-endian, no header) or as a WAV file: a FILE whose name ends in
+// .wav (any case) is one without asking (--format auto, the default), and
+// --format wav makes any output one (--format raw with a .wav name is
+// refused rather than give a WAV name to headerless PCM). On stdout
 // (--out -) only audio is written; with several utterances from stdin a WAV
 // stream carries the streaming header (sizes 0xFFFFFFFF), a WAV file gets its
 // real sizes when it is closed. For example:
 //
 //	yaz-speak -o - "hello" | yaz-decode
-//	yaz-speak -o hello.wav -f wav "hello"
+//	yaz-speak -o hello.wav "hello"
 //
 // Diagnostics go to stderr (log/slog). No log line or error message carries
 // the text being spoken.
@@ -44,7 +47,9 @@
 //	                     $YAZ_RATE)
 //	-o, --output=FILE|-  write audio to FILE, or to stdout for "-", instead
 //	                     of playing it
-//	-f, --format=raw|wav format of --output (default raw); only with --output
+//	-f, --format=FMT     format of --output: auto (the default: wav for a
+//	                     FILE ending in .wav, else raw), raw or wav; only
+//	                     with --output
 //	--backend=NAME       playback backend: auto, pulseaudio, alsa or null
 //	                     (default auto; $YAZ_AUDIO_BACKEND)
 //	-d, --device=DEVICE  playback device, an ID or part of its name (default:
@@ -118,7 +123,8 @@
 //	1  runtime failure: espeak-ng missing or failing, the sound device, a
 //	   file that cannot be written
 //	2  usage error: bad flags (such as --format mp3), no text with stdin a
-//	   terminal, --format wav without --out, --serve with text or --out
+//	   terminal, --format wav without --out, --format raw with a .wav
+//	   FILE, --serve with text or --out
 //
 // # Files
 //
@@ -135,7 +141,8 @@
 //
 // Write a WAV file, or pipe speech into the decoder (a round trip):
 //
-//	yaz-speak -o hello.wav -f wav "hello"
+//	yaz-speak -o hello.wav "hello"
+//	yaz-speak -o - -f wav "hello" > hello-stream.wav
 //	yaz-speak -o - "hello" | yaz-decode
 //
 // --out, the old name of --output, still works.

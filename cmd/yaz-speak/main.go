@@ -35,7 +35,7 @@ type CLI struct {
 	Voice   string `help:"espeak-ng voice (espeak-ng --voices lists them)." default:"en-us" env:"YAZ_VOICE"`
 	Rate    int    `help:"Speed in words per minute (80-450)." default:"170" env:"YAZ_RATE"`
 	Out     string `name:"output" short:"o" aliases:"out" help:"Write 16 kHz mono audio to FILE, or to stdout for -, instead of playing it (--out, the old name, still works)." placeholder:"FILE|-"`
-	Format  string `short:"f" help:"Format of --output: raw (s16le PCM, no header) or wav." default:"raw" enum:"raw,wav"`
+	Format  string `short:"f" help:"Format of --output: auto (wav for a FILE ending in .wav, else raw), raw (s16le PCM, no header) or wav." default:"auto" enum:"auto,raw,wav"`
 	Backend string `help:"Playback backend: auto, pulseaudio, alsa or null." default:"auto" env:"YAZ_AUDIO_BACKEND"`
 	Device  string `short:"d" help:"Playback device: an ID or part of its name; empty: the default device." env:"YAZ_PLAYBACK_DEVICE"`
 	Serve   bool   `help:"Supervised mode for yazsesd: JSON requests on stdin, events on stdout."`
@@ -99,8 +99,11 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if err := opt.Validate(); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if c.Out == "" && c.Format != "raw" {
+	if c.Out == "" && c.Format != "auto" {
 		return cli.Usagef("--format %s needs --out", c.Format)
+	}
+	if wavName(c.Out) && c.Format == "raw" {
+		return cli.Usagef("--format raw writes PCM without a header, not a WAV file: use --format wav for %s, or another name", c.Out)
 	}
 	if c.Serve {
 		if c.Out != "" || len(c.Text) > 0 {

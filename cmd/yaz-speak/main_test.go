@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/wav"
@@ -160,6 +161,43 @@ func TestOutWAVFile(t *testing.T) {
 	f := checkWAV(t, b, 300*time.Millisecond)
 	if v := rms(pcm.FromFloat32(nil, f)); v < 0.02 {
 		t.Errorf("RMS = %.4f, want audible speech", v)
+	}
+}
+
+// TestOutWAVByName: an output file whose name ends in .wav, in any case,
+// is a WAV file without --format (issue 19.11: raw PCM went into x.wav);
+// another name, and stdout, stay raw; --format raw with a .wav name is
+// refused with the flag that writes WAV.
+func TestOutWAVByName(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.wav", "B.WAV", "c.Wav"} {
+		out := filepath.Join(dir, name)
+		r := runBin(t, "", nil, "--out", out, "hello")
+		if r.code != 0 {
+			t.Fatalf("--out %s: exit %d, stderr %s", name, r.code, r.stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("RIFF")) {
+			t.Fatalf("--out %s wrote no WAV header: % x", name, b[:min(len(b), 12)])
+		}
+		checkWAV(t, b, 200*time.Millisecond)
+	}
+	raw := filepath.Join(dir, "d.raw")
+	if r := runBin(t, "", nil, "-o", raw, "hello"); r.code != 0 {
+		t.Fatalf("-o d.raw: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(raw); len(b) == 0 || bytes.HasPrefix(b, []byte("RIFF")) {
+		t.Errorf("-o d.raw: %d bytes starting % x, want raw PCM", len(b), b[:min(len(b), 4)])
+	}
+	r := runBin(t, "", nil, "--format", "raw", "--out", filepath.Join(dir, "e.wav"), "hello")
+	if r.code != cli.ExitUsage || !strings.Contains(string(r.stderr), "--format wav") {
+		t.Errorf("--format raw --out e.wav: exit %d, stderr %q; want a usage error naming --format wav", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "e.wav")); err == nil {
+		t.Error("--format raw --out e.wav wrote the file it refused")
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/yazses/yazses/cmd/yaz-speak/internal/speaker"
 	"github.com/yazses/yazses/lib/pcm"
@@ -22,7 +24,7 @@ func (c *CLI) openSink(log *slog.Logger, stdout io.Writer, single bool) (sink, e
 	if c.Out == "" {
 		return playSink{c.player(log), log}, nil
 	}
-	s := &pcmSink{w: stdout, wav: c.Format == "wav", single: single}
+	s := &pcmSink{w: stdout, wav: c.Format == "wav" || c.Format == "auto" && wavName(c.Out), single: single}
 	if c.Out != "-" {
 		f, err := os.OpenFile(c.Out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -107,4 +109,10 @@ func (s *pcmSink) Close() error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
+}
+
+// wavName reports whether an output file's name asks for a WAV file: it
+// ends in .wav, in any case (--format auto writes WAV there).
+func wavName(path string) bool {
+	return path != "-" && strings.EqualFold(filepath.Ext(path), ".wav")
 }
