@@ -27,7 +27,7 @@
 //	    4 hours of audio. When yazsesd runs and uses the same model, its
 //	    resident decoder does the work (no model load per call; dictation
 //	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
-//	    its own process group, at CPU niceness +10, reading the file through
+//	    its own process group, at CPU niceness +5, reading the file through
 //	    an inherited descriptor; one such child runs at a time, later calls
 //	    wait. A progress token in the call gets progress notifications;
 //	    cancelling the call kills the decoder at once.
@@ -78,7 +78,7 @@
 //	    --daemon auto|never   use yazsesd's decoder when it runs (default auto;
 //	                          env YAZ_MCP_DAEMON)
 //	    --nice N              niceness added to the yaz-decode child (default
-//	                          10; env YAZ_MCP_NICE)
+//	                          5; env YAZ_MCP_NICE)
 //	    --log-level, --log-format, --version
 //
 // # Configuration

@@ -167,9 +167,15 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), s
 	}
 	pid := cmd.Process.Pid
 	if opt.Nice != 0 {
-		// PRIO_PGRP sets every thread of the group (Linux niceness is per
-		// thread); threads made later inherit it.
-		_ = unix.Setpriority(unix.PRIO_PGRP, pid, opt.Nice)
+		// Added to our own niceness (setpriority sets it absolutely;
+		// getpriority(2) returns 20-nice). PRIO_PGRP sets every thread
+		// of the group (Linux niceness is per thread); threads made
+		// later inherit it.
+		nice := opt.Nice
+		if p, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+			nice = min(19, 20-p+opt.Nice)
+		}
+		_ = unix.Setpriority(unix.PRIO_PGRP, pid, nice)
 	}
 	if started != nil {
 		started(pid)

@@ -45,7 +45,7 @@ type CLI struct {
 	VADModel string `help:"Silero VAD model for a local transcribe (default: vad.model from the configuration)." env:"YAZ_VAD_MODEL" type:"path"`
 	Decoder  string `help:"The yaz-decode program: a path, or a name looked up next to yaz-mcp, then in PATH." default:"yaz-decode" env:"YAZ_MCP_DECODER"`
 	Daemon   string `help:"auto: transcribe on the daemon's resident decoder when yazsesd runs (and uses the same model); never: always run yaz-decode." default:"auto" enum:"auto,never" env:"YAZ_MCP_DAEMON"`
-	Nice     int    `help:"CPU niceness added to the yaz-decode child (0-19)." default:"10" env:"YAZ_MCP_NICE"`
+	Nice     int    `help:"CPU niceness added to the yaz-decode child (0-19)." default:"5" env:"YAZ_MCP_NICE"`
 
 	cli.Logging
 	Version kong.VersionFlag `help:"Print the version and exit."`

@@ -245,7 +245,7 @@ collect:
 			break collect
 		}
 	}
-	if want := []float64{0, 10, 40, 70, 100}; !slices.Equal(values, want) {
+	if want := []float64{0, 100, 400, 700, 1000}; !slices.Equal(values, want) { // ms of the 1000 ms file
 		t.Errorf("progress = %v, want %v", values, want)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -162,10 +163,13 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 	case <-ctx.Done():
 		return Transcript{}, ctx.Err()
 	}
+	// Progress is milliseconds of audio done of the file's (the
+	// decoder's percent of its length), as on the daemon.
 	var onProgress func(int)
 	if prog.on() {
-		prog.send(0, 100, "decoding")
-		onProgress = func(pct int) { prog.send(float64(pct), 100, "decoding") }
+		total := float64(max(1, af.Duration.Milliseconds()))
+		prog.send(0, total, "decoding")
+		onProgress = func(pct int) { prog.send(math.Round(float64(pct)*total/100), total, "decoding") }
 	}
 	r, err := localdecode.Run(ctx, opt, af.F, onProgress, func(pid int) {
 		s.log.Debug("decoder started", "pid", pid, "audio_ms", af.Duration.Milliseconds())
