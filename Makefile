@@ -43,7 +43,7 @@ INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(GEN)/inspector
 export YAZ_MCP_INSPECTOR := $(abspath $(INSPECTOR))
 
-.PHONY: setup deps whisper test-models inspector build test test-short bench demo install uninstall lint fmt clean env
+.PHONY: setup deps whisper test-models inspector build test test-load test-short bench demo install uninstall lint fmt clean env
 
 setup: deps whisper test-models ## install missing Debian packages, build whisper.cpp once, the tests' Silero VAD model
 	$(GO) mod download
@@ -54,10 +54,11 @@ test-models: ## the real Silero VAD model the tests use, into $$YAZ_TEST_MODELS 
 deps:
 	@scripts/install-deps.sh
 
-whisper: $(WHISPER_LIB) $(PARAKEET_LIB) $(PARAKEET_CLI)
-
-# One run of the script builds whatever of these is missing, once.
-$(WHISPER_LIB) $(PARAKEET_LIB) $(PARAKEET_CLI) &:
+# Always the script, which builds whatever of the libraries and CLIs is
+# missing, once, under the cache's lock: a make that finds them while another
+# checkout's build is writing them waits for that build (a complete cache
+# costs a few milliseconds).
+whisper:
 	@scripts/setup-whisper.sh >/dev/null
 
 inspector: $(INSPECTOR)/.installed-$(INSPECTOR_VERSION) ## the MCP Inspector CLI into .cache/inspector (npm, once)
@@ -76,6 +77,12 @@ test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-n
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -count=1 -race -timeout 15m $$($(GO) list ./... | grep -v /internal/testmodel)
 	$(GO) test -count=1 -timeout 10m ./internal/testmodel  # pure number crunching: -race only slows it
+
+# The proof that no test depends on an idle machine: make test LOAD_RUNS
+# times in a row with every core kept busy by other processes.
+LOAD_RUNS ?= 3
+test-load: ## make test LOAD_RUNS (3) times in a row with every core kept busy (scripts/load.sh)
+	@LOAD_RUNS=$(LOAD_RUNS) scripts/load.sh $(MAKE) test
 
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...
