@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -92,4 +93,38 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 		t.Errorf("after a cancel once spoken: %d slots used, want 1", used)
 	}
 	t.Logf("response after cancel seen: %v", got)
+}
+
+// TestTranscribeCancelIsNotAWarning (issue 19, item 15): a transcribe
+// whose caller goes away (yaz-mcp closes its daemon connection when the
+// MCP client cancels) is a normal end: the daemon logs no WARN or ERROR
+// for it (it used to log "jsonrpc handler failed" at WARN, and the answer
+// it then wrote to the closed connection failed with "broken pipe").
+func TestTranscribeCancelIsNotAWarning(t *testing.T) {
+	t.Parallel()
+	speech := speechWAV(t, 3*time.Second)
+	long := speechWAV(t, 66*time.Second)
+	d := startDaemon(t, dictationConfig(speech, true).With("dictation.inject", q("stdout")), "YAZ_FAKE_MS_PER_S=200")
+	tc := d.Client()
+	fileDone := make(chan error, 1)
+	go func() {
+		_, err := tc.Transcribe(context.Background(), long)
+		fileDone <- err
+	}()
+	d.WaitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() == 1 })
+	before := len(d.LogRecords())
+	tc.Close()
+	if err := <-fileDone; err == nil {
+		t.Fatal("the cancelled transcribe returned a result")
+	}
+	d.WaitLog(30*time.Second, "the decoder to abandon the file", func(m map[string]any) bool {
+		return m["child"] == "decode" && m["msg"] == "abandoned utterance"
+	})
+	// status on a new connection: everything the cancel logs came before.
+	d.Status()
+	for _, m := range d.LogRecords()[before:] {
+		if lvl := m["level"]; lvl == "WARN" || lvl == "ERROR" {
+			t.Errorf("a cancelled transcribe logged %v: %v", lvl, m)
+		}
+	}
 }

@@ -59,6 +59,10 @@ var (
 	errTooLong     = &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "longer than 4 hours of audio"}
 	errBusy        = &jsonrpc.Error{Code: daemonapi.CodeBusy, Message: "busy: as many files as the daemon takes are being transcribed or waiting; try again later"}
 	errFileDecoder = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "the decoder failed"}
+	// errCancelled answers a caller that went away (a cancelled MCP
+	// call): a normal end, not a handler failure (no WARN), and the
+	// caller does not read it.
+	errCancelled = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "cancelled: the caller went away"}
 )
 
 // transcribe decodes a file on the resident decoder, piece by piece, each
@@ -92,6 +96,9 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 			d.log.Debug("transcribe refused: busy", "decoding", 1, "waiting", fileWaiting)
 			return daemonapi.TranscribeResult{}, errBusy
 		}
+		if ctx.Err() != nil {
+			return daemonapi.TranscribeResult{}, errCancelled
+		}
 		return daemonapi.TranscribeResult{}, err
 	}
 	defer turn.Release()
@@ -103,7 +110,8 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 	case err == nil:
 		return out, nil
 	case ctx.Err() != nil:
-		return daemonapi.TranscribeResult{}, ctx.Err()
+		d.log.Debug("transcribe cancelled: the caller went away")
+		return daemonapi.TranscribeResult{}, errCancelled
 	case errors.Is(err, errFileTooLong):
 		return daemonapi.TranscribeResult{}, errTooLong
 	case errors.Is(err, errFileRead):
