@@ -116,7 +116,7 @@ func start(t testing.TB, fd3 *os.File, ready bool, args ...string) *proc {
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
-		<-p.done
+		testwait.Closed(t, p.done, "the killed yaz-gate's end")
 		p.done <- nil
 		if t.Failed() {
 			t.Logf("yaz-gate stderr:\n%s", p.stderr.String())
@@ -295,7 +295,7 @@ func TestBinaryConcurrent(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the reserves")
 	if len(tokens) != 3 {
 		t.Errorf("%d distinct tokens granted, want 3", len(tokens))
 	}
@@ -432,14 +432,14 @@ func TestServeInProcess(t *testing.T) {
 	var granted []string
 	for range 20 {
 		wg.Go(func() {
-			if tok, err := c.Reserve(context.Background()); err == nil {
+			if tok, err := c.Reserve(testwait.Context(t)); err == nil {
 				mu.Lock()
 				granted = append(granted, tok)
 				mu.Unlock()
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the reserves")
 	if len(granted) != 2 {
 		t.Fatalf("granted %d, want 2", len(granted))
 	}

@@ -73,7 +73,7 @@ func Start(t testing.TB, path string, env []string, args ...string) *Client {
 	go r.read(stdout)
 	t.Cleanup(func() {
 		r.Cmd.Process.Kill()
-		<-r.done
+		testwait.Closed(t, r.done, "the killed yaz-mcp's output to end")
 		r.Cmd.Wait()
 		if t.Failed() {
 			t.Logf("yaz-mcp stderr:\n%s", r.Stderr.String())

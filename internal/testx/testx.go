@@ -69,7 +69,7 @@ func Start(t testing.TB, xvfbArgs ...string) *X {
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		testwait.Closed(t, done, "the killed process's end")
 	})
 	line := make(chan string, 1)
 	go func() {
@@ -185,7 +185,7 @@ func start(t testing.TB, env []string, terminal string, args []string, file stri
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		testwait.Closed(t, done, "the killed process's end")
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
