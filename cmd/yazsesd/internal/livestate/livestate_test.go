@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
@@ -238,14 +240,14 @@ func TestSlowSubscriber(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the daemon's updates were held up by subscribers that do not read")
+	case <-time.After(testwait.Hang):
+		t.Fatalf("the daemon's updates were held up by subscribers that do not read: %d changes not made within %v", changes, testwait.Hang)
 	}
 	final := s.Current()
 	if final.Seq != changes+1 {
 		t.Fatalf("Seq = %d after %d changes, want %d", final.Seq, changes, changes+1)
 	}
-	got := <-stuck
+	got := testwait.Recv(t, stuck, "the latest event on a subscription never read")
 	if got != final {
 		t.Errorf("a subscriber that never read gets %+v, want the latest %+v", got, final)
 	}
@@ -255,10 +257,10 @@ func TestSlowSubscriber(t *testing.T) {
 	default:
 	}
 	cancelSlow()
-	wg.Wait()
+	testwait.Group(t, &wg, "the slow subscriber to end after its cancel")
 	// The slow reader's last event is the latest, unless its subscription
 	// ended before it took that one.
-	if ev := <-last; ev.Seq > final.Seq {
+	if ev := testwait.Recv(t, last, "the slow subscriber's last event"); ev.Seq > final.Seq {
 		t.Errorf("slow subscriber ended on seq %d beyond the latest %d", ev.Seq, final.Seq)
 	}
 	cancelSlow() // twice: nothing
@@ -270,7 +272,7 @@ func TestSlowSubscriberEndsOnLatest(t *testing.T) {
 	s := New(Options{})
 	ch, cancel := s.Subscribe()
 	defer cancel()
-	if first := <-ch; first.Seq != 1 {
+	if first := testwait.Recv(t, ch, "the first event"); first.Seq != 1 {
 		t.Fatalf("first event = %+v, want seq 1", first)
 	}
 	release := make(chan struct{})
@@ -285,7 +287,7 @@ func TestSlowSubscriberEndsOnLatest(t *testing.T) {
 	}
 	s.SetHold(daemonapi.StateTyping)
 	close(release)
-	if ev := <-got; ev != s.Current() || ev.State != daemonapi.StateTyping {
+	if ev := testwait.Recv(t, got, "the slow reader's event after the changes"); ev != s.Current() || ev.State != daemonapi.StateTyping {
 		t.Errorf("slow reader got %+v, want the latest %+v", ev, s.Current())
 	}
 }
@@ -296,19 +298,32 @@ func TestClose(t *testing.T) {
 	s := New(Options{})
 	ch, cancel := s.Subscribe()
 	defer cancel()
-	<-ch
+	testwait.Recv(t, ch, "the first event")
 	s.Close()
-	if _, ok := <-ch; ok {
+	if _, ok := recvOK(t, ch, "the subscription to close at Close"); ok {
 		t.Errorf("subscription open after Close")
 	}
 	late, _ := s.Subscribe()
-	if _, ok := <-late; ok {
+	if _, ok := recvOK(t, late, "a Subscribe after Close to give a closed channel"); ok {
 		t.Errorf("Subscribe after Close gave an open channel")
 	}
 	s.SetHold(daemonapi.StateListening)
 	if s.Current().State != daemonapi.StateListening {
 		t.Errorf("a change after Close was not recorded")
 	}
+}
+
+// recvOK receives from ch, telling a value from a close; after
+// testwait.Hang it fails t saying what it waited for.
+func recvOK(t *testing.T, ch <-chan daemonapi.WatchEvent, what string) (daemonapi.WatchEvent, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		return ev, ok
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for %s: nothing within %v", what, testwait.Hang)
+	}
+	return daemonapi.WatchEvent{}, false
 }
 
 // serveWatch serves s's watch method on a fresh unix socket and returns a
@@ -327,7 +342,7 @@ func serveWatch(t *testing.T, s *State) (dial func() *daemonapi.Client, srv *jso
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := testwait.Recv(t, done, "Serve to return after its cancel"); err != nil {
 			t.Errorf("Serve = %v", err)
 		}
 	})
@@ -352,20 +367,14 @@ func TestServeWatch(t *testing.T) {
 	events := make(chan daemonapi.WatchEvent, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Watch(context.Background(), func(ev daemonapi.WatchEvent) error {
+		done <- c.Watch(testwait.Context(t), func(ev daemonapi.WatchEvent) error {
 			events <- ev
 			return nil
 		})
 	}()
 	next := func() daemonapi.WatchEvent {
 		t.Helper()
-		select {
-		case ev := <-events:
-			return ev
-		case <-time.After(10 * time.Second):
-			t.Fatal("no event within 10 s")
-		}
-		return daemonapi.WatchEvent{}
+		return testwait.Recv(t, events, "the next watch event")
 	}
 	if ev := next(); ev.Seq != 1 || ev.State != daemonapi.StateIdle {
 		t.Errorf("first event = %+v, want seq 1 idle", ev)
@@ -381,12 +390,12 @@ func TestServeWatch(t *testing.T) {
 		t.Errorf("event after EndHold = %+v, want idle, typed, seq 5", ev)
 	}
 	s.Close()
-	if err := <-done; !errors.Is(err, daemonapi.ErrWatchEnded) {
+	if err := testwait.Recv(t, done, "Watch to end after the state closed"); !errors.Is(err, daemonapi.ErrWatchEnded) {
 		t.Errorf("Watch after the state closed = %v, want ErrWatchEnded", err)
 	}
 
 	var rpcErr *jsonrpc.Error
-	err := dial().Call(context.Background(), daemonapi.MethodWatch, map[string]int{"x": 1}, nil)
+	err := dial().Call(testwait.Context(t), daemonapi.MethodWatch, map[string]int{"x": 1}, nil)
 	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.InvalidParams {
 		t.Errorf("watch with parameters = %v, want invalid params", err)
 	}
@@ -399,46 +408,46 @@ func TestServeSlowWatcher(t *testing.T) {
 	s := New(Options{})
 	dial, _ := serveWatch(t, s)
 	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // a failed wait below must not leave the slow watcher blocked
 	var slowSeqs []uint64
 	slowDone := make(chan error, 1)
 	slowStarted := make(chan struct{})
 	var once sync.Once
 	slow := dial()
 	go func() {
-		slowDone <- slow.Watch(context.Background(), func(ev daemonapi.WatchEvent) error {
+		slowDone <- slow.Watch(testwait.Context(t), func(ev daemonapi.WatchEvent) error {
 			once.Do(func() { close(slowStarted) })
 			<-release
 			slowSeqs = append(slowSeqs, ev.Seq)
 			return nil
 		})
 	}()
-	<-slowStarted
+	testwait.Closed(t, slowStarted, "the slow watcher's first event")
 	fast := dial()
 	fastSeen := make(chan uint64, 10000)
 	fastDone := make(chan error, 1)
 	go func() {
-		fastDone <- fast.Watch(context.Background(), func(ev daemonapi.WatchEvent) error {
+		fastDone <- fast.Watch(testwait.Context(t), func(ev daemonapi.WatchEvent) error {
 			fastSeen <- ev.Seq
 			return nil
 		})
 	}()
-	<-fastSeen // subscribed
+	testwait.Recv(t, fastSeen, "the fast watcher's first event") // subscribed
 	const changes = 3000
 	for i := range changes {
 		s.AddWaiting(1 - 2*(i%2))
 	}
 	final := s.Current().Seq
-	for seq := range fastSeen {
-		if seq == final {
-			break
-		}
+	latest := fmt.Sprintf("the fast watcher to see the latest seq %d", final)
+	for seq := testwait.Recv(t, fastSeen, latest); seq != final; seq = testwait.Recv(t, fastSeen, latest) {
 	}
-	close(release)
+	releaseOnce()
 	s.Close()
-	if err := <-slowDone; !errors.Is(err, daemonapi.ErrWatchEnded) {
+	if err := testwait.Recv(t, slowDone, "the slow watch to end after the state closed"); !errors.Is(err, daemonapi.ErrWatchEnded) {
 		t.Errorf("slow Watch = %v, want ErrWatchEnded", err)
 	}
-	if err := <-fastDone; !errors.Is(err, daemonapi.ErrWatchEnded) {
+	if err := testwait.Recv(t, fastDone, "the fast watch to end after the state closed"); !errors.Is(err, daemonapi.ErrWatchEnded) {
 		t.Errorf("fast Watch = %v, want ErrWatchEnded", err)
 	}
 	for i := 1; i < len(slowSeqs); i++ {
