@@ -1,6 +1,3 @@
-// Package scripts tests the shell scripts of scripts/ that the Makefile
-// runs, with stand-ins for the tools they drive (a cmake on PATH that
-// builds in a moment), so that a test never touches the user's caches.
 package scripts
 
 import (
