@@ -5,15 +5,13 @@ go 1.26.8
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/alecthomas/kong v1.17.0
-	github.com/alecthomas/mango-kong v0.1.0
 	github.com/gen2brain/malgo v0.11.24
 	github.com/ggerganov/whisper.cpp/bindings/go v0.0.0-20260227185758-9453b4b9be9b
 	github.com/google/go-cmp v0.7.0
 	github.com/jezek/xgb v1.1.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	github.com/muesli/mango v0.1.1-0.20220205060214-77e2058169ab
-	github.com/muesli/roff v0.1.0
+	github.com/posener/complete v1.2.3
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/willabides/kongplete v0.4.0
 	go.uber.org/goleak v1.3.0
@@ -25,7 +23,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	github.com/posener/complete v1.2.3 // indirect
 	github.com/riywo/loginshell v0.0.0-20200815045211-7d26008be1ab // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
