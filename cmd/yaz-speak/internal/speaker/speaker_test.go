@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/tts"
 	"go.uber.org/goleak"
 )
@@ -74,7 +75,7 @@ func newServer(p Player, s *fakeSynth) *Server {
 func serve(t *testing.T, srv *Server, input string) []tts.Event {
 	t.Helper()
 	var out strings.Builder
-	if err := srv.Serve(t.Context(), strings.NewReader(input), &out); err != nil {
+	if err := srv.Serve(testwait.Context(t), strings.NewReader(input), &out); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	return parseEvents(t, out.String())
@@ -295,9 +296,9 @@ func TestServeDoneBeforeClose(t *testing.T) {
 		<-release // the device is closing
 		return len(s), nil
 	}}
-	in, events, result := startServe(t, t.Context(), newServer(p, &fakeSynth{}))
+	in, events, result := startServe(t, testwait.Context(t), newServer(p, &fakeSynth{}))
 	io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
-	<-closing
+	testwait.Recv(t, closing, "the player to close its device for a")
 	if got := events.next(); got != ev("a", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want a started", got)
 	}
@@ -306,7 +307,7 @@ func TestServeDoneBeforeClose(t *testing.T) {
 	}
 	close(release)
 	io.WriteString(in, `{"id":"b","text":"more"}`+"\n")
-	<-closing
+	testwait.Recv(t, closing, "the player to close its device for b")
 	if got := events.next(); got != ev("b", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want b started (and nothing more for a)", got)
 	}
@@ -314,7 +315,7 @@ func TestServeDoneBeforeClose(t *testing.T) {
 		t.Fatalf("event = %+v, want b done", got)
 	}
 	in.Close()
-	if err := <-result; err != nil {
+	if err := testwait.Recv(t, result, "Serve to return at EOF"); err != nil {
 		t.Errorf("Serve at EOF = %v, want nil", err)
 	}
 }
@@ -383,16 +384,24 @@ func blockingPlayer(playing chan<- struct{}, release <-chan struct{}) *fakePlaye
 
 // eventReader reads events from a pipe as they come.
 type eventReader struct {
-	t  *testing.T
-	sc *bufio.Scanner
+	t     *testing.T
+	lines <-chan string
+	err   *error // the scanner's error, set before lines is closed
 }
 
+// next returns the next event; after testwait.Hang it fails the test.
 func (r *eventReader) next() tts.Event {
 	r.t.Helper()
-	if !r.sc.Scan() {
-		r.t.Fatalf("no more events: %v", r.sc.Err())
+	select {
+	case line, ok := <-r.lines:
+		if !ok {
+			r.t.Fatalf("no more events: %v", *r.err)
+		}
+		return parseEvents(r.t, line+"\n")[0]
+	case <-time.After(testwait.Hang):
+		r.t.Fatalf("waiting for the next event: nothing within %v", testwait.Hang)
 	}
-	return parseEvents(r.t, r.sc.Text()+"\n")[0]
+	return tts.Event{}
 }
 
 func startServe(t *testing.T, ctx context.Context, srv *Server) (in *io.PipeWriter, events *eventReader, result <-chan error) {
@@ -405,11 +414,28 @@ func startServe(t *testing.T, ctx context.Context, srv *Server) (in *io.PipeWrit
 		outW.Close()
 		errc <- err
 	}()
+	lines, stop := make(chan string), make(chan struct{})
+	var scanErr error
+	var scanning sync.WaitGroup
+	scanning.Go(func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+		scanErr = sc.Err()
+	})
 	t.Cleanup(func() {
 		inW.Close()
 		outR.Close()
+		close(stop)
+		testwait.Group(t, &scanning, "the event reader to end")
 	})
-	return inW, &eventReader{t: t, sc: bufio.NewScanner(outR)}, errc
+	return inW, &eventReader{t: t, lines: lines, err: &scanErr}, errc
 }
 
 func TestServeSkip(t *testing.T) {
@@ -418,10 +444,10 @@ func TestServeSkip(t *testing.T) {
 	srv := newServer(blockingPlayer(playing, release), &fakeSynth{})
 	srv.Skip = skip
 	skip <- struct{}{} // a skip while idle is dropped
-	in, events, result := startServe(t, t.Context(), srv)
+	in, events, result := startServe(t, testwait.Context(t), srv)
 
 	io.WriteString(in, `{"id":"a","text":"long"}`+"\n")
-	<-playing
+	testwait.Recv(t, playing, "a to play")
 	if got := events.next(); got != ev("a", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want a started", got)
 	}
@@ -431,7 +457,7 @@ func TestServeSkip(t *testing.T) {
 	}
 
 	io.WriteString(in, `{"id":"b","text":"next"}`+"\n")
-	<-playing
+	testwait.Recv(t, playing, "b to play")
 	close(release)
 	if got := events.next(); got != ev("b", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want b started", got)
@@ -440,7 +466,7 @@ func TestServeSkip(t *testing.T) {
 		t.Fatalf("event = %+v, want b done", got)
 	}
 	in.Close()
-	if err := <-result; err != nil {
+	if err := testwait.Recv(t, result, "Serve to return at EOF"); err != nil {
 		t.Errorf("Serve at EOF = %v, want nil", err)
 	}
 }
@@ -450,9 +476,9 @@ func TestServeSkip(t *testing.T) {
 func TestServeEOFFinishesUtterance(t *testing.T) {
 	playing, release := make(chan struct{}, 1), make(chan struct{})
 	srv := newServer(blockingPlayer(playing, release), &fakeSynth{})
-	in, events, result := startServe(t, t.Context(), srv)
+	in, events, result := startServe(t, testwait.Context(t), srv)
 	io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
-	<-playing
+	testwait.Recv(t, playing, "a to play")
 	in.Close()
 	if got := events.next(); got != ev("a", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want a started", got)
@@ -466,7 +492,7 @@ func TestServeEOFFinishesUtterance(t *testing.T) {
 	if got := events.next(); got != ev("a", tts.EventDone, true) {
 		t.Fatalf("event = %+v, want a done", got)
 	}
-	if err := <-result; err != nil {
+	if err := testwait.Recv(t, result, "Serve to return at EOF"); err != nil {
 		t.Errorf("Serve at EOF = %v, want nil", err)
 	}
 }
@@ -476,10 +502,10 @@ func TestServeEOFFinishesUtterance(t *testing.T) {
 func TestServeCancel(t *testing.T) {
 	playing := make(chan struct{}, 1)
 	srv := newServer(blockingPlayer(playing, nil), &fakeSynth{})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	in, events, result := startServe(t, ctx, srv)
 	io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
-	<-playing
+	testwait.Recv(t, playing, "a to play")
 	if got := events.next(); got != ev("a", tts.EventStarted, true) {
 		t.Fatalf("event = %+v, want a started", got)
 	}
@@ -487,29 +513,19 @@ func TestServeCancel(t *testing.T) {
 	if got := events.next(); got != ev("a", tts.EventFailed, true) {
 		t.Fatalf("event = %+v, want a failed audible", got)
 	}
-	select {
-	case err := <-result:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Serve after cancel = %v, want context.Canceled", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Serve did not return after cancel")
+	if err := testwait.Recv(t, result, "Serve to return after its cancel"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve after cancel = %v, want context.Canceled", err)
 	}
 }
 
 // TestServeCancelIdle cancels while Serve waits for a request on a stdin that
 // never ends.
 func TestServeCancelIdle(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	_, _, result := startServe(t, ctx, newServer(&fakePlayer{}, &fakeSynth{}))
 	cancel()
-	select {
-	case err := <-result:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Serve after cancel = %v, want context.Canceled", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Serve did not return after cancel")
+	if err := testwait.Recv(t, result, "Serve to return after its cancel"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve after cancel = %v, want context.Canceled", err)
 	}
 }
 
