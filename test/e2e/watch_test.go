@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
@@ -63,18 +63,28 @@ func (d *daemon) watch(t *testing.T) *watchProc {
 	return w
 }
 
+// stop interrupts ctl watch and waits for it to exit; one still running
+// after testwait.Hang is killed and fails the test.
 func (w *watchProc) stop() {
 	w.cmd.Process.Signal(os.Interrupt)
-	<-w.done
+	select {
+	case <-w.done:
+	case <-time.After(testwait.Hang):
+		w.cmd.Process.Kill()
+		w.t.Errorf("waiting for ctl watch to exit after an interrupt: still running after %v; stderr: %s", testwait.Hang, w.stderr.String())
+		<-w.done // killed: its stdout closes
+	}
 	w.cmd.Wait()
 }
 
 // until reads events until one has state want and returns the states seen
 // on the way (want included). It fails the test if the watch ends or
-// nothing comes within limit.
-func (w *watchProc) until(want string, limit time.Duration) []daemonapi.WatchEvent {
+// the state does not come within testwait.Hang (a guard, not a speed
+// requirement: the machine may be busy).
+func (w *watchProc) until(want string) []daemonapi.WatchEvent {
 	w.t.Helper()
 	var seen []daemonapi.WatchEvent
+	limit := testwait.Hang
 	deadline := time.After(limit)
 	for {
 		select {
@@ -92,9 +102,11 @@ func (w *watchProc) until(want string, limit time.Duration) []daemonapi.WatchEve
 	}
 }
 
-// untilEvent reads events until one satisfies ok and returns it.
-func (w *watchProc) untilEvent(what string, limit time.Duration, ok func(daemonapi.WatchEvent) bool) daemonapi.WatchEvent {
+// untilEvent reads events until one satisfies ok and returns it; it fails
+// the test if the watch ends or none comes within testwait.Hang.
+func (w *watchProc) untilEvent(what string, ok func(daemonapi.WatchEvent) bool) daemonapi.WatchEvent {
 	w.t.Helper()
+	limit := testwait.Hang
 	deadline := time.After(limit)
 	var last daemonapi.WatchEvent
 	for {
@@ -134,7 +146,7 @@ func TestWatchHoldSequence(t *testing.T) {
 	speech := answerWAV()
 	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=400")...)
 	w := d.watch(t)
-	if first := w.until(daemonapi.StateIdle, 20*time.Second); first[0].Seq == 0 {
+	if first := w.until(daemonapi.StateIdle); first[0].Seq == 0 {
 		t.Errorf("first event %+v has no sequence number", first[0])
 	}
 	c := d.Client()
@@ -142,7 +154,7 @@ func TestWatchHoldSequence(t *testing.T) {
 	if r := d.stopHold(c); r.Outcome != "typed" {
 		t.Fatalf("hold.stop = %+v, want typed", r)
 	}
-	seen := w.until(daemonapi.StateIdle, 60*time.Second)
+	seen := w.until(daemonapi.StateIdle)
 	got := statesOf(seen)
 	var distinct []string
 	for _, s := range got {
@@ -178,28 +190,28 @@ func TestWatchQuestionStates(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "2"))
 	w := d.watch(t)
-	start := w.until(daemonapi.StateIdle, 20*time.Second)
+	start := w.until(daemonapi.StateIdle)
 	if b := start[len(start)-1].Budget; b.PerHour != 2 {
 		t.Logf("budget at start: %+v (the gate may still be starting)", b)
 	}
 	c := d.Client()
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil {
 		t.Fatal(err)
 	}
-	w.until(daemonapi.StateListening, 10*time.Second)
+	w.until(daemonapi.StateListening)
 	res := make(chan daemonapi.AskResult, 1)
 	go func() { res <- d.Ask("After your sentence?", 60) }()
-	waiting := w.until(daemonapi.StateWaiting, 20*time.Second)
+	waiting := w.until(daemonapi.StateWaiting)
 	if ev := waiting[len(waiting)-1]; ev.Waiting != 1 || ev.Hold != daemonapi.StateListening {
 		t.Errorf("waiting event = %+v, want 1 waiting during the hold", ev)
 	}
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)
 	}
-	w.until(daemonapi.StateSpeaking, 20*time.Second)
-	r := <-res
-	last := w.untilEvent("the question's result", 30*time.Second, func(ev daemonapi.WatchEvent) bool {
+	w.until(daemonapi.StateSpeaking)
+	r := testwait.Recv(t, res, "the question's answer after the hold ended")
+	last := w.untilEvent("the question's result", func(ev daemonapi.WatchEvent) bool {
 		return ev.State == daemonapi.StateIdle && ev.LastAsk != ""
 	})
 	if last.LastAsk != string(r.Result) || last.LastHold != "cancelled" {
@@ -207,7 +219,7 @@ func TestWatchQuestionStates(t *testing.T) {
 	}
 	// The budget reaches the bar: one slot spent.
 	if last.Budget.Used != 1 {
-		last = w.untilEvent("the spent slot", 10*time.Second, func(ev daemonapi.WatchEvent) bool { return ev.Budget.Used == 1 })
+		last = w.untilEvent("the spent slot", func(ev daemonapi.WatchEvent) bool { return ev.Budget.Used == 1 })
 	}
 	if last.Budget.Left != 1 || last.Budget.PerHour != 2 {
 		t.Errorf("budget in the watch = %+v, want 1 of 2 left", last.Budget)
@@ -220,9 +232,9 @@ func TestWatchEndsWithDaemon(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, baseConfig())
 	w := d.watch(t)
-	w.until(daemonapi.StateIdle, 20*time.Second)
+	w.until(daemonapi.StateIdle)
 	d.Stop()
-	<-w.done
+	testwait.Closed(t, w.done, "ctl watch to end after the daemon stopped")
 	err := w.cmd.Wait()
 	if code := w.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(w.stderr.String(), "yazsesd stopped") {
 		t.Errorf("ctl watch after the daemon stopped: exit %d (%v), stderr %q; want 1, yazsesd stopped", code, err, w.stderr.String())
