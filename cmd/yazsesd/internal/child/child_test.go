@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/supervise"
 )
@@ -328,23 +329,26 @@ func (f *fakeServe) log() []string {
 // own.
 func TestDecodeCancelSendsAbandon(t *testing.T) {
 	d := NewDecoder(supervise.Spec{Name: "decode"}, "", slog.New(slog.DiscardHandler))
-	f := startFakeServe(t, d, 3*time.Second)
-	defer func() { d.Close(); <-f.done }()
+	// The fake decodes utterance 1 for as long as a test may wait: X must
+	// come before that, whatever the machine's load (a 3 s fallback failed
+	// the test on a busy machine whose X was merely late).
+	f := startFakeServe(t, d, testwait.Hang)
+	defer func() { d.Close(); testwait.Closed(t, f.done, "the fake decoder to end after Close") }()
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	fileErr := make(chan error, 1)
 	go func() {
 		_, err := d.Decode(ctx, PrioFile, make([]int16, 16000), nil)
 		fileErr <- err
 	}()
-	if n := <-f.ended; n != 1 {
+	if n := testwait.Recv(t, f.ended, "utterance 1's end frame at the decoder"); n != 1 {
 		t.Fatalf("first utterance numbered %d", n)
 	}
 	cancel()
-	if err := <-fileErr; !errors.Is(err, context.Canceled) {
+	if err := testwait.Recv(t, fileErr, "the cancelled decode to return"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled decode = %v, want context.Canceled", err)
 	}
-	res, err := d.Decode(context.Background(), PrioHold, make([]int16, 8000), nil)
+	res, err := d.Decode(testwait.Context(t), PrioHold, make([]int16, 8000), nil)
 	if err != nil || res.Utt != 2 || res.Error != "" {
 		t.Errorf("the hold after the cancel = %+v, %v; want utterance 2's own answer", res, err)
 	}
