@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestReplyWire(t *testing.T) {
@@ -199,7 +201,7 @@ func fakeGate(t *testing.T, conn net.Conn, handle func(Request) Reply) (wait fun
 			}
 		}
 	}()
-	return func() { <-done }
+	return func() { testwait.Closed(t, done, "the fake gate to end") }
 }
 
 // counter is a trivial budget of n slots for the fake gate.
@@ -238,7 +240,7 @@ func TestClient(t *testing.T) {
 	cc, sc := socketpair(t)
 	wait := fakeGate(t, sc, (&counter{left: 1, tokens: map[string]bool{}}).handle)
 	c := NewClient(cc)
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 
 	tok, err := c.Reserve(ctx)
 	if err != nil || tok == "" {
@@ -274,9 +276,10 @@ func TestClientConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var granted, refused int
+	ctx := testwait.Context(t)
 	for range 50 {
 		wg.Go(func() {
-			_, err := c.Reserve(context.Background())
+			_, err := c.Reserve(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			var ref *Refused
@@ -290,7 +293,7 @@ func TestClientConcurrent(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the 50 reserves")
 	if granted != 3 || refused != 47 {
 		t.Errorf("granted %d, refused %d; want 3, 47", granted, refused)
 	}
@@ -316,9 +319,9 @@ func TestClientDeadline(t *testing.T) {
 			var ctx context.Context
 			var cancel context.CancelFunc
 			if mode == "deadline" {
-				ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+				ctx, cancel = context.WithTimeout(testwait.Context(t), 50*time.Millisecond)
 			} else {
-				ctx, cancel = context.WithCancel(context.Background())
+				ctx, cancel = context.WithCancel(testwait.Context(t))
 				time.AfterFunc(50*time.Millisecond, cancel)
 			}
 			defer cancel()
@@ -335,7 +338,7 @@ func TestClientDeadline(t *testing.T) {
 				t.Errorf("Reserve() took %v to give up", el)
 			}
 			close(release)
-			tok, err := c.Reserve(context.Background())
+			tok, err := c.Reserve(testwait.Context(t))
 			if err != nil || tok != "fresh" {
 				t.Fatalf("Reserve() after the abandoned one = %q, %v; want fresh", tok, err)
 			}
@@ -349,12 +352,12 @@ func TestClientCancelledBeforeSend(t *testing.T) {
 	var mu sync.Mutex
 	fakeGate(t, sc, func(Request) Reply { mu.Lock(); calls++; mu.Unlock(); return Reply{OK: true, Token: "t"} })
 	c := NewClient(cc)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	cancel()
 	if _, err := c.Reserve(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reserve(cancelled) = %v, want Canceled", err)
 	}
-	if _, err := c.Reserve(context.Background()); err != nil {
+	if _, err := c.Reserve(testwait.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -391,10 +394,10 @@ func TestClientBroken(t *testing.T) {
 			cc, sc := socketpair(t)
 			go tt.serve(sc)
 			c := NewClient(cc)
-			if _, err := c.Reserve(context.Background()); !errors.Is(err, ErrBroken) {
+			if _, err := c.Reserve(testwait.Context(t)); !errors.Is(err, ErrBroken) {
 				t.Fatalf("Reserve() = %v, want %v", err, ErrBroken)
 			}
-			if _, err := c.Status(context.Background()); !errors.Is(err, ErrBroken) {
+			if _, err := c.Status(testwait.Context(t)); !errors.Is(err, ErrBroken) {
 				t.Fatalf("Status() after a break = %v, want %v", err, ErrBroken)
 			}
 		})
@@ -419,7 +422,7 @@ func TestRequestWire(t *testing.T) {
 			sc.Write(append(out, '\n'))
 		}
 	}()
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	c.Reserve(ctx)
 	c.Commit(ctx, "t1")
 	c.Release(ctx, "t2")
@@ -431,7 +434,7 @@ func TestRequestWire(t *testing.T) {
 		`{"op":"status","id":4}`,
 	}
 	for i, w := range want {
-		if got := <-lines; got != w {
+		if got := testwait.Recv(t, lines, fmt.Sprintf("request %d on the wire", i)); got != w {
 			t.Errorf("request %d = %s, want %s", i, got, w)
 		}
 	}
@@ -489,8 +492,8 @@ func (g *heldGate) next(t *testing.T) Request {
 	select {
 	case r := <-g.got:
 		return r
-	case <-time.After(5 * time.Second):
-		t.Fatal("the gate got no request")
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for the gate to get a request: none within %v", testwait.Hang)
 		return Request{}
 	}
 }
@@ -511,14 +514,7 @@ func reserveAsync(c *Client, ctx context.Context) <-chan result {
 
 func wait[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("no result within 5 s")
-		var zero T
-		return zero
-	}
+	return testwait.Recv(t, ch, "the call's result")
 }
 
 // TestClientOneAtATime: a call waits while an earlier one is on the wire
@@ -532,7 +528,7 @@ func TestClientOneAtATime(t *testing.T) {
 	const n = 5
 	var results [n]<-chan result
 	for i := range n {
-		results[i] = reserveAsync(c, context.Background())
+		results[i] = reserveAsync(c, testwait.Context(t))
 	}
 	var seen []uint64
 	for range n {
@@ -566,15 +562,15 @@ func TestClientCancelWhileWaiting(t *testing.T) {
 	g := newHeldGate(t, sc)
 	c := NewClient(cc)
 	defer c.Close()
-	first := reserveAsync(c, context.Background())
+	first := reserveAsync(c, testwait.Context(t))
 	g.next(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	middle := reserveAsync(c, ctx)
 	cancel()
 	if r := wait(t, middle); !errors.Is(r.err, context.Canceled) || r.tok != "" {
 		t.Fatalf("cancelled Reserve() = %q, %v; want Canceled", r.tok, r.err)
 	}
-	last := reserveAsync(c, context.Background())
+	last := reserveAsync(c, testwait.Context(t))
 	g.answer <- Reply{OK: true, Token: "first"}
 	if r := wait(t, first); r.err != nil || r.tok != "first" {
 		t.Errorf("first Reserve() = %q, %v; want first", r.tok, r.err)
@@ -597,7 +593,7 @@ func TestClientAbandonedOnTheWire(t *testing.T) {
 	c := NewClient(cc)
 	defer c.Close()
 	for range 2 {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(testwait.Context(t))
 		ch := reserveAsync(c, ctx)
 		g.next(t)
 		cancel()
@@ -605,7 +601,7 @@ func TestClientAbandonedOnTheWire(t *testing.T) {
 			t.Fatalf("Reserve() = %q, %v; want Canceled", r.tok, r.err)
 		}
 	}
-	next := reserveAsync(c, context.Background())
+	next := reserveAsync(c, testwait.Context(t))
 	g.answer <- Reply{OK: true, Token: "late1"}
 	g.answer <- Reply{OK: true, Token: "late2"}
 	if req := g.next(t); req.ID != 3 {
@@ -624,14 +620,21 @@ func TestClientAbandonedBeforeSend(t *testing.T) {
 	defer sc.Close()
 	c := NewClient(cc)
 	defer c.Close()
-	first := reserveAsync(c, context.Background())
-	time.Sleep(20 * time.Millisecond) // the first call is in its write
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	first := reserveAsync(c, testwait.Context(t))
+	// The first call holds the turn: it has its id and is in (or about to
+	// be in) its write, which nobody reads yet, so the second call below
+	// waits for the turn until its deadline.
+	for deadline := time.Now().Add(testwait.Hang); len(c.turn) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for the first call to take the turn: not within %v", testwait.Hang)
+		}
+	}
+	ctx, cancel := context.WithTimeout(testwait.Context(t), 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.Reserve(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reserve() = %v, want DeadlineExceeded", err)
 	}
-	third := reserveAsync(c, context.Background())
+	third := reserveAsync(c, testwait.Context(t))
 	l := NewLineReader(sc)
 	var ids []uint64
 	for range 2 {
@@ -680,15 +683,16 @@ func TestClientManyCallers(t *testing.T) {
 	c := NewClient(cc)
 	defer c.Close()
 	var wg sync.WaitGroup
+	ctx := testwait.Context(t)
 	for i := range 2000 {
 		wg.Go(func() {
 			if i%3 == 0 {
-				if _, err := c.Status(context.Background()); err != nil {
+				if _, err := c.Status(ctx); err != nil {
 					t.Errorf("Status() = %v", err)
 				}
 				return
 			}
-			err := c.Commit(context.Background(), fmt.Sprint(i))
+			err := c.Commit(ctx, fmt.Sprint(i))
 			var ref *Refused
 			switch {
 			case i%2 == 0 && err != nil:
@@ -698,7 +702,7 @@ func TestClientManyCallers(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the 2000 calls")
 }
 
 // TestClientBrokenFailsPending: when the gate goes away with a request on
@@ -711,7 +715,7 @@ func TestClientBrokenFailsPending(t *testing.T) {
 	results := make(chan result, 5)
 	for range 5 {
 		go func() {
-			tok, err := c.Reserve(context.Background())
+			tok, err := c.Reserve(testwait.Context(t))
 			results <- result{tok, err}
 		}()
 	}
@@ -727,7 +731,7 @@ func TestClientBrokenFailsPending(t *testing.T) {
 			t.Errorf("pending Reserve() %d = %q, %v; want ErrBroken", i+1, r.tok, r.err)
 		}
 	}
-	if _, err := c.Status(context.Background()); !errors.Is(err, ErrBroken) {
+	if _, err := c.Status(testwait.Context(t)); !errors.Is(err, ErrBroken) {
 		t.Errorf("Status() after the break = %v, want ErrBroken", err)
 	}
 }
@@ -738,13 +742,13 @@ func TestClientClose(t *testing.T) {
 	cc, sc := socketpair(t)
 	g := newHeldGate(t, sc)
 	c := NewClient(cc)
-	pending := reserveAsync(c, context.Background())
+	pending := reserveAsync(c, testwait.Context(t))
 	g.next(t)
 	c.Close()
 	if r := wait(t, pending); !errors.Is(r.err, ErrBroken) {
 		t.Errorf("pending Reserve() after Close = %v, want ErrBroken", r.err)
 	}
-	if _, err := c.Reserve(context.Background()); !errors.Is(err, ErrBroken) {
+	if _, err := c.Reserve(testwait.Context(t)); !errors.Is(err, ErrBroken) {
 		t.Errorf("Reserve() after Close = %v, want ErrBroken", err)
 	}
 	c.Close() // twice is fine
@@ -766,15 +770,15 @@ func TestClientOutOfStep(t *testing.T) {
 				NewLineReader(sc).ReadLine()
 				sc.Write([]byte(tt.reply + "\n"))
 			}()
-			tok, err := c.Reserve(context.Background())
+			tok, err := c.Reserve(testwait.Context(t))
 			if tt.name == "unasked" {
 				if err != nil {
 					t.Fatalf("Reserve() = %v", err)
 				}
 				// The second reply answers nothing: the Client breaks.
-				deadline := time.Now().Add(5 * time.Second)
+				deadline := time.Now().Add(testwait.Hang)
 				for {
-					if _, err = c.Status(context.Background()); errors.Is(err, ErrBroken) || time.Now().After(deadline) {
+					if _, err = c.Status(testwait.Context(t)); errors.Is(err, ErrBroken) || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(time.Millisecond)
@@ -817,9 +821,9 @@ func TestClientWriteInterrupted(t *testing.T) {
 			var cancel context.CancelFunc
 			want := context.DeadlineExceeded
 			if mode == "deadline" {
-				ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+				ctx, cancel = context.WithTimeout(testwait.Context(t), 30*time.Millisecond)
 			} else {
-				ctx, cancel = context.WithCancel(context.Background())
+				ctx, cancel = context.WithCancel(testwait.Context(t))
 				time.AfterFunc(30*time.Millisecond, cancel)
 				want = context.Canceled
 			}
@@ -827,7 +831,7 @@ func TestClientWriteInterrupted(t *testing.T) {
 			if _, err := c.Reserve(ctx); !errors.Is(err, want) {
 				t.Fatalf("Reserve() = %v, want %v", err, want)
 			}
-			next := reserveAsync(c, context.Background())
+			next := reserveAsync(c, testwait.Context(t))
 			b, err := NewLineReader(sc).ReadLine()
 			if err != nil {
 				t.Fatal(err)
