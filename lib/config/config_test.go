@@ -310,7 +310,7 @@ func TestErrors(t *testing.T) {
 		{"pre-roll", "[capture]\npre_roll_ms = 5000",
 			"config.toml:2: capture.pre_roll_ms: must be between 0 and 2000, got 5000"},
 		{"inject", "[dictation]\ninject = \"xdotol\"",
-			`config.toml:2: dictation.inject: must be one of "auto", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
+			`config.toml:2: dictation.inject: must be one of "auto", "wayland", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
 		{"paste over chars", "[dictation]\npaste_over_chars = -1",
 			"config.toml:2: dictation.paste_over_chars: must be between 0 and 1000000, got -1"},
 		{"min utterance", "[dictation]\nmin_utterance_ms = -1",

@@ -143,17 +143,20 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// BenchmarkInjectWayland types the same texts with wtype under a headless
-// sway into foot, next to the paste (wl-copy, and wtype's key chord), and
-// the focus check alone (sway's tree). us/char is ns/op per character;
-// wtype-us/char leaves out the fixed part: the start delay (-s) and the
-// focus check, measured alone.
+// BenchmarkInjectWayland types the same texts under a headless sway into
+// foot: in-process (the wayland backend, its connection and virtual
+// keyboard kept between runs, as in the daemon), with wtype, and pasted
+// (wl-copy, and wtype's key chord); and the focus check alone (sway's
+// tree, through swaymsg). us/char is ns/op per character; wtype-us/char
+// leaves out the fixed part: the start delay (-s) and the focus check,
+// measured alone.
 //
 //	go test ./lib/inject -run '^$' -bench InjectWayland -benchtime 5x
 func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)
 	g := watchGrowth(b, rec.File)
+	b.Cleanup(closeWayland)
 	var focusCost time.Duration
 	b.Run("focus", func(b *testing.B) {
 		var ts []time.Duration
@@ -170,11 +173,17 @@ func BenchmarkInjectWayland(b *testing.B) {
 	})
 	for _, text := range []string{benchText58, mixedText()} {
 		n := len([]rune(text))
-		for _, name := range []string{Wtype, Clipboard} {
+		for _, name := range []string{Wayland, Wtype, Clipboard} {
 			b.Run(fmt.Sprintf("chars=%d/%s", n, name), func(b *testing.B) {
 				inj, err := New(name, Options{Environ: env})
 				if err != nil {
 					b.Fatal(err)
+				}
+				if name == Wayland {
+					// The daemon dials when it opens its Typer.
+					if offers, _ := waylandOffers(context.Background(), env); !offers {
+						b.Fatal("sway offers no virtual keyboard")
+					}
 				}
 				var arrivals []time.Duration
 				for range b.N {

@@ -1,7 +1,7 @@
 // Package inject types dictated text into the focused window.
 //
-// Backends: one in-process X11 client, and small external tools run
-// without a shell:
+// Backends: an in-process X11 client, an in-process Wayland client, and
+// small external tools run without a shell:
 //
 //   - "x11" (X11, in-process): a connection to the display (DISPLAY and
 //     XAUTHORITY of Options.Environ; github.com/jezek/xgb, pure Go) with
@@ -47,6 +47,39 @@
 //     freed again after Options.RestoreDelay. A text with more of them than
 //     the spare keycodes hold is refused ([ErrUnavailable]), as with x11.
 //     xdotool keeps its default 12 ms key delay; --delay 0 is never used.
+//   - "wayland" (wlroots compositors: sway, Hyprland, river, labwc,
+//     Wayfire; in-process): a Wayland client of the process's own
+//     (the wire protocol in pure Go, no libwayland) on
+//     $XDG_RUNTIME_DIR/$WAYLAND_DISPLAY, with one virtual keyboard
+//     (zwp_virtual_keyboard_v1 on the first wl_seat). For each text it
+//     builds an XKB keymap with one key per distinct character at the
+//     only level (the keysym of U+XXXX is UXXXX: Latin-1 its own,
+//     every other one 0x01000000 | the code point), so that every
+//     character types whatever the user's layout or the daemon's locale,
+//     and no modifier is pressed; hands it over in a sealed memfd
+//     (keymap, then modifiers all clear), and waits for a wl_display.sync
+//     round trip, so that a keymap the compositor refuses is an error
+//     before any key, which a Typer falls back from. Then a press and a
+//     release per character (CLOCK_MONOTONIC milliseconds), with a round
+//     trip after every 128 characters and at the end: the call returns
+//     when the compositor has processed every key, and it delivers keys to
+//     the focused client in the order it got them, after the keymap.
+//     A text with more than 247 distinct characters (keycodes 9-255) is
+//     typed in pieces, each with its keymap. The connection and the
+//     virtual keyboard stay between texts (one client per compositor; a
+//     failed one is dialled again at the next text), so the seat's own
+//     keyboard and its keymap are never touched; [Settle] closes it,
+//     which destroys the virtual keyboard. No process is spawned: the
+//     focus comes from sway's IPC socket in-process. A compositor that
+//     lacks zwp_virtual_keyboard_manager_v1 (GNOME, KDE) or cannot be
+//     reached is [ErrUnavailable]; a protocol error or the compositor
+//     going away after keys went out is [ErrInterrupted], and every
+//     exchange has a deadline (5 s). Xwayland windows get the keymap
+//     through Xwayland, untested here. On a seat with no keyboard at all
+//     (a headless compositor; never a desktop with a keyboard), clients
+//     bind their keyboard only when the virtual keyboard appears, and
+//     keys before that are lost: "auto" dials (and creates the virtual
+//     keyboard) when the Typer is opened, when the daemon starts.
 //   - "wtype" (Wayland, virtual-keyboard protocol): `wtype -s 200 -`, the
 //     text on stdin. The short start delay keeps the first key, which a
 //     client can otherwise lose while it takes the new keymap.
@@ -78,8 +111,9 @@
 //     the paste cannot be told there.
 //   - "stdout": the text and a newline to Options.Stdout.
 //
-// "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wtype,
-// then ydotool, then the clipboard; otherwise DISPLAY set: x11, then
+// "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wayland
+// (left out when the compositor answers without the virtual keyboard),
+// then wtype, then ydotool, then the clipboard; otherwise DISPLAY set: x11, then
 // xdotool, then the clipboard; and falls back to the next one when one
 // fails (not after ErrInterrupted: see [Typer.Type]).
 //
@@ -154,6 +188,7 @@ import (
 
 // Backend names: the closed vocabulary that [Typer.Type] reports.
 const (
+	Wayland   = "wayland"
 	Wtype     = "wtype"
 	X11       = "x11"
 	Xdotool   = "xdotool"
@@ -164,7 +199,7 @@ const (
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
-var Backends = []string{Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
+var Backends = []string{Wayland, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
 // Errors.
 var (
@@ -296,6 +331,8 @@ func New(name string, opts Options) (Injector, error) {
 		return &x11{o: opts}, nil
 	case Xdotool:
 		return &xdotool{o: opts}, nil
+	case Wayland:
+		return &wayland{o: opts}, nil
 	case Wtype:
 		return &wtype{o: opts}, nil
 	case Ydotool:
@@ -309,13 +346,14 @@ func New(name string, opts Options) (Injector, error) {
 }
 
 // Order is the backends "auto" tries, in order, for a session environment:
-// WAYLAND_DISPLAY set: wtype, ydotool, clipboard; else DISPLAY set:
-// x11, xdotool, clipboard; else none.
+// WAYLAND_DISPLAY set: wayland, wtype, ydotool, clipboard; else DISPLAY
+// set: x11, xdotool, clipboard; else none. ([Open] leaves wayland out
+// when the compositor answers without the virtual keyboard.)
 func Order(environ []string) []string {
 	o := Options{Environ: environ}
 	switch {
 	case o.getenv("WAYLAND_DISPLAY") != "":
-		return []string{Wtype, Ydotool, Clipboard}
+		return []string{Wayland, Wtype, Ydotool, Clipboard}
 	case o.getenv("DISPLAY") != "":
 		return []string{X11, Xdotool, Clipboard}
 	}
@@ -341,6 +379,14 @@ func Open(name string, opts Options) (*Typer, error) {
 		names = Order(opts.Environ)
 		if len(names) == 0 {
 			return nil, fmt.Errorf("open auto: no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
+		}
+		if names[0] == Wayland {
+			ctx, cancel := context.WithTimeout(context.Background(), wlIOTimeout)
+			offers, known := waylandOffers(ctx, opts.Environ)
+			cancel()
+			if known && !offers {
+				names = names[1:] // GNOME, KDE: no virtual keyboard
+			}
 		}
 	}
 	t := &Typer{log: opts.Log}

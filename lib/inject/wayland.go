@@ -44,14 +44,19 @@ func waylandFocus(ctx context.Context, c call) (swayTarget, error) {
 		// sway's socket is named but does not answer: do not guess.
 		return swayTarget{focus: FocusUnknown}, nil
 	}
+	return focusFromTree(out), nil
+}
+
+// focusFromTree reads the focused node from sway's tree (get_tree's JSON).
+func focusFromTree(out []byte) swayTarget {
 	var root swayNode
 	if err := json.Unmarshal(out, &root); err != nil {
-		return swayTarget{focus: FocusUnknown}, nil
+		return swayTarget{focus: FocusUnknown}
 	}
 	n := findFocused(&root)
 	if n == nil || (n.Type != "con" && n.Type != "floating_con") {
 		// A workspace, an output or nothing is focused.
-		return swayTarget{focus: FocusNone}, nil
+		return swayTarget{focus: FocusNone}
 	}
 	t := swayTarget{focus: FocusWindow}
 	switch {
@@ -60,7 +65,7 @@ func waylandFocus(ctx context.Context, c call) (swayTarget, error) {
 	case n.WindowProperties != nil:
 		t.appID = n.WindowProperties.Class
 	}
-	return t, nil
+	return t
 }
 
 func findFocused(n *swayNode) *swayNode {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,14 @@ import (
 // sway refuses root) and returns an environment for its clients.
 // A missing sway fails the test: CI installs it (scripts/install-deps.sh).
 func startSway(t testing.TB) []string {
+	t.Helper()
+	env, _ := startSwayKill(t)
+	return env
+}
+
+// startSwayKill is startSway that also returns a function that kills sway
+// and returns once it has exited.
+func startSwayKill(t testing.TB) ([]string, func()) {
 	t.Helper()
 	for _, tool := range []string{"sway", "swaymsg", "wtype", "foot", "wl-copy", "wl-paste", "setpriv"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -62,10 +71,14 @@ func startSway(t testing.TB) []string {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	})
+	var killed sync.Once
+	kill := func() {
+		killed.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		})
+	}
+	t.Cleanup(kill)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		var wl, sock string
@@ -84,7 +97,8 @@ func startSway(t testing.TB) []string {
 			c := exec.Command("swaymsg", "-t", "get_version")
 			c.Env = env
 			if c.Run() == nil {
-				return env
+				seatKeyboard(t, env)
+				return env, kill
 			}
 		}
 		select {
@@ -95,7 +109,27 @@ func startSway(t testing.TB) []string {
 		}
 	}
 	t.Fatalf("sway did not start:\n%s", log.String())
-	return nil
+	return nil, nil
+}
+
+// seatKeyboard gives the headless seat a keyboard of its own, as every
+// desktop has: a client binds its wl_keyboard only once the seat has a
+// keyboard, and keys sent before that are lost. Without it, the first
+// keyboard of the seat would be the one under test (wtype's, or the
+// wayland backend's), and each text's first keys would race the
+// terminal's wl_seat.get_keyboard. It stays until the test ends.
+func seatKeyboard(t testing.TB, env []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dialWl(ctx, env)
+	if err != nil {
+		t.Fatalf("the seat's keyboard: %v", err)
+	}
+	t.Cleanup(c.close)
+	if err := c.bindKeyboard(ctx); err != nil {
+		t.Fatalf("the seat's keyboard: %v", err)
+	}
 }
 
 // startFoot opens a foot terminal whose shell writes what it receives to a
@@ -142,7 +176,7 @@ func swaymsg(t *testing.T, env []string, args ...string) {
 func TestWaylandWtypeTypesUnicodeIntact(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	typer, err := Open(Auto, Options{Environ: env})
+	typer, err := Open(Wtype, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +197,11 @@ func TestWaylandWtypeTypesUnicodeIntact(t *testing.T) {
 func TestWaylandNoTarget(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
+	t.Cleanup(closeWayland)
 	swaymsg(t, env, "workspace", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, name := range []string{Wtype, Clipboard, Ydotool} {
+	for _, name := range []string{Wayland, Wtype, Clipboard, Ydotool} {
 		inj, _ := New(name, Options{Environ: env})
 		if f, err := inj.Focus(ctx); err != nil || f != FocusNone {
 			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
@@ -176,8 +211,8 @@ func TestWaylandNoTarget(t *testing.T) {
 		}
 	}
 	typer, _ := Open(Auto, Options{Environ: env})
-	if used, err := typer.Type(ctx, "secret"); !errors.Is(err, ErrNoTarget) || used != Wtype {
-		t.Errorf("auto: Type = %q, %v; want wtype, ErrNoTarget", used, err)
+	if used, err := typer.Type(ctx, "secret"); !errors.Is(err, ErrNoTarget) || used != Wayland {
+		t.Errorf("auto: Type = %q, %v; want wayland, ErrNoTarget", used, err)
 	}
 	// Back on the terminal's workspace the same call types.
 	swaymsg(t, env, "workspace", "1")

@@ -537,8 +537,10 @@ func useDisplay(env []string) {
 // waiting at most a few seconds for each. The bindings stay between
 // texts, so that a window that reads its keys late still finds them: a
 // program that typed calls Settle before it exits. A display that is gone
-// is skipped.
+// is skipped. Settle also closes the wayland backend's connections, which
+// destroys their virtual keyboards.
 func Settle() {
+	closeWayland()
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
 	for key, env := range x11Displays {
