@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/yazses/yazses/internal/testvad"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
@@ -407,7 +408,7 @@ func TestChildDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Feed(jfk(t)[:pcm.SampleRate])
-	if _, err := u.Wait(context.Background(), int64(pcm.SampleRate)); err != nil {
+	if _, err := u.Wait(testwait.Context(t), int64(pcm.SampleRate)); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Process.Kill()
@@ -418,8 +419,8 @@ func TestChildDies(t *testing.T) {
 	if e := last(evs); e.Kind != Failed || e.Err == nil || !strings.Contains(e.Err.Error(), "exited") {
 		t.Errorf("last event %+v, want Failed: the detector exited", e)
 	}
-	<-l.Done()
-	if _, err := u.Wait(context.Background(), 10*int64(pcm.SampleRate)); err == nil {
+	testwait.Closed(t, l.Done(), "the Link to end")
+	if _, err := u.Wait(testwait.Context(t), 10*int64(pcm.SampleRate)); err == nil {
 		t.Error("Wait after the child died: no error")
 	}
 	if _, err := l.Begin(Params{}); !errors.Is(err, ErrClosed) {
@@ -591,7 +592,7 @@ func TestBehind(t *testing.T) {
 	if !errors.Is(ferr, ErrBehind) {
 		t.Fatalf("Feed: %v, want ErrBehind", ferr)
 	}
-	<-l.Done()
+	testwait.Closed(t, l.Done(), "the Link to end")
 	if !errors.Is(l.Err(), ErrBehind) {
 		t.Errorf("Link.Err() = %v, want ErrBehind", l.Err())
 	}
@@ -633,7 +634,7 @@ func TestBadLines(t *testing.T) {
 				}
 			}
 			go lw.Write([]byte(tc.lines))
-			<-l.Done()
+			testwait.Closed(t, l.Done(), "the Link to end")
 			if !errors.Is(l.Err(), tc.want) {
 				t.Errorf("Link.Err() = %v, want %v", l.Err(), tc.want)
 			}
