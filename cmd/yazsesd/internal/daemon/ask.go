@@ -518,6 +518,39 @@ func (a *ask) listen(ctx, dctx context.Context, run *askRun) daemonapi.AskResult
 			settle = time.After(answerSettle)
 		}
 	}
+	// Every wait on the detector is bounded. One that answers nothing
+	// for answerSettle while audio waits for it (a stopped child), or
+	// does not answer the end within answerSettle, is given up, as one
+	// that failed is: the Silero child is restarted (a silent one) and
+	// the energy detector decides from the audio so far (fail open). If
+	// the energy detector itself did not answer, all of the recording is
+	// the answer and the decoder decides.
+	lastPos, moved := int64(0), time.Now() // the detector's progress
+	toEnergy := func() bool {
+		u.release()
+		if u = d.beginEnergy(p); u == nil {
+			return false
+		}
+		from, lastPos, moved = -1, 0, time.Now()
+		u.Feed(samples)
+		events = u.Events()
+		if audio == nil {
+			settle = nil
+			end()
+		}
+		return true
+	}
+	silent := func() (giveUp bool) {
+		if u.own != nil { // the energy detector did not answer
+			d.log.Warn("the energy detector did not answer during an answer: all of the answer is decoded")
+			from = max(from, 0)
+			return true
+		}
+		d.log.Warn("the voice detector did not answer during an answer: the energy detector takes over",
+			"settle_ms", answerSettle.Milliseconds())
+		d.restartSilent(u)
+		return false
+	}
 collect:
 	for {
 		select {
@@ -536,12 +569,25 @@ collect:
 			s = s[:min(len(s), capN-len(samples))]
 			samples = append(samples, s...)
 			u.Feed(s)
+			if st := u.State(); st.Pos != lastPos || int64(len(samples))-st.Pos < vadWindow {
+				lastPos, moved = st.Pos, time.Now() // it keeps up
+			} else if time.Since(moved) >= answerSettle {
+				if silent() {
+					break collect
+				}
+				if !toEnergy() {
+					return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+				}
+			}
 			if len(samples) >= capN {
 				end()
 			}
 		case e, ok := <-events:
-			if !ok {
+			if !ok && u.State().Ended {
 				break collect
+			}
+			if !ok { // it failed with its Failed event dropped
+				e.Kind = vadlink.Failed
 			}
 			switch e.Kind {
 			case vadlink.SpeechStart:
@@ -555,20 +601,21 @@ collect:
 				// The detector child is gone: the energy detector
 				// goes on from the audio so far (fail open).
 				d.log.Warn("voice detector failed during an answer: the energy detector takes over", "err", e.Err)
-				u.release()
-				if u = d.beginEnergy(p); u == nil {
+				if u.own != nil { // the energy detector ends only with the daemon
 					return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
 				}
-				from = -1
-				u.Feed(samples)
-				events = u.Events()
-				if audio == nil {
-					settle = nil
-					end()
+				if !toEnergy() {
+					return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
 				}
 			}
 		case <-settle:
-			break collect // a detector that does not answer: what it said so far
+			// A detector that did not answer the end of the audio.
+			if silent() {
+				break collect
+			}
+			if !toEnergy() {
+				return result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
+			}
 		case <-run.stop:
 			return a.stopped(ctx, run.reason, run.reason)
 		case <-window.C:
