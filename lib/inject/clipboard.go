@@ -124,6 +124,17 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("clipboard: %w", ctx.Err())
 	}
+	restore := func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if saveErr == nil && len(prev) > 0 {
+			return c.put(rctx, tools, prev, string(prev))
+		}
+		return c.put(rctx, tools, nil, text)
+	}
+	if done, err := c.pasteWayland(ctx, text, terminal, restore); done {
+		return err
+	}
 	if err := c.put(ctx, tools, []byte(text), text); err != nil {
 		return fmt.Errorf("clipboard: set: %w", err)
 	}
@@ -133,23 +144,41 @@ func (c *clipboard) Type(ctx context.Context, text string) error {
 		// The window fetches the text after it sees the chord.
 		_ = sleep(ctx, c.o.RestoreDelay)
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	var restoreErr error
-	if saveErr == nil && len(prev) > 0 {
-		restoreErr = c.put(rctx, tools, prev, string(prev))
-	} else {
-		restoreErr = c.put(rctx, tools, nil, text)
-	}
+	restoreErr := restore()
 	if pasteErr != nil {
 		return fmt.Errorf("clipboard: paste: %w", errors.Join(pasteErr, restoreErr))
 	}
 	if restoreErr != nil {
-		// The text is in the window: an error here would make "auto"
-		// type it a second time with the next backend.
 		c.o.Log.Warn("clipboard: pasted, but the clipboard was not restored", "err", restoreErr)
 	}
-	return nil
+	// wl-copy serves whoever asks and says nothing of it: the window may
+	// have taken the paste or not. Not typed, and not typed again.
+	return fmt.Errorf("clipboard: the paste chord was pressed, but whether the window took the paste cannot be told without data control: %w", ErrInterrupted)
+}
+
+// pasteWayland pastes in-process (see pasteWl) when the compositor offers
+// data control and the virtual keyboard, and then restores the clipboard;
+// done is false when it cannot (nothing was changed).
+func (c *clipboard) pasteWayland(ctx context.Context, text string, terminal bool, restore func() error) (done bool, err error) {
+	wlMu.Lock()
+	defer wlMu.Unlock()
+	wc, err := wlClient(ctx, c.o.Environ)
+	if err != nil {
+		return false, nil
+	}
+	if err := wc.dataDevice(ctx); err != nil {
+		return false, nil
+	}
+	src, err := wc.pasteWl(ctx, text, terminal)
+	restoreErr := restore()
+	wc.dropSource(src)
+	if restoreErr != nil {
+		c.o.Log.Warn("clipboard: the clipboard was not restored", "err", restoreErr)
+	}
+	if err != nil {
+		return true, fmt.Errorf("clipboard: %w", err)
+	}
+	return true, nil
 }
 
 // confirmWait bounds the wait for a clipboard tool's helper to own the

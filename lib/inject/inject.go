@@ -104,11 +104,20 @@
 //     image), or whose owner does not answer, cannot be put back: the
 //     backend then changes nothing and fails with [ErrUnavailable]. A text
 //     longer than the X server's largest request (256 KiB without
-//     BIG-REQUESTS) is refused the same way. On Wayland: wl-copy, wl-paste
-//     and wtype, Ctrl+Shift+V in a terminal (by app_id) and Ctrl+V
-//     elsewhere, the clipboard's text restored Options.RestoreDelay after
-//     the chord (or cleared if it held no text); whether the window took
-//     the paste cannot be told there.
+//     BIG-REQUESTS) is refused the same way. On Wayland, Ctrl+Shift+V in a
+//     terminal (by app_id) and Ctrl+V elsewhere; wl-paste saves the
+//     clipboard's text first and wl-copy puts it back after (or clears
+//     it if it held no text). Where the compositor offers data control
+//     (zwlr_data_control_manager_v1) and the virtual keyboard (wlroots
+//     compositors), the paste is in-process: this process's own data
+//     source holds the text, its virtual keyboard presses the chord, and
+//     the paste succeeds when a client fetches the text after the chord,
+//     and only then (no fetch within 5 s: an error, and a Typer types
+//     the text; a fetch before the chord, a clipboard manager's, gets
+//     nothing; the protocol does not name the client that fetched).
+//     Elsewhere wl-copy and wtype's chord, which cannot tell whether the
+//     window took the paste: that is [ErrInterrupted] (not typed, and not
+//     typed again), the text kept by the daemon.
 //   - "stdout": the text and a newline to Options.Stdout.
 //
 // "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wayland

@@ -136,8 +136,15 @@ func seatKeyboard(t testing.TB, env []string) {
 // file, and waits until it has the keyboard focus.
 func startFoot(t testing.TB, env []string) *recorder {
 	t.Helper()
+	return startFootApp(t, env, "foot")
+}
+
+// startFootApp is startFoot with another app_id: one that is not a
+// terminal's gets the Ctrl+V chord, which foot does not paste with.
+func startFootApp(t testing.TB, env []string, appID string) *recorder {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "typed.txt")
-	cmd := exec.Command("foot", "-c", "/dev/null", "-a", "foot", "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
+	cmd := exec.Command("foot", "-c", "/dev/null", "-a", appID, "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -154,7 +161,7 @@ func startFoot(t testing.TB, env []string) *recorder {
 	for {
 		tg, err := waylandFocus(ctx, call{env: env})
 		_, statErr := os.Stat(file)
-		if err == nil && tg.focus == FocusWindow && tg.appID == "foot" && statErr == nil {
+		if err == nil && tg.focus == FocusWindow && tg.appID == appID && statErr == nil {
 			break
 		}
 		if ctx.Err() != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // mixedScripts is Latin with combining marks, Greek, Hebrew, CJK, emoji
@@ -366,5 +370,117 @@ func TestWaylandKeymapRefused(t *testing.T) {
 	}
 	if keys := f.keys.Load(); keys != 0 {
 		t.Errorf("the compositor got %d keys after refusing the keymap", keys)
+	}
+}
+
+// toolsPath is a PATH folder with only the named tools (links to the real
+// ones).
+func toolsPath(t *testing.T, tools ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s is needed for this test: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The Wayland paste is in-process under sway (data control, and the chord
+// on the daemon's virtual keyboard: no wtype in PATH) and counts as typed
+// because foot fetched the text; the clipboard holds what it held before.
+func TestWaylandPasteInProcess(t *testing.T) {
+	env := startSway(t)
+	rec := startFoot(t, env)
+	t.Cleanup(closeWayland)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const before = "copied before: Ärger ✓"
+	c := exec.CommandContext(ctx, "wl-copy")
+	c.Env = env
+	c.Stdin = strings.NewReader(before)
+	if err := c.Run(); err != nil {
+		t.Fatalf("wl-copy: %v", err)
+	}
+	// No wtype: wl-paste runs cat (and sh) to write out what it got.
+	env = append(withoutEnv(env, "PATH"), "PATH="+toolsPath(t, "wl-copy", "wl-paste", "swaymsg", "cat", "sh"))
+	inj, _ := New(Clipboard, Options{Environ: env})
+	text := mixedOf(500)
+	if err := inj.Type(ctx, text); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.WaitFor(t, text)
+	if got := runTool(ctx, t, env, "wl-paste", "--no-newline"); got != before {
+		t.Errorf("clipboard after paste = %q, want %q", got, before)
+	}
+}
+
+// A window that does not paste with the chord (foot under another app_id
+// gets Ctrl+V, which it does not paste with) fetches nothing: the paste is
+// not typed, and the error is not ErrInterrupted, so a Typer types the
+// text instead.
+func TestWaylandPasteNotFetched(t *testing.T) {
+	env := startSway(t)
+	rec := startFootApp(t, env, "viewer")
+	t.Cleanup(closeWayland)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inj, _ := New(Clipboard, Options{Environ: env})
+	err := inj.Type(ctx, "pasted text")
+	if !errors.Is(err, errNotPasted) || errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Type = %v, want errNotPasted", err)
+	}
+	if got := rec.Contents(t); strings.Contains(got, "pasted") {
+		t.Errorf("the window received %q", got)
+	}
+	typer, _ := Open(Auto, Options{Environ: env, PasteOverChars: 5})
+	used, err := typer.Type(ctx, "typed instead")
+	if err != nil || used != Wayland {
+		t.Fatalf("Typer: %q, %v; want typed by wayland after the paste failed", used, err)
+	}
+	// foot sends each Ctrl+V on as ^V: what else arrived is the typing.
+	var got string
+	if testwait.Until(ctx, func() bool {
+		got = strings.ReplaceAll(rec.Contents(t), "\x16", "")
+		return got == "typed instead"
+	}, rec) != nil {
+		t.Fatalf("the window received %q, want %q", got, "typed instead")
+	}
+}
+
+// Without data control (a compositor of the test's own), the paste goes
+// through wl-copy and wtype, which cannot tell whether the window took it:
+// not typed (ErrInterrupted: not typed again either), and the clipboard is
+// put back.
+func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
+	f := startFakeCompositor(t, true, false)
+	t.Cleanup(closeWayland)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "clip")
+	tools := map[string]string{
+		"wl-copy":  "#!/bin/sh\nif [ \"$1\" = --clear ]; then rm -f " + clip + "; else cat > " + clip + "; fi\n",
+		"wl-paste": "#!/bin/sh\nexec cat " + clip + "\n",
+		"wtype":    "#!/bin/sh\nexit 0\n",
+	}
+	for name, script := range tools {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(clip, []byte("before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(withoutEnv(f.env, "PATH"), "PATH="+dir+":/usr/bin:/bin")
+	inj, _ := New(Clipboard, Options{Environ: env, RestoreDelay: time.Millisecond})
+	err := inj.Type(context.Background(), "some text")
+	if !errors.Is(err, ErrInterrupted) {
+		t.Errorf("Type = %v, want ErrInterrupted (delivery cannot be told)", err)
+	}
+	if got, _ := os.ReadFile(clip); string(got) != "before" {
+		t.Errorf("clipboard after = %q, want it restored", got)
 	}
 }

@@ -176,12 +176,16 @@ type wlclient struct {
 	err       error         // the first fatal error
 	dead      chan struct{} // closed when err is set
 	watched   map[uint32]string
+	fds       []int                // received, not yet taken by an event
+	drop      []uint32             // offers to destroy with the next write
+	sources   map[uint32]*wlSource // the paste's data sources
+	dcDevice  uint32               // the data control device (0: none)
 
 	done   chan struct{} // closed when read has ended
 	closed sync.Once
 
-	// Set up by bindKeyboard; used under wlMu only.
-	registry, seat, manager, keyboard uint32
+	// Set up by bindKeyboard and dataDevice; used under wlMu only.
+	registry, seat, manager, keyboard, dcManager uint32
 }
 
 // dialWl connects to the compositor of env and reads its globals.
@@ -199,7 +203,8 @@ func dialWl(ctx context.Context, env []string) (*wlclient, error) {
 	c := &wlclient{
 		path: path, conn: nc.(*net.UnixConn), nextID: 2,
 		globals: map[uint32]wlGlobal{}, callbacks: map[uint32]chan struct{}{},
-		watched: map[uint32]string{}, dead: make(chan struct{}), done: make(chan struct{}),
+		watched: map[uint32]string{}, sources: map[uint32]*wlSource{},
+		dead: make(chan struct{}), done: make(chan struct{}),
 	}
 	go c.read()
 	c.registry = c.newID()
@@ -253,6 +258,13 @@ func (c *wlclient) write(msgs ...*wlMsg) error {
 	}
 	var buf []byte
 	var oob []byte
+	c.mu.Lock()
+	drop := c.drop
+	c.drop = nil
+	c.mu.Unlock()
+	for _, id := range drop {
+		buf = append(buf, newWlMsg(id, zwlrDataControlOfferDestroy).bytes()...)
+	}
 	for _, m := range msgs {
 		buf = append(buf, m.bytes()...)
 		if m.fd >= 0 {
@@ -384,7 +396,11 @@ func (c *wlclient) read() {
 	oob := make([]byte, unix.CmsgSpace(wlMaxFdsPerMessageReceive*4))
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(chunk, oob)
-		closeFds(oob[:max(oobn, 0)]) // no event of ours carries one
+		if fds := rights(oob[:max(oobn, 0)]); len(fds) > 0 {
+			c.mu.Lock()
+			c.fds = append(c.fds, fds...)
+			c.mu.Unlock()
+		}
 		buf = append(buf, chunk[:max(n, 0)]...)
 		for len(buf) >= 8 {
 			obj := binary.LittleEndian.Uint32(buf)
@@ -408,28 +424,40 @@ func (c *wlclient) read() {
 	}
 }
 
-// closeFds closes the file descriptors of SCM_RIGHTS ancillary data.
-func closeFds(oob []byte) {
+// rights returns the file descriptors of SCM_RIGHTS ancillary data.
+func rights(oob []byte) []int {
 	if len(oob) == 0 {
-		return
+		return nil
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []int
 	for _, m := range msgs {
 		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
+		if err == nil {
+			out = append(out, fds...)
 		}
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
+	}
+	return out
+}
+
+// closeFds closes the file descriptors of SCM_RIGHTS ancillary data.
+func closeFds(oob []byte) {
+	for _, fd := range rights(oob) {
+		unix.Close(fd)
 	}
 }
 
 // event handles one event.
 func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
+	c.mu.Lock()
+	handled := c.dataEvent(obj, opcode, a)
+	c.mu.Unlock()
+	if handled {
+		return
+	}
 	switch {
 	case obj == wlDisplayID && opcode == wlDisplayError:
 		id, code, msg := a.uint(), a.uint(), a.str()
@@ -484,5 +512,11 @@ func (c *wlclient) close() {
 		c.fail(fmt.Errorf("%w: closed", errWlGone))
 		_ = c.conn.Close()
 		<-c.done
+		c.mu.Lock()
+		for _, fd := range c.fds {
+			unix.Close(fd)
+		}
+		c.fds = nil
+		c.mu.Unlock()
 	})
 }
