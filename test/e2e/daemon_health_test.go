@@ -167,25 +167,24 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 				t.Errorf("yazsesd status: %v\n%s\nwant the line %q", err, text, "decode: "+m.says)
 			}
 			// The hold is refused at its start (the decoder is down for
-			// good): the person is not asked to speak first.
+			// good): the person is not asked to speak first, and one
+			// pressing the key learns why from a notification, one per
+			// refusal window (30 s per cause) however often the key is
+			// pressed: five presses here give one.
 			c := d.Client()
-			r, err := c.Hold(ctx, daemonapi.MethodHoldStart)
-			if err != nil || r.Hold != daemonapi.HoldIdle || r.Outcome != "failed" || r.Cause != "model_missing" || !strings.Contains(r.Reason, m.says) {
-				t.Errorf("hold.start = %+v, %v; want idle, failed with cause model_missing and the message as reason", r, err)
-			}
-			n.waitFor(t, "speech model")
-			models := 0
-			for _, l := range n.lines() {
-				if strings.Contains(l, "speech model") {
-					models++
+			first := time.Now()
+			for i := range 5 {
+				method := daemonapi.MethodHoldStart
+				if i%2 == 1 {
+					method = daemonapi.MethodHoldToggle
+				}
+				r, err := c.Hold(ctx, method)
+				if err != nil || r.Hold != daemonapi.HoldIdle || r.Outcome != "failed" || r.Cause != "model_missing" || !strings.Contains(r.Reason, m.says) {
+					t.Errorf("%s %d = %+v, %v; want idle, failed with cause model_missing and the message as reason", method, i+1, r, err)
 				}
 			}
-			if models != 1 {
-				t.Errorf("%d notifications about the model, want 1: %q", models, n.lines())
-			}
-			if k := d.Count("child.exited", "model_missing"); k != 1 {
-				t.Errorf("audit has %d child.exited model_missing, want 1", k)
-			}
+			windows := 1 + int(time.Since(first)/(30*time.Second)) // a loaded machine may have taken longer
+			n.waitFor(t, "Not listening")
 			// A transcribe (yaz-mcp's resident path) is refused at once,
 			// so the caller can decode elsewhere, instead of waiting for
 			// a decoder that will not come.
@@ -195,6 +194,26 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 			var rpcErr *jsonrpc.Error
 			if !errors.As(err, &rpcErr) || rpcErr.Code != daemonapi.CodeUnavailable {
 				t.Errorf("transcribe with the decoder down = %v, want the unavailable error (code %d)", err, daemonapi.CodeUnavailable)
+			}
+			c.Close()
+			d.Stop() // every notification posted is shown before the daemon exits
+			down, refused := 0, 0
+			for _, l := range n.lines() {
+				switch {
+				case strings.Contains(l, "No speech model: dictation cannot work"):
+					down++
+				case strings.Contains(l, "Not listening: no speech model") && strings.Contains(l, "yazsesd status"):
+					refused++
+				}
+			}
+			if down != 1 {
+				t.Errorf("%d notifications that the model is missing, want 1 (when the decoder went down): %q", down, n.lines())
+			}
+			if refused < 1 || refused > windows {
+				t.Errorf("%d notifications for 5 refused holds in %d refusal window(s), want 1 per window: %q", refused, windows, n.lines())
+			}
+			if k := d.Count("child.exited", "model_missing"); k != 1 {
+				t.Errorf("audit has %d child.exited model_missing, want 1", k)
 			}
 		})
 	}

@@ -153,6 +153,8 @@ type Daemon struct {
 	// marker is the crash marker in the state folder (marker.go); set by
 	// Run. Until it is written no question is spoken.
 	marker *marker
+	// refusalNotes limits the notifications of refused holds (hold.go).
+	refusalNotes noteLimit
 
 	// The child ends (package child): each owns its supervised process.
 	gate   *child.Gate

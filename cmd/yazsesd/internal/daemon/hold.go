@@ -364,13 +364,18 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	}
 	// A decoder down for good (no usable model, a crash loop) could not
 	// decode what the person is about to say: refused now, with its
-	// cause, instead of after they have spoken. (Its one notification
-	// came when it went down.)
+	// cause, instead of after they have spoken. A person who pressed the
+	// key learns why from a notification: one per cause in
+	// refusalNoteEvery, however often the key is pressed or held.
 	select {
 	case <-d.decode.Down():
 		if isDown(d.decode.Status().State) {
 			cause, reason := d.decodeFailure("decoder_down")
-			d.log.Warn("hold refused: the decoder is down", "cause", cause)
+			note := d.refusalNotes.allow(cause, time.Now())
+			d.log.Warn("hold refused: the decoder is down", "cause", cause, "notified", note)
+			if note {
+				d.notify(refusedKind(cause))
+			}
 			return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "failed", Cause: cause, Reason: reason}, nil
 		}
 	default:
@@ -740,6 +745,41 @@ func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
 		return kind, "decode: the decoder could not decode this utterance; see its log lines"
 	}
 	return kind, "decode: the decoder ended before answering; it is restarted"
+}
+
+// refusalNoteEvery is the least time between two notifications of a
+// refused hold.start for one cause.
+const refusalNoteEvery = 30 * time.Second
+
+// noteLimit lets a notification through at most once per
+// refusalNoteEvery for each cause. Its zero value is ready.
+type noteLimit struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allow reports whether a notification for cause may be shown at now, and
+// if so counts it.
+func (l *noteLimit) allow(cause string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[cause]; ok && now.Sub(t) < refusalNoteEvery && !now.Before(t) {
+		return false
+	}
+	if l.last == nil {
+		l.last = make(map[string]time.Time)
+	}
+	l.last[cause] = now
+	return true
+}
+
+// refusedKind is the notification of a hold refused for cause.
+func refusedKind(cause string) string {
+	switch cause {
+	case "model_missing", "model_invalid", "language_unsupported":
+		return "refused_" + cause
+	}
+	return "refused_decoder_down"
 }
 
 func (d *Daemon) notify(kind string) {

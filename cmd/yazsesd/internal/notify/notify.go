@@ -8,9 +8,10 @@
 // as a transcript or a question, does not compile), and its text is
 // sanitised again with untrusted.Line (control characters removed, length
 // capped). The messages the daemon needs are here: [Listening],
-// [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], and for a
+// [NoTextTarget], [QuestionWaiting], [Lost] and [TypingFailed], for a
 // child left down [ModelMissing], [ModelInvalid], [LanguageUnsupported] and
-// [ChildDown], also by kind word in [Kinds].
+// [ChildDown], and for a hold refused because the decoder is down
+// [RefusedModelMissing] and its kin, also by kind word in [Kinds].
 //
 // A Notifier can be switched off (config notify.enabled) and shows at most
 // PerMinute notifications in any sliding minute (config notify.per_minute);
@@ -89,6 +90,14 @@ var (
 	ChildDown           = Text(AppName, "A part of YazSes could not start and is left down. See `yazsesd status`.")
 	VADModelMissing     = Text(AppName, "No voice-detector model where [vad] model says: dictation cannot work. `yazsesd status` says which file and how to fetch it.")
 	VADModelInvalid     = Text(AppName, "The [vad] model file is not a Silero VAD model: dictation cannot work. `yazsesd status` says which file.")
+
+	// Said when hold.start is refused because the decoder is down for
+	// good (the daemon says it at most once per cause in 30 s): the key
+	// was pressed and nothing is recorded.
+	RefusedModelMissing = Text(AppName, "Not listening: no speech model. `yazsesd status` says which file is missing and how to fetch one.")
+	RefusedModelInvalid = Text(AppName, "Not listening: the speech model file is not a whisper model. `yazsesd status` says which file.")
+	RefusedLanguage     = Text(AppName, "Not listening: the speech model does not know the configured language. See `yazsesd status`.")
+	RefusedDecoderDown  = Text(AppName, "Not listening: the speech decoder is down. See `yazsesd status`.")
 )
 
 // Kinds name the daemon's messages with closed-vocabulary words.
@@ -105,6 +114,11 @@ var Kinds = map[string]Message{
 	"child_down":           ChildDown,
 	"vad_model_missing":    VADModelMissing,
 	"vad_model_invalid":    VADModelInvalid,
+
+	"refused_model_missing":        RefusedModelMissing,
+	"refused_model_invalid":        RefusedModelInvalid,
+	"refused_language_unsupported": RefusedLanguage,
+	"refused_decoder_down":         RefusedDecoderDown,
 }
 
 // ByKind returns the message of a kind word (see Kinds).
