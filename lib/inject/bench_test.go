@@ -146,8 +146,9 @@ func median(d []time.Duration) time.Duration {
 // BenchmarkInjectWayland types the same texts under a headless sway into
 // foot: in-process (the wayland backend, its connection and virtual
 // keyboard kept between runs, as in the daemon), with wtype, and pasted
-// (wl-copy, and wtype's key chord); and the focus check alone (sway's
-// tree, through swaymsg). us/char is ns/op per character; wtype-us/char
+// (in-process: sway offers data control; wl-paste and wl-copy save and
+// restore the clipboard); and the focus check alone (sway's tree, through
+// swaymsg). us/char is ns/op per character; wtype-us/char
 // leaves out the fixed part: the start delay (-s) and the focus check,
 // measured alone.
 //
