@@ -110,7 +110,10 @@
 // daemon of this user did not stop cleanly in this boot: a marker file,
 // yazsesd.running in the state folder ($XDG_STATE_HOME/yazses, beside the
 // audit log), is written at start and removed at a clean stop (SIGINT,
-// SIGTERM); an empty, damaged or symlinked marker counts as unclean. While
+// SIGTERM); an empty, damaged or symlinked marker counts as unclean, and so
+// does one an older version left in the runtime folder
+// ($XDG_RUNTIME_DIR/yazses/yazsesd.running), read at start and removed
+// once the new one is written. While
 // the marker cannot be written (a full disk) no question is spoken:
 // ask_human is unavailable (state_unavailable), status shows
 // state_failing, and each question tries again. One daemon runs per user

@@ -384,11 +384,15 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	// The crash marker (marker.go): after an unclean end of the previous
 	// daemon in this boot the gate starts fully spent; while this one's
 	// cannot be written, no question is spoken.
-	d.marker = &marker{dir: stateDir}
+	// A daemon from before the marker moved to the state folder kept it
+	// in the runtime folder: read too, and removed once ours is written.
+	d.marker = &marker{dir: stateDir, legacy: filepath.Join(dir, markerName)}
 	unclean := d.marker.check()
 	if err := d.marker.write(); err != nil {
 		d.log.Error("the crash marker could not be written: no question is spoken until it can be (each ask_human tries again); dictation goes on", "err", err)
 		d.auditf(audit.Event{Kind: "marker.failing"})
+	} else if err := d.marker.legacyErr; err != nil {
+		d.log.Warn("the crash marker of an older yazsesd could not be removed: the next start counts as after a crash", "err", err)
 	}
 	if unclean {
 		d.gate.StartSpent(daemonapi.FailClosedDaemon)

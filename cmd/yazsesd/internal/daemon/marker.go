@@ -80,18 +80,35 @@ func lockInstance(dir, socket string) (*os.File, error) {
 }
 
 // marker is this daemon's crash marker in dir, and whether it is written.
+//
+// legacy is where a daemon from before the marker moved to the state
+// folder kept it: the runtime folder (the socket's). A new daemon started
+// across an upgrade reads it as well (check), so a kill of the old daemon
+// still starts the new one spent, and removes it once its own marker is
+// written (write): it is never read twice.
 type marker struct {
-	dir string
+	dir    string
+	legacy string // the old marker's path; "" for none
 
-	mu      sync.Mutex
-	written bool
-	err     error // why it is not written
+	mu        sync.Mutex
+	written   bool
+	err       error // why it is not written
+	legacyErr error // why the legacy marker is still there (write)
 }
 
 // check reports whether the previous daemon ended uncleanly in this boot:
-// its marker is still there and is not proven to be of another boot.
+// its marker, in the state folder or the legacy one, is still there and is
+// not proven to be of another boot.
 func (m *marker) check() (unclean bool) {
-	p := filepath.Join(m.dir, markerName)
+	if m.legacy != "" && checkMarker(m.legacy) {
+		return true
+	}
+	return checkMarker(filepath.Join(m.dir, markerName))
+}
+
+// checkMarker reports whether the marker at p says an unclean stop in
+// this boot (see check).
+func checkMarker(p string) (unclean bool) {
 	var st unix.Stat_t
 	switch err := unix.Lstat(p, &st); {
 	case errors.Is(err, unix.ENOENT):
@@ -137,6 +154,13 @@ func (m *marker) write() error {
 		return m.err
 	}
 	m.written, m.err = true, nil
+	if m.legacy != "" && m.legacy != p { // one folder for both: nothing to remove
+		// What the old marker said is in this start now (spent, if it
+		// was unclean); this marker stands for this daemon from here.
+		if err := os.Remove(m.legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.legacyErr = fmt.Errorf("the legacy crash marker cannot be removed: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -247,3 +247,81 @@ func TestSecondDaemonOtherRuntimeRefused(t *testing.T) {
 		t.Fatalf("first daemon: Run = %v", err)
 	}
 }
+
+// TestLegacyMarkerCountsUnclean: a daemon from before the marker moved
+// to the state folder left its marker in the runtime folder (the socket's,
+// $XDG_RUNTIME_DIR/yazses/yazsesd.running); a new daemon started after it
+// was killed, across an upgrade, reads it too: the start counts as after
+// an unclean stop (the budget starts spent: audit budget.fail_closed),
+// and the old marker is removed once this daemon's own is written, so
+// the start after this one's clean stop is fresh. A legacy marker of
+// another boot, as in the state folder, is not unclean. (A new daemon
+// used to ignore it: one kill across the upgrade gave a fresh budget.)
+func TestLegacyMarkerCountsUnclean(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		unclean    bool
+	}{
+		{"none", "", false},
+		{"this boot", "boot_id=" + bootID() + "\npid=12\n", true},
+		{"garbage", "\x00garbage", true},
+		{"another boot", "boot_id=another-boot\npid=12\n", false},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "ymk")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			run, state := filepath.Join(dir, "run"), filepath.Join(dir, "state")
+			legacy := filepath.Join(run, markerName)
+			if c.body != "" {
+				if err := os.MkdirAll(run, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(legacy, []byte(c.body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spentStarts := func() int {
+				t.Helper()
+				evs, err := audit.Read(filepath.Join(state, "audit.jsonl"), 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, e := range evs {
+					if e.Kind == "budget.fail_closed" && e.Reason == daemonapi.FailClosedDaemon {
+						n++
+					}
+				}
+				return n
+			}
+			for i, want := range []bool{c.unclean, false} { // the upgrade, then a start after a clean stop
+				errc, stop := runFakeDaemon(t, run, state)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if _, err := dialFake(t, run, errc).Status(ctx); err != nil { // it serves: past the marker
+					t.Fatal(err)
+				}
+				cancel()
+				if _, err := os.Lstat(legacy); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("start %d: the legacy marker is still there (%v)", i+1, err)
+				}
+				if _, err := os.Stat(filepath.Join(state, markerName)); err != nil {
+					t.Errorf("start %d: no marker in the state folder: %v", i+1, err)
+				}
+				stop()
+				if err := <-errc; err != nil {
+					t.Fatalf("start %d: Run = %v", i+1, err)
+				}
+				wantN := 0
+				if c.unclean {
+					wantN = 1 // the first start only
+				}
+				if n := spentStarts(); n != wantN {
+					t.Errorf("after start %d (unclean %v): %d starts spent (budget.fail_closed daemon), want %d", i+1, want, n, wantN)
+				}
+			}
+		})
+	}
+}
