@@ -29,8 +29,11 @@
 //	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
 //	    its own process group, at CPU niceness +5, reading the file through
 //	    an inherited descriptor; one such child runs at a time, later calls
-//	    wait. A progress token in the call gets progress notifications;
-//	    cancelling the call kills the decoder at once.
+//	    wait. A progress token in the call gets progress notifications:
+//	    milliseconds of audio done of the file's (total), from the
+//	    decoder's own progress here, or through the daemon at 0 and after
+//	    each piece of at most 30 s (nothing within a piece); cancelling the
+//	    call kills the decoder at once.
 //
 //	ask_human(question, timeout_s)
 //	    Listed only when the configuration says [mcp] ask_human = true;

@@ -2,6 +2,7 @@ package daemonapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -118,6 +119,42 @@ func (c *Client) Transcribe(ctx context.Context, path string) (TranscribeResult,
 	var r TranscribeResult
 	err := c.rpc.Call(ctx, MethodTranscribe, TranscribeParams{Path: path}, &r)
 	return r, err
+}
+
+// ErrNoResult: a transcribe.stream ended without the event that carries
+// the result.
+var ErrNoResult = errors.New("yazsesd: transcribe ended without a result")
+
+// TranscribeProgress calls transcribe.stream: progress(done, total) is
+// called, in order, on the caller's goroutine, for each progress event
+// (milliseconds of audio, see TranscribeEvent), and the result is
+// returned. A daemon that has no such method (an older one) answers a
+// *jsonrpc.Error with code MethodNotFound, and one serving as many
+// streams as it takes one with ServerBusy: call Transcribe then. Close
+// the Client afterwards.
+func (c *Client) TranscribeProgress(ctx context.Context, path string, progress func(doneMs, totalMs int64)) (TranscribeResult, error) {
+	var res *TranscribeResult
+	err := c.rpc.Stream(ctx, MethodTranscribeStream, TranscribeParams{Path: path}, func(p json.RawMessage) error {
+		var ev TranscribeEvent
+		if err := json.Unmarshal(p, &ev); err != nil {
+			return fmt.Errorf("transcribe.stream: decode event: %w", err)
+		}
+		if ev.Result != nil {
+			res = ev.Result
+			return nil
+		}
+		if progress != nil {
+			progress(ev.DoneMs, ev.TotalMs)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return TranscribeResult{}, err
+	case res == nil:
+		return TranscribeResult{}, ErrNoResult
+	}
+	return *res, nil
 }
 
 // NewClient returns a Client on a connection already dialled (tests, or a

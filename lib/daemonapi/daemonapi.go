@@ -54,6 +54,13 @@ const (
 	// most 30 s: dictation holds and answers are served between pieces.
 	// One file at a time, four waiting; more are refused CodeBusy.
 	MethodTranscribe = "transcribe"
+	// MethodTranscribeStream is transcribe with progress (yaz-mcp uses it
+	// when its client asked for progress): the same params; a stream
+	// (see package jsonrpc) of TranscribeEvent, one with done_ms 0 when
+	// the file is opened and one after each piece, then one that carries
+	// the result, then a null answer (or transcribe's error). Not for
+	// `yazsesd ctl`, which calls methods, not streams.
+	MethodTranscribeStream = "transcribe.stream"
 	// MethodWatch (watch.go) streams the live state for status bars.
 )
 
@@ -293,6 +300,18 @@ type TranscribeResult struct {
 	Segments []Segment `json:"segments"`
 	AudioMs  int64     `json:"audio_ms"`
 	DecodeMs int64     `json:"decode_ms"`
+}
+
+// TranscribeEvent is an event of transcribe.stream: progress as
+// milliseconds of the file's audio decoded (DoneMs) of its length
+// (TotalMs, 0 when the file does not say it), rising, at the file's
+// opening (0) and after each piece of at most 30 s: honest, so there is
+// none within a piece. The last event carries the Result instead (DoneMs
+// is then the whole file).
+type TranscribeEvent struct {
+	DoneMs  int64             `json:"done_ms"`
+	TotalMs int64             `json:"total_ms,omitempty"`
+	Result  *TranscribeResult `json:"result,omitempty"`
 }
 
 // Error codes the daemon returns besides the JSON-RPC standard ones. The

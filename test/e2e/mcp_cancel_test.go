@@ -105,26 +105,35 @@ func TestTranscribeCancelIsNotAWarning(t *testing.T) {
 	speech := speechWAV(t, 3*time.Second)
 	long := speechWAV(t, 66*time.Second)
 	d := startDaemon(t, dictationConfig(speech, true).With("dictation.inject", q("stdout")), "YAZ_FAKE_MS_PER_S=200")
-	tc := d.Client()
-	fileDone := make(chan error, 1)
-	go func() {
-		_, err := tc.Transcribe(context.Background(), long)
-		fileDone <- err
-	}()
-	d.WaitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() == 1 })
-	before := len(d.LogRecords())
-	tc.Close()
-	if err := <-fileDone; err == nil {
-		t.Fatal("the cancelled transcribe returned a result")
-	}
-	d.WaitLog(30*time.Second, "the decoder to abandon the file", func(m map[string]any) bool {
-		return m["child"] == "decode" && m["msg"] == "abandoned utterance"
-	})
-	// status on a new connection: everything the cancel logs came before.
-	d.Status()
-	for _, m := range d.LogRecords()[before:] {
-		if lvl := m["level"]; lvl == "WARN" || lvl == "ERROR" {
-			t.Errorf("a cancelled transcribe logged %v: %v", lvl, m)
+	// transcribe, and transcribe.stream (with progress: what yaz-mcp
+	// calls when its client asked for progress).
+	for i, progress := range []bool{false, true} {
+		tc := d.Client()
+		fileDone := make(chan error, 1)
+		go func() {
+			var err error
+			if progress {
+				_, err = tc.TranscribeProgress(context.Background(), long, nil)
+			} else {
+				_, err = tc.Transcribe(context.Background(), long)
+			}
+			fileDone <- err
+		}()
+		d.WaitFor(30*time.Second, "the file's decoding", func() bool { return d.decodes() == i+1 })
+		before := len(d.LogRecords())
+		tc.Close()
+		if err := <-fileDone; err == nil {
+			t.Fatalf("the cancelled transcribe (progress %v) returned a result", progress)
+		}
+		d.WaitLog(30*time.Second, "the decoder to abandon the file", func(m map[string]any) bool {
+			return m["child"] == "decode" && m["msg"] == "abandoned utterance" && len(d.Records("decode", "abandoned utterance")) > i
+		})
+		// status on a new connection: everything the cancel logs came before.
+		d.Status()
+		for _, m := range d.LogRecords()[before:] {
+			if lvl := m["level"]; lvl == "WARN" || lvl == "ERROR" {
+				t.Errorf("a cancelled transcribe (progress %v) logged %v: %v", progress, lvl, m)
+			}
 		}
 	}
 }

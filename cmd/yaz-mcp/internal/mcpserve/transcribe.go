@@ -13,6 +13,7 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/audiofile"
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/localdecode"
 	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
@@ -101,9 +102,7 @@ func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, pro
 	}
 	// Closing the connection cancels the call in the daemon.
 	defer c.Close()
-	stop := prog.heartbeat(s.opt.ProgressEvery, 0, "decoding on the daemon")
-	r, err := c.Transcribe(ctx, af.Path)
-	stop()
+	r, err := s.daemonTranscribe(ctx, c, af, prog)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Transcript{}, ctx.Err()
@@ -120,6 +119,32 @@ func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, pro
 		segs = append(segs, localdecode.Segment{StartMs: g.StartMs, EndMs: g.EndMs, Text: g.Text})
 	}
 	return Transcript{Text: r.Text, Segments: segs, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}, nil
+}
+
+// daemonTranscribe has the daemon transcribe af. With progress asked
+// for, it is transcribe.stream: milliseconds of audio done of the file's,
+// as on the local path, at the file's opening and after each 30 s piece
+// (the daemon knows no more within a piece). A daemon without that method
+// (an older one) or with no stream free gets transcribe, with the elapsed
+// seconds as progress.
+func (s *Server) daemonTranscribe(ctx context.Context, c *daemonapi.Client, af *audiofile.File, prog *progress) (daemonapi.TranscribeResult, error) {
+	if prog.on() {
+		total := max(1, af.Duration.Milliseconds())
+		r, err := c.TranscribeProgress(ctx, af.Path, func(done, _ int64) {
+			prog.send(float64(min(done, total)), float64(total), "decoding on the daemon")
+		})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.MethodNotFound && rpcErr.Code != jsonrpc.ServerBusy {
+			if err == nil {
+				prog.send(float64(total), float64(total), "decoding on the daemon")
+			}
+			return r, err
+		}
+		s.log.Debug("the daemon has no transcribe with progress here: progress is the elapsed time", "err_kind", errKind(err))
+	}
+	stop := prog.heartbeat(s.opt.ProgressEvery, 0, "decoding on the daemon")
+	defer stop()
+	return c.Transcribe(ctx, af.Path)
 }
 
 // errKind names an error's kind for logs without its text.

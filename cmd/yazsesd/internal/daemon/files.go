@@ -65,12 +65,19 @@ var (
 	errCancelled = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "cancelled: the caller went away"}
 )
 
+// progressFunc reports a file's progress: milliseconds of its audio
+// decoded of its length (0 when its header does not say). nil: none.
+type progressFunc func(doneMs, totalMs int64)
+
 // transcribe decodes a file on the resident decoder, piece by piece, each
 // after any hold or answer that is waiting. A caller that goes away
 // abandons the piece in progress (contract 1); a decoder that is down for
 // good fails the call at once with CodeUnavailable, so the caller can
-// decode elsewhere.
-func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.TranscribeResult, error) {
+// decode elsewhere. progress, if not nil, hears 0 once the file is opened
+// and the end of each piece once it is decoded, ending at the total: the
+// decoder says nothing within a piece (yaz-decode --serve answers a piece
+// whole), so neither does this.
+func (d *Daemon) transcribe(ctx context.Context, path string, progress progressFunc) (daemonapi.TranscribeResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a readable regular file"}
@@ -81,6 +88,7 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 	}
 	defer r.Close()
 	info := r.Info()
+	var totalMs int64 // the file's length, as yaz-mcp computes it; 0: not said
 	if info.DataBytes > 0 {
 		frame := int64(info.Channels * info.BitsPerSample / 8)
 		if info.DataBytes > fi.Size() {
@@ -89,6 +97,12 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 		if info.DataBytes/frame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
 			return daemonapi.TranscribeResult{}, errTooLong
 		}
+		totalMs = info.DataBytes / frame * 1000 / int64(info.SampleRate)
+	}
+	var prog *fileProgress
+	if progress != nil {
+		prog = &fileProgress{f: progress, total: totalMs, last: -1}
+		prog.report(0)
 	}
 	turn, err := d.files.Take(ctx, child.PrioFile)
 	if err != nil {
@@ -105,9 +119,10 @@ func (d *Daemon) transcribe(ctx context.Context, path string) (daemonapi.Transcr
 
 	dctx, cancel := d.decodeCtx(ctx)
 	defer cancel()
-	out, err := d.decodeFile(dctx, newPiecer(r, pcm.Samples(maxFileAudio)))
+	out, err := d.decodeFile(dctx, newPiecer(r, pcm.Samples(maxFileAudio)), prog)
 	switch {
 	case err == nil:
+		prog.finish(out.AudioMs)
 		return out, nil
 	case ctx.Err() != nil:
 		d.log.Debug("transcribe cancelled: the caller went away")
@@ -126,9 +141,44 @@ var (
 	errFileRead    = errors.New("read file")
 )
 
+// fileProgress reports a file's progress, rising, never past its total.
+type fileProgress struct {
+	f     progressFunc
+	total int64 // 0: not known
+	last  int64
+}
+
+// report reports done ms of audio decoded (nil p: nothing).
+func (p *fileProgress) report(done int64) {
+	if p == nil {
+		return
+	}
+	if p.total > 0 {
+		done = min(done, p.total)
+	}
+	if done <= p.last {
+		return
+	}
+	p.last = done
+	p.f(done, p.total)
+}
+
+// finish reports the whole file done: its total, or audioMs (what was
+// read) when the header did not say (then the total too).
+func (p *fileProgress) finish(audioMs int64) {
+	if p == nil {
+		return
+	}
+	if p.total <= 0 {
+		p.total = max(audioMs, 1)
+	}
+	p.report(p.total)
+}
+
 // decodeFile sends the pieces of p to the decoder one by one and joins
-// their transcripts on the file's timeline.
-func (d *Daemon) decodeFile(ctx context.Context, p *piecer) (daemonapi.TranscribeResult, error) {
+// their transcripts on the file's timeline, reporting the end of each to
+// prog.
+func (d *Daemon) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) (daemonapi.TranscribeResult, error) {
 	out := daemonapi.TranscribeResult{Segments: []daemonapi.Segment{}}
 	var text strings.Builder
 	pieces, yields := 0, 0
@@ -146,6 +196,7 @@ func (d *Daemon) decodeFile(ctx context.Context, p *piecer) (daemonapi.Transcrib
 		}
 		pieces++
 		off := pcm.Millis(int(at))
+		prog.report(pcm.Millis(int(at) + len(piece)))
 		if t := strings.TrimSpace(r.Text); t != "" {
 			if text.Len() > 0 {
 				text.WriteByte(' ')

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -225,8 +226,15 @@ func TestDecodeFileGivesWay(t *testing.T) {
 		err  error
 	}
 	fileDone := make(chan fileOut, 1)
+	var progress []int64 // written by decodeFile, read after fileDone
+	prog := &fileProgress{f: func(done, total int64) {
+		if total != 70000 {
+			t.Errorf("progress %d of %d, want of 70000 ms", done, total)
+		}
+		progress = append(progress, done)
+	}, total: 70000, last: -1}
 	go func() {
-		out, err := d.decodeFile(context.Background(), newPiecer(r, len(src)))
+		out, err := d.decodeFile(context.Background(), newPiecer(r, len(src)), prog)
 		var ends []int64
 		for _, s := range out.Segments {
 			ends = append(ends, s.StartMs, s.EndMs)
@@ -264,5 +272,10 @@ func TestDecodeFileGivesWay(t *testing.T) {
 	}
 	if o.text != "p p p" {
 		t.Errorf("text %q, want the three pieces' in order", o.text)
+	}
+	// Progress: the end of each piece once it is decoded (the first
+	// once, though it was decoded twice), in ms of audio.
+	if len(o.res) == 6 && !slices.Equal(progress, []int64{o.res[1], o.res[3], o.res[5]}) {
+		t.Errorf("progress %v, want the pieces' ends %v", progress, []int64{o.res[1], o.res[3], o.res[5]})
 	}
 }

@@ -23,7 +23,7 @@ import (
 // calls are applied in the order sent (five pipelined hold.toggle: holding,
 // idle, holding, idle, holding), except ask_human and transcribe, which wait
 // for a person or the decoder and run beside them (HandleConcurrent), and
-// the watch stream.
+// the streams: watch, and transcribe.stream (transcribe with progress).
 func (d *Daemon) register(s *jsonrpc.Server) {
 	s.Priority = priorityMethod
 	noParams := func(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
@@ -91,7 +91,23 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
 		}
-		return d.transcribe(ctx, p.Path)
+		return d.transcribe(ctx, p.Path, nil)
+	})
+	s.HandleStream(daemonapi.MethodTranscribeStream, func(ctx context.Context, params json.RawMessage, send func(any) error) error {
+		var p daemonapi.TranscribeParams
+		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
+			return jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe.stream takes {\"path\": absolute path}")
+		}
+		// A progress event that cannot be written (the caller does not
+		// read) is dropped: the call goes on, and ends when the caller
+		// goes away.
+		r, err := d.transcribe(ctx, p.Path, func(done, total int64) {
+			_ = send(daemonapi.TranscribeEvent{DoneMs: done, TotalMs: total})
+		})
+		if err != nil {
+			return err
+		}
+		return send(daemonapi.TranscribeEvent{DoneMs: r.AudioMs, Result: &r})
 	})
 }
 
