@@ -15,15 +15,33 @@ BIN ?= bin
 # whisper.cpp is built once into this cache and reused (scripts/setup-whisper.sh).
 WHISPER_VERSION := 1.9.1
 WHISPER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/whisper.cpp-$(WHISPER_VERSION)
-WHISPER_LIB := $(WHISPER_CACHE)/build/src/libwhisper.a
-WHISPER_CLI := $(WHISPER_CACHE)/build/bin/whisper-cli
+# The GPU backends (scripts/setup-whisper.sh): auto builds Vulkan where
+# glslc, libvulkan-dev and spirv-headers are installed, none the CPU alone,
+# vulkan / cuda / cuda,vulkan by name. Each configuration has a build folder
+# of its own in the cache. The default stays none until the Vulkan build's
+# time in CI (about 20 minutes on a busy 2-core machine) is accepted: make
+# setup YAZ_GPU=auto builds it.
+YAZ_GPU ?= none
+export YAZ_GPU
+WHISPER_BUILD := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --build-dir 2>/dev/null || echo '$(WHISPER_CACHE)/build')
+WHISPER_FEATURES := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --features 2>/dev/null || echo cpu)
+WHISPER_LIB := $(WHISPER_BUILD)/src/libwhisper.a
+WHISPER_CLI := $(WHISPER_BUILD)/bin/whisper-cli
 # Parakeet TDT, the second engine in the same source: its library and CLI
 # (the reference of the oracle test and the benchmark).
-PARAKEET_LIB := $(WHISPER_CACHE)/build/src/libparakeet.a
-PARAKEET_CLI := $(WHISPER_CACHE)/build/bin/parakeet-cli
+PARAKEET_LIB := $(WHISPER_BUILD)/src/libparakeet.a
+PARAKEET_CLI := $(WHISPER_BUILD)/bin/parakeet-cli
 export WHISPER_CACHE
 export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/include
-export LIBRARY_PATH := $(WHISPER_CACHE)/build/src:$(WHISPER_CACHE)/build/ggml/src
+export LIBRARY_PATH := $(WHISPER_BUILD)/src:$(WHISPER_BUILD)/ggml/src:$(WHISPER_BUILD)/ggml/src/ggml-vulkan:$(WHISPER_BUILD)/ggml/src/ggml-cuda
+# lib/asr links the GPU backends the build has (vulkan.go, cuda.go).
+comma := ,
+empty :=
+space := $(empty) $(empty)
+GO_TAGS := $(strip $(if $(findstring vulkan,$(WHISPER_FEATURES)),yaz_vulkan) $(if $(findstring cuda,$(WHISPER_FEATURES)),yaz_cuda))
+ifneq ($(GO_TAGS),)
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(subst $(space),$(comma),$(GO_TAGS)))
+endif
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 export YAZ_PARAKEET_CLI := $(PARAKEET_CLI)
 # The real Silero VAD model the tests use (ggml-silero-v6.2.0.bin): make setup
@@ -145,6 +163,7 @@ lint:
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
 	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS)"
+	@$(if $(GO_TAGS),echo "export GOFLAGS='$(GOFLAGS)'")
 
 clean:
 	rm -rf bin $(GEN)

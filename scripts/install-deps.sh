@@ -4,6 +4,8 @@
 set -euo pipefail
 pkgs=(
   cmake            # builds whisper.cpp
+  libvulkan-dev glslc spirv-headers pkg-config # whisper.cpp's Vulkan backend (scripts/setup-whisper.sh; YAZ_GPU=none skips it)
+  mesa-vulkan-drivers          # lavapipe, a Vulkan driver on the CPU: the tests' Vulkan device
   espeak-ng        # yaz-speak's voice
   sox              # demos, test fixtures
   libsox-fmt-mp3   # the README's sox in.mp3 example (Debian's sox reads no MP3 without it)

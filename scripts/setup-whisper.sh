@@ -9,8 +9,23 @@
 #   2. the copy of whisper.cpp 1.9.1 inside the npm package nodejs-whisper@0.3.1,
 #      fetched with `npm pack` and checked against a pinned SHA-256 before use.
 #
-# Result: $WHISPER_CACHE/build/{src/libwhisper.a,src/libparakeet.a,ggml/src/libggml*.a,
-# bin/whisper-cli,bin/parakeet-cli} and $WHISPER_CACHE/src (headers). A cache
+# Result: $WHISPER_CACHE/$build/{src/libwhisper.a,src/libparakeet.a,ggml/src/libggml*.a,
+# bin/whisper-cli,bin/parakeet-cli} and $WHISPER_CACHE/src (headers), where
+# $build is the configuration's own folder:
+#   build               the CPU backend alone
+#   build-vulkan        the CPU and Vulkan backends
+#   build-cuda          the CPU and CUDA backends (untested: no nvcc here)
+#   build-cuda-vulkan   all three
+# YAZ_GPU chooses: auto (the default) builds Vulkan where glslc, the Vulkan
+# loader and headers (pkg-config vulkan) and SPIRV-Headers are installed
+# (Debian: glslc libvulkan-dev spirv-headers; scripts/install-deps.sh);
+# none builds the CPU alone; vulkan, cuda or cuda,vulkan ask for those and
+# fail when their tools are missing (CUDA: nvcc on PATH; never under auto,
+# since binaries linked with it need the CUDA libraries to start). Every
+# configuration has the CPU backend. The GPU backends are linked into the
+# static libraries; the binaries open the Vulkan loader at run time (lib/asr,
+# yaz_vulkan.c). `setup-whisper.sh --build-dir` prints the chosen folder and
+# builds nothing; `--features` prints the backends ("cpu vulkan"). A cache
 # that has some of these (an older setup built whisper only) gets the missing
 # ones: cmake's own dependency check leaves what is built alone. Prints nothing
 # on stdout but the cache path.
@@ -20,7 +35,7 @@
 # while this one's make setup builds) says whom it waits for, waits, and
 # then reuses what the first built. On stderr it prints a line per stage and
 # the build's progress in percent; the compiler's output goes to
-# $cache/build.log, which a failure names (with its last lines).
+# $cache/build.log (build-vulkan.log ... for the others), which a failure names (with its last lines).
 set -euo pipefail
 
 WHISPER_VERSION=1.9.1
@@ -33,6 +48,48 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 log() { printf 'setup-whisper: %s\n' "$*" >&2; }
 
+# The configuration: which GPU backends, from YAZ_GPU and what is installed.
+# The source's own ggml-vulkan is needed too (a WHISPER_CPP_DIR without it
+# builds the CPU alone under auto).
+srcdir=${WHISPER_CPP_DIR:-$cache/src}
+vulkan_tools() {
+  command -v glslc >/dev/null && pkg-config --exists vulkan 2>/dev/null &&
+    { [ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ] || [ -n "$(find /usr/lib /usr/local /usr/share -path '*SPIRV-Headers/SPIRV-HeadersConfig.cmake' -print -quit 2>/dev/null)" ]; } &&
+    { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-vulkan/CMakeLists.txt" ]; }
+}
+cuda_tools() { command -v nvcc >/dev/null && { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-cuda/CMakeLists.txt" ]; }; }
+gpu_vulkan=0 gpu_cuda=0
+case "${YAZ_GPU:-auto}" in
+  auto)
+    # CUDA is asked for by name only: a static ggml-cuda makes every binary
+    # need the CUDA runtime and driver libraries to start at all.
+    if vulkan_tools; then gpu_vulkan=1; fi ;;
+  none|cpu) ;;
+  *)
+    IFS=', ' read -r -a want <<<"$YAZ_GPU"
+    for w in "${want[@]}"; do
+      case "$w" in
+        vulkan) vulkan_tools || { log "YAZ_GPU=$YAZ_GPU: the Vulkan build needs glslc, libvulkan-dev and spirv-headers (scripts/install-deps.sh)"; exit 1; }; gpu_vulkan=1 ;;
+        cuda) cuda_tools || { log "YAZ_GPU=$YAZ_GPU: the CUDA build needs nvcc on PATH"; exit 1; }; gpu_cuda=1 ;;
+        *) log "YAZ_GPU=$YAZ_GPU: want auto, none, vulkan, cuda or cuda,vulkan"; exit 1 ;;
+      esac
+    done ;;
+esac
+features=cpu gpu_flags=()
+bdir=build
+if [ $gpu_cuda = 1 ]; then features+=" cuda"; gpu_flags+=(-DGGML_CUDA=ON); fi
+if [ $gpu_vulkan = 1 ]; then features+=" vulkan"; gpu_flags+=(-DGGML_VULKAN=ON); fi
+if [ $gpu_cuda = 1 ] || [ $gpu_vulkan = 1 ]; then
+  bdir=build$( [ $gpu_cuda = 1 ] && printf -- -cuda)$( [ $gpu_vulkan = 1 ] && printf -- -vulkan)
+fi
+case "${1:-}" in
+  --build-dir) echo "$cache/$bdir"; exit 0 ;;
+  --features) echo "$features"; exit 0 ;;
+  "") ;;
+  *) log "unknown argument $1 (want --build-dir, --features or none)"; exit 2 ;;
+esac
+build=$cache/$bdir
+
 mkdir -p "$(dirname "$cache")"
 exec 9<>"$cache.lock"
 if ! flock -n 9; then
@@ -43,8 +100,12 @@ fi
 # Who holds the lock, for a run that has to wait.
 printf 'pid %s, %s, since %s' "$$" "$(pwd)" "$(date +%H:%M:%S)" > "$cache.lock"
 
-if [ -f "$cache/build/src/libwhisper.a" ] && [ -x "$cache/build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ] &&
-  [ -f "$cache/build/src/libparakeet.a" ] && [ -x "$cache/build/bin/parakeet-cli" ] && [ -f "$cache/src/include/parakeet.h" ]; then
+gpu_libs_built() {
+  { [ $gpu_vulkan = 0 ] || [ -f "$build/ggml/src/ggml-vulkan/libggml-vulkan.a" ]; } &&
+    { [ $gpu_cuda = 0 ] || [ -f "$build/ggml/src/ggml-cuda/libggml-cuda.a" ]; }
+}
+if [ -f "$build/src/libwhisper.a" ] && [ -x "$build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ] &&
+  [ -f "$build/src/libparakeet.a" ] && [ -x "$build/bin/parakeet-cli" ] && [ -f "$cache/src/include/parakeet.h" ] && gpu_libs_built; then
   echo "$cache"
   exit 0
 fi
@@ -87,7 +148,7 @@ fi
 [ -f "$src/include/parakeet.h" ] || { log "$src has no include/parakeet.h: not whisper.cpp $WHISPER_VERSION"; exit 1; }
 
 # The compiler's output, for when it fails.
-buildlog=$cache/build.log
+buildlog=$build.log
 : > "$buildlog"
 failed() {
   log "$1 failed; the compiler's output is in $buildlog, which ends:"
@@ -105,18 +166,34 @@ progress() {
 }
 start=$(date +%s)
 
+# Debian 12's Vulkan headers (1.3.239) lack types ggml-vulkan uses (1.3.261
+# on): vk-compat.hpp adds them, in front of the real vulkan.hpp, for this
+# build alone (an include path in the environment: no cmake setting changes).
+if [ $gpu_vulkan = 1 ]; then
+  hv=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' "$(pkg-config --variable=includedir vulkan 2>/dev/null || echo /usr/include)/vulkan/vulkan_core.h" 2>/dev/null)
+  if [ -n "$hv" ] && [ "$hv" -lt 261 ]; then
+    here=$(cd "$(dirname "$0")" && pwd)
+    mkdir -p "$build.compat/vulkan"
+    cmp -s "$here/vk-compat.hpp" "$build.compat/vulkan/vulkan.hpp" || cp "$here/vk-compat.hpp" "$build.compat/vulkan/vulkan.hpp"
+    export CPLUS_INCLUDE_PATH=$build.compat${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  fi
+fi
+
 # Configure once: a build folder already configured from this source is used
 # as it is, so adding the Parakeet targets to an older cache recompiles
 # nothing of whisper's.
-if grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$cache/build/CMakeCache.txt" 2>/dev/null; then
-  log "building the missing whisper.cpp $WHISPER_VERSION targets in $cache/build with $jobs jobs (log: $buildlog)"
+if grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$build/CMakeCache.txt" 2>/dev/null; then
+  log "building the missing whisper.cpp $WHISPER_VERSION targets in $build with $jobs jobs ($features; log: $buildlog)"
 else
-  log "configuring whisper.cpp $WHISPER_VERSION in $cache/build (log: $buildlog)"
-  cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF >>"$buildlog" 2>&1 || failed "configuring whisper.cpp"
-  log "compiling whisper.cpp $WHISPER_VERSION with $jobs jobs (3 minutes on an idle 2-core machine, 8 on a busy one)"
+  log "configuring whisper.cpp $WHISPER_VERSION in $build (log: $buildlog)"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF ${gpu_flags[@]+"${gpu_flags[@]}"} >>"$buildlog" 2>&1 || failed "configuring whisper.cpp"
+  case "$features" in
+    *vulkan*) log "compiling whisper.cpp $WHISPER_VERSION ($features) with $jobs jobs (the Vulkan shaders and backend: about 20 minutes on a busy 2-core machine)" ;;
+    *) log "compiling whisper.cpp $WHISPER_VERSION with $jobs jobs (3 minutes on an idle 2-core machine, 8 on a busy one)" ;;
+  esac
 fi
-cmake --build "$cache/build" -j"$jobs" --target whisper whisper-cli parakeet parakeet-cli 2>&1 |
+cmake --build "$build" -j"$jobs" --target whisper whisper-cli parakeet parakeet-cli 2>&1 |
   tee -a "$buildlog" | progress || failed "building whisper.cpp"
-log "whisper.cpp $WHISPER_VERSION built in $(( $(date +%s) - start )) s: $cache/build"
+log "whisper.cpp $WHISPER_VERSION built in $(( $(date +%s) - start )) s: $build ($features)"
 echo "$cache"
