@@ -104,7 +104,13 @@ type Options struct {
 	// times (whisper's token-level timestamps; Parakeet's token times).
 	// The text is the same either way.
 	TokenTimes bool
+
+	abortAfter  int64 // tests: abort at this many checks inside graphs on a GPU backend
+	deviceNodes int64 // tests: nodes between two checks on a GPU backend (0: 64)
 }
+
+// errTestAbort is what a call aborted by Options.abortAfter returns.
+var errTestAbort = errors.New("aborted by the test hook")
 
 // Result is one transcription.
 type Result struct {
@@ -147,14 +153,25 @@ type Model struct {
 	ctx          *whisper.Context // whisper
 	pk           *parakeetCtx     // Parakeet
 	path         string
+	device       Device
 	multilingual bool
 }
+
+// Device reports the device the model was loaded on.
+func (m *Model) Device() Device { return m.device }
 
 // Load loads a ggml whisper or Parakeet TDT model, the engine told from the
 // file's header. whisper.cpp's and ggml's own log lines go to log as debug
 // records from then on (for the whole process: the last Load decides); nil
 // discards them. Nothing of whisper.cpp's reaches stderr directly.
 func Load(path string, log *slog.Logger) (*Model, error) {
+	return LoadOn(path, Device{}, log)
+}
+
+// LoadOn is Load with the model's weights and compute on dev (see
+// SelectDevice); the zero Device is the CPU. The device changes how fast
+// a model decodes, never the form of what it gives.
+func LoadOn(path string, dev Device, log *slog.Logger) (*Model, error) {
 	setLogger(log)
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -174,17 +191,17 @@ func Load(path string, log *slog.Logger) (*Model, error) {
 	}
 	switch info.Kind {
 	case modelfile.KindWhisper:
-		ctx := initContext(path)
+		ctx := initContext(path, dev)
 		if ctx == nil {
 			return nil, fmt.Errorf("load model %s: %w", path, ErrModelInvalid)
 		}
-		return &Model{engine: Whisper, ctx: ctx, path: path, multilingual: ctx.Whisper_is_multilingual() != 0}, nil
+		return &Model{engine: Whisper, ctx: ctx, path: path, device: dev, multilingual: ctx.Whisper_is_multilingual() != 0}, nil
 	case modelfile.KindParakeet:
-		pk := loadParakeet(path)
+		pk := loadParakeet(path, dev)
 		if pk == nil {
 			return nil, fmt.Errorf("load model %s: %w", path, ErrModelInvalid)
 		}
-		return &Model{engine: Parakeet, pk: pk, path: path}, nil
+		return &Model{engine: Parakeet, pk: pk, path: path, device: dev}, nil
 	}
 	return nil, fmt.Errorf("load model %s: a %s: %w", path, info.Describe(), ErrModelInvalid)
 }
@@ -332,6 +349,9 @@ type run struct {
 	tokens         []int32
 	maxRun         int   // longest run of one repeated text token
 	checks, graphs int64 // abort checks and graph computations (tests)
+	// checks inside graphs on a GPU backend, and the graphs begun when the
+	// abort was first seen (tests)
+	deviceChecks, graphsAtAbort int64
 }
 
 // degenerate reports output that a too-short audio context tends to produce:

@@ -30,11 +30,17 @@ import (
 // initContext loads a model without a state of its own: each call makes
 // one (see Model.Transcribe). Flash attention stays on, whisper.cpp's
 // default and whisper-cli's: with it decoding ran 2–4 times faster here
-// than with it off. nil: not a model.
-func initContext(path string) *whisper.Context {
+// than with it off. The model's weights and compute go to dev (whisper.cpp
+// runs on the CPU what a GPU backend cannot do); use_gpu is always set, since
+// whisper.cpp's default would take the first GPU ggml lists, software or
+// not. nil: not a model.
+func initContext(path string, dev Device) *whisper.Context {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	c := C.whisper_init_from_file_with_params_no_state(cpath, C.whisper_context_default_params())
+	p := C.whisper_context_default_params()
+	p.use_gpu = C.bool(dev.slot > 0)
+	p.gpu_device = C.int(max(dev.slot-1, 0))
+	c := C.whisper_init_from_file_with_params_no_state(cpath, p)
 	if c == nil {
 		return nil
 	}
@@ -54,8 +60,12 @@ var (
 	logLevel   C.int        // the level of logLine's first piece
 )
 
-// setLogger sends whisper.cpp's and ggml's own log lines to log at debug
-// level from now on (nil: nowhere). The setting is for the whole process.
+// SetLogger sends whisper.cpp's and ggml's own log lines to log at debug
+// level from now on (nil: nowhere), as Load does. The setting is for the
+// whole process.
+func SetLogger(log *slog.Logger) { setLogger(log) }
+
+// setLogger is SetLogger.
 func setLogger(log *slog.Logger) {
 	logInstall.Do(func() { C.yaz_log_install() })
 	logMu.Lock()
@@ -179,6 +189,12 @@ func (j *job) counters() (checks, graphs int64) {
 	return int64(atomic.LoadInt64((*int64)(unsafe.Pointer(&j.c.checks)))), int64(atomic.LoadInt64((*int64)(unsafe.Pointer(&j.c.graphs))))
 }
 
+// deviceCounters reports the checks of the flag inside graphs on a GPU
+// backend, and how many graphs had begun when the flag was first seen.
+func (j *job) deviceCounters() (checks, graphsAtAbort int64) {
+	return int64(atomic.LoadInt64((*int64)(unsafe.Pointer(&j.c.device_checks)))), int64(atomic.LoadInt64((*int64)(unsafe.Pointer(&j.c.graphs_at_abort))))
+}
+
 // ---- one transcription
 
 func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang string, audioCtx int) (run, error) {
@@ -194,6 +210,8 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 
 	j := newJob(ctx, opt.Progress)
 	defer j.free()
+	j.c.abort_after = C.int64_t(opt.abortAfter)
+	j.c.device_nodes = C.int64_t(opt.deviceNodes)
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = DefaultThreads()
@@ -216,7 +234,11 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 	rc := C.yaz_full(c, st, &o, j.c, (*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)))
 	var r run
 	r.checks, r.graphs = j.counters()
+	r.deviceChecks, r.graphsAtAbort = j.deviceCounters()
 	if j.aborted() {
+		if opt.abortAfter > 0 {
+			return r, errTestAbort
+		}
 		return r, ctx.Err()
 	}
 	if rc != 0 {

@@ -32,10 +32,10 @@ const minParakeetSamples = 2 * melHop
 
 // loadParakeet loads a Parakeet model without a state (each call makes
 // one); nil: whisper.cpp could not load it.
-func loadParakeet(path string) *parakeetCtx {
+func loadParakeet(path string, dev Device) *parakeetCtx {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	c := C.yaz_parakeet_init(cpath)
+	c := C.yaz_parakeet_init(cpath, C.bool(dev.slot > 0), C.int(max(dev.slot-1, 0)))
 	if c == nil {
 		return nil
 	}

@@ -55,7 +55,9 @@ static bool yaz_should_abort(void *data) {
 	yaz_job *j = data;
 	__atomic_fetch_add(&j->checks, 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0) {
-		__atomic_store_n(&j->aborted, 1, __ATOMIC_RELAXED);
+		if (!__atomic_exchange_n(&j->aborted, 1, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&j->graphs_at_abort, __atomic_load_n(&j->graphs, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+		}
 		return true;
 	}
 	return false;
@@ -91,16 +93,53 @@ static __thread yaz_job *yaz_current;
 // this function, which hands the running job's flag to every backend of the
 // scheduler first: an abort then lands within one graph node. With a shared
 // libwhisper the wrap does not apply and the per-pass checks remain.
+//
+// A GPU backend (Vulkan, CUDA) takes no abort callback: it runs the graph
+// it is given. On a scheduler with one, the hook also sets the scheduler's
+// eval callback, which makes ggml compute each GPU part of the graph in
+// runs of YAZ_DEVICE_NODES nodes and ask after each run whether to go on
+// (the CPU parts still run whole, checked node by node by the CPU
+// backend): an abort lands within that many nodes on the device, at the
+// cost of a wait for the device every run. Once the flag is set, each
+// remaining GPU part computes one node and stops, and no new graph starts.
 enum ggml_status __real_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph);
+
+#define YAZ_DEVICE_NODES 64
+
+static bool yaz_device_eval(struct ggml_tensor *t, bool ask, void *data) {
+	yaz_job *j = data;
+	if (ask) {
+		if (t->buffer == NULL || ggml_backend_buffer_is_host(t->buffer)) {
+			return false; // a CPU part: computed whole, the CPU backend checks
+		}
+		if (__atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0) {
+			return true;
+		}
+		int64_t every = j->device_nodes > 0 ? j->device_nodes : YAZ_DEVICE_NODES;
+		return __atomic_add_fetch(&j->nodes, 1, __ATOMIC_RELAXED) % every == 0;
+	}
+	int64_t n = __atomic_add_fetch(&j->device_checks, 1, __ATOMIC_RELAXED);
+	if (j->abort_after > 0 && n >= j->abort_after) {
+		__atomic_store_n(&j->abort, 1, __ATOMIC_RELAXED);
+	}
+	return !yaz_should_abort(j);
+}
 
 enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
 	yaz_job *j = yaz_current;
 	if (j) {
+		if (__atomic_load_n(&j->abort, __ATOMIC_RELAXED) != 0 && yaz_should_abort(j)) {
+			return GGML_STATUS_ABORTED; // no new graph once the flag is set
+		}
 		__atomic_fetch_add(&j->graphs, 1, __ATOMIC_RELAXED);
 	}
+	bool device = false;
 	for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); i++) {
 		ggml_backend_t b = ggml_backend_sched_get_backend(sched, i);
 		ggml_backend_dev_t dev = ggml_backend_get_device(b);
+		if (dev && ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_CPU && ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_ACCEL) {
+			device = true;
+		}
 		ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : NULL;
 		if (!reg) {
 			continue;
@@ -110,6 +149,9 @@ enum ggml_status __wrap_ggml_backend_sched_graph_compute(ggml_backend_sched_t sc
 		if (set) {
 			set(b, j ? yaz_should_abort : NULL, j);
 		}
+	}
+	if (device) {
+		ggml_backend_sched_set_eval_callback(sched, j ? yaz_device_eval : NULL, j);
 	}
 	return __real_ggml_backend_sched_graph_compute(sched, graph);
 }
@@ -166,8 +208,11 @@ int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_op
 
 // yaz_parakeet_init loads a Parakeet model without a state: each call makes
 // one. The default context parameters are parakeet-cli's.
-struct parakeet_context *yaz_parakeet_init(const char *path) {
-	return parakeet_init_from_file_with_params_no_state(path, parakeet_context_default_params());
+struct parakeet_context *yaz_parakeet_init(const char *path, bool use_gpu, int gpu_device) {
+	struct parakeet_context_params p = parakeet_context_default_params();
+	p.use_gpu = use_gpu;
+	p.gpu_device = gpu_device;
+	return parakeet_init_from_file_with_params_no_state(path, p);
 }
 
 // Only the first Parakeet state of the process logs its buffer sizes, as

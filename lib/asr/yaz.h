@@ -17,6 +17,11 @@ typedef struct {
 	int32_t aborted;    // whisper.cpp saw the flag: its output is partial
 	int64_t checks;     // how often the flag was read (tests)
 	int64_t graphs;     // graph computations run (tests)
+	int64_t nodes;      // graph nodes asked about on a GPU backend (the check every YAZ_DEVICE_NODES)
+	int64_t device_checks;   // checks of the flag inside graphs on a GPU backend (tests)
+	int64_t abort_after;     // tests: > 0 sets abort at this many device checks
+	int64_t device_nodes;    // tests: nodes between two device checks (0: YAZ_DEVICE_NODES)
+	int64_t graphs_at_abort; // tests: graphs begun when the flag was first seen
 } yaz_job;
 
 // yaz_opts are the settings of one call.
@@ -36,7 +41,7 @@ struct whisper_state *yaz_init_state(struct whisper_context *ctx);
 int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_opts *o, yaz_job *job,
 	const float *samples, int n);
 
-struct parakeet_context *yaz_parakeet_init(const char *path);
+struct parakeet_context *yaz_parakeet_init(const char *path, bool use_gpu, int gpu_device);
 struct parakeet_state *yaz_parakeet_init_state(struct parakeet_context *ctx);
 int yaz_parakeet_full(struct parakeet_context *ctx, struct parakeet_state *st, int threads, yaz_job *job,
 	const float *samples, int n);

@@ -1,0 +1,67 @@
+package asr
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestSelectDevice: auto takes the best real GPU (discrete before
+// integrated before virtual) and never a software device, else the CPU;
+// gpu takes a software device last; gpu:N takes device N when it is a GPU;
+// a spec naming nothing is ErrNoDevice.
+func TestSelectDevice(t *testing.T) {
+	cpu := Device{Index: 9, Backend: "CPU", Name: "CPU", Kind: KindCPU}
+	soft := Device{Index: 0, Backend: "Vulkan", Name: "Vulkan0", Kind: KindSoftware, slot: 1}
+	igpu := Device{Index: 1, Backend: "Vulkan", Name: "Vulkan1", Kind: KindIntegrated, slot: 2}
+	dgpu := Device{Index: 2, Backend: "Vulkan", Name: "Vulkan2", Kind: KindDiscrete, slot: 3}
+	blas := Device{Index: 3, Backend: "BLAS", Name: "BLAS", Kind: KindAccel}
+	for _, tc := range []struct {
+		name string
+		list []Device
+		spec string
+		want string // Name; "" an ErrNoDevice
+	}{
+		{"auto: discrete over integrated and software", []Device{soft, igpu, dgpu, cpu}, "auto", "Vulkan2"},
+		{"auto: integrated over software", []Device{soft, igpu, cpu}, "auto", "Vulkan1"},
+		{"auto: never software", []Device{soft, blas, cpu}, "auto", "CPU"},
+		{"empty is auto", []Device{soft, cpu}, "", "CPU"},
+		{"auto: the CPU alone", []Device{cpu}, "auto", "CPU"},
+		{"cpu over a GPU", []Device{dgpu, cpu}, "cpu", "CPU"},
+		{"gpu: software when nothing else", []Device{soft, cpu}, "gpu", "Vulkan0"},
+		{"gpu: discrete first", []Device{soft, igpu, dgpu, cpu}, "GPU", "Vulkan2"},
+		{"gpu: none", []Device{blas, cpu}, "gpu", ""},
+		{"gpu:N", []Device{soft, igpu, dgpu, cpu}, "gpu:0", "Vulkan0"},
+		{"gpu:N past the end", []Device{soft, cpu}, "gpu:2", ""},
+		{"gpu:N is the CPU", []Device{soft, cpu}, "gpu:1", ""},
+	} {
+		what, n, err := parseDevice(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: parseDevice(%q) = %v", tc.name, tc.spec, err)
+		}
+		got, err := selectFrom(tc.list, what, n)
+		switch {
+		case tc.want == "" && !errors.Is(err, ErrNoDevice):
+			t.Errorf("%s: selectFrom(%q) = %v, %v; want ErrNoDevice", tc.name, tc.spec, got, err)
+		case tc.want != "" && (err != nil || got.Name != tc.want):
+			t.Errorf("%s: selectFrom(%q) = %v, %v; want %s", tc.name, tc.spec, got.Name, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"gpu:", "gpu:-1", "gpu:x", "cuda", "vulkan0", "gpu1"} {
+		if err := ParseDevice(bad); err == nil {
+			t.Errorf("ParseDevice(%q) = nil, want an error", bad)
+		}
+	}
+}
+
+// TestDevicesHaveCPU: every build lists the CPU, and Load's zero Device is
+// the CPU.
+func TestDevicesHaveCPU(t *testing.T) {
+	list := Devices()
+	cpu := cpuDevice(list)
+	if cpu.Index != len(list)-1 || cpu.Kind != KindCPU || cpu.GPU() {
+		t.Fatalf("Devices() = %+v: want the CPU last", list)
+	}
+	if (Device{}).GPU() {
+		t.Error("the zero Device is a GPU")
+	}
+}

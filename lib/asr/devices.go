@@ -1,0 +1,253 @@
+package asr
+
+/*
+#include <ggml-backend.h>
+#include "yaz.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Kind is what sort of device a Device is.
+type Kind string
+
+// The kinds of device. A software device is a Vulkan driver that runs on
+// the CPU (Mesa's lavapipe, llvmpipe): slower than ggml's own CPU backend,
+// and never taken by "auto".
+const (
+	KindDiscrete   Kind = "discrete"
+	KindIntegrated Kind = "integrated"
+	KindVirtual    Kind = "virtual"
+	KindSoftware   Kind = "software"
+	KindCPU        Kind = "cpu"
+	KindAccel      Kind = "accelerator" // ggml's ACCEL devices (BLAS): they help the CPU, never chosen alone
+)
+
+// Device is one compute device ggml finds. The zero Device is the CPU.
+type Device struct {
+	Index       int    // ggml's device index: --list-devices and gpu:N
+	Backend     string // ggml's backend: CPU, Vulkan, CUDA
+	Name        string // ggml's name: CPU, Vulkan0, CUDA0
+	Description string // the device's own name
+	Kind        Kind
+	MemoryFree  uint64 // bytes
+	MemoryTotal uint64 // bytes
+	// slot is whisper.cpp's gpu_device for this device plus one (its place
+	// among ggml's GPU devices, which is how whisper.h and parakeet.h name
+	// one); 0: the CPU.
+	slot int
+}
+
+// GPU reports whether the device is a graphics device (software ones too):
+// the models' weights and compute go there, the CPU helps with what it
+// cannot do.
+func (d Device) GPU() bool { return d.slot > 0 }
+
+// String names the device for a log line: "Vulkan0 (llvmpipe ..., software)".
+func (d Device) String() string {
+	if d.Name == "" {
+		return "CPU"
+	}
+	if d.Description == "" {
+		return d.Name
+	}
+	return fmt.Sprintf("%s (%s, %s)", d.Name, d.Description, d.Kind)
+}
+
+// ErrNoDevice reports a --device that names no device ggml finds.
+var ErrNoDevice = errors.New("no such device")
+
+// noDevice is an ErrNoDevice with its own message.
+type noDevice string
+
+func (e noDevice) Error() string        { return string(e) }
+func (e noDevice) Is(target error) bool { return target == ErrNoDevice }
+
+var (
+	devicesOnce sync.Once
+	devices     []Device
+)
+
+// Devices lists every device ggml finds, in ggml's order (GPU backends
+// first, the CPU last). The list is made once per process.
+// ggml's lines about them go where SetLogger (or Load) sent its log.
+func Devices() []Device {
+	logInstall.Do(func() { C.yaz_log_install() })
+	devicesOnce.Do(func() { devices = listDevices() })
+	return slices.Clone(devices)
+}
+
+func listDevices() []Device {
+	var out []Device
+	gpus, vk := 0, 0
+	for i := range int(C.ggml_backend_dev_count()) {
+		dev := C.ggml_backend_dev_get(C.size_t(i))
+		d := Device{
+			Index:       i,
+			Name:        C.GoString(C.ggml_backend_dev_name(dev)),
+			Description: strings.TrimSpace(C.GoString(C.ggml_backend_dev_description(dev))),
+		}
+		if reg := C.ggml_backend_dev_backend_reg(dev); reg != nil {
+			d.Backend = C.GoString(C.ggml_backend_reg_name(reg))
+		}
+		var free, total C.size_t
+		C.ggml_backend_dev_memory(dev, &free, &total)
+		d.MemoryFree, d.MemoryTotal = uint64(free), uint64(total)
+		switch C.ggml_backend_dev_type(dev) {
+		case C.GGML_BACKEND_DEVICE_TYPE_CPU:
+			d.Kind = KindCPU
+		case C.GGML_BACKEND_DEVICE_TYPE_GPU, C.GGML_BACKEND_DEVICE_TYPE_IGPU:
+			// whisper.cpp counts these two types, in this order, for gpu_device.
+			gpus++
+			d.slot = gpus
+			d.Kind = KindDiscrete
+			if C.ggml_backend_dev_type(dev) == C.GGML_BACKEND_DEVICE_TYPE_IGPU {
+				d.Kind = KindIntegrated
+			}
+			if d.Backend == "Vulkan" {
+				// ggml calls every Vulkan device a GPU or an iGPU; the
+				// driver's own type tells the software ones.
+				d.Kind = vulkanKind(vulkanType(vk), d.Kind)
+				vk++
+			}
+		default:
+			d.Kind = KindAccel
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// vulkanKind maps a VkPhysicalDeviceType to a Kind; def when unknown.
+func vulkanKind(t int, def Kind) Kind {
+	switch t {
+	case 1: // VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
+		return KindIntegrated
+	case 2: // VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+		return KindDiscrete
+	case 3: // VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU
+		return KindVirtual
+	case 4: // VK_PHYSICAL_DEVICE_TYPE_CPU
+		return KindSoftware
+	}
+	return def
+}
+
+// rank orders the kinds "auto" and "gpu" choose from (lower is better);
+// -1: never chosen.
+func rank(k Kind, software bool) int {
+	switch k {
+	case KindDiscrete:
+		return 0
+	case KindIntegrated:
+		return 1
+	case KindVirtual:
+		return 2
+	case KindSoftware:
+		if software {
+			return 3
+		}
+	}
+	return -1
+}
+
+// best is the best device of list for "auto" (software false) or "gpu"
+// (software true): discrete before integrated before virtual (before
+// software), ggml's order among equals; false: none.
+func best(list []Device, software bool) (Device, bool) {
+	var got Device
+	found := false
+	for _, d := range list {
+		r := rank(d.Kind, software)
+		if r < 0 {
+			continue
+		}
+		if !found || r < rank(got.Kind, software) {
+			got, found = d, true
+		}
+	}
+	return got, found
+}
+
+// cpuDevice is the CPU entry of list (the zero Device when ggml lists none).
+func cpuDevice(list []Device) Device {
+	for _, d := range list {
+		if d.Kind == KindCPU {
+			return d
+		}
+	}
+	return Device{Backend: "CPU", Name: "CPU", Kind: KindCPU}
+}
+
+// ParseDevice checks a --device value without looking for devices: auto,
+// cpu, gpu or gpu:N.
+func ParseDevice(spec string) error {
+	_, _, err := parseDevice(spec)
+	return err
+}
+
+// parseDevice splits a --device value: what is auto, cpu or gpu, n the
+// index of gpu:N (-1: none given).
+func parseDevice(spec string) (what string, n int, err error) {
+	s := strings.ToLower(strings.TrimSpace(spec))
+	switch s {
+	case "", "auto":
+		return "auto", -1, nil
+	case "cpu", "gpu":
+		return s, -1, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "gpu:"); ok {
+		if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+			return "gpu", n, nil
+		}
+	}
+	return "", -1, fmt.Errorf("device %q: want auto, cpu, gpu or gpu:N (N: an index from --list-devices)", spec)
+}
+
+// SelectDevice chooses the device spec names: "auto" (or "") the best real
+// GPU, discrete before integrated, never a software device, else the CPU;
+// "cpu" the CPU; "gpu" the best GPU, a software one last; "gpu:N" ggml's
+// device N, which must be a GPU. A spec naming no device is an error
+// wrapping ErrNoDevice.
+func SelectDevice(spec string) (Device, error) {
+	what, n, err := parseDevice(spec)
+	if err != nil {
+		return Device{}, err
+	}
+	return selectFrom(Devices(), what, n)
+}
+
+func selectFrom(list []Device, what string, n int) (Device, error) {
+	switch {
+	case what == "cpu":
+		return cpuDevice(list), nil
+	case what == "auto":
+		if d, ok := best(list, false); ok {
+			return d, nil
+		}
+		return cpuDevice(list), nil
+	case n >= 0:
+		if n >= len(list) {
+			return Device{}, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see --list-devices)", n, n, len(list)))
+		}
+		if d := list[n]; d.GPU() {
+			return d, nil
+		}
+		return Device{}, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see --list-devices)", n, n, list[n].Name))
+	}
+	if d, ok := best(list, true); ok {
+		return d, nil
+	}
+	why := "this build has no GPU backend (make setup YAZ_GPU=auto builds Vulkan where glslc, libvulkan-dev and spirv-headers are installed)"
+	if vulkanBuilt {
+		why = "no Vulkan loader, driver or device (vulkaninfo --summary lists what Vulkan sees)"
+	}
+	return Device{}, noDevice("--device gpu: no GPU found: " + why)
+}

@@ -1,0 +1,22 @@
+//go:build yaz_vulkan
+
+package asr
+
+/*
+#cgo LDFLAGS: -Wl,--wrap=ggml_backend_vk_reg -lggml-vulkan -lggml-base -ldl -lpthread
+#include "yaz_vulkan.h"
+*/
+import "C"
+
+// The build has ggml's Vulkan backend (build tag yaz_vulkan: the Makefile
+// sets it when scripts/setup-whisper.sh built that backend, and points
+// LIBRARY_PATH at that build). The backend is linked in, the Vulkan loader
+// is opened at run time (yaz_vulkan.c): one binary runs with and without
+// libvulkan.so.1.
+
+// vulkanBuilt reports whether ggml's Vulkan backend is linked in.
+const vulkanBuilt = true
+
+// vulkanType is the Vulkan physical device type of ggml's Vulkan device k
+// (VkPhysicalDeviceType); -1: unknown.
+func vulkanType(k int) int { return int(C.yaz_vk_device_type(C.int(k))) }
