@@ -145,6 +145,8 @@
 //	                            default $XDG_DATA_HOME/yazses/models/ggml-base.en.bin)
 //	-l, --language CODE         spoken language, or auto (multilingual models)
 //	-t, --threads N             CPU threads (0: up to 4)
+//	    --device auto|cpu|gpu|gpu:N  where the model runs (env YAZ_DEVICE; see Devices)
+//	    --list-devices          list the devices ggml finds and exit
 //	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
 //	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
@@ -170,6 +172,26 @@
 // Parakeet file without its audio context (n_audio_ctx 0) each get one
 // message naming the file and the fix ("model not found: PATH — fetch one
 // with yaz-fetch-model base.en").
+//
+// # Devices
+//
+// A build with a GPU backend (make setup YAZ_GPU=auto: Vulkan, where glslc,
+// libvulkan-dev and spirv-headers are installed) runs the model on a GPU
+// when --device says so; every build runs on the CPU, and one binary runs
+// with or without a Vulkan loader and driver. --list-devices prints every
+// device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
+// (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
+// total memory in MiB and its own name, then "auto: NAME". A software
+// device is a Vulkan driver that runs on the CPU (Mesa's lavapipe,
+// "llvmpipe"): slower than the CPU backend, listed for tests. --device auto
+// (the default) takes the best real GPU, discrete before integrated, and
+// the CPU when there is none, never a software device; cpu the CPU; gpu the
+// best GPU, a software one last; gpu:N device N of the list. gpu or gpu:N
+// with no such device is one line naming it, and exit 1 (125 under a
+// supervisor: cause device_missing). A decode on a GPU says so in one INFO
+// line at start ("decoding on Vulkan0"; on the CPU the line is at debug
+// level). The device never changes the transcript's format. A cancelled
+// decode on a GPU stops within 64 graph nodes on the device.
 //
 // Logs are slog records on stderr (--log-format json: one JSON object per
 // line); whisper.cpp's own lines are among them at --log-level debug.

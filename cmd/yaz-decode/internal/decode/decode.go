@@ -30,6 +30,8 @@ type CLI struct {
 	Model             string   `short:"m" help:"ggml model file: whisper or Parakeet TDT (the engine is read from the file)." default:"${model}" env:"YAZ_MODEL"`
 	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual whisper model (auto: detect it). Parakeet: en or auto only." default:"en" env:"YAZ_LANGUAGE"`
 	Threads           int      `short:"t" help:"CPU threads for whisper.cpp (0: up to 4)." default:"0" env:"YAZ_THREADS"`
+	Device            string   `help:"Where the model runs: auto (the best GPU, discrete before integrated, never a software one; else the CPU), cpu, gpu (the best GPU, a software one too) or gpu:N (N from --list-devices)." default:"auto" env:"YAZ_DEVICE"`
+	ListDevices       bool     `help:"List every device ggml finds (index, backend, name, kind, memory) and which one auto takes, then exit."`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect (whisper only)." env:"YAZ_PROMPT"`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default (whisper only)." default:"1" env:"YAZ_BEAM_SIZE"`
 	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second) (whisper only)." default:"auto"`
@@ -126,6 +128,12 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if !(c.VADThreshold >= 0.01 && c.VADThreshold <= 0.99) { // NaN too
 		return cli.Usagef("--vad-threshold must be between 0.01 and 0.99")
 	}
+	if err := asr.ParseDevice(c.Device); err != nil {
+		return cli.Usagef("--device: %v", err)
+	}
+	if c.ListDevices {
+		return listDevices(log, stdout) // device.go
+	}
 	if c.VADStream {
 		if err := c.checkVADStream(); err != nil {
 			return err
@@ -148,7 +156,11 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	if err := checkModel(c.Model); err != nil { // cause.go: before whisper.cpp sees the file
 		return err
 	}
-	m, err := asr.Load(c.Model, log)
+	dev, err := c.device(log) // device.go
+	if err != nil {
+		return err
+	}
+	m, err := asr.LoadOn(c.Model, dev, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,122 @@
+//go:build yaz_vulkan
+
+package decode
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
+)
+
+// These run on Mesa's lavapipe, the software Vulkan device (see
+// lib/asr/vulkan_test.go).
+
+// TestListDevicesVulkan: --list-devices shows lavapipe as a software
+// Vulkan device and says auto keeps the CPU.
+func TestListDevicesVulkan(t *testing.T) {
+	stdout, stderr, code := runMain(nil, "--list-devices")
+	if code != 0 {
+		t.Fatalf("--list-devices: exit %d: %s", code, stderr)
+	}
+	var lp string
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 6 && f[1] == "Vulkan" && f[3] == "software" && strings.Contains(l, "llvmpipe") {
+			lp = l
+		}
+	}
+	if lp == "" || !strings.Contains(stdout, "\nauto: CPU\n") {
+		t.Fatalf("--list-devices:\n%s\nwant lavapipe as a software Vulkan device and auto: CPU (is mesa-vulkan-drivers installed?)", stdout)
+	}
+}
+
+// TestDecodeOnVulkan: --device gpu decodes on lavapipe in every mode, with
+// both engines, says so on one INFO line, and the same file twice gives
+// the same text; auto keeps the CPU (no such line).
+func TestDecodeOnVulkan(t *testing.T) {
+	dir := t.TempDir()
+	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(3*time.Second))
+	var frames bytes.Buffer
+	w := frame.NewWriter(&frames)
+	w.Audio(speech(3 * time.Second))
+	w.End()
+	for _, model := range []string{miniModel(t, dir), parakeetModel(t, dir, "ggml-parakeet-mini.bin")} {
+		t.Run(filepath.Base(model), func(t *testing.T) {
+			for _, mode := range []struct {
+				name  string
+				args  []string
+				stdin []byte
+			}{
+				{"files", []string{wav}, nil},
+				{"stream", []string{"--json"}, pcm.Encode(nil, speech(3*time.Second))},
+				{"serve", []string{"--serve"}, frames.Bytes()},
+			} {
+				args := append([]string{"-m", model, "-t", "2", "--device", "gpu"}, mode.args...)
+				first, stderr, code := runMain(mode.stdin, args...)
+				if code != 0 || strings.TrimSpace(first) == "" {
+					t.Fatalf("%s --device gpu: exit %d, stdout %q: %s", mode.name, code, first, stderr)
+				}
+				if !strings.Contains(stderr, "level=INFO") || !strings.Contains(stderr, "decoding on Vulkan") || !strings.Contains(stderr, "kind=software") {
+					t.Errorf("%s --device gpu: stderr %q names no Vulkan device", mode.name, stderr)
+				}
+				again, _, code := runMain(mode.stdin, args...)
+				if code != 0 || withoutTime(again) != withoutTime(first) {
+					t.Errorf("%s --device gpu twice: %q then %q (exit %d)", mode.name, first, again, code)
+				}
+			}
+			_, stderr, code := runMain(nil, "-m", model, "-t", "2", wav)
+			if code != 0 || strings.Contains(stderr, "decoding on") {
+				t.Errorf("--device auto: exit %d, stderr %q: want the CPU, said at debug level only", code, stderr)
+			}
+		})
+	}
+}
+
+// withoutTime drops the decode time from a --serve result line.
+func withoutTime(out string) string {
+	return decodeMs.ReplaceAllString(out, "")
+}
+
+var decodeMs = regexp.MustCompile(`,"decode_ms":[0-9]+`)
+
+// TestNoVulkanDriver: with VK_ICD_FILENAMES pointing nowhere, auto
+// decodes on the CPU and --device gpu is one line and exit 1 (a fresh
+// process: ggml finds its devices once).
+func TestNoVulkanDriver(t *testing.T) {
+	if os.Getenv("YAZ_DECODE_VK_CHILD") == "1" {
+		os.Exit(Main(t.Context(), strings.Fields(os.Getenv("YAZ_DECODE_VK_ARGS")), os.Stdin, os.Stdout, os.Stderr))
+	}
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	run := func(args string) (string, string, int) {
+		cmd := exec.CommandContext(testwait.Context(t), os.Args[0], "-test.run=^TestNoVulkanDriver$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "YAZ_DECODE_VK_CHILD=1", "VK_ICD_FILENAMES=/nonexistent", "YAZ_DECODE_VK_ARGS="+args)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+	if out, stderr, code := run("-m " + model + " -t 2 " + wav); code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("auto with no Vulkan driver: exit %d, stdout %q: %s", code, out, stderr)
+	}
+	out, stderr, code := run("-m " + model + " -t 2 --device gpu " + wav)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 1 || out != "" || len(lines) != 1 || !strings.Contains(lines[0], "no GPU found") {
+		t.Errorf("--device gpu with no Vulkan driver: exit %d, stdout %q, stderr %q; want one line saying no GPU, exit 1", code, out, stderr)
+	}
+}
