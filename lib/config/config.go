@@ -92,6 +92,9 @@ type Decode struct {
 	Prompt string `toml:"prompt"`
 	// BeamSize is 1 for greedy decoding, more for beam search of that width.
 	BeamSize int `toml:"beam_size"`
+	// Device is where the model runs: "auto", "cpu", "gpu" or "gpu:N"
+	// (yaz-decode --device).
+	Device string `toml:"device"`
 }
 
 // VAD is the voice-activity detector: what decides whether audio holds
@@ -280,6 +283,7 @@ func rawDefault() Config {
 			Threads:  0,
 			Prompt:   "",
 			BeamSize: 1,
+			Device:   "auto",
 		},
 		VAD:     VAD{Engine: VADAuto, Model: defaultVADModel, Threshold: 0.5},
 		Speak:   Speak{Voice: "en-us", Rate: 170, Device: ""},

@@ -50,6 +50,9 @@ threads = 0
 prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
+# Where the model runs: "auto" (the best real GPU, else the CPU), "cpu", "gpu"
+# or "gpu:N" (N from yaz-decode --list-devices).
+device = "auto"
 
 [vad]
 # Voice detector: "auto" (Silero VAD when its model file exists, else the energy

@@ -48,6 +48,9 @@ const (
 var (
 	// languageRE is a whisper language code ("en", "yue").
 	languageRE = regexp.MustCompile(`^[a-z]{2,3}$`)
+	// deviceRE is a yaz-decode --device value (lib/asr.ParseDevice, which
+	// this package cannot link: it is cgo).
+	deviceRE = regexp.MustCompile(`^(auto|cpu|gpu|gpu:[0-9]{1,3})$`)
 	// voiceRE is the shape of espeak-ng voice names (as package tts checks).
 	voiceRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+/-]*$`)
 	// keyRE is a Linux input event code name.
@@ -97,6 +100,9 @@ func validate(c Config) []problem {
 	between("decode.threads", int64(c.Decode.Threads), 0, maxThreads)
 	prompt("decode.prompt", c.Decode.Prompt)
 	between("decode.beam_size", int64(c.Decode.BeamSize), 1, maxBeamSize)
+	if !deviceRE.MatchString(c.Decode.Device) {
+		bad("decode.device", `must be "auto", "cpu", "gpu" or "gpu:N" (N from yaz-decode --list-devices), got %q`, c.Decode.Device)
+	}
 
 	oneOf("vad.engine", c.VAD.Engine, []string{VADAuto, VADSilero, VADEnergy})
 	if c.VAD.Model == "" {

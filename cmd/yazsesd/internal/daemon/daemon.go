@@ -246,7 +246,7 @@ func New(opt Options) (*Daemon, error) {
 
 	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
 		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
-		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize),
+		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize), "--device="+cfg.Decode.Device,
 		"--vad", cfg.VAD.Engine, "--vad-model", cfg.VAD.Model,
 		"--vad-threshold", strconv.FormatFloat(cfg.VAD.Threshold, 'g', -1, 64))
 	// decode.prompt is private (a vocabulary of names, say): the end

@@ -1,0 +1,40 @@
+//go:build yaz_vulkan
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDictationOnVulkanDevice: with decode.device = "gpu" the daemon's
+// decoder runs on the Vulkan device (Mesa's lavapipe here: see
+// lib/asr/vulkan_test.go), says so in its log, and a hold is typed into
+// the focused window as on the CPU.
+func TestDictationOnVulkanDevice(t *testing.T) {
+	t.Parallel()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.Focus(t)
+	speech := speechWAV(t, 3*time.Second)
+	d := startDaemon(t, dictationConfig(speech, false).With("decode.device", q("gpu")), x.DaemonEnv()...)
+	c := d.Client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	r := d.stopHold(c)
+	if r.Outcome != "typed" || r.Chars == 0 {
+		t.Fatalf("hold.stop = %+v, want typed text\n%s", r, d.LogTail(20))
+	}
+	onDevice := false
+	for _, m := range d.LogRecords() {
+		if m["child"] == "decode" && strings.HasPrefix(m["msg"].(string), "decoding on Vulkan") && m["kind"] == "software" {
+			onDevice = true
+		}
+	}
+	if !onDevice {
+		t.Errorf("the decoder's log names no Vulkan device:\n%s", d.LogTail(30))
+	}
+	if got := rec.settled(t); strings.TrimSpace(got) == "" {
+		t.Errorf("the window received nothing")
+	}
+}
