@@ -190,7 +190,10 @@
 // with no such device is one line naming it, and exit 1 (125 under a
 // supervisor: cause device_missing). A decode on a GPU says so in one INFO
 // line at start ("decoding on Vulkan0"; on the CPU the line is at debug
-// level). The device never changes the transcript's format. A cancelled
+// level). A model file larger than a GPU's free memory is not put there:
+// auto says so on a WARN line and takes the next device or the CPU, gpu and
+// gpu:N refuse it (one line naming both sizes). The device never changes
+// the transcript's format. A cancelled
 // decode on a GPU stops within 64 graph nodes on the device.
 //
 // Logs are slog records on stderr (--log-format json: one JSON object per

@@ -2,6 +2,7 @@ package asr
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -38,7 +39,7 @@ func TestSelectDevice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: parseDevice(%q) = %v", tc.name, tc.spec, err)
 		}
-		got, err := selectFrom(tc.list, what, n)
+		got, _, err := selectFrom(tc.list, what, n, 0)
 		switch {
 		case tc.want == "" && !errors.Is(err, ErrNoDevice):
 			t.Errorf("%s: selectFrom(%q) = %v, %v; want ErrNoDevice", tc.name, tc.spec, got, err)
@@ -63,5 +64,38 @@ func TestDevicesHaveCPU(t *testing.T) {
 	}
 	if (Device{}).GPU() {
 		t.Error("the zero Device is a GPU")
+	}
+}
+
+// TestSelectDeviceMemory: a model larger than a GPU's free memory is never
+// put there: auto passes the GPU over (and says which) for the next one or
+// the CPU; gpu and gpu:N refuse with both sizes.
+func TestSelectDeviceMemory(t *testing.T) {
+	const mib = 1 << 20
+	cpu := Device{Index: 2, Backend: "CPU", Name: "CPU", Kind: KindCPU, MemoryFree: 64000 * mib}
+	small := Device{Index: 0, Backend: "Vulkan", Name: "Vulkan0", Kind: KindDiscrete, MemoryFree: 500 * mib, slot: 1}
+	igpu := Device{Index: 1, Backend: "Vulkan", Name: "Vulkan1", Kind: KindIntegrated, MemoryFree: 8000 * mib, slot: 2}
+	list := []Device{small, igpu, cpu}
+
+	d, skipped, err := selectFrom(list, "auto", -1, 1600*mib)
+	if err != nil || d.Name != "Vulkan1" || len(skipped) != 0 {
+		t.Errorf("auto, 1600 MiB: %s, skipped %v, %v; want Vulkan1 (the discrete one is too small)", d.Name, skipped, err)
+	}
+	d, skipped, err = selectFrom([]Device{small, cpu}, "auto", -1, 1600*mib)
+	if err != nil || d.Name != "CPU" || len(skipped) != 1 || skipped[0].Name != "Vulkan0" {
+		t.Errorf("auto, 1600 MiB, one small GPU: %s, skipped %v, %v; want the CPU, Vulkan0 passed over", d.Name, skipped, err)
+	}
+	if d, _, err := selectFrom(list, "auto", -1, 100*mib); err != nil || d.Name != "Vulkan0" {
+		t.Errorf("auto, 100 MiB: %s, %v; want Vulkan0", d.Name, err)
+	}
+	want := "--device gpu:0: the model needs 1600 MiB and Vulkan0 has 500 MiB free"
+	if _, _, err := selectFrom(list, "gpu", 0, 1600*mib); !errors.Is(err, ErrNoDevice) || err.Error() != want {
+		t.Errorf("gpu:0, 1600 MiB: %v; want %q", err, want)
+	}
+	if d, _, err := selectFrom(list, "gpu", -1, 1600*mib); err != nil || d.Name != "Vulkan1" {
+		t.Errorf("gpu, 1600 MiB: %s, %v; want Vulkan1, the one it fits", d.Name, err)
+	}
+	if _, _, err := selectFrom([]Device{small, cpu}, "gpu", -1, 1600*mib); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "500 MiB free") {
+		t.Errorf("gpu, 1600 MiB, one small GPU: %v; want a refusal naming its free memory", err)
 	}
 }

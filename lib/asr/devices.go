@@ -217,37 +217,76 @@ func parseDevice(spec string) (what string, n int, err error) {
 // device N, which must be a GPU. A spec naming no device is an error
 // wrapping ErrNoDevice.
 func SelectDevice(spec string) (Device, error) {
-	what, n, err := parseDevice(spec)
-	if err != nil {
-		return Device{}, err
-	}
-	return selectFrom(Devices(), what, n)
+	d, _, err := SelectDeviceFor(spec, 0)
+	return d, err
 }
 
-func selectFrom(list []Device, what string, n int) (Device, error) {
+// SelectDeviceFor is SelectDevice for a model that needs need bytes on the
+// device (its file size; 0: not checked). A GPU whose free memory is less
+// is passed over by auto, which returns it in skipped (for a line saying
+// so) and takes the next or the CPU; gpu and gpu:N refuse it with an
+// ErrNoDevice that names both sizes.
+func SelectDeviceFor(spec string, need uint64) (d Device, skipped []Device, err error) {
+	what, n, err := parseDevice(spec)
+	if err != nil {
+		return Device{}, nil, err
+	}
+	return selectFrom(Devices(), what, n, need)
+}
+
+// fits reports whether need bytes fit d's free memory (a device that
+// reports none is taken at its word).
+func fits(d Device, need uint64) bool { return need == 0 || d.MemoryFree == 0 || need <= d.MemoryFree }
+
+func tooSmall(spec string, d Device, need uint64) error {
+	return noDevice(fmt.Sprintf("--device %s: the model needs %d MiB and %s has %d MiB free", spec, need>>20, d.Name, d.MemoryFree>>20))
+}
+
+func selectFrom(list []Device, what string, n int, need uint64) (Device, []Device, error) {
+	var skipped, fitting []Device
+	for _, d := range list {
+		if d.GPU() && !fits(d, need) {
+			skipped = append(skipped, d)
+			continue
+		}
+		fitting = append(fitting, d)
+	}
 	switch {
 	case what == "cpu":
-		return cpuDevice(list), nil
+		return cpuDevice(list), nil, nil
 	case what == "auto":
-		if d, ok := best(list, false); ok {
-			return d, nil
+		if d, ok := best(fitting, false); ok {
+			return d, nil, nil
 		}
-		return cpuDevice(list), nil
+		var passed []Device
+		for _, d := range skipped {
+			if rank(d.Kind, false) >= 0 {
+				passed = append(passed, d)
+			}
+		}
+		return cpuDevice(list), passed, nil
 	case n >= 0:
 		if n >= len(list) {
-			return Device{}, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see --list-devices)", n, n, len(list)))
+			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see --list-devices)", n, n, len(list)))
 		}
-		if d := list[n]; d.GPU() {
-			return d, nil
+		d := list[n]
+		if !d.GPU() {
+			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see --list-devices)", n, n, d.Name))
 		}
-		return Device{}, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see --list-devices)", n, n, list[n].Name))
+		if !fits(d, need) {
+			return Device{}, nil, tooSmall(fmt.Sprintf("gpu:%d", n), d, need)
+		}
+		return d, nil, nil
 	}
-	if d, ok := best(list, true); ok {
-		return d, nil
+	if d, ok := best(fitting, true); ok {
+		return d, nil, nil
+	}
+	if d, ok := best(skipped, true); ok {
+		return Device{}, nil, tooSmall("gpu", d, need)
 	}
 	why := "this build has no GPU backend (make setup YAZ_GPU=auto builds Vulkan where glslc, libvulkan-dev and spirv-headers are installed)"
 	if vulkanBuilt {
 		why = "no Vulkan loader, driver or device (vulkaninfo --summary lists what Vulkan sees)"
 	}
-	return Device{}, noDevice("--device gpu: no GPU found: " + why)
+	return Device{}, nil, noDevice("--device gpu: no GPU found: " + why)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 
 	"github.com/yazses/yazses/lib/asr"
@@ -42,13 +43,24 @@ func listDevices(log *slog.Logger, w io.Writer) error {
 // device chooses the device --device names and says which on one line: an
 // INFO record for a GPU, a DEBUG one for the CPU (a decode on the CPU says
 // on stderr what it said before there were devices to choose from).
+// A model larger than a GPU's free memory is not put there: auto says so
+// on a WARN line and takes the next device (or the CPU), gpu and gpu:N
+// refuse it.
 func (c *CLI) device(log *slog.Logger) (asr.Device, error) {
-	d, err := asr.SelectDevice(c.Device)
+	var need uint64
+	if st, err := os.Stat(c.Model); err == nil {
+		need = uint64(st.Size())
+	}
+	d, skipped, err := asr.SelectDeviceFor(c.Device, need)
 	if errors.Is(err, asr.ErrNoDevice) {
 		return d, &startupError{cause: causeDeviceMissing, msg: err.Error(), err: err}
 	}
 	if err != nil {
 		return d, err
+	}
+	for _, s := range skipped {
+		log.Warn(fmt.Sprintf("the model needs %d MiB and %s has %d MiB free: not decoding there", need>>20, s.Name, s.MemoryFree>>20),
+			"device", s.Name, "need_mib", need>>20, "free_mib", s.MemoryFree>>20)
 	}
 	level := slog.LevelDebug
 	if d.GPU() {
