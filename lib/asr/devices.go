@@ -73,6 +73,7 @@ func (e noDevice) Is(target error) bool { return target == ErrNoDevice }
 var (
 	devicesOnce sync.Once
 	devices     []Device
+	cpuOnly     sync.Once
 )
 
 // Devices lists every device ggml finds, in ggml's order (GPU backends
@@ -186,6 +187,13 @@ func cpuDevice(list []Device) Device {
 	return Device{Backend: "CPU", Name: "CPU", Kind: KindCPU}
 }
 
+// NoGPU keeps the GPU backends out of the process when no ggml device has
+// been looked for yet (Devices, a model load, Silero): ggml then knows the
+// CPU alone. A Vulkan driver started for nothing costs tens of MiB (60 for
+// lavapipe here) and a start-up in every process; --device cpu and the
+// Silero-only --vad-stream call it.
+func NoGPU() { cpuOnly.Do(disableVulkan) }
+
 // ParseDevice checks a --device value without looking for devices: auto,
 // cpu, gpu or gpu:N.
 func ParseDevice(spec string) error {
@@ -230,6 +238,9 @@ func SelectDeviceFor(spec string, need uint64) (d Device, skipped []Device, err 
 	what, n, err := parseDevice(spec)
 	if err != nil {
 		return Device{}, nil, err
+	}
+	if what == "cpu" {
+		NoGPU()
 	}
 	return selectFrom(Devices(), what, n, need)
 }

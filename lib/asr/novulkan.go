@@ -6,3 +6,5 @@ package asr
 const vulkanBuilt = false
 
 func vulkanType(int) int { return -1 }
+
+func disableVulkan() {}

@@ -20,3 +20,7 @@ const vulkanBuilt = true
 // vulkanType is the Vulkan physical device type of ggml's Vulkan device k
 // (VkPhysicalDeviceType); -1: unknown.
 func vulkanType(k int) int { return int(C.yaz_vk_device_type(C.int(k))) }
+
+// disableVulkan keeps Vulkan out of the process (no loader, driver or
+// instance) if ggml has not listed its devices yet.
+func disableVulkan() { C.yaz_vk_disable() }

@@ -189,12 +189,14 @@ func TestVulkanCancel(t *testing.T) {
 }
 
 // TestVulkanNoDriver: with no Vulkan driver (VK_ICD_FILENAMES pointing
-// nowhere) and with no Vulkan loader at all, ggml lists the CPU alone,
+// nowhere), with no Vulkan loader at all, and after NoGPU, ggml lists the CPU alone,
 // auto takes it and gpu is ErrNoDevice: the same binary runs on a machine
 // without Vulkan. Each case is a fresh process (ggml finds its devices
 // once per process).
 func TestVulkanNoDriver(t *testing.T) {
-	for _, env := range []string{"VK_ICD_FILENAMES=/nonexistent", "YAZ_VULKAN_LOADER=/nonexistent/libvulkan.so.1"} {
+	// YAZ_ASR_VK_NOGPU: the child calls NoGPU first (--device cpu,
+	// --vad-stream): lavapipe is there, and Vulkan stays out all the same.
+	for _, env := range []string{"VK_ICD_FILENAMES=/nonexistent", "YAZ_VULKAN_LOADER=/nonexistent/libvulkan.so.1", "YAZ_ASR_VK_NOGPU=1"} {
 		t.Run(env, func(t *testing.T) {
 			cmd := exec.CommandContext(testwait.Context(t), os.Args[0], "-test.run=^TestVulkanChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "YAZ_ASR_VK_CHILD=1", env)
@@ -227,6 +229,9 @@ func TestVulkanChild(t *testing.T) {
 		return // run by TestVulkanNoDriver only
 	}
 	var r childReport
+	if os.Getenv("YAZ_ASR_VK_NOGPU") == "1" {
+		NoGPU()
+	}
 	for _, d := range Devices() {
 		r.Devices = append(r.Devices, d.Name)
 	}

@@ -126,8 +126,14 @@ static int yaz_vk_physical(int *types, int max) {
 
 ggml_backend_reg_t __real_ggml_backend_vk_reg(void);
 
+// yaz_vk_off, set before ggml's registry is made (--device cpu), keeps
+// Vulkan out of the process: no loader, no driver, no instance.
+static int yaz_vk_off;
+
+void yaz_vk_disable(void) { __atomic_store_n(&yaz_vk_off, 1, __ATOMIC_RELAXED); }
+
 ggml_backend_reg_t __wrap_ggml_backend_vk_reg(void) {
-	if (!yaz_vk_loader()) {
+	if (__atomic_load_n(&yaz_vk_off, __ATOMIC_RELAXED) || !yaz_vk_loader()) {
 		return NULL;
 	}
 	int phys[YAZ_VK_MAX];

@@ -4,5 +4,6 @@
 
 int yaz_vk_loader(void);
 int yaz_vk_device_type(int k);
+void yaz_vk_disable(void);
 
 #endif

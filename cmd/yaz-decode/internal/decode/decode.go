@@ -138,6 +138,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		if err := c.checkVADStream(); err != nil {
 			return err
 		}
+		asr.NoGPU()                                 // Silero runs on the CPU: no Vulkan driver started for it
 		return c.vadStream(ctx, log, stdin, stdout) // vadstream.go: no whisper model
 	}
 	if len(c.Files) == 0 && !c.Serve && cli.IsTerminal(stdin) {
