@@ -53,8 +53,7 @@ log() { printf 'setup-whisper: %s\n' "$*" >&2; }
 # builds the CPU alone under auto).
 srcdir=${WHISPER_CPP_DIR:-$cache/src}
 vulkan_tools() {
-  command -v glslc >/dev/null && pkg-config --exists vulkan 2>/dev/null &&
-    { [ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ] || [ -n "$(find /usr/lib /usr/local /usr/share -path '*SPIRV-Headers/SPIRV-HeadersConfig.cmake' -print -quit 2>/dev/null)" ]; } &&
+  command -v glslc >/dev/null && pkg-config --exists vulkan SPIRV-Headers 2>/dev/null &&
     { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-vulkan/CMakeLists.txt" ]; }
 }
 cuda_tools() { command -v nvcc >/dev/null && { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-cuda/CMakeLists.txt" ]; }; }
@@ -170,7 +169,7 @@ start=$(date +%s)
 # on): vk-compat.hpp adds them, in front of the real vulkan.hpp, for this
 # build alone (an include path in the environment: no cmake setting changes).
 if [ $gpu_vulkan = 1 ]; then
-  hv=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' "$(pkg-config --variable=includedir vulkan 2>/dev/null || echo /usr/include)/vulkan/vulkan_core.h" 2>/dev/null)
+  hv=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' "$(pkg-config --variable=includedir vulkan 2>/dev/null || echo /usr/include)/vulkan/vulkan_core.h" 2>/dev/null || true)
   if [ -n "$hv" ] && [ "$hv" -lt 261 ]; then
     here=$(cd "$(dirname "$0")" && pwd)
     mkdir -p "$build.compat/vulkan"
