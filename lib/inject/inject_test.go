@@ -138,7 +138,7 @@ func TestOrderAndOpen(t *testing.T) {
 		env  []string
 		want []string
 	}{
-		{[]string{"WAYLAND_DISPLAY=wayland-0", "DISPLAY=:0"}, []string{Wtype, Ydotool, Clipboard}},
+		{[]string{"WAYLAND_DISPLAY=wayland-0", "DISPLAY=:0"}, []string{Wayland, Wtype, Ydotool, Clipboard}},
 		{[]string{"DISPLAY=:0"}, []string{X11, Xdotool, Clipboard}},
 		{[]string{"DISPLAY="}, nil},
 		{nil, nil},
