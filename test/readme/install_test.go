@@ -80,7 +80,10 @@ func TestManPages(t *testing.T) {
 				t.Errorf("%s.1 has no \"%s - description\" line:\n%s", name, name, text)
 			}
 			for _, f := range helpFlags(t, filepath.Join(inst.bin, name)) {
-				if !strings.Contains(string(src), `\fB`+f) && !strings.Contains(string(src), `, `+f) {
+				// The page writes a flag in bold with its hyphens as roff's
+				// \- (so it copies out as ASCII): \fB\-\-flag\fR.
+				roff := strings.ReplaceAll(f, "-", `\-`)
+				if !strings.Contains(string(src), `\fB`+roff) && !strings.Contains(string(src), `\fB`+f) {
 					t.Errorf("%s.1 does not document %s (listed by --help)", name, f)
 				}
 			}
