@@ -339,8 +339,7 @@ func TestX11WindowManager(t *testing.T) {
 		_ = syscall.Kill(-wm.Process.Pid, syscall.SIGKILL)
 		<-wmDone
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	// The window manager is up once it has put its check window on root.
 	for !strings.Contains(runTool(ctx, t, env, "xprop", "-root", "_NET_SUPPORTING_WM_CHECK"), "window id") {
 		if ctx.Err() != nil {
@@ -359,8 +358,10 @@ func TestX11WindowManager(t *testing.T) {
 		t.Helper()
 		for _, i := range []Injector{inj, xd} {
 			var f Focus
-			for range 40 { // the window manager acts asynchronously
-				if f, err = i.Focus(ctx); err == nil && f == want {
+			// The window manager acts asynchronously, and on a busy
+			// machine late: ask until it has (up to testwait.Hang).
+			for deadline := time.Now().Add(testwait.Hang); ; {
+				if f, err = i.Focus(ctx); (err == nil && f == want) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)

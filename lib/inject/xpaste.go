@@ -37,19 +37,7 @@ type xatoms struct {
 
 // internAtoms interns names, creating those the server does not know.
 func (x *xclient) internAtoms(names ...string) ([]xproto.Atom, error) {
-	cookies := make([]xproto.InternAtomCookie, len(names))
-	for i, n := range names {
-		cookies[i] = xproto.InternAtom(x.c, false, uint16(len(n)), n)
-	}
-	out := make([]xproto.Atom, len(names))
-	for i, ck := range cookies {
-		r, err := ck.Reply()
-		if err != nil {
-			return nil, fmt.Errorf("x11: intern atom: %w", err)
-		}
-		out[i] = r.Atom
-	}
-	return out, nil
+	return x.intern(false, names)
 }
 
 // selection is what a selection held before the paste.

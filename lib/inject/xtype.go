@@ -43,9 +43,15 @@ type xtarget struct {
 
 // atoms interns names (0 for a name the server does not know).
 func (x *xclient) atoms(names ...string) ([]xproto.Atom, error) {
+	return x.intern(true, names)
+}
+
+// intern interns names in one round trip; onlyIfExists: 0 for a name the
+// server does not know, else the server creates it.
+func (x *xclient) intern(onlyIfExists bool, names []string) ([]xproto.Atom, error) {
 	cookies := make([]xproto.InternAtomCookie, len(names))
 	for i, n := range names {
-		cookies[i] = xproto.InternAtom(x.c, true, uint16(len(n)), n)
+		cookies[i] = xproto.InternAtom(x.c, onlyIfExists, uint16(len(n)), n)
 	}
 	out := make([]xproto.Atom, len(names))
 	for i, ck := range cookies {
