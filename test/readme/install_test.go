@@ -143,9 +143,9 @@ func TestCompletion(t *testing.T) {
 	dir := filepath.Join(inst.prefix, "share", "bash-completion", "completions")
 	extra := map[string]map[string][]string{
 		"yaz-capture": {"yaz-capture --backend ": {"alsa", "auto", "null", "pulseaudio"}, "yaz-capture --form": {"--format"}},
-		"yaz-decode":  {"yaz-decode --output-d": {"--output-dir"}, "yaz-decode -o ": {"json", "srt", "txt", "vtt"}},
+		"yaz-decode":  {"yaz-decode --output-d": {"--output-dir"}, "yaz-decode -f ": {"json", "srt", "txt", "vtt"}},
 		"yaz-speak":   {"yaz-speak --ra": {"--rate"}},
-		"yazsesd":     {"yazsesd st": {"status"}, "yazsesd config ch": {"check"}, "yazsesd status --j": {"--json"}},
+		"yazsesd":     {"yazsesd st": {"status"}, "yazsesd config ch": {"check"}, "yazsesd status -f ": {"json", "text"}},
 		"yaz-mcp":     {"yaz-mcp --log-format ": {"json", "text"}},
 		"yaz-gate":    {"yaz-gate --per": {"--per-hour"}},
 	}
@@ -202,7 +202,7 @@ func TestInstallUninstall(t *testing.T) {
 		}
 		return nil
 	})
-	want := []string{"/etc/systemd/user/yazsesd.service", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model",
+	want := []string{"/etc/systemd/user/yazsesd.service", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model", "/opt/yazses/share/man/man1/yaz-fetch-model.1",
 		"/opt/yazses/share/bash-completion/completions/yaz-fetch-model"}
 	for _, p := range inst.programs {
 		want = append(want, "/opt/yazses/bin/"+p, "/opt/yazses/share/man/man1/"+p+".1",

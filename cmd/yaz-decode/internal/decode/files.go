@@ -130,7 +130,6 @@ func (c *CLI) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, pa
 		return nil, "", 0, explainRead(path, err, c.MaxDuration)
 	}
 	defer src.Close()
-	c.det.announce()
 	info := src.Info()
 	total := fileSamples(info)
 	log.Debug("file opened", "rate", info.SampleRate, "channels", info.Channels, "bits", info.BitsPerSample,
@@ -154,6 +153,9 @@ func (c *CLI) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, pa
 			return nil, "", 0, explainRead(path, errors.Unwrap(err), c.MaxDuration)
 		}
 		n++
+		// Said once the file has given a piece: a file that fails on
+		// its input says nothing else (one line).
+		c.det.announce()
 		if c.VADGate {
 			s16 = pcm.FromFloat32(s16[:0], p)
 			if !vad.HasSpeech(s16, c.vadConfig()) {
