@@ -116,6 +116,7 @@ var notHere = []struct {
 	instead        func(*session, *testing.T) // what the test does in its place, if anything
 }{
 	{prefix: "make test", reason: "this test is part of make test"},
+	{prefix: "yaz-decode --device gpu", reason: "needs a GPU build (make setup YAZ_GPU=auto) and a GPU: make test builds for the CPU, where it is one line and exit 1 (cmd/yaz-decode's device tests); the lavapipe tests run with -tags yaz_vulkan (make test YAZ_GPU=auto)"},
 	{prefix: "yaz-fetch-model base.en", reason: "a network download (tests never download; the offline failure and the checksum check are TestFetchModelOffline and TestFetchModelVerifies); a generated model is put in its place",
 		instead: (*session).writeModel},
 	{prefix: "yaz-fetch-model silero-v5.1.2", reason: "a network download (tests never download; the hub address, resume, size and checksum checks are TestFetchVADModel); the real Silero VAD model from the tests' model cache (internal/testvad) is put in its place",
@@ -138,8 +139,8 @@ var notHere = []struct {
 // microphone hears the speaker), waits for their first line, then presses
 // Ctrl-C (SIGINT to the process group) and wants a clean exit.
 var untilOutput = map[string]bool{
-	"yaz-capture | yaz-decode":        true,
-	"yaz-capture | yaz-decode --json": true,
+	"yaz-capture | yaz-decode":         true,
+	"yaz-capture | yaz-decode -f json": true,
 }
 
 // daemons start in the background, ready when they say READY=1 on
@@ -159,7 +160,7 @@ var checks = map[string]func(stdout, stderr string) error{
 		}
 		return nil
 	},
-	`yaz-decode -o json talk.wav | jq -r '.segments[] | "\(.start_ms)\t\(.text)"'`: func(out, _ string) error {
+	`yaz-decode -f json talk.wav | jq -r '.segments[] | "\(.start_ms)\t\(.text)"'`: func(out, _ string) error {
 		if !regexp.MustCompile(`(?m)\A([0-9]+\t\S.*\n)+\z`).MatchString(out) {
 			return fmt.Errorf("want lines of start_ms TAB text, got %q", out)
 		}
