@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/yazses/yazses/internal/testwait"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,7 +112,8 @@ func TestTranscribeProgressIsAudio(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := checkTranscript(t, res, int64(total))
-		if !strings.Contains(stderr.String(), "transcribed on the daemon") {
+		// yaz-mcp logs the line beside its answer: it may come after it.
+		if testwait.Until(testwait.Context(t), func() bool { return strings.Contains(stderr.String(), "transcribed on the daemon") }, stderr) != nil {
 			t.Fatalf("transcribe did not use the daemon's decoder:\n%s", stderr.String())
 		}
 		if _, pieces := pieceMs(t, tr.Text); pieces != 3 {
