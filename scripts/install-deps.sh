@@ -15,9 +15,9 @@ pkgs=(
   groff-base       # renders the man pages in the tests (make install writes them)
   pulseaudio pulseaudio-utils  # sound server (tests run a private one)
   xvfb xdotool xterm x11-utils # typing tests under a virtual X server
-  x11-xserver-utils xclip xsel openbox # lib/inject: xmodmap (Unicode with xdotool), clipboard, a window manager
-  rxvt-unicode                 # lib/inject: a second stock X terminal for the paste tests
-  sway wtype foot wl-clipboard # lib/inject: Wayland typing tests under headless sway
+  x11-xserver-utils xclip xsel openbox # cmd/yazsesd/internal/inject: xmodmap (Unicode with xdotool), clipboard, a window manager
+  rxvt-unicode                 # cmd/yazsesd/internal/inject: a second stock X terminal for the paste tests
+  sway wtype foot wl-clipboard # cmd/yazsesd/internal/inject: Wayland typing tests under headless sway
   libnotify-bin libglib2.0-bin dbus-daemon dunst # lib/notify: notify-send, gdbus, a test bus and server
   linux-libc-dev               # lib/hotkey: input-event-codes.h, checked against the key table
   systemd                      # systemd-analyze verifies packaging/systemd/yazsesd.service

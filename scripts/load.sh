@@ -8,7 +8,7 @@
 #
 #   scripts/load.sh                          # make test once, loaded
 #   LOAD_RUNS=3 scripts/load.sh make test    # three in a row (make test-load)
-#   scripts/load.sh go test -race -run TestX ./lib/supervise
+#   scripts/load.sh go test -race -run TestX ./cmd/yazsesd/internal/supervise
 set -euo pipefail
 
 procs=${LOAD_PROCS:-$(nproc 2>/dev/null || echo 2)}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/modelfile"
 )
 
 // fixedEnv pins the variables paths expand from.
@@ -78,11 +78,11 @@ func TestDefault(t *testing.T) {
 	if c.Ask.DefaultTimeoutS >= 60 || c.Ask.MaxTimeoutS >= 60 {
 		t.Errorf("default ask timeouts %d/%d s, want under 60", c.Ask.DefaultTimeoutS, c.Ask.MaxTimeoutS)
 	}
-	if c.Decode.Model != models.DefaultPath() {
-		t.Errorf("Default().Decode.Model = %q, want models.DefaultPath() %q", c.Decode.Model, models.DefaultPath())
+	if c.Decode.Model != modelfile.DefaultPath() {
+		t.Errorf("Default().Decode.Model = %q, want modelfile.DefaultPath() %q", c.Decode.Model, modelfile.DefaultPath())
 	}
-	if c.VAD.Model != models.DefaultVADPath() {
-		t.Errorf("Default().VAD.Model = %q, want models.DefaultVADPath() %q", c.VAD.Model, models.DefaultVADPath())
+	if c.VAD.Model != modelfile.DefaultVADPath() {
+		t.Errorf("Default().VAD.Model = %q, want modelfile.DefaultVADPath() %q", c.VAD.Model, modelfile.DefaultVADPath())
 	}
 	if ps := validate(c); len(ps) > 0 {
 		t.Errorf("Default() fails its own checks: %v", ps)

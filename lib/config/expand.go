@@ -9,11 +9,11 @@ import (
 )
 
 // defaultModel is decode.model as written in DefaultTOML; it expands to
-// models.DefaultPath().
+// modelfile.DefaultPath().
 const defaultModel = "$XDG_DATA_HOME/yazses/models/ggml-base.en.bin"
 
 // defaultVADModel is vad.model as written in DefaultTOML; it expands to
-// models.DefaultVADPath().
+// modelfile.DefaultVADPath().
 const defaultVADModel = "$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin"
 
 // xdgDefaults are the variables ExpandPath knows, with the XDG base

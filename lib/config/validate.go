@@ -48,7 +48,7 @@ const (
 var (
 	// languageRE is a whisper language code ("en", "yue").
 	languageRE = regexp.MustCompile(`^[a-z]{2,3}$`)
-	// deviceRE is a yaz-decode --device value (lib/asr.ParseDevice, which
+	// deviceRE is a yaz-decode --device value (cmd/yaz-decode/internal/asr.ParseDevice, which
 	// this package cannot link: it is cgo).
 	deviceRE = regexp.MustCompile(`^(auto|cpu|gpu|gpu:[0-9]{1,3})$`)
 	// voiceRE is the shape of espeak-ng voice names (as package tts checks).

@@ -57,8 +57,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"github.com/yazses/yazses/lib/models"
 )
 
 // Magic is the first four bytes of every ggml file, read as a
@@ -309,12 +307,12 @@ func CheckVADData(path string, data []byte) (Info, error) {
 }
 
 func vadSentence(path string, info Info, err error) (Info, error) {
-	fetch := " — fetch one with yaz-fetch-model " + models.DefaultVADName
+	fetch := " — fetch one with yaz-fetch-model " + DefaultVADName
 	switch {
 	case errors.Is(err, ErrMissing):
 		return Info{}, &sentence{"VAD model not found: " + path + fetch, err}
 	case errors.Is(err, ErrTruncated) && info.Kind == KindVAD:
-		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + models.DefaultVADName, err}
+		return Info{}, &sentence{err.Error() + " — fetch it again with yaz-fetch-model " + DefaultVADName, err}
 	case err != nil:
 		return Info{}, &sentence{err.Error() + " — not a Silero VAD model whisper.cpp can run" + fetch, err}
 	case info.Kind != KindVAD:

@@ -17,7 +17,7 @@
 //     the daemon's transcript rule turned every control character into a
 //     space while the speech and typing rules dropped it; a transcript
 //     typed by the daemon and the same text spoken or typed by yaz-speak
-//     or lib/inject differed. Dropping is what DESIGN.md invariant 9 says:
+//     or cmd/yazsesd/internal/inject differed. Dropping is what DESIGN.md invariant 9 says:
 //     "control characters stripped".)
 //   - Invalid UTF-8 bytes are dropped ([Question] refuses them instead).
 //   - Words are never rewritten: the result is the input minus what the
@@ -56,7 +56,7 @@ func Line(text string, max int) string { return fold(text, max, isLineStripped) 
 // bidirectional and other format characters stay.
 func Transcript(text string) string { return fold(text, 0, isControl) }
 
-// Typed makes text safe to type into a window (lib/inject): CR LF, CR,
+// Typed makes text safe to type into a window (cmd/yazsesd/internal/inject): CR LF, CR,
 // LF, TAB, VT, FF, NEL and U+2028, U+2029 each become one space; other
 // control characters and invalid UTF-8 bytes are removed. Nothing else
 // changes: spaces are neither folded nor trimmed, so the caller's text is

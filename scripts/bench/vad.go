@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testmodel"
-	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -20,7 +20,7 @@ import (
 // else the user's (yaz-fetch-model silero-v5.1.2), else the test model in
 // ../shared/models next to the source tree; "" when none is there.
 func vadModelPath(given string) string {
-	for _, p := range []string{given, models.DefaultVADPath(), filepath.Join("..", "shared", "models", "ggml-silero-v6.2.0.bin")} {
+	for _, p := range []string{given, modelfile.DefaultVADPath(), filepath.Join("..", "shared", "models", "ggml-silero-v6.2.0.bin")} {
 		if p == "" {
 			continue
 		}

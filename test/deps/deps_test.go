@@ -1,9 +1,6 @@
 package deps
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -16,7 +13,7 @@ const module = "github.com/yazses/yazses/"
 
 // cgoAllowed are the only packages of ours with cgo files: whisper.cpp's
 // recognizer and voice detector, and miniaudio.
-var cgoAllowed = map[string]bool{module + "lib/asr": true, module + "lib/silero": true, module + "lib/audio": true}
+var cgoAllowed = map[string]bool{module + "cmd/yaz-decode/internal/asr": true, module + "cmd/yaz-decode/internal/silero": true, module + "lib/audio": true}
 
 func goList(t *testing.T, env []string, args ...string) string {
 	t.Helper()
@@ -34,12 +31,12 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./...")), "\n") {
 		pkg, n, _ := strings.Cut(line, " ")
 		if n != "0" && !cgoAllowed[pkg] {
-			t.Errorf("%s has cgo files; only lib/asr, lib/silero and lib/audio may", pkg)
+			t.Errorf("%s has cgo files; only yaz-decode's asr and silero and lib/audio may", pkg)
 		}
 	}
 }
 
-// TestSpeechEngineOnlyInDecode: lib/asr, the one package that links
+// TestSpeechEngineOnlyInDecode: cmd/yaz-decode/internal/asr, the one package that links
 // whisper.cpp (both engines, Whisper and Parakeet TDT, with their cgo), is
 // linked by yaz-decode alone among the binaries; everything else runs
 // yaz-decode as a child, and reads model files through the pure-Go
@@ -48,16 +45,16 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 	linked := 0
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
 		pkg, deps, _ := strings.Cut(line, " ")
-		if !strings.Contains(","+deps+",", ","+module+"lib/asr,") {
+		if !strings.Contains(","+deps+",", ","+module+"cmd/yaz-decode/internal/asr,") {
 			continue
 		}
 		if !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
-			t.Errorf("%s links lib/asr (whisper.cpp); only yaz-decode may", pkg)
+			t.Errorf("%s links cmd/yaz-decode/internal/asr (whisper.cpp); only yaz-decode may", pkg)
 		}
 		linked++
 	}
 	if linked == 0 {
-		t.Error("nothing links lib/asr: the check above proves nothing")
+		t.Error("nothing links cmd/yaz-decode/internal/asr: the check above proves nothing")
 	}
 	if n := strings.TrimSpace(goList(t, nil, "-f", "{{len .CgoFiles}}", "./lib/modelfile")); n != "0" {
 		t.Errorf("lib/modelfile has %s cgo files; it must stay pure Go for yazsesd config check", n)
@@ -68,8 +65,8 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 // CGO_ENABLED=0.
 func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
-		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./lib/transcript", "./lib/cli", "./lib/models",
-		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./lib/inject", "./lib/untrusted",
+		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./cmd/yaz-decode/internal/transcript", "./lib/cli",
+		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yazsesd/internal/inject", "./lib/untrusted",
 		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
@@ -150,8 +147,8 @@ func TestBudgetOnlyInGate(t *testing.T) {
 func TestSileroOnlyInDecode(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
 		pkg, deps, _ := strings.Cut(line, " ")
-		if strings.Contains(","+deps+",", ","+module+"lib/silero,") && !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
-			t.Errorf("%s imports lib/silero; only yaz-decode may", pkg)
+		if strings.Contains(","+deps+",", ","+module+"cmd/yaz-decode/internal/silero,") && !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
+			t.Errorf("%s imports yaz-decode's silero; only yaz-decode may", pkg)
 		}
 	}
 }
@@ -180,7 +177,7 @@ func TestMCPServerDeps(t *testing.T) {
 	if len(deps) < 10 {
 		t.Fatalf("go list -deps ./cmd/yaz-mcp gave %d packages: %v", len(deps), deps)
 	}
-	for _, banned := range []string{"cmd/yaz-gate/internal/budget", "lib/gate", "lib/asr", "lib/audio"} {
+	for _, banned := range []string{"cmd/yaz-gate/internal/budget", "lib/gate", "cmd/yaz-decode/internal/asr", "lib/audio"} {
 		for _, d := range deps {
 			if d == module+banned {
 				t.Errorf("yaz-mcp imports %s", d)
@@ -192,24 +189,11 @@ func TestMCPServerDeps(t *testing.T) {
 	}
 }
 
-// sharedBy names the lib packages that the code of one binary alone
-// (cmd/<binary>/...) uses, each with that binary. Code for one binary
-// belongs in cmd/<binary>/internal, where the compiler keeps it there; a
-// lib package with one user says in its package comment why it is in lib
-// ("Only <binary> links this package"), and is listed here, so a new one,
-// or one that gained a second user, is seen.
-var sharedBy = map[string]string{
-	"lib/asr":        "yaz-decode",
-	"lib/silero":     "yaz-decode",
-	"lib/transcript": "yaz-decode",
-	"lib/inject":     "yazsesd",
-	"lib/supervise":  "yazsesd",
-}
-
-// TestLibSingleUser: every lib package is used, directly or through other
-// lib packages, by the code of two binaries or more, or is in sharedBy and
-// its package comment says why it is in lib.
-func TestLibSingleUser(t *testing.T) {
+// TestLibSharedOnly: every lib package is linked, directly or through
+// other packages, by two programs or more (go list's dependencies of each
+// cmd/<program>, not what a comment says). Code for one program belongs
+// in cmd/<program>/internal, where the compiler keeps it there.
+func TestLibSharedOnly(t *testing.T) {
 	users := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./cmd/...")), "\n") {
 		f := strings.Fields(line)
@@ -220,49 +204,14 @@ func TestLibSingleUser(t *testing.T) {
 			}
 		}
 	}
-	docs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}}\t{{.Dir}}", "./lib/...")), "\n") {
-		pkg, dir, _ := strings.Cut(line, "\t")
-		docs[strings.TrimPrefix(pkg, module)] = packageComment(t, dir)
+	libs := strings.Fields(goList(t, nil, "-f", "{{.ImportPath}}", "./lib/..."))
+	if len(libs) < 10 {
+		t.Fatalf("go list ./lib/... gave %d packages: %v", len(libs), libs)
 	}
-	for pkg := range docs {
-		bins := users[pkg]
-		want, listed := sharedBy[pkg]
-		switch {
-		case len(bins) >= 2 && listed:
-			t.Errorf("%s is used by %v: remove it from sharedBy and its one-user note", pkg, bins)
-		case len(bins) < 2 && !listed:
-			t.Errorf("%s is used by %v alone: move it to cmd/<binary>/internal, or say in its package comment why it is in lib and list it in sharedBy", pkg, bins)
-		case len(bins) < 2 && (len(bins) == 0 || bins[0] != want):
-			t.Errorf("%s is used by %v, sharedBy says %s", pkg, bins, want)
-		case listed && !strings.Contains(docs[pkg], "Only "+want+" links this package"):
-			t.Errorf("%s's package comment does not say %q and why it is in lib", pkg, "Only "+want+" links this package")
+	for _, pkg := range libs {
+		pkg = strings.TrimPrefix(pkg, module)
+		if bins := users[pkg]; len(bins) < 2 {
+			t.Errorf("%s is linked by %v alone: move it to cmd/<program>/internal", pkg, bins)
 		}
 	}
-	for pkg := range sharedBy {
-		if _, ok := docs[pkg]; !ok {
-			t.Errorf("sharedBy lists %s, which is not a package", pkg)
-		}
-	}
-}
-
-// packageComment is the whole package comment of the package in dir (go
-// list's .Doc is its first sentence only), joined into one line.
-func packageComment(t *testing.T, dir string) string {
-	t.Helper()
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments|parser.PackageClauseOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			if f.Doc != nil {
-				b.WriteString(f.Doc.Text())
-			}
-		}
-	}
-	return strings.Join(strings.Fields(b.String()), " ")
 }

@@ -9,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // TestDaemonParakeetDictation: the real yazsesd with the real yaz-decode
@@ -64,15 +62,15 @@ func TestDaemonParakeetDictation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("transcribe: %v\n%s", err, d.LogTail(20))
 	}
-	var got []transcript.JSONSegment
+	var got []jsonSegment
 	for _, s := range tr.Segments {
-		got = append(got, transcript.JSONSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+		got = append(got, jsonSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
 	}
 	stdout, stderr, code := command(t, ctx, nil, "yaz-decode", "-m", model, "-t", "1", "-o", "json", world.jfk)
 	if code != 0 {
 		t.Fatalf("yaz-decode: exit %d\n%s", code, tail(stderr, 10))
 	}
-	var doc transcript.JSONDoc
+	var doc jsonDoc
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}

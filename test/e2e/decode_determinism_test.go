@@ -16,7 +16,6 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -45,7 +44,7 @@ func determinismFiles(t *testing.T) (note, long, short string) {
 // meeting.wav note.wav` print the same segments for note.wav.
 func TestDecodeFilesDeterministic(t *testing.T) {
 	note, long, short := determinismFiles(t)
-	var want []transcript.JSONSegment
+	var want []jsonSegment
 	for _, h := range histories {
 		t.Run(h.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -60,7 +59,7 @@ func TestDecodeFilesDeterministic(t *testing.T) {
 			if len(lines) != len(files) {
 				t.Fatalf("%d JSON documents for %d files", len(lines), len(files))
 			}
-			var doc transcript.JSONDoc
+			var doc jsonDoc
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &doc); err != nil || doc.File != note {
 				t.Fatalf("last document %q is not the note's: %v", lines[len(lines)-1], err)
 			}
@@ -147,7 +146,7 @@ func TestDecodeServeDeterministic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("yaz-decode: exit %d\n%s", code, tail(stderr, 10))
 	}
-	var doc transcript.JSONDoc
+	var doc jsonDoc
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +169,7 @@ func TestDaemonTranscribeDeterministic(t *testing.T) {
 		With("decode.model", q(world.tinyEn)).
 		With("decode.threads", "2"))
 	c := d.Client()
-	transcribe := func(path string) []transcript.JSONSegment {
+	transcribe := func(path string) []jsonSegment {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -178,9 +177,9 @@ func TestDaemonTranscribeDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("transcribe %s: %v\n%s", path, err, d.LogTail(20))
 		}
-		var segs []transcript.JSONSegment
+		var segs []jsonSegment
 		for _, s := range r.Segments {
-			segs = append(segs, transcript.JSONSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+			segs = append(segs, jsonSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
 		}
 		return segs
 	}
@@ -208,9 +207,9 @@ func TestDaemonTranscribeDeterministic(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("yazsesd ctl transcribe printed %q: %v", stdout, err)
 	}
-	var got []transcript.JSONSegment
+	var got []jsonSegment
 	for _, s := range r.Segments {
-		got = append(got, transcript.JSONSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+		got = append(got, jsonSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("yazsesd ctl transcribe of the note after a long file differs (-first +now):\n%s", diff)

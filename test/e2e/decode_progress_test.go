@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -64,7 +63,7 @@ func TestDecodeProgressSweep(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("yaz-decode --progress always on %g s: exit %d\n%s", secs, code, tail(stderr, 15))
 			}
-			var doc transcript.JSONDoc
+			var doc jsonDoc
 			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 				t.Fatalf("no transcript for %g s: %v\n%s", secs, err, stdout)
 			}

@@ -10,7 +10,7 @@ import (
 
 // TestDictationOnVulkanDevice: with decode.device = "gpu" the daemon's
 // decoder runs on the Vulkan device (Mesa's lavapipe here: see
-// lib/asr/vulkan_test.go), says so in its log, and a hold is typed into
+// cmd/yaz-decode/internal/asr/vulkan_test.go), says so in its log, and a hold is typed into
 // the focused window as on the CPU.
 func TestDictationOnVulkanDevice(t *testing.T) {
 	t.Parallel()

@@ -20,7 +20,7 @@ import (
 )
 
 // The X server and the recording xterm are internal/testx's (shared with
-// lib/inject's tests).
+// cmd/yazsesd/internal/inject's tests).
 
 // xserver is a private Xvfb.
 type xserver = *testx.X

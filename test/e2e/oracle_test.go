@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 type cliJSON struct {
@@ -52,7 +50,7 @@ func TestMatchesWhisperCLI(t *testing.T) {
 			if err := json.Unmarshal(b, &want); err != nil {
 				t.Fatalf("whisper-cli JSON: %v", err)
 			}
-			var wantSegs []transcript.JSONSegment
+			var wantSegs []jsonSegment
 			for _, s := range want.Transcription {
 				if strings.TrimSpace(s.Text) == "" {
 					continue
@@ -60,7 +58,7 @@ func TestMatchesWhisperCLI(t *testing.T) {
 				// yaz-decode keeps times inside the audio (11 s); whisper-cli
 				// prints the window edge.
 				clamp := func(ms int64) int64 { return min(max(ms, 0), 11000) }
-				wantSegs = append(wantSegs, transcript.JSONSegment{StartMs: clamp(s.Offsets.From), EndMs: clamp(s.Offsets.To), Text: strings.TrimSpace(s.Text)})
+				wantSegs = append(wantSegs, jsonSegment{StartMs: clamp(s.Offsets.From), EndMs: clamp(s.Offsets.To), Text: strings.TrimSpace(s.Text)})
 			}
 			if len(wantSegs) == 0 {
 				t.Fatalf("whisper-cli printed no segments: the oracle proves nothing")
@@ -70,7 +68,7 @@ func TestMatchesWhisperCLI(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("yaz-decode exit %d: %s", code, stderr)
 			}
-			var got transcript.JSONDoc
+			var got jsonDoc
 			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 				t.Fatalf("yaz-decode JSON: %v\n%s", err, stdout)
 			}

@@ -19,7 +19,6 @@ import (
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/wav"
 )
 
@@ -83,7 +82,7 @@ func TestMatchesParakeetCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("yaz-decode -o json: exit %d\n%s", code, tail(stderr, 10))
 	}
-	var doc transcript.JSONDoc
+	var doc jsonDoc
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestParakeetDeterministic(t *testing.T) {
 	note, long, short := determinismFiles(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var want []transcript.JSONSegment
+	var want []jsonSegment
 	for _, h := range histories {
 		files := append(h.before(long, short), note)
 		args := append([]string{"-m", model, "-t", "2", "-o", "json"}, files...)
@@ -115,7 +114,7 @@ func TestParakeetDeterministic(t *testing.T) {
 			t.Fatalf("yaz-decode %v: exit %d\n%s", files, code, tail(stderr, 10))
 		}
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		var doc transcript.JSONDoc
+		var doc jsonDoc
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &doc); err != nil || doc.File != note || len(lines) != len(files) {
 			t.Fatalf("%d documents for %d files, the last %q: %v", len(lines), len(files), lines[len(lines)-1], err)
 		}
@@ -162,9 +161,9 @@ func TestParakeetDeterministic(t *testing.T) {
 		if order[i] != note {
 			continue
 		}
-		var got []transcript.JSONSegment
+		var got []jsonSegment
 		for _, s := range r.Segments {
-			got = append(got, transcript.JSONSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
+			got = append(got, jsonSegment{StartMs: s.StartMs, EndMs: s.EndMs, Text: s.Text})
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("--serve utterance %d (the note) differs from files mode (-files +serve):\n%s", i+1, diff)

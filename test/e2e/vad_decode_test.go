@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // decodeRun is one run of the real yaz-decode at debug level with JSON
@@ -117,7 +116,7 @@ func TestVADNoiseMakesNoText(t *testing.T) {
 				t.Fatalf("file: exit %d\n%s", f.code, tail(f.stderr, 10))
 			}
 			f.detectorSaid(t, "silero")
-			var doc transcript.JSONDoc
+			var doc jsonDoc
 			if err := json.Unmarshal([]byte(f.stdout), &doc); err != nil {
 				t.Fatalf("file: no JSON transcript: %v\n%s", err, f.stdout)
 			}
@@ -221,7 +220,7 @@ func TestVADSpeechInNoise(t *testing.T) {
 			t.Errorf("file: decoded [%d, %d] ms, want it inside the speech [%d, %d] ms", a, b, from, to)
 		}
 	}
-	var doc transcript.JSONDoc
+	var doc jsonDoc
 	if err := json.Unmarshal([]byte(f.stdout), &doc); err != nil {
 		t.Fatalf("file: %v\n%s", err, f.stdout)
 	}

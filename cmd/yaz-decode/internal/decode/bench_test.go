@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/silero"
 )
 
 // cpuTime is the CPU time (user and system) this process has used.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/modelfile"
 )

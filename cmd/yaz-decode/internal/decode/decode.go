@@ -15,9 +15,9 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/lib/cli"
-	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/vad"
 )
 
@@ -75,7 +75,7 @@ type Recognizer interface {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c CLI
 	_, code, done := cli.Parse(name, "Speech to text with whisper.cpp (whisper or Parakeet TDT models), offline.", &c, args, stdout, stderr,
-		kong.Vars{"model": models.DefaultPath(), "vad_model": models.DefaultVADPath()})
+		kong.Vars{"model": modelfile.DefaultPath(), "vad_model": modelfile.DefaultVADPath()})
 	if done {
 		return code
 	}

@@ -17,10 +17,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // fakeRecognizer names each utterance by its length, so tests can tell which

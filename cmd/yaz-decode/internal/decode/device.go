@@ -9,7 +9,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/yazses/yazses/lib/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 )
 
 // causeDeviceMissing: --device gpu or gpu:N and no such device (contract 2:

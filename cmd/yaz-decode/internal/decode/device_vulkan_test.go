@@ -18,7 +18,7 @@ import (
 )
 
 // These run on Mesa's lavapipe, the software Vulkan device (see
-// lib/asr/vulkan_test.go).
+// cmd/yaz-decode/internal/asr/vulkan_test.go).
 
 // TestListDevicesVulkan: --list-devices shows lavapipe as a software
 // Vulkan device and says auto keeps the CPU.

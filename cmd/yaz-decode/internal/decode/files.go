@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	pieces "github.com/yazses/yazses/lib/piece"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/wav"
 )

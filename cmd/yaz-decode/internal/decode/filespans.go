@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/wav"
 )
 

@@ -13,12 +13,12 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/internal/testmodel"
-	"github.com/yazses/yazses/lib/asr"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // miniModel writes the generated mini model (English-only) into dir.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/wav"
 )

@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/modelfile"
-	"github.com/yazses/yazses/lib/models"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/silero"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/vadspan"
 )
@@ -90,7 +89,7 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 		if _, err := os.Stat(c.VADModel); errors.Is(err, fs.ErrNotExist) {
 			return &detector{say: func() {
 				log.Info("voice detector: energy; for the trained detector (fewer false starts in noise), fetch its model: yaz-fetch-model "+
-					models.DefaultVADName, "vad", "energy", "vad_model", c.VADModel)
+					modelfile.DefaultVADName, "vad", "energy", "vad_model", c.VADModel)
 			}}, nil
 		}
 	}

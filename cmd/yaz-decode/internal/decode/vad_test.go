@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/silero"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/wav"
 )

@@ -10,11 +10,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/silero"
 	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/vadwire"
 )

@@ -20,9 +20,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/silero"
 	"github.com/yazses/yazses/lib/vadwire"
 )
 
@@ -149,7 +149,7 @@ func vadAudio(t *testing.T) map[string][]int16 {
 	}
 }
 
-// inProcess is lib/silero's own probabilities for samples (one thread, no
+// inProcess is cmd/yaz-decode/internal/silero's own probabilities for samples (one thread, no
 // gate: whisper.cpp's numbers).
 func inProcess(t *testing.T, m *silero.Model, samples []int16) []float32 {
 	t.Helper()
@@ -162,7 +162,7 @@ func inProcess(t *testing.T, m *silero.Model, samples []int16) []float32 {
 
 var sameBits = cmp.Comparer(func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })
 
-// TestVADStreamProbs: the probabilities the child reports equal lib/silero's
+// TestVADStreamProbs: the probabilities the child reports equal cmd/yaz-decode/internal/silero's
 // in-process probabilities bit for bit, on speech (jfk.wav), noise and
 // digital silence, for frames of every size (one sample, a window less or
 // more one, several windows, a whole file at once), use after use in one
@@ -202,7 +202,7 @@ func TestVADStreamProbs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d := cmp.Diff(want[u.name], got, sameBits); d != "" {
-			t.Errorf("%s in frames of %d samples: probabilities differ from lib/silero's (-want +got):\n%s", u.name, u.size, d)
+			t.Errorf("%s in frames of %d samples: probabilities differ from cmd/yaz-decode/internal/silero's (-want +got):\n%s", u.name, u.size, d)
 		}
 	}
 	// An End without audio is an empty use.

@@ -18,15 +18,15 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/hotkey"
-	"github.com/yazses/yazses/lib/inject"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/models"
+	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/safesocket"
 )
 
@@ -412,7 +412,7 @@ func (c ConfigCheckCmd) Run(e *env) error {
 	if cfg.VAD.Engine == config.VADAuto {
 		if _, err := os.Stat(cfg.VAD.Model); errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(e.stdout, "%s: vad: no Silero VAD model at %s, so the energy detector runs; yaz-fetch-model %s fetches it\n",
-				c.File, cfg.VAD.Model, models.DefaultVADName)
+				c.File, cfg.VAD.Model, modelfile.DefaultVADName)
 		}
 	}
 	if ok {

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/frame"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 // ErrLost: the decoder died before it answered.

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/yazses/yazses/lib/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 )
 
 // end is what every child end has: its supervised process, and its state

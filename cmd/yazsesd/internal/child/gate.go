@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 // ErrGateDown is returned when no gate answers within the wait.

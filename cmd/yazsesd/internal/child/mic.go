@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 // Mic is the daemon's end of yaz-capture. In on-demand mode the child runs

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/yazses/yazses/lib/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/tts"
 )
 

@@ -7,8 +7,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 // VAD is the daemon's end of `yaz-decode --vad-stream` (Silero VAD's

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/config"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/supervise"
 	"github.com/yazses/yazses/lib/wav"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/audit"
-	"github.com/yazses/yazses/lib/supervise"
 )
 
 // health follows the children's states (supervise's OnState hooks) and

@@ -33,12 +33,6 @@
 // ids, multilingual or not, free); loading, the state API, the abort flag,
 // progress and the log hook are cgo here (cgo.go, yaz.c). It is the only cgo
 // package for speech recognition; nothing here logs transcript text.
-//
-// Only yaz-decode links this package. It stays in lib, next to
-// lib/silero, because the dependency tests name the few packages allowed
-// cgo by their lib path, and the Parakeet engine (issue 15) is being added
-// to it on another branch; it can move to cmd/yaz-decode/internal with
-// lib/transcript once that has landed.
 package asr
 
 import (
@@ -56,9 +50,9 @@ import (
 
 	whisper "github.com/ggerganov/whisper.cpp/bindings/go"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // FullAudioCtx is whisper's full audio context: 30 s as 1500 positions.

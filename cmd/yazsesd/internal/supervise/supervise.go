@@ -27,11 +27,6 @@
 //     Status carries both (Cause, Reason) until the child starts again;
 //     OnState hooks see every change of state, so the caller can show the
 //     cause where the person looks.
-//
-// Only yazsesd links this package. It stays in lib while the daemon is
-// split into policy and child packages on another branch (issue 12, item
-// 1), whose new packages import it here; it moves to
-// cmd/yazsesd/internal/supervise after that.
 package supervise
 
 import (

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 )
 
 // span is one chunk of the input, in samples.

@@ -4,9 +4,6 @@
 // Text is written as whisper produced it (trimmed of surrounding spaces):
 // transcripts are untrusted data for whoever reads them, and this package
 // never rewrites them beyond that.
-//
-// Only yaz-decode links this package, through lib/asr, whose results are
-// its Segments; it stays in lib as long as lib/asr does.
 package transcript
 
 import (

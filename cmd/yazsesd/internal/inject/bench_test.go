@@ -73,7 +73,7 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 // us/char is ns/op per character. The in-process client's keyboard map is
 // restored (Settle) after each run; that is not timed.
 //
-//	go test ./lib/inject -run '^$' -bench Inject -benchtime 10x
+//	go test ./cmd/yazsesd/internal/inject -run '^$' -bench Inject -benchtime 10x
 func BenchmarkInject(b *testing.B) {
 	env := startX(b)
 	rec := startRecorder(b, env)
@@ -152,7 +152,7 @@ func median(d []time.Duration) time.Duration {
 // leaves out the fixed part: the start delay (-s) and the focus check,
 // measured alone.
 //
-//	go test ./lib/inject -run '^$' -bench InjectWayland -benchtime 5x
+//	go test ./cmd/yazsesd/internal/inject -run '^$' -bench InjectWayland -benchtime 5x
 func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)

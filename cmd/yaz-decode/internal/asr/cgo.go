@@ -23,8 +23,8 @@ import (
 
 	whisper "github.com/ggerganov/whisper.cpp/bindings/go"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/transcript"
 )
 
 // initContext loads a model without a state of its own: each call makes

@@ -1,9 +1,9 @@
-// Package models knows where YazSes keeps its models:
+// Where YazSes keeps its models:
 // $XDG_DATA_HOME/yazses/models (default ~/.local/share/yazses/models), one
 // ggml file per model, named as upstream names them (ggml-base.en.bin, and
 // the Silero VAD model ggml-silero-v5.1.2.bin). scripts/fetch-model.sh
 // downloads them there with a pinned checksum.
-package models
+package modelfile
 
 import (
 	"os"

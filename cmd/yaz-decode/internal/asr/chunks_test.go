@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/yazses/yazses/lib/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 )
 
 // TestChunkBounds: chunks cover the input without gap or overlap, none is

@@ -29,7 +29,7 @@
 //     whisper.cpp's own default of 4 (what whisper-cli --vad uses) about 7
 //     times.
 //   - whisper.cpp's log lines are silenced process-wide unless
-//     Options.Verbose (lib/asr does the same, with the same kind of hook).
+//     Options.Verbose (cmd/yaz-decode/internal/asr does the same, with the same kind of hook).
 //
 // Silero and the energy detector (package vad) cut a stream into utterances
 // behind the same methods (Segmenter here, vad.Segmenter there); see
@@ -53,8 +53,7 @@
 //
 // Only yaz-decode links this package (cgo, whisper.cpp): the daemon gets
 // its probabilities from a yaz-decode child and tracks spans with the pure
-// Go lib/vadspan. It stays in lib as one of the named cgo packages of the
-// dependency tests, next to lib/asr.
+// Go lib/vadspan.
 package silero
 
 import (
@@ -79,7 +78,7 @@ const maxFileBytes = 16 << 20
 // Options set up a Model.
 type Options struct {
 	Threads int  // whisper.cpp threads per detector; 0: 1
-	Verbose bool // let whisper.cpp's log lines through to stderr (process-wide: pass what lib/asr's Load gets)
+	Verbose bool // let whisper.cpp's log lines through to stderr (process-wide: pass what cmd/yaz-decode/internal/asr's Load gets)
 	Gate    Gate // skip windows that are quiet by level; the zero Gate is off
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/yazses/yazses/lib/inject"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 )
 
 // The daemon opens one Typer from config dictation.inject and types each

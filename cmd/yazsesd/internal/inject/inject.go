@@ -174,10 +174,6 @@
 // is cancelled. The x11 backend's errors name protocol requests, never
 // keysyms; every exchange with the X server has a deadline (5 s), so a
 // server that stops answering ends the call with an error.
-//
-// Only yazsesd links this package. It stays in lib for now because its
-// Xvfb test harness is being shared with test/e2e on another branch
-// (issue 12, item 8); it can then move to cmd/yazsesd/internal.
 package inject
 
 import (

@@ -13,7 +13,7 @@ static void yaz_vad_log_discard(enum ggml_log_level level, const char *text, voi
 }
 
 // yaz_vad_quiet stops whisper.cpp and ggml from writing their own log lines
-// to stderr (process-wide, as lib/asr's quiet does: both only discard).
+// to stderr (process-wide, as cmd/yaz-decode/internal/asr's quiet does: both only discard).
 static void yaz_vad_quiet(void) {
 	whisper_log_set(yaz_vad_log_discard, NULL);
 }
@@ -112,7 +112,7 @@ import (
 var quietOnce sync.Once
 
 // quiet silences whisper.cpp's own logging for the whole process. Like
-// lib/asr's, it only ever installs a discarding logger, so the two never
+// cmd/yaz-decode/internal/asr's, it only ever installs a discarding logger, so the two never
 // fight: whichever runs last, whisper.cpp stays quiet.
 func quiet() { quietOnce.Do(func() { C.yaz_vad_quiet() }) }
 
