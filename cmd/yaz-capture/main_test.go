@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/yazses/yazses/lib/pcm"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // bin is the yaz-capture binary built for these tests.
@@ -88,24 +90,21 @@ func TestFileSeconds(t *testing.T) {
 }
 
 // startAndWait starts the binary with stdout and waits until ready reports
-// that output has arrived.
-func startAndWait(t *testing.T, stdout io.Writer, ready func() bool, args ...string) *exec.Cmd {
+// that output has arrived, re-checking it at each change of src (bounded:
+// testwait.Hang).
+func startAndWait(t *testing.T, stdout io.Writer, ready func() bool, src testwait.Source, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = stdout
-	var errb bytes.Buffer
+	var errb testwait.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !ready() {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("%v: no output within 5 s (%s)", args, errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testwait.Until(testwait.Context(t), ready, src, &errb); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%v: waiting for its first output: %v (stderr: %s)", args, err, errb.String())
 	}
 	return cmd
 }
@@ -117,10 +116,10 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	select {
 	case <-done:
 		return cmd.ProcessState.ExitCode()
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Hang):
 		cmd.Process.Kill()
 		<-done
-		t.Fatal("no exit within 5 s of SIGTERM")
+		t.Fatalf("no exit within %v of the signal or the reader going away", testwait.Hang)
 		return -1
 	}
 }
@@ -132,6 +131,7 @@ func TestSIGTERM(t *testing.T) {
 	}
 	got := make(chan []byte, 1)
 	first := make(chan struct{})
+	var read testwait.Signal
 	go func() {
 		var all []byte
 		buf := make([]byte, 4096)
@@ -139,6 +139,7 @@ func TestSIGTERM(t *testing.T) {
 			n, err := r.Read(buf)
 			if len(all) == 0 && n > 0 {
 				close(first)
+				read.Notify()
 			}
 			all = append(all, buf[:n]...)
 			if err != nil {
@@ -154,12 +155,12 @@ func TestSIGTERM(t *testing.T) {
 		default:
 			return false
 		}
-	}, "--backend", "null")
+	}, &read, "--backend", "null")
 	w.Close()
 	time.Sleep(100 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
 	code := waitExit(t, cmd)
-	all := <-got
+	all := testwait.Recv(t, got, "yaz-capture's stdout to end")
 	r.Close()
 	if code != 0 {
 		t.Errorf("exit after SIGTERM = %d, want 0", code)
@@ -176,10 +177,15 @@ func TestSIGTERMPatchesWAV(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	w, err := testwait.WatchFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	cmd := startAndWait(t, f, func() bool {
 		st, err := os.Stat(path)
 		return err == nil && st.Size() >= 44+3200
-	}, "--backend", "null", "--format", "wav")
+	}, w, "--backend", "null", "--format", "wav")
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code := waitExit(t, cmd); code != 0 {
 		t.Errorf("exit after SIGTERM = %d, want 0", code)

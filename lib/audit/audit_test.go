@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 const marker = "MARKER the user said hello"
@@ -341,7 +343,7 @@ func TestConcurrentWritesWholeLines(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the concurrent audit writers")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func TestConcurrentWritesWithRotation(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the concurrent audit writers")
 	l.Close()
 	for _, p := range []string{path, path + ".1", path + ".2", path + ".3"} {
 		b, err := os.ReadFile(p)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // The test binary doubles as the helper process of the cross-process
@@ -25,6 +27,9 @@ import (
 const (
 	childEnv = "YAZ_SAFESOCKET_TEST_CHILD"
 	dirEnv   = "YAZ_SAFESOCKET_TEST_DIR"
+	// nameEnv names the socket the "dial" helper connects to (default
+	// SocketName); with the "hold" helper, a socket it listens on beside.
+	nameEnv = "YAZ_SAFESOCKET_TEST_NAME"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +48,12 @@ func child(mode, dir string) int {
 		if err != nil {
 			fmt.Println("error:", err)
 			return 1
+		}
+		if name := os.Getenv(nameEnv); name != "" {
+			if _, err := ln.Beside(name); err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
 		}
 		fmt.Println("ready")
 		io.Copy(io.Discard, os.Stdin)
@@ -72,12 +83,16 @@ func child(mode, dir string) int {
 		// A client as another user: Dial must refuse the folder; a raw
 		// connect gets through the (test-only) open modes and must then be
 		// closed by the server without a byte.
-		if _, err := Dial(context.Background(), dir); err == nil {
+		name := os.Getenv(nameEnv)
+		if name == "" {
+			name = SocketName
+		}
+		if _, err := DialName(context.Background(), dir, name); err == nil {
 			fmt.Println("dial: accepted")
 		} else {
 			fmt.Println("dial: refused")
 		}
-		c, err := net.Dial("unix", SocketPath(dir))
+		c, err := net.Dial("unix", filepath.Join(dir, name))
 		if err != nil {
 			fmt.Println("raw: connect failed:", err)
 			return 1
@@ -107,10 +122,10 @@ type helper struct {
 	out   *bufio.Reader
 }
 
-func startHelper(t *testing.T, exe, mode, dir string, cred *syscall.Credential) *helper {
+func startHelper(t *testing.T, exe, mode, dir string, cred *syscall.Credential, env ...string) *helper {
 	t.Helper()
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, dirEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+mode, dirEnv+"="+dir), env...)
 	cmd.Stderr = os.Stderr
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -364,7 +379,7 @@ func TestListenModesAndPeerCred(t *testing.T) {
 		t.Fatalf("Dial = %v", err)
 	}
 	defer nc.Close()
-	sc := <-accepted
+	sc := testwait.Recv(t, accepted, "the listener to accept the dialed connection")
 	if sc == nil {
 		t.Fatal("Accept failed")
 	}
@@ -416,7 +431,7 @@ func TestSecondListenInProcess(t *testing.T) {
 		t.Fatalf("Dial to the first listener = %v", err)
 	}
 	c.Close()
-	if sc := <-accepted; sc != nil {
+	if sc := testwait.Recv(t, accepted, "the listener to accept the dialed connection"); sc != nil {
 		sc.Close()
 	} else {
 		t.Error("first listener no longer accepts")
@@ -455,7 +470,7 @@ func TestSecondListenOtherProcess(t *testing.T) {
 		t.Fatalf("Dial to the new daemon = %v", err)
 	}
 	defer c.Close()
-	sc := <-accepted
+	sc := testwait.Recv(t, accepted, "the listener to accept the dialed connection")
 	if sc == nil {
 		t.Fatal("new daemon did not accept")
 	}
@@ -490,7 +505,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 		t.Fatalf("Dial after replacing = %v", err)
 	}
 	c.Close()
-	if sc := <-accepted; sc != nil {
+	if sc := testwait.Recv(t, accepted, "the listener to accept the dialed connection"); sc != nil {
 		sc.Close()
 	} else {
 		t.Error("new listener did not accept")
@@ -522,7 +537,7 @@ func TestLiveSocketNotStolen(t *testing.T) {
 		t.Fatalf("the live socket stopped answering: %v", err)
 	}
 	c.Close()
-	if sc := <-accepted; sc != nil {
+	if sc := testwait.Recv(t, accepted, "the listener to accept the dialed connection"); sc != nil {
 		sc.Close()
 	}
 

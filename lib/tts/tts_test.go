@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/lib/pcm"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // rms is the root mean square of samples, as a fraction of full scale.
@@ -276,9 +278,9 @@ func TestConvertCancel(t *testing.T) {
 		_, err := convert(ctx, r)
 		res <- err
 	}()
-	<-read // the conversion has started reading
+	testwait.Closed(t, read, "the conversion to start reading")
 	cancel()
-	if err := <-res; !errors.Is(err, context.Canceled) {
+	if err := testwait.Recv(t, res, "the cancelled conversion to return"); !errors.Is(err, context.Canceled) {
 		t.Errorf("convert = %v, want context.Canceled", err)
 	}
 	pw.CloseWithError(io.ErrUnexpectedEOF) // lets the conversion's goroutine end

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -141,23 +143,62 @@ func TestArgvAndSanitising(t *testing.T) {
 	}
 }
 
-// Post does not wait for a slow server; Wait does.
+// Post does not wait for a slow server; Wait does. The fake notify-send
+// blocks until the test lets it go (it reads a FIFO the test holds open):
+// both Posts must return while both are still blocked, and Wait only after
+// they are let go.
 func TestPost(t *testing.T) {
 	dir := t.TempDir()
-	script := "#!/bin/sh\nsleep 0.5\necho done >> \"$0.calls\"\n"
+	gate := filepath.Join(dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Held open for writing, a reader's open never blocks and its read
+	// ends (EOF) only when this is closed.
+	hold, err := os.OpenFile(gate, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	calls := filepath.Join(dir, "notify-send.calls")
+	w, err := testwait.WatchFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	script := "#!/bin/sh\nexec 3<\"$0/../gate\"\necho started >> \"$0.calls\"\ncat <&3 >/dev/null\necho done >> \"$0.calls\"\n"
+	script = strings.Replace(script, "$0/../gate", gate, 1)
 	if err := os.WriteFile(filepath.Join(dir, "notify-send"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	n := New(Options{Enabled: true, Environ: []string{"PATH=" + dir + ":/usr/bin:/bin"}})
-	start := time.Now()
-	n.Post(context.Background(), Listening)
-	n.Post(context.Background(), QuestionWaiting)
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Errorf("Post took %v", d)
+	posted := make(chan struct{})
+	go func() {
+		n.Post(context.Background(), Listening)
+		n.Post(context.Background(), QuestionWaiting)
+		close(posted)
+	}()
+	testwait.Closed(t, posted, "both Posts to return while notify-send is blocked")
+	count := func(word string) int {
+		data, _ := os.ReadFile(calls)
+		return strings.Count(string(data), word)
 	}
-	n.Wait()
-	data, _ := os.ReadFile(filepath.Join(dir, "notify-send.calls"))
-	if got := strings.Count(string(data), "done"); got != 2 {
+	if err := testwait.Until(testwait.Context(t), func() bool { return count("started") == 2 }, w); err != nil {
+		t.Fatalf("waiting for both notify-send calls to start: %v (%d started)", err, count("started"))
+	}
+	waited := make(chan struct{})
+	go func() { n.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while both notify-send calls were still running")
+	default:
+	}
+	if got := count("done"); got != 0 {
+		t.Fatalf("%d notifications done before they were let go", got)
+	}
+	hold.Close() // lets both go
+	testwait.Closed(t, waited, "Wait to return once notify-send ended")
+	if got := count("done"); got != 2 {
 		t.Errorf("%d notifications done after Wait, want 2", got)
 	}
 }
