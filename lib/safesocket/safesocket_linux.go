@@ -22,6 +22,10 @@ const (
 	DirName    = "yazses"
 	SocketName = "yazsesd.sock"
 	LockName   = "yazsesd.lock"
+	// ControlName is the control socket beside SocketName: the daemon
+	// serves only hold.* and status there, on a server of its own
+	// (package daemonapi).
+	ControlName = "control.sock"
 	// tempName is where the socket is bound before it is renamed into
 	// place. Only the lock holder binds, so one fixed name is enough.
 	tempName = ".yazsesd.sock.new"
@@ -62,6 +66,9 @@ func (e *AlreadyRunningError) Is(target error) bool { return target == ErrAlread
 
 // SocketPath is the socket's path inside dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
+
+// ControlPath is the control socket's path inside dir.
+func ControlPath(dir string) string { return filepath.Join(dir, ControlName) }
 
 // Dir returns base/yazses, creating it with mode 0700. base is the runtime
 // folder the caller chose (package daemonapi's RuntimeBase: the one place
@@ -142,7 +149,7 @@ type Listener struct {
 	ul   *net.UnixListener
 	path string
 	ino  uint64
-	lock *os.File
+	lock *os.File // nil for a socket of Beside: its lock is the first one's
 	uid  int
 
 	closeOnce sync.Once
@@ -172,6 +179,28 @@ func Listen(dir string) (*Listener, error) {
 		return nil, fmt.Errorf("safesocket listen: %w", err)
 	}
 	return &Listener{ul: ul, path: path, ino: ino, lock: lock, uid: os.Geteuid()}, nil
+}
+
+// Beside listens on a second socket, name, in l's folder, under the lock
+// l holds: the same stale-socket rule (only a refused connect proves it
+// stale, and only the lock holder replaces it), the same bind under a
+// temporary name at 0600 and the same SO_PEERCRED check on every
+// connection. Closing it removes its socket and leaves the lock to l;
+// close it before l.
+func (l *Listener) Beside(name string) (*Listener, error) {
+	if name == "" || name != filepath.Base(name) || name == SocketName || name == LockName || name == tempName {
+		return nil, fmt.Errorf("safesocket listen: %q is not a socket name of its own", name)
+	}
+	dir := filepath.Dir(l.path)
+	path := filepath.Join(dir, name)
+	if err := clearStale(path); err != nil {
+		return nil, fmt.Errorf("safesocket listen: %w", err)
+	}
+	ul, ino, err := bind(dir, path)
+	if err != nil {
+		return nil, fmt.Errorf("safesocket listen: %w", err)
+	}
+	return &Listener{ul: ul, path: path, ino: ino, uid: l.uid}, nil
 }
 
 // Lock takes an exclusive, non-blocking flock on the file at path (created
@@ -337,6 +366,9 @@ func (l *Listener) Close() error {
 				l.closeErr = fmt.Errorf("safesocket close: remove socket: %w", err)
 			}
 		}
+		if l.lock == nil {
+			return // Beside's: the lock stays with the first listener
+		}
 		l.lock.Truncate(0)
 		if err := l.lock.Close(); err != nil && l.closeErr == nil {
 			l.closeErr = fmt.Errorf("safesocket close: release lock: %w", err)
@@ -382,12 +414,16 @@ func peerCred(uc *net.UnixConn) (*unix.Ucred, error) {
 // fails the same checks as Listen, and a server running as another uid.
 // No socket, or a stale one, gives an error matching ErrNotRunning. The
 // returned net.Conn is a *Conn.
-func Dial(ctx context.Context, dir string) (net.Conn, error) {
+func Dial(ctx context.Context, dir string) (net.Conn, error) { return DialName(ctx, dir, SocketName) }
+
+// DialName is Dial for the socket name in dir (ControlName: the control
+// socket), with the same checks.
+func DialName(ctx context.Context, dir, name string) (net.Conn, error) {
 	if err := checkDir(dir, false); err != nil {
 		return nil, fmt.Errorf("safesocket dial: %w", err)
 	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", SocketPath(dir))
+	nc, err := d.DialContext(ctx, "unix", filepath.Join(dir, name))
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		return nil, fmt.Errorf("safesocket dial: %w: %w", ErrNotRunning, err)
 	}
