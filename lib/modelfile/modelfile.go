@@ -409,6 +409,58 @@ func (rd *reader) vocabulary(count int32) error {
 	return nil
 }
 
+// melFilters skips the mel filter bank whisper and Parakeet files both
+// start with: an int32 for the mels, an int32 for the columns, then that
+// many float32s. bad refuses two numbers the kind's header does not call
+// for.
+func (rd *reader) melFilters(bad func(nMel, cols int32) error) error {
+	nMel, err := rd.i32()
+	if err != nil {
+		return err
+	}
+	cols, err := rd.i32()
+	if err != nil {
+		return err
+	}
+	if err := bad(nMel, cols); err != nil {
+		return err
+	}
+	return rd.skip(int64(nMel)*int64(cols)*4, "the mel filters")
+}
+
+// vocabAndTensors walks what whisper and Parakeet files end with: the
+// vocabulary (at most nVocab entries, or exactly nVocab with exact), then
+// the tensors to the end of the file, want of them under rules. It returns
+// how many tensors it walked; a tensor type whose size is not known here
+// ends the walk there, without the count.
+func (rd *reader) vocabAndTensors(nVocab int32, exact bool, want int, rules tensorRules) (int, error) {
+	count, err := rd.i32()
+	if err != nil {
+		return 0, err
+	}
+	if count < 0 || count > nVocab || exact && count != nVocab {
+		return 0, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, nVocab)
+	}
+	if err := rd.vocabulary(count); err != nil {
+		return 0, err
+	}
+	seen := map[string]bool{}
+	for rd.pos < rd.size {
+		stop, err := rd.tensor(len(seen), want, seen, rules)
+		if err != nil {
+			return 0, err
+		}
+		if stop {
+			return len(seen), nil
+		}
+	}
+	if len(seen) != want {
+		return 0, fmt.Errorf("%w: %d of the %d tensors a model of these dimensions has",
+			ErrTruncated, len(seen), want)
+	}
+	return len(seen), nil
+}
+
 func (rd *reader) i32() (int32, error) {
 	var v int32
 	if err := binary.Read(rd.r, binary.LittleEndian, &v); err != nil {
@@ -608,49 +660,20 @@ func (rd *reader) whisper(nVocab int32) (Info, error) {
 	if err := h.check(); err != nil {
 		return Info{}, err
 	}
-	// Mel filters.
-	nMel, err := rd.i32()
-	if err != nil {
-		return Info{}, err
-	}
-	nFFT, err := rd.i32()
-	if err != nil {
-		return Info{}, err
-	}
-	if nMel != h.NMels || nFFT <= 0 || nFFT > 4096 {
-		return Info{}, fmt.Errorf("%w: mel filters %d×%d for %d mels", ErrBadHeader, nMel, nFFT, h.NMels)
-	}
-	if err := rd.skip(int64(nMel)*int64(nFFT)*4, "the mel filters"); err != nil {
-		return Info{}, err
-	}
-	// Vocabulary.
-	count, err := rd.i32()
-	if err != nil {
-		return Info{}, err
-	}
-	if count < 0 || count > h.NVocab {
-		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
-	}
-	if err := rd.vocabulary(count); err != nil {
-		return Info{}, err
-	}
-	// Tensors, until the end of the file.
-	want := h.tensors()
-	seen := map[string]bool{}
-	for rd.pos < rd.size {
-		stop, err := rd.tensor(len(seen), want, seen, whisperTensors)
-		if err != nil {
-			return Info{}, err
+	err := rd.melFilters(func(nMel, nFFT int32) error {
+		if nMel != h.NMels || nFFT <= 0 || nFFT > 4096 {
+			return fmt.Errorf("%w: mel filters %d×%d for %d mels", ErrBadHeader, nMel, nFFT, h.NMels)
 		}
-		if stop { // a tensor type this package does not know: no further check
-			return Info{Kind: KindWhisper, Whisper: &h, Tensors: len(seen)}, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return Info{}, err
 	}
-	if len(seen) != want {
-		return Info{}, fmt.Errorf("%w: %d of the %d tensors a model of these dimensions has",
-			ErrTruncated, len(seen), want)
+	n, err := rd.vocabAndTensors(h.NVocab, false, h.tensors(), whisperTensors)
+	if err != nil {
+		return Info{}, err
 	}
-	return Info{Kind: KindWhisper, Whisper: &h, Tensors: len(seen)}, nil
+	return Info{Kind: KindWhisper, Whisper: &h, Tensors: n}, nil
 }
 
 // check rejects hyper-parameters no whisper model has.
@@ -768,18 +791,13 @@ func (rd *reader) parakeet(hp []int32) (Info, error) {
 	if err := h.check(); err != nil {
 		return Info{}, err
 	}
-	nMel, err := rd.i32()
+	err := rd.melFilters(func(nMel, nFB int32) error {
+		if nMel != h.NMels || nFB != h.NFFT/2+1 {
+			return fmt.Errorf("%w: mel filters %d×%d for %d mels and an FFT of %d", ErrBadHeader, nMel, nFB, h.NMels, h.NFFT)
+		}
+		return nil
+	})
 	if err != nil {
-		return Info{}, err
-	}
-	nFB, err := rd.i32()
-	if err != nil {
-		return Info{}, err
-	}
-	if nMel != h.NMels || nFB != h.NFFT/2+1 {
-		return Info{}, fmt.Errorf("%w: mel filters %d×%d for %d mels and an FFT of %d", ErrBadHeader, nMel, nFB, h.NMels, h.NFFT)
-	}
-	if err := rd.skip(int64(nMel)*int64(nFB)*4, "the mel filters"); err != nil {
 		return Info{}, err
 	}
 	nWin, err := rd.i32()
@@ -795,32 +813,11 @@ func (rd *reader) parakeet(hp []int32) (Info, error) {
 	if err := rd.skip(int64(h.NTDTDurations)*4, "the durations"); err != nil {
 		return Info{}, err
 	}
-	count, err := rd.i32()
+	n, err := rd.vocabAndTensors(h.NVocab, true, h.tensors(), parakeetTensors)
 	if err != nil {
 		return Info{}, err
 	}
-	if count != h.NVocab {
-		return Info{}, fmt.Errorf("%w: %d vocabulary entries for n_vocab %d", ErrBadHeader, count, h.NVocab)
-	}
-	if err := rd.vocabulary(count); err != nil {
-		return Info{}, err
-	}
-	want := h.tensors()
-	seen := map[string]bool{}
-	for rd.pos < rd.size {
-		stop, err := rd.tensor(len(seen), want, seen, parakeetTensors)
-		if err != nil {
-			return Info{}, err
-		}
-		if stop {
-			return Info{Kind: KindParakeet, Parakeet: &h, Tensors: len(seen)}, nil
-		}
-	}
-	if len(seen) != want {
-		return Info{}, fmt.Errorf("%w: %d of the %d tensors a model of these dimensions has",
-			ErrTruncated, len(seen), want)
-	}
-	return Info{Kind: KindParakeet, Parakeet: &h, Tensors: len(seen)}, nil
+	return Info{Kind: KindParakeet, Parakeet: &h, Tensors: n}, nil
 }
 
 // check rejects hyper-parameters no Parakeet model has, and a zero audio
