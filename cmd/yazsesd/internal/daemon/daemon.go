@@ -126,11 +126,9 @@ type Options struct {
 // Injector types text into the focused window.
 type Injector interface {
 	// Type types text and returns the backend used (a closed-vocabulary
-	// word). ErrNoTarget (matched with errors.Is by the caller through
-	// IsNoTarget) means no window had focus: nothing was typed.
+	// word). An error that is inject.ErrNoTarget (errors.Is) means no
+	// window had focus: nothing was typed.
 	Type(ctx context.Context, text string) (backend string, err error)
-	// IsNoTarget reports whether err means that no text target had focus.
-	IsNoTarget(err error) bool
 	// Backends lists the backends Type tries, in order (what "auto"
 	// resolves to).
 	Backends() []string

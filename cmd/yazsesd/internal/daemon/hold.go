@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
@@ -635,7 +636,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 		switch {
 		case err == nil:
 			res.Outcome, res.Backend = "typed", backend
-		case inj.IsNoTarget(err):
+		case errors.Is(err, inject.ErrNoTarget):
 			ev.Reason = "no_target"
 			d.log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
 			d.notify("no_target")

@@ -2,6 +2,7 @@ package inject_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
@@ -18,7 +19,7 @@ func ExampleTyper() {
 	switch {
 	case err == nil:
 		slog.Info("typed", "backend", used) // never the text
-	case typer.IsNoTarget(err):
+	case errors.Is(err, inject.ErrNoTarget):
 		// nothing typed: keep the text, notify "no_target"
 	default:
 		// every backend failed: keep the text

@@ -417,10 +417,6 @@ func (t *Typer) Backends() []string {
 	return names
 }
 
-// IsNoTarget reports whether err means that no window had the focus
-// (errors.Is(err, ErrNoTarget)): nothing was typed.
-func (t *Typer) IsNoTarget(err error) bool { return errors.Is(err, ErrNoTarget) }
-
 // Type types text with the first backend that works and returns its name
 // (the last one tried when all fail). A text longer than
 // Options.PasteOverChars is pasted first (see there). ErrNoTarget,
