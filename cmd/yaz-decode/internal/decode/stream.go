@@ -164,8 +164,7 @@ func (c *CLI) decodeUtterances(ctx context.Context, log *slog.Logger, m Recogniz
 // source reads 16 kHz mono s16 samples from raw PCM or a WAV stream.
 type source struct {
 	raw  *bufio.Reader
-	wav  *wav.Reader
-	rate int
+	wav  *wav.Reader16k // resamples the stream as one signal
 	buf  []byte
 	fbuf []float32
 	odd  []byte
@@ -178,26 +177,19 @@ func newSource(r io.Reader) (*source, error) {
 		return nil, fmt.Errorf("read stdin: %w", err)
 	}
 	if len(head) >= 12 && wav.IsWAV(head) {
-		wr, err := wav.NewReader(br)
+		wr, err := wav.NewReader16k(br)
 		if err != nil {
 			return nil, fmt.Errorf("read WAV header on stdin: %w", err)
 		}
-		info := wr.Info()
-		return &source{wav: wr, rate: info.SampleRate, fbuf: make([]float32, info.SampleRate/10)}, nil
+		return &source{wav: wr, fbuf: make([]float32, chunkSamples)}, nil
 	}
-	return &source{raw: br, rate: pcm.SampleRate, buf: make([]byte, chunkSamples*pcm.FrameBytes)}, nil
+	return &source{raw: br, buf: make([]byte, chunkSamples*pcm.FrameBytes)}, nil
 }
 
 func (s *source) read() ([]int16, error) {
 	if s.wav != nil {
-		n, err := s.wav.ReadMono(s.fbuf)
-		f := s.fbuf[:n]
-		if s.rate != pcm.SampleRate {
-			// Blocks of 100 ms resampled on their own: the seams cost a
-			// little accuracy at the block edges, never samples.
-			f = pcm.Resample(f, s.rate, pcm.SampleRate)
-		}
-		return pcm.FromFloat32(nil, f), err
+		n, err := s.wav.Read(s.fbuf)
+		return pcm.FromFloat32(nil, s.fbuf[:n]), err
 	}
 	n, err := s.raw.Read(s.buf)
 	b := s.buf[:n]
