@@ -114,6 +114,7 @@ func TestResample(t *testing.T) {
 		wantDB float64 // output level relative to input; 0 = passes
 	}{
 		{44100, 1000, 0},
+		{16000, 1000, 0}, // equal rates: a copy
 		{22050, 3000, 0},
 		{48000, 440, 0},
 		{8000, 440, 0},      // upsampling
@@ -153,7 +154,7 @@ func TestResampleTableMatchesDirect(t *testing.T) {
 	direct := *k
 	direct.table = nil
 	for i := 0; i < int(0.2*SampleRate)-1; i++ {
-		if a, b := k.at(in, i), direct.at(in, i); math.Abs(float64(a-b)) > 1e-6 {
+		if a, b := k.at(in, 0, int64(i)), direct.at(in, 0, int64(i)); math.Abs(float64(a-b)) > 1e-6 {
 			t.Fatalf("sample %d: table %v, direct %v", i, a, b)
 		}
 	}

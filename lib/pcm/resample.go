@@ -26,7 +26,7 @@ func Resample(in []float32, from, to int) []float32 {
 	n := int(int64(len(in)) * int64(to) / int64(from))
 	out := make([]float32, n)
 	for i := range out {
-		out[i] = k.at(in, i)
+		out[i] = k.at(in, 0, int64(i))
 	}
 	return out
 }
@@ -75,9 +75,14 @@ func (k *kernel) taps(frac float64) []float32 {
 	return w
 }
 
-func (k *kernel) at(in []float32, i int) float32 {
-	pos := int64(i) * k.from
-	base := int(pos / k.to)
+// at is output sample i, from a window of the signal: in holds the input
+// samples from index off on (Resample: the whole signal, off 0), and every
+// tap of output i that lies inside the signal lies inside in. Resample and
+// the Resampler both compute every sample here, so a stream's samples are
+// Resample's to the bit.
+func (k *kernel) at(in []float32, off, i int64) float32 {
+	pos := i * k.from
+	base := pos / k.to
 	ph := pos % k.to
 	var w []float32
 	if k.table != nil {
@@ -85,7 +90,7 @@ func (k *kernel) at(in []float32, i int) float32 {
 	} else {
 		w = k.taps(float64(ph) / float64(k.to))
 	}
-	start := base - k.lo
+	start := int(base - off - int64(k.lo))
 	if start >= 0 && start+len(w) <= len(in) {
 		var acc float32
 		for j, v := range w {
@@ -93,7 +98,7 @@ func (k *kernel) at(in []float32, i int) float32 {
 		}
 		return acc
 	}
-	// At the edges, renormalise over the taps that fall inside the signal.
+	// At the edges of the signal, renormalise over the taps inside it.
 	var acc, wsum float64
 	for j, v := range w {
 		if p := start + j; p >= 0 && p < len(in) {

@@ -46,7 +46,7 @@ func (r *Resampler) Write(dst, in []float32) []float32 {
 		if base+int64(k.lo) >= r.total { // its last tap is not here yet
 			break
 		}
-		dst = append(dst, k.atFrom(r.buf, r.off, r.next))
+		dst = append(dst, k.at(r.buf, r.off, r.next))
 		r.next++
 	}
 	r.trim()
@@ -66,7 +66,7 @@ func (r *Resampler) Flush(dst []float32) []float32 {
 	}
 	n := r.total * r.to / r.from // as Resample counts its output
 	for ; r.next < n; r.next++ {
-		dst = append(dst, r.k.atFrom(r.buf, r.off, r.next))
+		dst = append(dst, r.k.at(r.buf, r.off, r.next))
 	}
 	r.buf = nil
 	return dst
@@ -84,40 +84,4 @@ func (r *Resampler) trim() {
 	n := copy(r.buf, r.buf[drop:])
 	r.buf = r.buf[:n]
 	r.off += drop
-}
-
-// atFrom is at for a window of the signal: in holds the input samples from
-// global index off on, and every tap of output i that lies inside the
-// signal lies inside in. The arithmetic is at's, so the result is the same
-// to the bit.
-func (k *kernel) atFrom(in []float32, off, i int64) float32 {
-	pos := i * k.from
-	base := pos / k.to
-	ph := pos % k.to
-	var w []float32
-	if k.table != nil {
-		w = k.table[ph]
-	} else {
-		w = k.taps(float64(ph) / float64(k.to))
-	}
-	start := int(base - off - int64(k.lo))
-	if start >= 0 && start+len(w) <= len(in) {
-		var acc float32
-		for j, v := range w {
-			acc += v * in[start+j]
-		}
-		return acc
-	}
-	// At the edges of the signal, renormalise over the taps inside it.
-	var acc, wsum float64
-	for j, v := range w {
-		if p := start + j; p >= 0 && p < len(in) {
-			acc += float64(v) * float64(in[p])
-			wsum += float64(v)
-		}
-	}
-	if wsum == 0 {
-		return 0
-	}
-	return float32(acc / wsum)
 }
