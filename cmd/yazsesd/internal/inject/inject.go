@@ -1,4 +1,7 @@
-// Package inject types dictated text into the focused window.
+// Package inject types dictated text into the focused window: the Typer,
+// "auto"'s choice and fallback, and the ydotool, stdout and clipboard
+// backends; the X11 backends are in inject/x11, the Wayland ones in
+// inject/wayland, what they share in inject/backend and inject/tool.
 //
 // Backends: an in-process X11 client, an in-process Wayland client, and
 // small external tools run without a shell:
@@ -182,168 +185,79 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Backend names: the closed vocabulary that [Typer.Type] reports.
 const (
-	Wayland   = "wayland"
-	Wtype     = "wtype"
-	X11       = "x11"
-	Xdotool   = "xdotool"
-	Ydotool   = "ydotool"
-	Clipboard = "clipboard"
-	Stdout    = "stdout"
+	Wayland   = backend.Wayland
+	Wtype     = backend.Wtype
+	X11       = backend.X11
+	Xdotool   = backend.Xdotool
+	Ydotool   = backend.Ydotool
+	Clipboard = backend.Clipboard
+	Stdout    = backend.Stdout
 	Auto      = "auto"
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
 var Backends = []string{Wayland, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
-// Errors.
+// Errors (see package backend for each).
 var (
-	// ErrNoTarget: no window has keyboard focus (or it cannot be told and
-	// Options.RequireFocus is set). Nothing was typed.
-	ErrNoTarget = errors.New("no focused window to type into")
-	// ErrUnavailable: the backend cannot run in this session (no display,
-	// a tool missing). Nothing was typed.
-	ErrUnavailable = errors.New("typing backend unavailable")
+	ErrNoTarget    = backend.ErrNoTarget
+	ErrUnavailable = backend.ErrUnavailable
+	ErrInterrupted = backend.ErrInterrupted
 	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
 	ErrUnknownBackend = errors.New("unknown typing backend")
-	// ErrInterrupted: typing stopped part-way (the window closed or lost
-	// the focus, the context ended, the display went away); part of the
-	// text may be in the window, so no other backend types it again.
-	ErrInterrupted = errors.New("typing interrupted")
 )
 
 // Focus is where typed keys would go.
-type Focus int
+type Focus = backend.Focus
 
+// The focus a backend reports.
 const (
-	// FocusUnknown: the session cannot tell (Wayland outside sway).
-	FocusUnknown Focus = iota
-	// FocusWindow: a window has keyboard focus.
-	FocusWindow
-	// FocusNone: no window has keyboard focus.
-	FocusNone
+	FocusUnknown = backend.FocusUnknown
+	FocusWindow  = backend.FocusWindow
+	FocusNone    = backend.FocusNone
 )
 
-func (f Focus) String() string {
-	switch f {
-	case FocusWindow:
-		return "window"
-	case FocusNone:
-		return "none"
-	default:
-		return "unknown"
-	}
-}
-
-// Default durations.
+// Default durations (see package backend).
 const (
-	// DefaultRestoreDelay is the wait before the Wayland clipboard is
-	// restored and before the keycodes that xdotool bound are freed: time
-	// for the window to fetch the pasted text or look the keys up. (The
-	// x11 backend and the X11 paste need none: they keep the bindings, and
-	// see the window fetch the paste.)
-	DefaultRestoreDelay = 300 * time.Millisecond
-	// DefaultWtypeDelay is wtype's start delay (-s).
-	DefaultWtypeDelay = 200 * time.Millisecond
+	DefaultRestoreDelay = backend.DefaultRestoreDelay
+	DefaultWtypeDelay   = backend.DefaultWtypeDelay
 )
 
 // Options configure the backends. The zero value works for the daemon.
-type Options struct {
-	// Environ is the environment for session detection and for the tools
-	// (DISPLAY, WAYLAND_DISPLAY, SWAYSOCK, XDG_RUNTIME_DIR, PATH);
-	// nil is os.Environ().
-	Environ []string
-	// Stdout receives the text for the "stdout" backend; nil is os.Stdout.
-	Stdout io.Writer
-	// RequireFocus makes an unknown focus an ErrNoTarget too.
-	RequireFocus bool
-	// RestoreDelay: see DefaultRestoreDelay; 0 is the default.
-	RestoreDelay time.Duration
-	// WtypeDelay: see DefaultWtypeDelay; 0 is the default, negative none.
-	WtypeDelay time.Duration
-	// PasteOverChars: a Typer pastes a text longer than this many
-	// characters through the clipboard (restoring it after) instead of
-	// typing it, and types it when the paste fails; so too a shorter
-	// text that the x11 backend cannot type (more distinct characters
-	// than its spare keycodes hold). 0 pastes only what no typing backend
-	// of "auto" can type.
-	// It does not apply to the "clipboard" and "stdout" backends.
-	PasteOverChars int
-	// Log gets debug lines (backend, focus, durations: never text);
-	// nil discards them.
-	Log *slog.Logger
-}
-
-func (o Options) withDefaults() Options {
-	if o.Environ == nil {
-		o.Environ = os.Environ()
-	}
-	if o.Stdout == nil {
-		o.Stdout = os.Stdout
-	}
-	if o.RestoreDelay <= 0 {
-		o.RestoreDelay = DefaultRestoreDelay
-	}
-	if o.WtypeDelay == 0 {
-		o.WtypeDelay = DefaultWtypeDelay
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	return o
-}
-
-// getenv looks a variable up in o.Environ (the last one wins, as in exec).
-func (o Options) getenv(key string) string {
-	v := ""
-	for _, kv := range o.Environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
+type Options = backend.Options
 
 // Injector is one backend.
-type Injector interface {
-	// Name is the backend's name, one of Backends.
-	Name() string
-	// Focus tells where typed keys would go. An error means the backend
-	// cannot run here (it wraps ErrUnavailable when it is not installed or
-	// the session lacks its display).
-	Focus(ctx context.Context) (Focus, error)
-	// Type types text (after untrusted.Typed) into the focused window. It checks
-	// Focus first and returns ErrNoTarget, typing nothing, when there is no
-	// target. Text that is empty or only spaces after untrusted.Typed types nothing and is no error.
-	Type(ctx context.Context, text string) error
-}
+type Injector = backend.Injector
 
 // New returns the backend called name (one of Backends).
 func New(name string, opts Options) (Injector, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	switch name {
 	case X11:
-		return &x11{o: opts}, nil
+		return x11.New(opts), nil
 	case Xdotool:
-		return &xdotool{o: opts}, nil
+		return x11.NewXdotool(opts), nil
 	case Wayland:
-		return &wayland{o: opts}, nil
+		return wayland.New(opts), nil
 	case Wtype:
-		return &wtype{o: opts}, nil
+		return wayland.NewWtype(opts), nil
 	case Ydotool:
 		return &ydotool{o: opts}, nil
 	case Clipboard:
-		return &clipboard{o: opts}, nil
+		return newClipboard(opts), nil
 	case Stdout:
 		return &stdoutInjector{w: opts.Stdout}, nil
 	}
@@ -355,11 +269,10 @@ func New(name string, opts Options) (Injector, error) {
 // set: x11, xdotool, clipboard; else none. ([Open] leaves wayland out
 // when the compositor answers without the virtual keyboard.)
 func Order(environ []string) []string {
-	o := Options{Environ: environ}
 	switch {
-	case o.getenv("WAYLAND_DISPLAY") != "":
+	case backend.Getenv(environ, "WAYLAND_DISPLAY") != "":
 		return []string{Wayland, Wtype, Ydotool, Clipboard}
-	case o.getenv("DISPLAY") != "":
+	case backend.Getenv(environ, "DISPLAY") != "":
 		return []string{X11, Xdotool, Clipboard}
 	}
 	return nil
@@ -378,7 +291,7 @@ type Typer struct {
 // Open returns a Typer for name: "auto" or one of Backends. "auto" in a
 // session with neither WAYLAND_DISPLAY nor DISPLAY is ErrUnavailable.
 func Open(name string, opts Options) (*Typer, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	names := []string{name}
 	if name == Auto {
 		names = Order(opts.Environ)
@@ -386,9 +299,7 @@ func Open(name string, opts Options) (*Typer, error) {
 			return nil, fmt.Errorf("open auto: no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
 		}
 		if names[0] == Wayland {
-			ctx, cancel := context.WithTimeout(context.Background(), wlIOTimeout)
-			offers, known := waylandOffers(ctx, opts.Environ)
-			cancel()
+			offers, known := wayland.Offers(context.Background(), opts.Environ)
 			if known && !offers {
 				names = names[1:] // GNOME, KDE: no virtual keyboard
 			}
@@ -396,7 +307,7 @@ func Open(name string, opts Options) (*Typer, error) {
 	}
 	t := &Typer{log: opts.Log}
 	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout {
-		t.paste, t.pasteOver = &clipboard{o: opts}, opts.PasteOverChars
+		t.paste, t.pasteOver = newClipboard(opts), opts.PasteOverChars
 	}
 	for _, n := range names {
 		inj, err := New(n, opts)
@@ -452,13 +363,6 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 	return used, errors.Join(errs...)
 }
 
-// pauser is a backend that can tell before typing that it cannot type a
-// text (the x11 backend, for more characters than its spare keycodes
-// hold).
-type pauser interface {
-	pauses(ctx context.Context, text string) bool
-}
-
 // pasteFirst reports whether text is pasted before it is typed: it is
 // longer than Options.PasteOverChars, or the first backend cannot type
 // it.
@@ -466,21 +370,8 @@ func (t *Typer) pasteFirst(ctx context.Context, text string) bool {
 	if utf8.RuneCountInString(untrusted.Typed(text)) > t.pasteOver {
 		return true
 	}
-	p, ok := t.list[0].(pauser)
-	return ok && p.pauses(ctx, text)
-}
-
-// gate applies the focus policy: nil to type, ErrNoTarget not to.
-func gate(ctx context.Context, inj Injector, requireFocus bool, log *slog.Logger) error {
-	f, err := inj.Focus(ctx)
-	if err != nil {
-		return err
-	}
-	log.Debug("focus", "backend", inj.Name(), "focus", f.String())
-	if f == FocusNone || (f == FocusUnknown && requireFocus) {
-		return fmt.Errorf("%s: focus %s: %w", inj.Name(), f, ErrNoTarget)
-	}
-	return nil
+	p, ok := t.list[0].(backend.Pauser)
+	return ok && p.Pauses(ctx, text)
 }
 
 // stdoutInjector writes the text and a newline.
@@ -502,22 +393,12 @@ func (s *stdoutInjector) Type(ctx context.Context, text string) error {
 	return nil
 }
 
-// terminals are WM_CLASS names (instance or class) and Wayland app_ids of
-// terminal emulators, lower case: they paste with ctrl+shift+v.
-var terminals = []string{
-	"xterm", "uxterm", "urxvt", "rxvt", "urxvt-256color", "kitty", "alacritty",
-	"gnome-terminal", "gnome-terminal-server", "org.gnome.terminal",
-	"kgx", "org.gnome.console", "konsole", "org.kde.konsole", "yakuake",
-	"foot", "footclient", "wezterm", "org.wezfurlong.wezterm",
-	"xfce4-terminal", "terminator", "tilix", "com.gexperts.tilix", "st",
-	"st-256color", "lxterminal", "mate-terminal", "qterminal", "terminology",
-	"sakura", "guake", "tilda", "ghostty", "com.mitchellh.ghostty",
-	"cool-retro-term", "contour", "rio", "blackbox", "com.raggesilver.blackbox",
-}
-
-// IsTerminal reports whether a window class (X11 WM_CLASS instance or
-// class, or a Wayland app_id) is a terminal emulator's.
-func IsTerminal(class string) bool {
-	c := strings.ToLower(strings.TrimSpace(class))
-	return c != "" && (slices.Contains(terminals, c) || strings.Contains(c, "terminal"))
+// Settle puts back what the in-process backends leave between texts: the
+// spare keycodes the x11 backend bound (on every display it typed into,
+// waiting at most a few seconds for each; see package x11) and the
+// wayland backend's connections, whose virtual keyboards go with them.
+// A program that typed calls Settle before it exits.
+func Settle() {
+	wayland.Settle()
+	x11.Settle()
 }

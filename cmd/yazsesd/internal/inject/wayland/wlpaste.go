@@ -1,4 +1,4 @@
-package inject
+package wayland
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 )
 
 // The Wayland paste, in-process where the compositor offers
@@ -65,7 +67,7 @@ func (c *wlclient) dataDevice(ctx context.Context) error {
 	}
 	if c.dcManager == 0 {
 		if _, _, ok := c.global(wlDataControlManager); !ok {
-			return fmt.Errorf("wayland: %w: %w", errWlNoDataControl, ErrUnavailable)
+			return fmt.Errorf("wayland: %w: %w", errWlNoDataControl, backend.ErrUnavailable)
 		}
 		m, err := c.bind(wlDataControlManager)
 		if err != nil {
@@ -85,9 +87,9 @@ func (c *wlclient) dataDevice(ctx context.Context) error {
 
 // pasteWl sets text as the selection, presses the chord (ctrl+shift+v in
 // a terminal, ctrl+v elsewhere) and waits until a client has fetched it.
-// Errors before the chord wrap ErrUnavailable (nothing was pasted); no
-// fetch within pasteWait is errNotPasted; a failure after the chord is
-// ErrInterrupted. The selection is left with the daemon's source: the
+// Errors before the chord wrap backend.ErrUnavailable (nothing was pasted); no
+// fetch within backend.PasteWait is backend.ErrNotPasted; a failure after the chord is
+// backend.ErrInterrupted. The selection is left with the daemon's source: the
 // caller restores it.
 func (c *wlclient) pasteWl(ctx context.Context, text string, terminal bool) (src uint32, err error) {
 	if err := c.dataDevice(ctx); err != nil {
@@ -105,36 +107,36 @@ func (c *wlclient) pasteWl(ctx context.Context, text string, terminal bool) (src
 	}
 	msgs = append(msgs, newWlMsg(dev, zwlrDataControlDeviceSetSelection).uint(src))
 	if err := c.write(msgs...); err != nil {
-		return src, fmt.Errorf("wayland: set_selection: %w: %w", ErrUnavailable, err)
+		return src, fmt.Errorf("wayland: set_selection: %w: %w", backend.ErrUnavailable, err)
 	}
 	if err := c.roundtrip(ctx); err != nil {
-		return src, fmt.Errorf("wayland: set_selection: %w: %w", ErrUnavailable, err)
+		return src, fmt.Errorf("wayland: set_selection: %w: %w", backend.ErrUnavailable, err)
 	}
 	c.mu.Lock()
 	s.armed = !s.gone
 	c.mu.Unlock()
 	if !s.armed {
-		return src, fmt.Errorf("wayland: another client took the clipboard: %w", ErrUnavailable)
+		return src, fmt.Errorf("wayland: another client took the clipboard: %w", backend.ErrUnavailable)
 	}
 	if err := c.chord(ctx, terminal); err != nil {
-		return src, fmt.Errorf("wayland: paste chord: %w: %w", ErrInterrupted, err)
+		return src, fmt.Errorf("wayland: paste chord: %w: %w", backend.ErrInterrupted, err)
 	}
-	timer := time.NewTimer(pasteWait)
+	timer := time.NewTimer(backend.PasteWait)
 	defer timer.Stop()
 	select {
 	case fd := <-s.sends:
 		if err := writePaste(fd, text); err != nil {
-			return src, fmt.Errorf("wayland: serve the paste: %w: %w", ErrInterrupted, err)
+			return src, fmt.Errorf("wayland: serve the paste: %w: %w", backend.ErrInterrupted, err)
 		}
 		return src, nil
 	case <-s.cancelled:
-		return src, fmt.Errorf("wayland: another client took the clipboard after the chord: %w", ErrInterrupted)
+		return src, fmt.Errorf("wayland: another client took the clipboard after the chord: %w", backend.ErrInterrupted)
 	case <-c.dead:
-		return src, fmt.Errorf("wayland: %w: %w", ErrInterrupted, c.failed())
+		return src, fmt.Errorf("wayland: %w: %w", backend.ErrInterrupted, c.failed())
 	case <-ctx.Done():
-		return src, fmt.Errorf("wayland: %w: %w", ErrInterrupted, ctx.Err())
+		return src, fmt.Errorf("wayland: %w: %w", backend.ErrInterrupted, ctx.Err())
 	case <-timer.C:
-		return src, errNotPasted
+		return src, backend.ErrNotPasted
 	}
 }
 
@@ -158,7 +160,7 @@ func writePaste(fd int, text string) error {
 	}
 	f := os.NewFile(uintptr(fd), "paste")
 	defer f.Close()
-	_ = f.SetWriteDeadline(time.Now().Add(pasteWait))
+	_ = f.SetWriteDeadline(time.Now().Add(backend.PasteWait))
 	if _, err := f.WriteString(text); err != nil {
 		return err
 	}

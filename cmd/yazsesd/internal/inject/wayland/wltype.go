@@ -1,4 +1,4 @@
-package inject
+package wayland
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -53,17 +54,19 @@ func wlClient(ctx context.Context, env []string) (*wlclient, error) {
 	}
 	if err := c.bindKeyboard(ctx); err != nil {
 		c.close()
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, backend.ErrUnavailable) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
 	}
 	wlClients[path] = c
 	return c, nil
 }
 
-// closeWayland closes every client (Settle calls it).
-func closeWayland() {
+// Settle closes every client, which destroys their virtual keyboards.
+// The clients stay between texts (one per compositor): a program that
+// typed calls Settle before it exits.
+func Settle() {
 	wlMu.Lock()
 	defer wlMu.Unlock()
 	for path, c := range wlClients {
@@ -72,10 +75,13 @@ func closeWayland() {
 	}
 }
 
-// waylandOffers reports whether the compositor of env offers the virtual
+// Offers reports whether the compositor of env offers the virtual
 // keyboard; known is false when it could not be asked (not running yet).
 // A compositor that offers it keeps the client, ready for the first text.
-func waylandOffers(ctx context.Context, env []string) (offers, known bool) {
+// Every exchange is bounded (5 s).
+func Offers(ctx context.Context, env []string) (offers, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, wlIOTimeout)
+	defer cancel()
 	wlMu.Lock()
 	defer wlMu.Unlock()
 	_, err := wlClient(ctx, env)
@@ -89,22 +95,25 @@ func waylandOffers(ctx context.Context, env []string) (offers, known bool) {
 }
 
 // wayland is the in-process Wayland backend (zwp_virtual_keyboard_v1).
-type wayland struct{ o Options }
+type wayland struct{ o backend.Options }
 
-func (w *wayland) Name() string { return Wayland }
+// New returns the "wayland" backend.
+func New(o backend.Options) backend.Injector { return &wayland{o: o.WithDefaults()} }
 
-func (w *wayland) Focus(ctx context.Context) (Focus, error) {
+func (w *wayland) Name() string { return backend.Wayland }
+
+func (w *wayland) Focus(ctx context.Context) (backend.Focus, error) {
 	if _, err := wlSocket(w.o.Environ); err != nil {
-		return FocusUnknown, err
+		return backend.FocusUnknown, err
 	}
-	sock := w.o.getenv("SWAYSOCK")
+	sock := backend.Getenv(w.o.Environ, "SWAYSOCK")
 	if sock == "" {
-		return FocusUnknown, nil
+		return backend.FocusUnknown, nil
 	}
 	tree, err := swayTree(ctx, sock)
 	if err != nil {
 		// sway's socket is named but does not answer: do not guess.
-		return FocusUnknown, nil
+		return backend.FocusUnknown, nil
 	}
 	return focusFromTree(tree).focus, nil
 }
@@ -114,7 +123,7 @@ func (w *wayland) Type(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if err := gate(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
+	if err := backend.Gate(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
 		return err
 	}
 	wlMu.Lock()
@@ -135,7 +144,7 @@ func (w *wayland) Type(ctx context.Context, text string) error {
 	if sent {
 		// Keys went out: part of the text may be in the window, so no
 		// other backend types it again.
-		return fmt.Errorf("wayland: %w: %w", ErrInterrupted, err)
+		return fmt.Errorf("wayland: %w: %w", backend.ErrInterrupted, err)
 	}
 	return fmt.Errorf("wayland: %w", err)
 }

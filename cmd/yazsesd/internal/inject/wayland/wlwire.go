@@ -1,4 +1,4 @@
-package inject
+package wayland
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/tool"
 )
 
 // The part of the Wayland wire protocol that the "wayland" backend needs,
@@ -77,17 +80,16 @@ var (
 // $XDG_RUNTIME_DIR/$WAYLAND_DISPLAY, or WAYLAND_DISPLAY itself when it is
 // absolute.
 func wlSocket(env []string) (string, error) {
-	o := Options{Environ: env}
-	d := o.getenv("WAYLAND_DISPLAY")
+	d := backend.Getenv(env, "WAYLAND_DISPLAY")
 	if d == "" {
-		return "", fmt.Errorf("no WAYLAND_DISPLAY: %w", ErrUnavailable)
+		return "", fmt.Errorf("no WAYLAND_DISPLAY: %w", backend.ErrUnavailable)
 	}
 	if filepath.IsAbs(d) {
 		return d, nil
 	}
-	rt := o.getenv("XDG_RUNTIME_DIR")
+	rt := backend.Getenv(env, "XDG_RUNTIME_DIR")
 	if rt == "" {
-		return "", fmt.Errorf("WAYLAND_DISPLAY is relative and XDG_RUNTIME_DIR is unset: %w", ErrUnavailable)
+		return "", fmt.Errorf("WAYLAND_DISPLAY is relative and XDG_RUNTIME_DIR is unset: %w", backend.ErrUnavailable)
 	}
 	return filepath.Join(rt, d), nil
 }
@@ -198,7 +200,7 @@ func dialWl(ctx context.Context, env []string) (*wlclient, error) {
 	defer cancel()
 	nc, err := (&net.Dialer{}).DialContext(dctx, "unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the Wayland compositor: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("connect to the Wayland compositor: %w: %w", backend.ErrUnavailable, err)
 	}
 	c := &wlclient{
 		path: path, conn: nc.(*net.UnixConn), nextID: 2,
@@ -210,11 +212,11 @@ func dialWl(ctx context.Context, env []string) (*wlclient, error) {
 	c.registry = c.newID()
 	if err := c.write(newWlMsg(wlDisplayID, wlDisplayGetRegistry).uint(c.registry)); err != nil {
 		c.close()
-		return nil, fmt.Errorf("wayland: get_registry: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("wayland: get_registry: %w: %w", backend.ErrUnavailable, err)
 	}
 	if err := c.roundtrip(ctx); err != nil {
 		c.close()
-		return nil, fmt.Errorf("wayland: registry: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("wayland: registry: %w: %w", backend.ErrUnavailable, err)
 	}
 	return c, nil
 }
@@ -349,7 +351,7 @@ func (c *wlclient) global(iface string) (name, version uint32, ok bool) {
 func (c *wlclient) bind(iface string) (uint32, error) {
 	name, _, ok := c.global(iface)
 	if !ok {
-		return 0, fmt.Errorf("wayland: no %s: %w: %w", iface, errWlNoVirtualKeyboard, ErrUnavailable)
+		return 0, fmt.Errorf("wayland: no %s: %w: %w", iface, errWlNoVirtualKeyboard, backend.ErrUnavailable)
 	}
 	id := c.newID()
 	c.mu.Lock()
@@ -463,7 +465,7 @@ func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 		id, code, msg := a.uint(), a.uint(), a.str()
 		// The compositor's message names a request or an object, never
 		// the text (which is only in the keymap and the key codes).
-		c.fail(fmt.Errorf("wayland: protocol error on object %d, code %d: %s", id, code, redact(msg, "")))
+		c.fail(fmt.Errorf("wayland: protocol error on object %d, code %d: %s", id, code, tool.Redact(msg, "")))
 	case obj == wlDisplayID && opcode == wlDisplayDeleteID:
 		id := a.uint()
 		if a.bad {

@@ -1,4 +1,4 @@
-package inject
+package wayland
 
 import (
 	"context"
@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/tool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // swayTarget is the focused sway node.
 type swayTarget struct {
-	focus Focus
+	focus backend.Focus
 	appID string // Wayland app_id, or the X11 class of an Xwayland window
 }
 
@@ -30,19 +32,18 @@ type swayNode struct {
 }
 
 // waylandFocus tells where keys go in a Wayland session: under sway (SWAYSOCK
-// set) from its tree, elsewhere FocusUnknown.
-func waylandFocus(ctx context.Context, c call) (swayTarget, error) {
-	o := Options{Environ: c.env}
-	if o.getenv("WAYLAND_DISPLAY") == "" {
-		return swayTarget{}, fmt.Errorf("no WAYLAND_DISPLAY: %w", ErrUnavailable)
+// set) from its tree, elsewhere backend.FocusUnknown.
+func waylandFocus(ctx context.Context, c tool.Call) (swayTarget, error) {
+	if backend.Getenv(c.Env, "WAYLAND_DISPLAY") == "" {
+		return swayTarget{}, fmt.Errorf("no WAYLAND_DISPLAY: %w", backend.ErrUnavailable)
 	}
-	if o.getenv("SWAYSOCK") == "" {
-		return swayTarget{focus: FocusUnknown}, nil
+	if backend.Getenv(c.Env, "SWAYSOCK") == "" {
+		return swayTarget{focus: backend.FocusUnknown}, nil
 	}
-	out, err := c.run(ctx, "swaymsg", "-r", "-t", "get_tree")
+	out, err := c.Run(ctx, "swaymsg", "-r", "-t", "get_tree")
 	if err != nil {
 		// sway's socket is named but does not answer: do not guess.
-		return swayTarget{focus: FocusUnknown}, nil
+		return swayTarget{focus: backend.FocusUnknown}, nil
 	}
 	return focusFromTree(out), nil
 }
@@ -51,14 +52,14 @@ func waylandFocus(ctx context.Context, c call) (swayTarget, error) {
 func focusFromTree(out []byte) swayTarget {
 	var root swayNode
 	if err := json.Unmarshal(out, &root); err != nil {
-		return swayTarget{focus: FocusUnknown}
+		return swayTarget{focus: backend.FocusUnknown}
 	}
 	n := findFocused(&root)
 	if n == nil || (n.Type != "con" && n.Type != "floating_con") {
 		// A workspace, an output or nothing is focused.
-		return swayTarget{focus: FocusNone}
+		return swayTarget{focus: backend.FocusNone}
 	}
-	t := swayTarget{focus: FocusWindow}
+	t := swayTarget{focus: backend.FocusWindow}
 	switch {
 	case n.AppID != nil && *n.AppID != "":
 		t.appID = *n.AppID
@@ -82,31 +83,16 @@ func findFocused(n *swayNode) *swayNode {
 	return nil
 }
 
-// sessionFocus is the focus probe of a backend that works in any session
-// (ydotool): Wayland first, then X11.
-func sessionFocus(ctx context.Context, c call) (Focus, error) {
-	o := Options{Environ: c.env}
-	switch {
-	case o.getenv("WAYLAND_DISPLAY") != "":
-		t, err := waylandFocus(ctx, c)
-		return t.focus, err
-	case o.getenv("DISPLAY") != "":
-		t, err := x11Focus(ctx, c)
-		if err != nil {
-			return FocusUnknown, nil // ydotool does not need X to type
-		}
-		return t.focus, nil
-	}
-	return FocusUnknown, nil
-}
+// wtype is the Wayland virtual-keyboard backend that runs wtype.
+type wtype struct{ o backend.Options }
 
-// wtype is the Wayland virtual-keyboard backend.
-type wtype struct{ o Options }
+// NewWtype returns the "wtype" backend.
+func NewWtype(o backend.Options) backend.Injector { return &wtype{o: o.WithDefaults()} }
 
-func (w *wtype) Name() string { return Wtype }
+func (w *wtype) Name() string { return backend.Wtype }
 
-func (w *wtype) Focus(ctx context.Context) (Focus, error) {
-	t, err := waylandFocus(ctx, call{env: w.o.Environ})
+func (w *wtype) Focus(ctx context.Context) (backend.Focus, error) {
+	t, err := waylandFocus(ctx, tool.Call{Env: w.o.Environ})
 	return t.focus, err
 }
 
@@ -115,11 +101,11 @@ func (w *wtype) Type(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if err := gate(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
+	if err := backend.Gate(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
 		return err
 	}
-	c := call{env: w.o.Environ, secret: text, stdin: []byte(text)}
-	if _, err := c.run(ctx, "wtype", wtypeArgs(w.o.WtypeDelay, "-")...); err != nil {
+	c := tool.Call{Env: w.o.Environ, Secret: text, Stdin: []byte(text)}
+	if _, err := c.Run(ctx, "wtype", wtypeArgs(w.o.WtypeDelay, "-")...); err != nil {
 		return fmt.Errorf("wtype: %w", err)
 	}
 	return nil
@@ -131,31 +117,4 @@ func wtypeArgs(delay time.Duration, args ...string) []string {
 		return args
 	}
 	return append([]string{"-s", strconv.FormatInt(delay.Milliseconds(), 10)}, args...)
-}
-
-// ydotool is the uinput backend (needs ydotoold and access to /dev/uinput).
-type ydotool struct{ o Options }
-
-func (y *ydotool) Name() string { return Ydotool }
-
-func (y *ydotool) Focus(ctx context.Context) (Focus, error) {
-	return sessionFocus(ctx, call{env: y.o.Environ})
-}
-
-// ydotoolArgs: the text comes on stdin, read as a file.
-var ydotoolArgs = []string{"type", "--file", "/dev/stdin"}
-
-func (y *ydotool) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if err := gate(ctx, y, y.o.RequireFocus, y.o.Log); err != nil {
-		return err
-	}
-	c := call{env: y.o.Environ, secret: text, stdin: []byte(text)}
-	if _, err := c.run(ctx, "ydotool", ydotoolArgs...); err != nil {
-		return fmt.Errorf("ydotool: %w", err)
-	}
-	return nil
 }

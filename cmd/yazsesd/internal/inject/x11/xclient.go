@@ -1,4 +1,4 @@
-package inject
+package x11
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 )
 
 // xIOTimeout bounds every exchange with the X server: a server that does
@@ -96,10 +98,9 @@ const (
 // env names (XAUTHORITY, else $HOME/.Xauthority). No file or no entry is
 // no cookie and no error: the server may not ask for one.
 func readXauth(env []string, d xdisplay) (xauth, bool) {
-	o := Options{Environ: env}
-	file := o.getenv("XAUTHORITY")
+	file := backend.Getenv(env, "XAUTHORITY")
 	if file == "" {
-		home := o.getenv("HOME")
+		home := backend.Getenv(env, "HOME")
 		if home == "" {
 			return xauth{}, false
 		}
@@ -194,43 +195,43 @@ type xclient struct {
 }
 
 // dialX connects to the display of env and checks for XTEST. Errors wrap
-// ErrUnavailable: another backend may still work.
+// backend.ErrUnavailable: another backend may still work.
 func dialX(ctx context.Context, env []string) (*xclient, error) {
 	quietXGB()
-	display := (Options{Environ: env}).getenv("DISPLAY")
+	display := backend.Getenv(env, "DISPLAY")
 	if display == "" {
-		return nil, fmt.Errorf("no DISPLAY: %w", ErrUnavailable)
+		return nil, fmt.Errorf("no DISPLAY: %w", backend.ErrUnavailable)
 	}
 	d, err := parseDisplay(display)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, xIOTimeout)
 	defer cancel()
 	nc, err := (&net.Dialer{}).DialContext(dctx, d.network, d.addr)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the X display: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("connect to the X display: %w: %w", backend.ErrUnavailable, err)
 	}
 	_ = nc.SetDeadline(time.Now().Add(xIOTimeout))
 	auth, _ := readXauth(env, d)
 	c, err := xgb.NewConnNet(&authConn{Conn: nc, auth: auth})
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("connect to the X display: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("connect to the X display: %w: %w", backend.ErrUnavailable, err)
 	}
 	x := &xclient{nc: nc, c: c, events: make(chan xgb.Event, 64), done: make(chan struct{})}
 	go x.read()
 	setup := xproto.Setup(c)
 	if d.screen >= len(setup.Roots) {
 		x.close()
-		return nil, fmt.Errorf("DISPLAY names screen %d, the server has %d: %w", d.screen, len(setup.Roots), ErrUnavailable)
+		return nil, fmt.Errorf("DISPLAY names screen %d, the server has %d: %w", d.screen, len(setup.Roots), backend.ErrUnavailable)
 	}
 	x.root = setup.Roots[d.screen].Root
 	x.minKC, x.maxKC = setup.MinKeycode, setup.MaxKeycode
 	x.idMask, x.maxRequest = setup.ResourceIdMask, int(setup.MaximumRequestLength)*4
 	if err := xtest.Init(c); err != nil {
 		x.close()
-		return nil, fmt.Errorf("the X server has no XTEST extension: %w", ErrUnavailable)
+		return nil, fmt.Errorf("the X server has no XTEST extension: %w", backend.ErrUnavailable)
 	}
 	return x, nil
 }

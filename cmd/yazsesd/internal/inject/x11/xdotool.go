@@ -1,4 +1,4 @@
-package inject
+package x11
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/tool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -18,18 +20,18 @@ var x11Mu sync.Mutex
 
 // x11Target is the focused X11 window.
 type x11Target struct {
-	focus Focus
+	focus backend.Focus
 	class []string // WM_CLASS instance and class
 }
 
-// x11Focus tells where keys go on the X display of c.env.
-func x11Focus(ctx context.Context, c call) (x11Target, error) {
-	if (Options{Environ: c.env}).getenv("DISPLAY") == "" {
-		return x11Target{}, fmt.Errorf("no DISPLAY: %w", ErrUnavailable)
+// x11Focus tells where keys go on the X display of c.Env.
+func x11Focus(ctx context.Context, c tool.Call) (x11Target, error) {
+	if backend.Getenv(c.Env, "DISPLAY") == "" {
+		return x11Target{}, fmt.Errorf("no DISPLAY: %w", backend.ErrUnavailable)
 	}
-	out, err := c.run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED")
+	out, err := c.Run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED")
 	if err != nil {
-		return x11Target{}, fmt.Errorf("active window: %w: %w", ErrUnavailable, err)
+		return x11Target{}, fmt.Errorf("active window: %w: %w", backend.ErrUnavailable, err)
 	}
 	root := parseRoot(string(out))
 	var win uint64
@@ -37,48 +39,48 @@ func x11Focus(ctx context.Context, c call) (x11Target, error) {
 	case root.activeSet:
 		// A window manager keeps _NET_ACTIVE_WINDOW; 0 is "none".
 		if root.active == 0 {
-			return x11Target{focus: FocusNone}, nil
+			return x11Target{focus: backend.FocusNone}, nil
 		}
 		win = root.active
 	case root.activeSupported:
 		// The window manager supports it but has no active window.
-		return x11Target{focus: FocusNone}, nil
+		return x11Target{focus: backend.FocusNone}, nil
 	default:
 		// No window manager (or one without _NET_ACTIVE_WINDOW): the X
 		// input focus itself.
-		out, err := c.run(ctx, "xdotool", "getwindowfocus", "-f")
+		out, err := c.Run(ctx, "xdotool", "getwindowfocus", "-f")
 		if err != nil {
-			return x11Target{}, fmt.Errorf("input focus: %w: %w", ErrUnavailable, err)
+			return x11Target{}, fmt.Errorf("input focus: %w: %w", backend.ErrUnavailable, err)
 		}
 		id, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
 		if err != nil {
-			return x11Target{}, fmt.Errorf("input focus: unexpected output: %w", ErrUnavailable)
+			return x11Target{}, fmt.Errorf("input focus: unexpected output: %w", backend.ErrUnavailable)
 		}
 		if id <= 1 || id == root.wmCheck { // None, PointerRoot, the WM's own window
-			return x11Target{focus: FocusNone}, nil
+			return x11Target{focus: backend.FocusNone}, nil
 		}
-		out, err = c.run(ctx, "xwininfo", "-root")
+		out, err = c.Run(ctx, "xwininfo", "-root")
 		if err != nil {
-			return x11Target{}, fmt.Errorf("root window: %w: %w", ErrUnavailable, err)
+			return x11Target{}, fmt.Errorf("root window: %w: %w", backend.ErrUnavailable, err)
 		}
 		if r, ok := rootWindow(string(out)); ok && r == id {
-			return x11Target{focus: FocusNone}, nil
+			return x11Target{focus: backend.FocusNone}, nil
 		}
 		win = id
 	}
-	out, err = c.run(ctx, "xprop", "-id", strconv.FormatUint(win, 10), "WM_CLASS", "_NET_WM_WINDOW_TYPE")
+	out, err = c.Run(ctx, "xprop", "-id", strconv.FormatUint(win, 10), "WM_CLASS", "_NET_WM_WINDOW_TYPE")
 	if err != nil {
 		// The window is gone (some window managers leave a closed window
 		// in _NET_ACTIVE_WINDOW).
-		return x11Target{focus: FocusNone}, nil
+		return x11Target{focus: backend.FocusNone}, nil
 	}
-	t := x11Target{focus: FocusWindow}
+	t := x11Target{focus: backend.FocusWindow}
 	for line := range strings.Lines(string(out)) {
 		switch {
 		case strings.HasPrefix(line, "WM_CLASS("):
 			t.class = quoted(line)
 		case strings.HasPrefix(line, "_NET_WM_WINDOW_TYPE(") && strings.Contains(line, "_NET_WM_WINDOW_TYPE_DESKTOP"):
-			t.focus = FocusNone // the desktop itself is active
+			t.focus = backend.FocusNone // the desktop itself is active
 		}
 	}
 	return t, nil
@@ -160,13 +162,16 @@ func quoted(line string) []string {
 	}
 }
 
-// xdotool is the X11 backend.
-type xdotool struct{ o Options }
+// xdotool is the X11 backend that runs xdotool.
+type xdotool struct{ o backend.Options }
 
-func (x *xdotool) Name() string { return Xdotool }
+// NewXdotool returns the "xdotool" backend.
+func NewXdotool(o backend.Options) backend.Injector { return &xdotool{o: o.WithDefaults()} }
 
-func (x *xdotool) Focus(ctx context.Context) (Focus, error) {
-	t, err := x11Focus(ctx, call{env: x.o.Environ})
+func (x *xdotool) Name() string { return backend.Xdotool }
+
+func (x *xdotool) Focus(ctx context.Context) (backend.Focus, error) {
+	t, err := x11Focus(ctx, tool.Call{Env: x.o.Environ})
 	return t.focus, err
 }
 
@@ -177,10 +182,10 @@ func (x *xdotool) Type(ctx context.Context, text string) error {
 	}
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
-	if err := gate(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
+	if err := backend.Gate(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
 		return err
 	}
-	if err := typeX11(ctx, call{env: x.o.Environ, secret: text}, text, x.o.RestoreDelay); err != nil {
+	if err := typeX11(ctx, tool.Call{Env: x.o.Environ, Secret: text}, text, x.o.RestoreDelay); err != nil {
 		return fmt.Errorf("xdotool: %w", err)
 	}
 	return nil
@@ -188,32 +193,32 @@ func (x *xdotool) Type(ctx context.Context, text string) error {
 
 // typeX11 types text with xdotool, its non-ASCII characters bound to spare
 // keycodes first (see the package comment).
-func typeX11(ctx context.Context, c call, text string, hold time.Duration) error {
+func typeX11(ctx context.Context, c tool.Call, text string, hold time.Duration) error {
 	if isASCII(text) {
 		return xdotoolType(ctx, c, text)
 	}
-	out, err := c.run(ctx, "xmodmap", "-pke")
+	out, err := c.Run(ctx, "xmodmap", "-pke")
 	if err != nil {
 		return fmt.Errorf("read keymap: %w", err)
 	}
 	spare := spareKeycodes(out)
 	// Leave one spare keycode to xdotool for anything still missing.
 	if len(spare) < 2 {
-		return fmt.Errorf("no spare keycodes in the keyboard map: %w", ErrUnavailable)
+		return fmt.Errorf("no spare keycodes in the keyboard map: %w", backend.ErrUnavailable)
 	}
 	spare = spare[:len(spare)-1]
 	// One round of bindings a text: a keycode bound again part-way
 	// through would give a window that reads its keys late the later
 	// character.
 	if len(distinctNonASCII(text)) > len(spare) {
-		return fmt.Errorf("%w: %w", errTooMany, ErrUnavailable)
+		return fmt.Errorf("%w: %w", errTooMany, backend.ErrUnavailable)
 	}
 	return typeBound(ctx, c, text, spare, hold)
 }
 
 // typeBound binds chunk's non-ASCII runes to spare keycodes, types chunk,
 // waits hold and frees the keycodes (even when ctx ends).
-func typeBound(ctx context.Context, c call, chunk string, spare []int, hold time.Duration) error {
+func typeBound(ctx context.Context, c tool.Call, chunk string, spare []int, hold time.Duration) error {
 	var bind, unbind bytes.Buffer
 	for i, r := range distinctNonASCII(chunk) {
 		fmt.Fprintf(&bind, "keycode %d = U%04X U%04X\n", spare[i], r, r)
@@ -222,19 +227,19 @@ func typeBound(ctx context.Context, c call, chunk string, spare []int, hold time
 	if bind.Len() > 0 {
 		// The keysyms go on stdin: a command line would show them.
 		b := c
-		b.stdin = bind.Bytes()
-		if _, err := b.run(ctx, "xmodmap", "-"); err != nil {
+		b.Stdin = bind.Bytes()
+		if _, err := b.Run(ctx, "xmodmap", "-"); err != nil {
 			return fmt.Errorf("bind keycodes: %w", err)
 		}
 		defer func() {
 			// Give the window time to look the keys up, then free the
 			// keycodes, also after a cancel.
-			_ = sleep(ctx, hold)
+			_ = tool.Sleep(ctx, hold)
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			u := c
-			u.stdin = unbind.Bytes()
-			_, _ = u.run(uctx, "xmodmap", "-")
+			u.Stdin = unbind.Bytes()
+			_, _ = u.Run(uctx, "xmodmap", "-")
 		}()
 	}
 	return xdotoolType(ctx, c, chunk)
@@ -242,9 +247,9 @@ func typeBound(ctx context.Context, c call, chunk string, spare []int, hold time
 
 // xdotoolType runs `xdotool type` with the text on stdin and the default
 // key delay (12 ms).
-func xdotoolType(ctx context.Context, c call, text string) error {
-	c.stdin = []byte(text)
-	_, err := c.run(ctx, "xdotool", "type", "--clearmodifiers", "--file", "-")
+func xdotoolType(ctx context.Context, c tool.Call, text string) error {
+	c.Stdin = []byte(text)
+	_, err := c.Run(ctx, "xdotool", "type", "--clearmodifiers", "--file", "-")
 	return err
 }
 

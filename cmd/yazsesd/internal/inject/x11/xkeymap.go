@@ -1,4 +1,4 @@
-package inject
+package x11
 
 import (
 	"errors"

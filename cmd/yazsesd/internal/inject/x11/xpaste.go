@@ -1,15 +1,20 @@
-package inject
+package x11
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/tool"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The X11 paste. This process owns the selection while it pastes, so it
@@ -22,13 +27,35 @@ import (
 // pastes in VTE and Qt terminals); any other window gets Ctrl+V with the
 // text in CLIPBOARD.
 
-// pasteWait bounds the wait for the window to fetch a paste after the
-// chord (35–70 ms when it does, measured with xterm under Xvfb).
-const pasteWait = 5 * time.Second
+// clipboard is the "clipboard" backend of an X11 session: the paste
+// above, in-process, and the selections put back after.
+type clipboard struct{ o backend.Options }
 
-// errNotPasted: the window did not fetch the text. Nothing of it arrived;
-// another backend may type it.
-var errNotPasted = errors.New("the window did not take the paste")
+// NewClipboard returns the X11 "clipboard" backend.
+func NewClipboard(o backend.Options) backend.Injector { return &clipboard{o: o.WithDefaults()} }
+
+func (c *clipboard) Name() string { return backend.Clipboard }
+
+// Focus asks the X server, or xprop when the protocol is out of reach.
+func (c *clipboard) Focus(ctx context.Context) (backend.Focus, error) {
+	if x, err := dialX(ctx, c.o.Environ); err == nil {
+		t, err := x.focus(false)
+		x.close()
+		return t.focus, err
+	}
+	t, err := x11Focus(ctx, tool.Call{Env: c.o.Environ})
+	return t.focus, err
+}
+
+func (c *clipboard) Type(ctx context.Context, text string) error {
+	text = untrusted.Typed(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	x11Mu.Lock()
+	defer x11Mu.Unlock()
+	return c.pasteX11(ctx, text)
+}
 
 // xatoms are the atoms of the paste.
 type xatoms struct {
@@ -63,7 +90,7 @@ type xpaste struct {
 // puts the selections back as they were. A selection it cannot put back
 // (one that holds something other than text, or whose owner does not
 // answer) is left alone: the call then fails before it changes anything,
-// with ErrUnavailable.
+// with backend.ErrUnavailable.
 func (c *clipboard) pasteX11(ctx context.Context, text string) error {
 	x, err := dialX(ctx, c.o.Environ)
 	if err != nil {
@@ -74,13 +101,13 @@ func (c *clipboard) pasteX11(ctx context.Context, text string) error {
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)
 	}
-	terminal := slices.ContainsFunc(t.class, IsTerminal)
-	c.o.Log.Debug("focus", "backend", Clipboard, "focus", t.focus.String(), "terminal", terminal)
-	if t.focus != FocusWindow {
-		return fmt.Errorf("clipboard: focus %s: %w", t.focus, ErrNoTarget)
+	terminal := slices.ContainsFunc(t.class, backend.IsTerminal)
+	c.o.Log.Debug("focus", "backend", backend.Clipboard, "focus", t.focus.String(), "terminal", terminal)
+	if t.focus != backend.FocusWindow {
+		return fmt.Errorf("clipboard: focus %s: %w", t.focus, backend.ErrNoTarget)
 	}
 	if len(text) > x.maxRequest-64 {
-		return fmt.Errorf("clipboard: the text is longer than the X server takes in one piece: %w", ErrUnavailable)
+		return fmt.Errorf("clipboard: the text is longer than the X server takes in one piece: %w", backend.ErrUnavailable)
 	}
 	names, err := x.internAtoms("CLIPBOARD", "UTF8_STRING", "TARGETS", "TEXT", "text/plain;charset=utf-8", "INCR", "_YAZSES_PASTE")
 	if err != nil {
@@ -100,7 +127,7 @@ func (c *clipboard) pasteX11(ctx context.Context, text string) error {
 			return fmt.Errorf("clipboard: %s: %w", s.name, err)
 		}
 	}
-	var restore clipTools
+	var restore string
 	if slices.ContainsFunc(p.sels, func(s *selection) bool { return s.owned }) {
 		if restore, err = c.x11Restorer(); err != nil {
 			return fmt.Errorf("clipboard: %w", err)
@@ -154,7 +181,7 @@ func (p *xpaste) next(ctx context.Context, timer *time.Timer) (xgb.Event, error)
 
 // save reads what s holds now: no owner, or its text. A selection whose
 // owner offers no text, sends it in pieces (INCR) or does not answer is
-// ErrUnavailable: it could not be put back.
+// backend.ErrUnavailable: it could not be put back.
 func (p *xpaste) save(ctx context.Context, s *selection) error {
 	p.x.extend(0)
 	r, err := xproto.GetSelectionOwner(p.x.c, s.atom).Reply()
@@ -190,14 +217,14 @@ func (p *xpaste) save(ctx context.Context, s *selection) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("it holds no text, which could not be put back: %w", ErrUnavailable)
+	return fmt.Errorf("it holds no text, which could not be put back: %w", backend.ErrUnavailable)
 }
 
 // convert asks the owner of sel for target and reads the answer.
 func (p *xpaste) convert(ctx context.Context, sel, target xproto.Atom) ([]byte, bool, error) {
-	p.x.extend(pasteWait)
+	p.x.extend(backend.PasteWait)
 	xproto.ConvertSelection(p.x.c, p.win, sel, target, p.a.prop, xproto.TimeCurrentTime)
-	timer := time.NewTimer(pasteWait)
+	timer := time.NewTimer(backend.PasteWait)
 	defer timer.Stop()
 	for {
 		ev, err := p.next(ctx, timer)
@@ -205,7 +232,7 @@ func (p *xpaste) convert(ctx context.Context, sel, target xproto.Atom) ([]byte, 
 			return nil, false, err
 		}
 		if ev == nil {
-			return nil, false, fmt.Errorf("its owner did not answer: %w", ErrUnavailable)
+			return nil, false, fmt.Errorf("its owner did not answer: %w", backend.ErrUnavailable)
 		}
 		n, ok := ev.(xproto.SelectionNotifyEvent)
 		if !ok || n.Requestor != p.win || n.Selection != sel {
@@ -220,7 +247,7 @@ func (p *xpaste) convert(ctx context.Context, sel, target xproto.Atom) ([]byte, 
 			return nil, false, fmt.Errorf("x11: read the selection: %w", err)
 		}
 		if r.Type == p.a.incr || r.BytesAfter > 0 {
-			return nil, false, fmt.Errorf("it holds more text than is put back: %w", ErrUnavailable)
+			return nil, false, fmt.Errorf("it holds more text than is put back: %w", backend.ErrUnavailable)
 		}
 		return r.Value, true, nil
 	}
@@ -248,15 +275,15 @@ func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
 			return fmt.Errorf("x11: selection owner: %w", err)
 		}
 		if r.Owner != p.win {
-			return fmt.Errorf("x11: the %s could not be taken: %w", s.name, ErrUnavailable)
+			return fmt.Errorf("x11: the %s could not be taken: %w", s.name, backend.ErrUnavailable)
 		}
 	}
 	if err := p.chord(t, terminal); err != nil {
 		return err
 	}
 	// The window fetches the text when it sees the chord.
-	p.x.extend(pasteWait)
-	timer := time.NewTimer(pasteWait)
+	p.x.extend(backend.PasteWait)
+	timer := time.NewTimer(backend.PasteWait)
 	defer timer.Stop()
 	elsewhere := false
 	for {
@@ -264,16 +291,16 @@ func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
 		if err != nil {
 			// The window may fetch the text still, or have fetched it:
 			// no other backend types it again.
-			return fmt.Errorf("%w: %w", ErrInterrupted, err)
+			return fmt.Errorf("%w: %w", backend.ErrInterrupted, err)
 		}
 		switch e := ev.(type) {
 		case nil:
 			if elsewhere {
 				// Another client fetched the text after the chord: it may
 				// be the window (through a window of another client).
-				return fmt.Errorf("%w: another client than the focused window's fetched the paste", ErrInterrupted)
+				return fmt.Errorf("%w: another client than the focused window's fetched the paste", backend.ErrInterrupted)
 			}
-			return errNotPasted
+			return backend.ErrNotPasted
 		case xproto.SelectionClearEvent:
 			for _, s := range p.sels {
 				if s.atom == e.Selection {
@@ -304,7 +331,7 @@ func (p *xpaste) chord(t xtarget, terminal bool) error {
 		mod, key = st.ctrlKC, keycodeOf(st.m, 'v')
 	}
 	if mod == 0 || key == 0 {
-		return fmt.Errorf("x11: the keyboard map has no key for the paste chord: %w", ErrUnavailable)
+		return fmt.Errorf("x11: the keyboard map has no key for the paste chord: %w", backend.ErrUnavailable)
 	}
 	s := &xsession{c: p.x, t: t, st: st}
 	for _, kc := range st.modsDown {
@@ -397,7 +424,7 @@ func utf8ToLatin1(b []byte) []byte {
 // owner, or its text through xclip or xsel (which keep serving it after
 // this process has gone). A selection that another client took during the
 // paste is left to it.
-func (p *xpaste) restore(ctx context.Context, tools clipTools) error {
+func (p *xpaste) restore(ctx context.Context, restorer string) error {
 	p.x.extend(0)
 	for _, s := range p.sels {
 		if !s.lost {
@@ -407,14 +434,14 @@ func (p *xpaste) restore(ctx context.Context, tools clipTools) error {
 	if _, err := p.x.sync(); err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*confirmWait)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*tool.ConfirmWait)
 	defer cancel()
 	var errs []error
 	for _, s := range p.sels {
 		if s.lost || !s.owned {
 			continue
 		}
-		if err := p.c.put(rctx, tools.forSelection(s.name), s.text, string(p.data)); err != nil {
+		if err := tool.Put(rctx, p.c.o.Environ, forSelection(restorer, s.name), s.text, string(p.data)); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 		}
 	}
@@ -423,26 +450,25 @@ func (p *xpaste) restore(ctx context.Context, tools clipTools) error {
 
 // x11Restorer is the tool that keeps a restored selection's text: xclip,
 // else xsel.
-func (c *clipboard) x11Restorer() (clipTools, error) {
-	for _, tool := range []string{"xclip", "xsel"} {
-		if _, err := lookPath(c.o.Environ, tool); err == nil {
-			return clipTools{tool: tool}, nil
+func (c *clipboard) x11Restorer() (string, error) {
+	for _, name := range []string{"xclip", "xsel"} {
+		if _, err := tool.LookPath(c.o.Environ, name); err == nil {
+			return name, nil
 		}
 	}
-	return clipTools{}, fmt.Errorf("neither xclip nor xsel found to put the clipboard back: %w", ErrUnavailable)
+	return "", fmt.Errorf("neither xclip nor xsel found to put the clipboard back: %w", backend.ErrUnavailable)
 }
 
-// forSelection is tools for one X selection ("clipboard" or "primary").
-func (t clipTools) forSelection(sel string) clipTools {
-	switch t.tool {
-	case "xclip":
-		t.save = []string{"xclip", "-selection", sel, "-o"}
-		t.set = []string{"xclip", "-selection", sel, "-i"}
-		t.clear = t.set
-	case "xsel":
-		t.save = []string{"xsel", "--" + sel, "--output"}
-		t.set = []string{"xsel", "--" + sel, "--input"}
-		t.clear = []string{"xsel", "--" + sel, "--clear"}
+// forSelection is the commands of restorer (xclip or xsel) for one X
+// selection ("clipboard" or "primary").
+func forSelection(restorer, sel string) tool.Clipboard {
+	if restorer == "xsel" {
+		return tool.Clipboard{
+			Save:  []string{"xsel", "--" + sel, "--output"},
+			Set:   []string{"xsel", "--" + sel, "--input"},
+			Clear: []string{"xsel", "--" + sel, "--clear"},
+		}
 	}
-	return t
+	set := []string{"xclip", "-selection", sel, "-i"}
+	return tool.Clipboard{Save: []string{"xclip", "-selection", sel, "-o"}, Set: set, Clear: set}
 }

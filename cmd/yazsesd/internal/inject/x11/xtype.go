@@ -1,4 +1,4 @@
-package inject
+package x11
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -19,14 +20,18 @@ import (
 var errWindowChanged = errors.New("the focused window closed or lost the focus")
 
 // x11 is the in-process X11 backend (XTEST through xgb).
-type x11 struct{ o Options }
+type x11 struct{ o backend.Options }
 
-func (x *x11) Name() string { return X11 }
+// New returns the "x11" backend: XTEST through a connection of its own.
+// It is a [backend.Pauser].
+func New(o backend.Options) backend.Injector { return &x11{o: o.WithDefaults()} }
 
-func (x *x11) Focus(ctx context.Context) (Focus, error) {
+func (x *x11) Name() string { return backend.X11 }
+
+func (x *x11) Focus(ctx context.Context) (backend.Focus, error) {
 	c, err := dialX(ctx, x.o.Environ)
 	if err != nil {
-		return FocusUnknown, err
+		return backend.FocusUnknown, err
 	}
 	defer c.close()
 	t, err := c.focus(false)
@@ -35,7 +40,7 @@ func (x *x11) Focus(ctx context.Context) (Focus, error) {
 
 // xtarget is the focused window as the protocol tells it.
 type xtarget struct {
-	focus  Focus
+	focus  backend.Focus
 	class  []string // WM_CLASS instance and class
 	win    xproto.Window
 	active xproto.Atom // _NET_ACTIVE_WINDOW when a window manager keeps it, else 0
@@ -142,15 +147,15 @@ func (x *xclient) focus(watch bool) (xtarget, error) {
 	switch {
 	case activeSet:
 		if win == 0 {
-			return xtarget{focus: FocusNone}, nil
+			return xtarget{focus: backend.FocusNone}, nil
 		}
 		t.active = netActive
 	case slices.Contains(atomList(supported), netActive):
-		return xtarget{focus: FocusNone}, nil
+		return xtarget{focus: backend.FocusNone}, nil
 	default:
 		win = fr.Focus
 		if win <= 1 || win == wmCheck || win == x.root { // None, PointerRoot
-			return xtarget{focus: FocusNone}, nil
+			return xtarget{focus: backend.FocusNone}, nil
 		}
 	}
 	t.win = win
@@ -161,7 +166,7 @@ func (x *xclient) focus(watch bool) (xtarget, error) {
 			if isXGone(err) {
 				return xtarget{}, fmt.Errorf("x11: %w", err)
 			}
-			return xtarget{focus: FocusNone}, nil // the window is gone
+			return xtarget{focus: backend.FocusNone}, nil // the window is gone
 		}
 		if t.active != 0 {
 			xproto.ChangeWindowAttributes(x.c, x.root, xproto.CwEventMask, []uint32{xproto.EventMaskPropertyChange})
@@ -179,16 +184,16 @@ func (x *xclient) focus(watch bool) (xtarget, error) {
 		}
 		// The window is gone (some window managers leave a closed window
 		// in _NET_ACTIVE_WINDOW).
-		return xtarget{focus: FocusNone}, nil
+		return xtarget{focus: backend.FocusNone}, nil
 	}
 	types, err := reply(typeC, netType != 0)
 	if err != nil {
-		return xtarget{focus: FocusNone}, nil
+		return xtarget{focus: backend.FocusNone}, nil
 	}
 	if netDesktop != 0 && slices.Contains(atomList(types), netDesktop) {
-		return xtarget{focus: FocusNone}, nil // the desktop itself is active
+		return xtarget{focus: backend.FocusNone}, nil // the desktop itself is active
 	}
-	t.focus = FocusWindow
+	t.focus = backend.FocusWindow
 	if class != nil && class.Format == 8 {
 		t.class = strings.Split(strings.TrimRight(string(class.Value), "\x00"), "\x00")
 	}
@@ -364,7 +369,7 @@ func (s *xsession) typeText(ctx context.Context, text string) error {
 	}
 	p, err := planX(text, s.st.m, s.st.shiftKC != 0, held)
 	if err != nil {
-		return fmt.Errorf("x11: %w: %w", err, ErrUnavailable)
+		return fmt.Errorf("x11: %w: %w", err, backend.ErrUnavailable)
 	}
 	// Keys held down would turn letters into shortcuts: release them (and
 	// never press them again). Caps Lock would change the case: turn it
@@ -534,8 +539,7 @@ var x11Displays = map[string][]string{} // guarded by x11Mu
 
 // useDisplay notes env for Settle; x11Mu is held.
 func useDisplay(env []string) {
-	o := Options{Environ: env}
-	x11Displays[o.getenv("DISPLAY")+"\x00"+o.getenv("XAUTHORITY")] = env
+	x11Displays[backend.Getenv(env, "DISPLAY")+"\x00"+backend.Getenv(env, "XAUTHORITY")] = env
 }
 
 // Settle gives the spare keycodes that the in-process X11 backend bound
@@ -543,10 +547,8 @@ func useDisplay(env []string) {
 // waiting at most a few seconds for each. The bindings stay between
 // texts, so that a window that reads its keys late still finds them: a
 // program that typed calls Settle before it exits. A display that is gone
-// is skipped. Settle also closes the wayland backend's connections, which
-// destroys their virtual keyboards.
+// is skipped.
 func Settle() {
-	closeWayland()
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
 	for key, env := range x11Displays {
@@ -562,11 +564,11 @@ func Settle() {
 	}
 }
 
-// pauses reports whether text is more than the x11 backend types: it has
+// Pauses reports whether text is more than the x11 backend types: it has
 // more characters to bind than the spare keycodes hold at once (see
 // xplan). A Typer pastes such a text when pasting is on (see
 // Options.PasteOverChars).
-func (x *x11) pauses(ctx context.Context, text string) bool {
+func (x *x11) Pauses(ctx context.Context, text string) bool {
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
 	c, err := dialX(ctx, x.o.Environ)
@@ -602,9 +604,9 @@ func (x *x11) Type(ctx context.Context, text string) error {
 	if err != nil {
 		return err
 	}
-	x.o.Log.Debug("focus", "backend", X11, "focus", t.focus.String())
-	if t.focus != FocusWindow {
-		return fmt.Errorf("%s: focus %s: %w", X11, t.focus, ErrNoTarget)
+	x.o.Log.Debug("focus", "backend", backend.X11, "focus", t.focus.String())
+	if t.focus != backend.FocusWindow {
+		return fmt.Errorf("%s: focus %s: %w", backend.X11, t.focus, backend.ErrNoTarget)
 	}
 	st, err := c.readState()
 	if err != nil {
@@ -622,7 +624,7 @@ func (x *x11) Type(ctx context.Context, text string) error {
 	case s.sent:
 		// Part of the text is in the window: no other backend may type it
 		// all again.
-		return fmt.Errorf("x11: %w: %w", ErrInterrupted, err)
+		return fmt.Errorf("x11: %w: %w", backend.ErrInterrupted, err)
 	}
 	return err
 }

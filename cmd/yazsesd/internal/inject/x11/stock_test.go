@@ -1,4 +1,4 @@
-package inject
+package x11_test
 
 import (
 	"context"
@@ -234,8 +234,9 @@ func withoutLocale(env []string, extra ...string) []string {
 }
 
 // The typing tools read the text in the locale's encoding: without a
-// UTF-8 locale xdotool and wtype lose every character that is not ASCII
-// and exit 0. They get one whatever the daemon's own locale.
+// UTF-8 locale xdotool loses every character that is not ASCII and exits
+// 0. It gets one whatever the daemon's own locale (wtype: see
+// inject/wayland's test of the same name).
 func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 	const text = "Grüße 日本語"
 	for _, loc := range [][]string{nil, {"LC_ALL=C"}, {"LANG=C", "LC_CTYPE=POSIX"}} {
@@ -251,41 +252,5 @@ func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 			}
 			rec.WaitFor(t, text)
 		})
-	}
-	t.Run("wayland", func(t *testing.T) {
-		env := startSway(t)
-		rec := startFoot(t, env)
-		inj, _ := New(Wtype, Options{Environ: withoutLocale(env, "LC_ALL=C")})
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := inj.Type(ctx, text); err != nil {
-			t.Fatalf("Type: %v", err)
-		}
-		rec.WaitFor(t, text)
-	})
-}
-
-func TestUTF8Locale(t *testing.T) {
-	for _, tt := range []struct {
-		env  []string
-		want string // the LC_CTYPE the tools see ("" : env as it was)
-	}{
-		{[]string{"PATH=/bin", "LANG=de_DE.UTF-8"}, ""},
-		{[]string{"LC_ALL=en_US.utf8"}, ""},
-		{[]string{"LANG=C.UTF-8", "LC_CTYPE=C"}, "C.UTF-8"},
-		{[]string{"PATH=/bin"}, "C.UTF-8"},
-		{[]string{"LC_ALL=C", "LANG=de_DE.UTF-8"}, "C.UTF-8"},
-	} {
-		got := utf8Locale(tt.env)
-		if tt.want == "" {
-			if strings.Join(got, " ") != strings.Join(tt.env, " ") {
-				t.Errorf("utf8Locale(%q) = %q, want it unchanged", tt.env, got)
-			}
-			continue
-		}
-		o := Options{Environ: got}
-		if o.getenv("LC_ALL") != "" || o.getenv("LC_CTYPE") != tt.want || o.getenv("PATH") != (Options{Environ: tt.env}).getenv("PATH") {
-			t.Errorf("utf8Locale(%q) = %q, want LC_CTYPE=%s, no LC_ALL, the rest kept", tt.env, got, tt.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package inject
+package wayland_test
 
 import (
 	"context"
@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 )
 
 // benchText58 is the 58 characters BenchmarkDictationLatency types for a
@@ -63,77 +67,6 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 	}
 }
 
-// BenchmarkInject types the 58 characters of BenchmarkDictationLatency,
-// the 500 of the mixed text (paste only: more characters than the spare
-// keycodes hold) and 2360 of plain text (x11 and paste only) into an xterm under Xvfb, side by side: the
-// in-process client, the xdotool chain and the clipboard's paste (xclip
-// and xdotool's key chord, the clipboard restored after). ns/op is from
-// the call to the last byte in the terminal's file; call-ms is the whole
-// call (the paste's includes the wait before the clipboard is restored);
-// us/char is ns/op per character. The in-process client's keyboard map is
-// restored (Settle) after each run; that is not timed.
-//
-//	go test ./cmd/yazsesd/internal/inject -run '^$' -bench Inject -benchtime 10x
-func BenchmarkInject(b *testing.B) {
-	env := startX(b)
-	rec := startRecorder(b, env)
-	rec.Focus(b)
-	g := watchGrowth(b, rec.File)
-	texts := []string{benchText58, mixedText(), strings.Repeat(benchText58+" ", 40)}
-	for _, text := range texts {
-		n := len([]rune(text))
-		for _, name := range []string{X11, Xdotool, Clipboard} {
-			if name == Xdotool && n > 500 {
-				continue // half a minute a run
-			}
-			if name != Clipboard && text == texts[1] {
-				continue // more characters than the spare keycodes hold: pasted
-			}
-			b.Run(fmt.Sprintf("chars=%d/%s", n, name), func(b *testing.B) {
-				inj, err := New(name, Options{Environ: env})
-				if err != nil {
-					b.Fatal(err)
-				}
-				var calls, arrivals []time.Duration
-				b.ResetTimer()
-				b.StopTimer()
-				for range b.N {
-					before := g.size()
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					arrived := make(chan time.Time, 1)
-					b.StartTimer()
-					t0 := time.Now()
-					// The text can arrive before the call returns (the paste
-					// waits before it restores the clipboard).
-					go func() { arrived <- g.wait(before+int64(len(text)), 30*time.Second) }()
-					err := inj.Type(ctx, text)
-					call := time.Since(t0)
-					at := <-arrived
-					b.StopTimer()
-					cancel()
-					if err != nil {
-						b.Fatalf("Type: %v", err)
-					}
-					if at.IsZero() {
-						b.Fatal("the text never arrived")
-					}
-					Settle()
-					got := rec.Contents(b)
-					if got[before:] != text {
-						b.Fatalf("window received %q", got[before:])
-					}
-					calls = append(calls, call)
-					arrivals = append(arrivals, at.Sub(t0))
-				}
-				med := median(arrivals)
-				b.ReportMetric(float64(med.Nanoseconds()), "ns/op")
-				b.ReportMetric(float64(median(calls).Microseconds())/1000, "call-ms")
-				b.ReportMetric(float64(med.Microseconds())/float64(n), "us/char")
-			})
-		}
-	}
-}
-
 func median(d []time.Duration) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -157,15 +90,15 @@ func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)
 	g := watchGrowth(b, rec.File)
-	b.Cleanup(closeWayland)
+	b.Cleanup(wayland.Settle)
 	var focusCost time.Duration
 	b.Run("focus", func(b *testing.B) {
 		var ts []time.Duration
 		for range b.N {
 			t0 := time.Now()
-			tg, err := waylandFocus(context.Background(), call{env: env})
+			tg, err := wayland.SwayFocus(context.Background(), env)
 			ts = append(ts, time.Since(t0))
-			if err != nil || tg.focus != FocusWindow {
+			if err != nil || tg.Focus != FocusWindow {
 				b.Fatalf("focus = %+v, %v", tg, err)
 			}
 		}
@@ -182,7 +115,7 @@ func BenchmarkInjectWayland(b *testing.B) {
 				}
 				if name == Wayland {
 					// The daemon dials when it opens its Typer.
-					if offers, _ := waylandOffers(context.Background(), env); !offers {
+					if offers, _ := wayland.Offers(context.Background(), env); !offers {
 						b.Fatal("sway offers no virtual keyboard")
 					}
 				}
@@ -209,10 +142,29 @@ func BenchmarkInjectWayland(b *testing.B) {
 				b.ReportMetric(float64(med.Nanoseconds()), "ns/op")
 				b.ReportMetric(float64(med.Microseconds())/float64(n), "us/char")
 				if name == Wtype {
-					fixed := DefaultWtypeDelay + focusCost
+					fixed := inject.DefaultWtypeDelay + focusCost
 					b.ReportMetric(float64((med-fixed).Microseconds())/float64(n), "wtype-us/char")
 				}
 			})
 		}
 	}
+}
+
+// mixedText is 500 characters of ASCII, accented Latin, Greek, CJK, an
+// emoji and a right-to-left word: more distinct characters than the spare
+// keycodes of a usual keyboard map hold, so it is typed in two chunks.
+func mixedText() string {
+	parts := []string{
+		"Dictation at the speed of speech: naïve café, Grüße aus Köln, señor, façade, smørbrød, Ærø, déjà vu. ",
+		"Greek: Καλημέρα κόσμε, ψυχή και λόγος. ",
+		"CJK: 日本語のテキスト, 中文输入法. ",
+		"Emoji 😀 and a right-to-left word: שלום. ",
+	}
+	s := strings.Join(parts, "")
+	filler := "The quick brown fox jumps over the lazy dog; (1+2)*3 = 9, {ok} [yes] <no> @home #tag $5 %50 ^_^ ~/path|pipe\\back `tick` 'q' \"dq\"! ? "
+	for utf8.RuneCountInString(s) < 500 {
+		s += filler
+	}
+	r := []rune(s)
+	return string(r[:500])
 }

@@ -1,4 +1,4 @@
-package inject
+package x11_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testx"
 )
@@ -96,40 +98,6 @@ func TestXdotoolTypesUnicodeIntact(t *testing.T) {
 	if strings.Contains(pke, "U2713") || strings.Contains(pke, "Udiaeresis") {
 		t.Errorf("keycodes still bound after typing:\n%s", pke)
 	}
-}
-
-// Many distinct characters: more than the spare keycodes hold. xdotool
-// refuses the text before typing any of it (it would have to bind
-// keycodes again part-way through), so that "auto" pastes it.
-func TestXdotoolRefusesManyDistinctCharacters(t *testing.T) {
-	env := startX(t)
-	rec := startRecorder(t, env)
-	rec.Focus(t)
-	var b strings.Builder
-	for r := 'Α'; r <= 'Ω'; r++ { // Greek capitals, 24 letters (and U+03A2, unassigned: skipped)
-		if r != 0x3a2 {
-			b.WriteRune(r)
-		}
-	}
-	b.WriteString(" жёлтый ✓ ☃ 😀 日本語 עברית")
-	text := b.String()
-	if n := len(distinctNonASCII(text)); n < 30 {
-		t.Fatalf("test text has %d distinct characters, want more than the spare keycodes", n)
-	}
-	inj, err := New(Xdotool, Options{Environ: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := inj.Type(ctx, text); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Type = %v, want ErrUnavailable", err)
-	}
-	typer := &Typer{list: []Injector{inj, &clipboard{o: Options{Environ: env}.withDefaults()}}, log: Options{}.withDefaults().Log}
-	if used, err := typer.Type(ctx, text+" and more"); err != nil || used != Clipboard {
-		t.Fatalf("Typer.Type = %q, %v; want it pasted", used, err)
-	}
-	rec.WaitFor(t, text+" and more")
 }
 
 // With no window focused nothing is typed, even though the pointer is over
@@ -238,49 +206,17 @@ func TestX11FocusReadsTerminalClass(t *testing.T) {
 	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tg, err := x11Focus(ctx, call{env: env})
+	tg, err := x11.XpropFocus(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.focus != FocusWindow || len(tg.class) != 2 || tg.class[1] != "XTerm" {
+	if tg.Focus != FocusWindow || len(tg.Class) != 2 || tg.Class[1] != "XTerm" {
 		t.Fatalf("x11Focus = %+v, want a window of class XTerm", tg)
 	}
-	x, err := dialX(ctx, env)
-	if err != nil {
-		t.Fatal(err)
+	xt, err := x11.ProtocolFocus(ctx, env)
+	if err != nil || xt.Focus != FocusWindow || !slices.Equal(xt.Class, tg.Class) {
+		t.Fatalf("focus through the protocol = %+v, %v; want %v", xt, err, tg.Class)
 	}
-	defer x.close()
-	xt, err := x.focus(false)
-	if err != nil || xt.focus != FocusWindow || !slices.Equal(xt.class, tg.class) {
-		t.Fatalf("focus through the protocol = %+v, %v; want %v", xt, err, tg.class)
-	}
-}
-
-// A Typer falls back to the next backend when one fails before typing.
-func TestFallsBackFromMissingXdotool(t *testing.T) {
-	env := startX(t)
-	rec := startRecorder(t, env)
-	rec.Focus(t)
-	// xdotool is needed by the clipboard's paste too; here the first
-	// backend fails on a tool that only it needs: a PATH where xmodmap is
-	// missing makes xdotool's Unicode typing unavailable.
-	env = hideTool(t, env, "xmodmap")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	xd, _ := New(Xdotool, Options{Environ: env})
-	cb, _ := New(Clipboard, Options{Environ: env})
-	typer := &Typer{list: []Injector{xd, cb}, log: Options{}.withDefaults().Log}
-	if got := typer.Backends(); strings.Join(got, ",") != "xdotool,clipboard" {
-		t.Fatalf("Backends = %v", got)
-	}
-	used, err := typer.Type(ctx, unicodeText)
-	if err != nil {
-		t.Fatalf("Type: %v", err)
-	}
-	if used != Clipboard {
-		t.Errorf("used = %q, want clipboard", used)
-	}
-	rec.WaitFor(t, unicodeText)
 }
 
 func TestCancelKillsTool(t *testing.T) {
@@ -405,8 +341,8 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	rec.Focus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg, err := x11Focus(ctx, call{env: env})
-	if err != nil || tg.focus != FocusWindow || slices.ContainsFunc(tg.class, IsTerminal) {
+	tg, err := x11.XpropFocus(ctx, env)
+	if err != nil || tg.Focus != FocusWindow || slices.ContainsFunc(tg.Class, backend.IsTerminal) {
 		t.Fatalf("x11Focus = %+v, %v; want a window that is no terminal", tg, err)
 	}
 	// The check can fail: ctrl+shift+v does not paste here (the terminal

@@ -1,46 +1,20 @@
-package inject
+package wayland_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/internal/testwait"
 )
-
-// mixedScripts is Latin with combining marks, Greek, Hebrew, CJK, emoji
-// and ASCII punctuation with spaces: every kind of character a keymap of
-// its own must carry.
-const mixedScripts = "Cafe\u0301 nai\u0308ve, Grüße! Καλημέρα κόσμε; שלום עולם: 日本語のテキスト 中文 😀🎉 " +
-	"(1+2)*3 = 9, {ok} [yes] <no> @home #tag $5 %50 ^_^ ~/p|q\\r `t` 'q' \"dq\"? "
-
-// mixedOf is n characters of mixedScripts, repeated; from 2000 characters
-// on, with 300 more distinct CJK characters in it, so that the text needs
-// more than one keymap.
-func mixedOf(n int) string {
-	var r []rune
-	if n >= 2000 {
-		for c := rune(0x4e00); c < 0x4e00+300; c++ {
-			r = append(r, c)
-		}
-	}
-	base := []rune(mixedScripts)
-	for len(r) < n {
-		r = append(r, base[:min(len(base), n-len(r))]...)
-	}
-	return string(r)
-}
 
 // cLocale is env in the C locale (no LANG, no LC_*) with a PATH that has
 // no tools at all: the in-process backend spawns nothing, and no wtype
@@ -53,60 +27,13 @@ func cLocale(t testing.TB, env []string) []string {
 	return append(withoutEnv(env, "PATH"), "PATH="+t.TempDir())
 }
 
-func TestWlPlan(t *testing.T) {
-	for _, n := range []int{1, 58, 500, 2000, 5000} {
-		text := mixedOf(n)
-		pieces := wlPlan(text)
-		var back strings.Builder
-		for i, p := range pieces {
-			if len(p.code) > wlKeysPerMap {
-				t.Errorf("%d chars: piece %d has %d keys, more than %d", n, i, len(p.code), wlKeysPerMap)
-			}
-			seen := map[uint32]rune{}
-			for r, c := range p.code {
-				if c+8 < wlMinKeycode || c+8 > wlMaxKeycode {
-					t.Errorf("%d chars: %U on keycode %d, outside %d-%d", n, r, c+8, wlMinKeycode, wlMaxKeycode)
-				}
-				if o, dup := seen[c]; dup {
-					t.Errorf("%d chars: %U and %U share code %d", n, r, o, c)
-				}
-				seen[c] = r
-				if !strings.Contains(p.keymap, fmt.Sprintf("<K%d> = %d;", c+8-wlMinKeycode, c+8)) ||
-					!strings.Contains(p.keymap, fmt.Sprintf("key <K%d> { type = \"ONE_LEVEL\", [ %s ] };", c+8-wlMinKeycode, xkbKeysym(r))) {
-					t.Errorf("%d chars: keymap lacks %U on keycode %d", n, r, c+8)
-				}
-			}
-			back.WriteString(string(p.text))
-		}
-		if back.String() != text {
-			t.Errorf("%d chars: the pieces spell %q", n, back.String())
-		}
-		if want := 1 + btoi(n >= 2000); len(pieces) != want {
-			t.Errorf("%d chars: %d pieces, want %d", n, len(pieces), want)
-		}
-	}
-	// Keysyms as xkbcommon names them: Latin-1 its own, others Unicode.
-	for r, want := range map[rune]string{'a': "U0061", 'é': "U00E9", 'λ': "U03BB", '😀': "U1F600", 0x301: "U0301"} {
-		if got := xkbKeysym(r); got != want {
-			t.Errorf("keysym of %U = %s, want %s", r, got, want)
-		}
-	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // The in-process backend types mixed scripts exactly into a real terminal
 // under sway, in the C locale, with no wtype in reach, for short and long
 // texts; "auto" picks it.
 func TestWaylandInProcessTypesMixedScripts(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
 	typer, err := Open(Auto, Options{Environ: env})
 	if err != nil {
@@ -117,7 +44,7 @@ func TestWaylandInProcessTypesMixedScripts(t *testing.T) {
 	}
 	want := ""
 	for _, n := range []int{1, 58, 500, 2000} {
-		text := mixedOf(n)
+		text := wayland.MixedOf(n)
 		if n == 1 {
 			text = "é"
 		}
@@ -141,18 +68,17 @@ func TestWaylandInProcessTypesMixedScripts(t *testing.T) {
 func TestWaylandCompositorGoneMidText(t *testing.T) {
 	env, kill := startSwayKill(t)
 	rec := startFoot(t, env)
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
 	typer, err := Open(Auto, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wlAfterBatch = func(sent int) {
-		if sent >= wlBatch {
+	wayland.SetAfterBatch(t, func(sent int) {
+		if sent >= wayland.Batch {
 			kill()
 		}
-	}
-	t.Cleanup(func() { wlAfterBatch = nil })
+	})
 	text := strings.Repeat("abc ", 200)
 	done := make(chan error, 1)
 	go func() {
@@ -161,8 +87,8 @@ func TestWaylandCompositorGoneMidText(t *testing.T) {
 	}()
 	select {
 	case err = <-done:
-	case <-time.After(2 * wlIOTimeout):
-		t.Fatalf("Type still running %v after sway was killed", 2*wlIOTimeout)
+	case <-time.After(2 * wayland.IOTimeout):
+		t.Fatalf("Type still running %v after sway was killed", 2*wayland.IOTimeout)
 	}
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrInterrupted", err)
@@ -181,7 +107,7 @@ func TestWaylandCompositorGoneMidText(t *testing.T) {
 func TestWaylandSettleAndReconnect(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
 	inj, _ := New(Wayland, Options{Environ: env})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -191,10 +117,7 @@ func TestWaylandSettleAndReconnect(t *testing.T) {
 	}
 	rec.WaitFor(t, "one ")
 	Settle()
-	wlMu.Lock()
-	n := len(wlClients)
-	wlMu.Unlock()
-	if n != 0 {
+	if n := wayland.Clients(); n != 0 {
 		t.Fatalf("%d Wayland clients open after Settle", n)
 	}
 	if err := inj.Type(ctx, "two ✓"); err != nil {
@@ -209,7 +132,7 @@ func TestWaylandSettleAndReconnect(t *testing.T) {
 func TestWaylandFocusInProcess(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	plain := env
 	env = cLocale(t, env)
 	inj, _ := New(Wayland, Options{Environ: env, RequireFocus: true})
@@ -228,121 +151,20 @@ func TestWaylandFocusInProcess(t *testing.T) {
 	}
 }
 
-// fakeCompositor is a Wayland server of the test's own that speaks the
-// requests the wayland backend sends: it advertises a seat (and the
-// virtual keyboard manager when manager is set), answers wl_display.sync,
-// and, with failKeymap, answers the first keymap with a protocol error and
-// hangs up, as wlroots does with a keymap it cannot compile. keys counts
-// the key requests it got.
-type fakeCompositor struct {
-	env  []string
-	keys atomic.Int64
-}
-
-func startFakeCompositor(t *testing.T, manager, failKeymap bool) *fakeCompositor {
-	t.Helper()
-	dir := t.TempDir()
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "wayland-fake"), Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeCompositor{env: []string{"XDG_RUNTIME_DIR=" + dir, "WAYLAND_DISPLAY=wayland-fake", "PATH=" + t.TempDir()}}
-	done := make(chan struct{})
-	var conns sync.WaitGroup
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.AcceptUnix()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer conns.Done()
-				defer c.Close()
-				f.serve(c, manager, failKeymap)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		conns.Wait()
-	})
-	return f
-}
-
-func (f *fakeCompositor) serve(c *net.UnixConn, withManager, failKeymap bool) {
-	send := func(m *wlMsg) bool {
-		_, err := c.Write(m.bytes())
-		return err == nil
-	}
-	var registry, manager, keyboard uint32
-	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	buf := make([]byte, 0, 8192)
-	chunk := make([]byte, 4096)
-	oob := make([]byte, 256)
-	for {
-		n, oobn, _, _, err := c.ReadMsgUnix(chunk, oob)
-		closeFds(oob[:max(oobn, 0)])
-		buf = append(buf, chunk[:max(n, 0)]...)
-		for len(buf) >= 8 {
-			obj, word := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
-			size, op := int(word>>16), word&0xffff
-			if len(buf) < size {
-				break
-			}
-			a := &wlArgs{b: buf[8:size]}
-			switch {
-			case obj == wlDisplayID && op == wlDisplayGetRegistry:
-				registry = a.uint()
-				send(newWlMsg(registry, wlRegistryGlobal).uint(1).str(wlSeatInterface).uint(7))
-				if withManager {
-					send(newWlMsg(registry, wlRegistryGlobal).uint(2).str(wlVirtualKeyboardManager).uint(1))
-				}
-			case obj == wlDisplayID && op == wlDisplaySync:
-				id := a.uint()
-				send(newWlMsg(id, wlCallbackDone).uint(0))
-				send(newWlMsg(wlDisplayID, wlDisplayDeleteID).uint(id))
-			case obj == registry && op == wlRegistryBind:
-				name, iface := a.uint(), a.str()
-				_, id := a.uint(), a.uint()
-				if name == 2 && iface == wlVirtualKeyboardManager {
-					manager = id
-				}
-			case manager != 0 && obj == manager && op == zwpVirtualKeyboardManagerCreateVirtualKeyboard:
-				_ = a.uint() // the seat
-				keyboard = a.uint()
-			case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKeymap:
-				if failKeymap {
-					send(newWlMsg(wlDisplayID, wlDisplayError).uint(obj).uint(2).str("invalid keymap"))
-					return
-				}
-			case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKey:
-				f.keys.Add(1)
-			}
-			buf = buf[size:]
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // A compositor without the virtual keyboard (GNOME, KDE): "auto" leaves
 // the backend out, and the backend itself is unavailable (a Typer falls
 // back from it).
 func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
-	f := startFakeCompositor(t, false, false)
-	t.Cleanup(closeWayland)
-	typer, err := Open(Auto, Options{Environ: f.env})
+	f := wayland.StartFakeCompositor(t, false, false)
+	t.Cleanup(wayland.Settle)
+	typer, err := Open(Auto, Options{Environ: f.Env})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := typer.Backends(); slices.Contains(got, Wayland) {
 		t.Errorf("auto tries %v on a compositor without the virtual keyboard", got)
 	}
-	inj, _ := New(Wayland, Options{Environ: f.env})
+	inj, _ := New(Wayland, Options{Environ: f.Env})
 	err = inj.Type(context.Background(), "text")
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrUnavailable", err)
@@ -352,9 +174,9 @@ func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
 // A protocol error on the keymap comes before any key: the text was not
 // typed, the error says why, and a Typer goes on to the next backend.
 func TestWaylandKeymapRefused(t *testing.T) {
-	f := startFakeCompositor(t, true, true)
-	t.Cleanup(closeWayland)
-	typer, err := Open(Auto, Options{Environ: f.env})
+	f := wayland.StartFakeCompositor(t, true, true)
+	t.Cleanup(wayland.Settle)
+	typer, err := Open(Auto, Options{Environ: f.Env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +190,7 @@ func TestWaylandKeymapRefused(t *testing.T) {
 	if used == Wayland {
 		t.Errorf("used %q: the Typer did not go on to the next backend", used)
 	}
-	if keys := f.keys.Load(); keys != 0 {
+	if keys := f.Keys.Load(); keys != 0 {
 		t.Errorf("the compositor got %d keys after refusing the keymap", keys)
 	}
 }
@@ -396,7 +218,7 @@ func toolsPath(t *testing.T, tools ...string) string {
 func TestWaylandPasteInProcess(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const before = "copied before: Ärger ✓"
@@ -409,7 +231,7 @@ func TestWaylandPasteInProcess(t *testing.T) {
 	// No wtype: wl-paste runs cat (and sh) to write out what it got.
 	env = append(withoutEnv(env, "PATH"), "PATH="+toolsPath(t, "wl-copy", "wl-paste", "swaymsg", "cat", "sh"))
 	inj, _ := New(Clipboard, Options{Environ: env})
-	text := mixedOf(500)
+	text := wayland.MixedOf(500)
 	if err := inj.Type(ctx, text); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
@@ -426,12 +248,12 @@ func TestWaylandPasteInProcess(t *testing.T) {
 func TestWaylandPasteNotFetched(t *testing.T) {
 	env := startSway(t)
 	rec := startFootApp(t, env, "viewer")
-	t.Cleanup(closeWayland)
+	t.Cleanup(wayland.Settle)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(Clipboard, Options{Environ: env})
 	err := inj.Type(ctx, "pasted text")
-	if !errors.Is(err, errNotPasted) || errors.Is(err, ErrInterrupted) {
+	if !errors.Is(err, backend.ErrNotPasted) || errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Type = %v, want errNotPasted", err)
 	}
 	if got := rec.Contents(t); strings.Contains(got, "pasted") {
@@ -457,8 +279,8 @@ func TestWaylandPasteNotFetched(t *testing.T) {
 // not typed (ErrInterrupted: not typed again either), and the clipboard is
 // put back.
 func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
-	f := startFakeCompositor(t, true, false)
-	t.Cleanup(closeWayland)
+	f := wayland.StartFakeCompositor(t, true, false)
+	t.Cleanup(wayland.Settle)
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "clip")
 	tools := map[string]string{
@@ -474,7 +296,7 @@ func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
 	if err := os.WriteFile(clip, []byte("before"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(withoutEnv(f.env, "PATH"), "PATH="+dir+":/usr/bin:/bin")
+	env := append(withoutEnv(f.Env, "PATH"), "PATH="+dir+":/usr/bin:/bin")
 	inj, _ := New(Clipboard, Options{Environ: env, RestoreDelay: time.Millisecond})
 	err := inj.Type(context.Background(), "some text")
 	if !errors.Is(err, ErrInterrupted) {

@@ -1,4 +1,4 @@
-package inject
+package x11
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/jezek/xgb/xproto"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/internal/testx"
 )
 
 func TestKeysymFor(t *testing.T) {
@@ -246,8 +249,8 @@ func TestX11Authority(t *testing.T) {
 	if err := os.WriteFile(server, xauthEntry(familyWild, "", "", cookie), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := startXWith(t, "-auth", server)
-	d, _ := parseDisplay((Options{Environ: env}).getenv("DISPLAY"))
+	env := testx.Start(t, "-auth", server).Env
+	d, _ := parseDisplay(backend.Getenv(env, "DISPLAY"))
 	host, _ := os.Hostname()
 	wrong := []byte("fedcba9876543210")
 	client := filepath.Join(dir, "client")
@@ -256,7 +259,7 @@ func TestX11Authority(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	x, err := dialX(ctx, append(withoutEnv(env, "XAUTHORITY"), "XAUTHORITY="+client))
+	x, err := dialX(ctx, append(testx.WithoutEnv(env, "XAUTHORITY"), "XAUTHORITY="+client))
 	if err != nil {
 		t.Fatalf("dialX with the cookie: %v", err)
 	}
@@ -268,7 +271,7 @@ func TestX11Authority(t *testing.T) {
 	if err := os.WriteFile(bad, xauthEntry(familyLocal, host, d.number, wrong), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dialX(ctx, append(withoutEnv(env, "XAUTHORITY"), "XAUTHORITY="+bad)); !errors.Is(err, ErrUnavailable) {
+	if _, err := dialX(ctx, append(testx.WithoutEnv(env, "XAUTHORITY"), "XAUTHORITY="+bad)); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("dialX with a wrong cookie = %v, want ErrUnavailable", err)
 	}
 }

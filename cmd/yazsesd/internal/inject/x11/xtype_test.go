@@ -1,4 +1,4 @@
-package inject
+package x11_test
 
 import (
 	"bufio"
@@ -21,6 +21,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/internal/testwait"
 )
 
@@ -207,7 +209,7 @@ type xProbe struct {
 
 func probeX(t *testing.T, env []string) xProbe {
 	t.Helper()
-	c, err := xgb.NewConnDisplay((Options{Environ: env}).getenv("DISPLAY"))
+	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
@@ -232,7 +234,7 @@ func probeX(t *testing.T, env []string) xProbe {
 	}
 	p := xProbe{keymap: km.Keysyms, per: km.KeysymsPerKeycode, modmap: mm.Keycodes, lockedOn: ptr.Mask&xproto.ModMaskLock != 0}
 	for kc := range 256 {
-		if isDown(keys.Keys, xproto.Keycode(kc)) {
+		if x11.IsDown(keys.Keys, byte(kc)) {
 			p.down = append(p.down, xproto.Keycode(kc))
 		}
 	}
@@ -364,7 +366,7 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	}
 	runTool(ctx, t, env, "xdotool", "windowkill", rec.Win)
 	r := <-res
-	if !errors.Is(r.err, ErrInterrupted) || !errors.Is(r.err, errWindowChanged) || r.used != X11 {
+	if !errors.Is(r.err, ErrInterrupted) || !errors.Is(r.err, x11.ErrWindowChanged) || r.used != X11 {
 		t.Fatalf("Type = %q, %v; want x11, interrupted: the window closed", r.used, r.err)
 	}
 	if got := rec.Contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
@@ -466,7 +468,7 @@ type xTool struct {
 
 func dialTool(t testing.TB, env []string) *xTool {
 	t.Helper()
-	c, err := xgb.NewConnDisplay((Options{Environ: env}).getenv("DISPLAY"))
+	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,8 +512,8 @@ func TestX11OtherLayout(t *testing.T) {
 			env := startX(t)
 			tool := dialTool(t, env)
 			for kc, l := range qwertyCyrillic {
-				latin := []xproto.Keysym{keysymFor(l[0]), keysymFor(l[0] - 0x20)}
-				cyr := []xproto.Keysym{keysymFor(l[1]), keysymFor(l[1] - 0x20)}
+				latin := []xproto.Keysym{xproto.Keysym(x11.KeysymFor(l[0])), xproto.Keysym(x11.KeysymFor(l[0] - 0x20))}
+				cyr := []xproto.Keysym{xproto.Keysym(x11.KeysymFor(l[1])), xproto.Keysym(x11.KeysymFor(l[1] - 0x20))}
 				if tt.latinFirst {
 					tool.setKey(kc, append(latin, cyr...)...)
 				} else {
@@ -610,7 +612,7 @@ func TestX11ServerNotAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*xIOTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*x11.XIOTimeout)
 	defer cancel()
 	if err := inj.Type(ctx, unicodeText); err == nil || ctx.Err() != nil {
 		t.Fatalf("Type with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
@@ -626,4 +628,45 @@ func TestX11ServerNotAnswering(t *testing.T) {
 		t.Fatalf("Type after the server resumed: %v", err)
 	}
 	rec.WaitFor(t, "back")
+}
+
+func TestChunks(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want []string
+	}{
+		{"abc", 2, []string{"abc"}},
+		{"äöü", 2, []string{"äö", "ü"}},
+		{"a ä b ä ö c ü", 2, []string{"a ä b ä ö c ", "ü"}},
+		{"ääää", 1, []string{"ääää"}},
+	}
+	for _, tt := range tests {
+		got := chunks(tt.s, tt.n)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("chunks(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+		if strings.Join(got, "") != tt.s {
+			t.Errorf("chunks(%q) lost text", tt.s)
+		}
+	}
+}
+
+// chunks cuts s into consecutive pieces with at most n distinct non-ASCII
+// runes each (n >= 1).
+func chunks(s string, n int) []string {
+	var out []string
+	seen := map[rune]bool{}
+	start := 0
+	for i, r := range s {
+		if r > 0x7e && !seen[r] {
+			if len(seen) == n {
+				out = append(out, s[start:i])
+				start = i
+				clear(seen)
+			}
+			seen[r] = true
+		}
+	}
+	return append(out, s[start:])
 }

@@ -1,4 +1,9 @@
-package inject
+// Package tool runs the programs the typing backends use (xdotool,
+// xmodmap, xprop, wtype, ydotool, swaymsg, xclip, xsel, wl-copy,
+// wl-paste) without a shell, each in its own process group, with a UTF-8
+// character type, and with the text kept out of every error; and sets a
+// clipboard through them ([Put]).
+package tool
 
 import (
 	"bytes"
@@ -11,26 +16,27 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 )
 
 // waitDelay bounds the wait for a tool's output pipes after it exits or is
 // killed (a forked helper can hold them).
 const waitDelay = 2 * time.Second
 
-// call is one run of a tool.
-type call struct {
-	env    []string
-	stdin  []byte // nil: /dev/null
-	secret string // text that must not appear in an error
-	// detach: the tool forks a helper that keeps running (xclip, wl-copy);
+// Call is one run of a tool.
+type Call struct {
+	Env    []string
+	Stdin  []byte // nil: /dev/null
+	Secret string // text that must not appear in an error
+	// Detach: the tool forks a helper that keeps running (xclip, wl-copy);
 	// its stdout and stderr go to /dev/null so that nothing waits for it.
-	detach bool
+	Detach bool
 }
 
-// lookPath finds a tool in the PATH of env.
-func lookPath(env []string, name string) (string, error) {
-	o := Options{Environ: env}
-	path := o.getenv("PATH")
+// LookPath finds a tool in the PATH of env.
+func LookPath(env []string, name string) (string, error) {
+	path := backend.Getenv(env, "PATH")
 	for _, dir := range strings.Split(path, ":") {
 		if dir == "" {
 			dir = "."
@@ -40,28 +46,28 @@ func lookPath(env []string, name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s not found in PATH: %w", name, ErrUnavailable)
+	return "", fmt.Errorf("%s not found in PATH: %w", name, backend.ErrUnavailable)
 }
 
-// run runs name with args in its own process group (killed when ctx ends)
-// and returns its stdout. Errors never contain c.secret.
-func (c call) run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	prog, err := lookPath(c.env, name)
+// Run runs name with args in its own process group (killed when ctx ends)
+// and returns its stdout. Errors never contain c.Secret.
+func (c Call) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	prog, err := LookPath(c.Env, name)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Env = utf8Locale(c.env)
+	cmd.Env = utf8Locale(c.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = waitDelay
-	if c.stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.stdin)
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
 	var stdout, stderr bytes.Buffer
-	if !c.detach {
+	if !c.Detach {
 		cmd.Stdout = &stdout
 		cmd.Stderr = &stderr
 	}
@@ -70,10 +76,10 @@ func (c call) run(ctx context.Context, name string, args ...string) ([]byte, err
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 		}
-		if msg := redact(stderr.String(), c.secret); msg != "" {
-			return nil, fmt.Errorf("%s: %w: %s", name, scrubErr(err, c.secret), msg)
+		if msg := Redact(stderr.String(), c.Secret); msg != "" {
+			return nil, fmt.Errorf("%s: %w: %s", name, scrubErr(err, c.Secret), msg)
 		}
-		return nil, fmt.Errorf("%s: %w", name, scrubErr(err, c.secret))
+		return nil, fmt.Errorf("%s: %w", name, scrubErr(err, c.Secret))
 	}
 	return stdout.Bytes(), nil
 }
@@ -81,16 +87,16 @@ func (c call) run(ctx context.Context, name string, args ...string) ([]byte, err
 // scrubErr keeps exec's error unless its text would show the secret (it
 // never does: exit statuses and signals only; this is a guard).
 func scrubErr(err error, secret string) error {
-	if redact(err.Error(), secret) == "" {
+	if Redact(err.Error(), secret) == "" {
 		return errors.New("failed")
 	}
 	return err
 }
 
-// redact returns the first line of a tool's message, cut to 200 bytes, or
+// Redact returns the first line of a tool's message, cut to 200 bytes, or
 // "" when it contains the secret or any word of it of three or more
 // characters.
-func redact(msg, secret string) string {
+func Redact(msg, secret string) string {
 	msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
 	msg = strings.TrimSpace(msg)
 	if len(msg) > 200 {
@@ -118,8 +124,8 @@ func redact(msg, secret string) string {
 	return msg
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -137,13 +143,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 // character type is UTF-8 already is returned as it is; otherwise LC_ALL
 // (which would win) goes and LC_CTYPE is C.UTF-8, which glibc always has.
 func utf8Locale(env []string) []string {
-	o := Options{Environ: env}
-	ctype := o.getenv("LC_ALL")
+	ctype := backend.Getenv(env, "LC_ALL")
 	if ctype == "" {
-		ctype = o.getenv("LC_CTYPE")
+		ctype = backend.Getenv(env, "LC_CTYPE")
 	}
 	if ctype == "" {
-		ctype = o.getenv("LANG")
+		ctype = backend.Getenv(env, "LANG")
 	}
 	if c := strings.ToLower(ctype); strings.Contains(c, "utf-8") || strings.Contains(c, "utf8") {
 		return env
