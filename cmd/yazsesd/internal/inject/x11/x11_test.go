@@ -48,10 +48,6 @@ func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
 	return x.Env, x.Pid
 }
 
-// lockedBuffer is a bytes.Buffer that one goroutine may write while
-// another reads it.
-type lockedBuffer = testwait.Buffer
-
 // recorder is an xterm (or another terminal) that records what it receives.
 type recorder = testx.Recorder
 
