@@ -2,10 +2,12 @@ package vadlink
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/vadwire"
 )
@@ -186,6 +189,43 @@ func TestEnergySweep(t *testing.T) {
 	}
 }
 
+// TestEnergyNoGoroutines: a use of the energy detector runs in the
+// feeder's goroutine: making its Link, beginning, feeding (with events
+// settled), ending and closing start no goroutine.
+func TestEnergyNoGoroutines(t *testing.T) {
+	samples := cat(silence(time.Second), bursts(2*time.Second), silence(time.Second))
+	before := runtime.NumGoroutine()
+	l := NewEnergy(context.Background())
+	u, err := l.Begin(Params{Span: vadspan.DefaultParams(), Silences: []time.Duration{150 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := runtime.NumGoroutine()
+	for s := samples; len(s) > 0; s = s[min(320, len(s)):] {
+		if err := u.Feed(s[:min(320, len(s))]); err != nil {
+			t.Fatalf("Feed: %v", err)
+		}
+		most = max(most, runtime.NumGoroutine())
+		for len(u.Events()) > 0 {
+			<-u.Events()
+		}
+	}
+	if err := u.End(); err != nil {
+		t.Fatalf("End: %v", err)
+	}
+	most = max(most, runtime.NumGoroutine())
+	rest := testwaitEvents(t, u)
+	if e := last(rest); e.Kind != Ended || !e.Said {
+		t.Fatalf("last event %+v, want Ended with something said", e)
+	}
+	l.Close()
+	if most > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("a use of the energy detector ran %d goroutines beside its feeder, want 0; goroutines:\n%s",
+			most-before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
 // TestEnergyIsTheChildPath: the energy detector's events are those a
 // detector child answering with the energy detector's probabilities (1
 // while it hears speech, 0 otherwise) gives, through the wire: one set of
@@ -224,4 +264,64 @@ func TestEnergyIsTheChildPath(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEnergyEnds: the energy Link's end fails its open use as a child's
+// does: its context ending gives Failed with ErrClosed (and Done closes),
+// and a caller that stops reading makes Feed fail with ErrBehind once
+// eventBuffer events wait, instead of blocking the feeder.
+func TestEnergyEnds(t *testing.T) {
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		l := NewEnergy(ctx)
+		u, err := l.Begin(Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Feed(bursts(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		testwait.Closed(t, l.Done(), "the energy Link to end with its context")
+		if e := last(testwaitEvents(t, u)); e.Kind != Failed || !errors.Is(e.Err, ErrClosed) {
+			t.Errorf("last event %+v, want Failed with ErrClosed", e)
+		}
+		if err := u.Feed(silence(time.Second)); !errors.Is(err, ErrClosed) {
+			t.Errorf("Feed after the end: %v, want ErrClosed", err)
+		}
+		if _, err := u.Wait(testwait.Context(t), 1<<40); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wait after the end: %v, want ErrClosed", err)
+		}
+		if _, err := l.Begin(Params{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("Begin after the end: %v, want ErrClosed", err)
+		}
+	})
+	t.Run("unread", func(t *testing.T) {
+		l := NewEnergy(context.Background())
+		defer l.Close()
+		// A Silence event for each of 1 to 300 windows of quiet.
+		var sils []time.Duration
+		for i := range 300 {
+			sils = append(sils, pcm.Duration((i+1)*vadspan.Window))
+		}
+		u, err := l.Begin(Params{Silences: sils})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ferr error
+		for n := 0; n < 400 && ferr == nil; n++ {
+			ferr = u.Feed(silence(32 * time.Millisecond))
+		}
+		if !errors.Is(ferr, ErrBehind) {
+			t.Fatalf("Feed: %v, want ErrBehind", ferr)
+		}
+		testwait.Closed(t, l.Done(), "the energy Link to end")
+		if !errors.Is(l.Err(), ErrBehind) {
+			t.Errorf("Link.Err() = %v, want ErrBehind", l.Err())
+		}
+		evs := testwaitEvents(t, u)
+		if len(evs) != eventBuffer || evs[len(evs)-1].Kind != Silence {
+			t.Errorf("%d events, the last %+v: want the %d that had room", len(evs), last(evs), eventBuffer)
+		}
+	})
 }

@@ -4,8 +4,8 @@
 // detector is a `yaz-decode --vad-stream` child (Silero VAD through
 // whisper.cpp, the wire format of package vadwire) whose pipes the caller
 // hands over, or, without a Silero model, the energy detector (package vad)
-// in process behind the same wire format (NewEnergy). The caller sees no
-// difference but the quality of the decisions.
+// in process, its decisions fed straight to the same tracking (NewEnergy).
+// The caller sees no difference but the quality of the decisions.
 //
 // A Link carries uses one after another: a hold, an answer. Begin starts
 // one with its Params; the Use's Feed sends audio (16 kHz s16 samples,
@@ -46,16 +46,22 @@
 // already silence?). Wait blocks until the windows up to P are answered;
 // no polling.
 //
-// Goroutines: a Link owns a writer (frames to the detector) and a reader
-// (lines from it), and NewEnergy the energy detector's; all end when the
-// Link's context is done, which closes the pipes it was given (the child
-// then sees EOF on stdin and exits 0). Done is closed once they have all
-// returned. Feed never blocks on the detector: audio queues (consecutive
-// blocks joined into one frame, up to MaxQueued of audio in all) and a
-// full queue ends the Link with ErrBehind rather than stall the
-// microphone. The reader blocks on a use's Events channel
-// until the caller reads it or Closes the use: read every Use's events
-// until the channel closes, or Close it.
+// Goroutines: a child's Link owns a writer (frames to the detector) and a
+// reader (lines from it); both end when the Link's context is done, which
+// closes the pipes it was given (the child then sees EOF on stdin and
+// exits 0). Done is closed once they have returned. Feed never blocks on
+// the detector: audio queues (consecutive blocks joined into one frame, up
+// to MaxQueued of audio in all) and a full queue ends the Link with
+// ErrBehind rather than stall the microphone. The reader blocks on a use's
+// Events channel until the caller reads it or Closes the use: read every
+// Use's events until the channel closes, or Close it.
+//
+// The energy detector's Link runs no goroutine: Feed and End run the
+// detector in the caller's goroutine and deliver the events they settle
+// before they return. They never block either: a use whose Events channel
+// is full (eventBuffer events unread) ends the Link with ErrBehind. When
+// its context ends, the open use fails (context.AfterFunc) and Done is
+// closed.
 package vadlink
 
 import (
@@ -66,6 +72,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
@@ -174,6 +181,8 @@ type Link struct {
 	mu   sync.Mutex
 	open *Use // the use that has not ended, or nil
 	err  error
+
+	energy *energy // the energy detector in process (NewEnergy), or nil
 }
 
 // New returns a Link over a detector's pipes: frames (the child's stdin)
@@ -249,11 +258,15 @@ func (l *Link) Begin(p Params) (*Use, error) {
 		return nil, ErrUseOpen
 	}
 	u := newUse(l, p)
-	select {
-	case l.uses <- u:
-	default:
-		// Ended uses still waiting for their answers: the detector is stuck.
-		return nil, ErrBehind
+	if l.energy != nil {
+		l.energy.begin(u)
+	} else {
+		select {
+		case l.uses <- u:
+		default:
+			// Ended uses still waiting for their answers: the detector is stuck.
+			return nil, ErrBehind
+		}
 	}
 	l.open = u
 	return u, nil
@@ -370,7 +383,7 @@ func (l *Link) read(r io.Reader) {
 					return err
 				}
 			case vadwire.End:
-				if err := u.end(); err != nil {
+				if err := u.end(u.fedSoFar()); err != nil {
 					return err
 				}
 				u = nil
@@ -416,8 +429,8 @@ type Use struct {
 
 	smu     sync.Mutex
 	st      State
-	changed chan struct{} // closed and replaced when st changes
 	fail    error
+	changed bcast.Signal // st or fail changed
 }
 
 func newUse(l *Link, p Params) *Use {
@@ -432,7 +445,6 @@ func newUse(l *Link, p Params) *Use {
 	return &Use{
 		l: l, p: p, ev: make(chan Event, eventBuffer), closed: make(chan struct{}),
 		tr: vadspan.NewTracker(p.Span), thr: thr, neg: neg, fired: make([]bool, len(p.Silences)),
-		changed: make(chan struct{}),
 	}
 }
 
@@ -443,7 +455,11 @@ func (u *Use) Feed(samples []int16) error {
 	if u.ended {
 		return ErrEnded
 	}
-	if err := u.l.sendAudio(samples); err != nil {
+	send := u.l.sendAudio
+	if u.l.energy != nil {
+		send = func(s []int16) error { return u.l.energy.feed(u, s) }
+	}
+	if err := send(samples); err != nil {
 		return err
 	}
 	u.fed += int64(len(samples))
@@ -465,6 +481,9 @@ func (u *Use) End() error {
 		u.l.open = nil
 	}
 	u.l.mu.Unlock()
+	if u.l.energy != nil {
+		return u.l.energy.end(u, u.fed)
+	}
 	return u.l.sendEnd()
 }
 
@@ -493,8 +512,9 @@ func (u *Use) State() State {
 func (u *Use) Wait(ctx context.Context, pos int64) (State, error) {
 	want := pos / vadspan.Window * vadspan.Window
 	for {
+		ch := u.changed.C()
 		u.smu.Lock()
-		st, ch, fail := u.st, u.changed, u.fail
+		st, fail := u.st, u.fail
 		u.smu.Unlock()
 		switch {
 		case fail != nil:
@@ -514,17 +534,26 @@ func (u *Use) Wait(ctx context.Context, pos int64) (State, error) {
 func (u *Use) publish(st State, fail error) {
 	u.smu.Lock()
 	u.st, u.fail = st, fail
-	close(u.changed)
-	u.changed = make(chan struct{})
 	u.smu.Unlock()
+	u.changed.Broadcast()
 }
 
-// emit delivers an event unless the use was closed or the Link ends.
+// emit delivers an event unless the use was closed or the Link ends. In
+// process (the energy detector) it never blocks: a full channel is
+// ErrBehind.
 func (u *Use) emit(e Event) error {
 	select {
 	case <-u.closed:
 		return nil
 	default:
+	}
+	if u.l.energy != nil {
+		select {
+		case u.ev <- e:
+			return nil
+		default:
+			return ErrBehind
+		}
 	}
 	select {
 	case u.ev <- e:
@@ -580,17 +609,22 @@ func (u *Use) span(st *State, e vadspan.Event) error {
 	}
 }
 
-// end takes the E line: open spans end, Ended, the channel closes.
-func (u *Use) end() error {
+// fedSoFar is how many samples the caller fed.
+func (u *Use) fedSoFar() int64 {
+	u.fmu.Lock()
+	defer u.fmu.Unlock()
+	return u.fed
+}
+
+// end takes the use's end after fed samples (the E line, or End in
+// process): open spans end, Ended, the channel closes.
+func (u *Use) end(fed int64) error {
 	st := u.State()
 	for _, e := range u.tr.Flush() {
 		if err := u.span(&st, e); err != nil {
 			return err
 		}
 	}
-	u.fmu.Lock()
-	fed := u.fed
-	u.fmu.Unlock()
 	st.Ended = true
 	st.Pos, st.LastVoiced = min(st.Pos, fed), min(st.LastVoiced, fed) // not the padding
 	if err := u.emit(Event{Kind: Ended, At: fed, Since: st.LastVoiced, Said: st.Said}); err != nil {
