@@ -85,7 +85,7 @@ func median(d []time.Duration) time.Duration {
 // leaves out the fixed part: the start delay (-s) and the focus check,
 // measured alone.
 //
-//	go test ./cmd/yazsesd/internal/inject -run '^$' -bench InjectWayland -benchtime 5x
+//	go test ./cmd/yazsesd/internal/inject/wayland -run '^$' -bench InjectWayland -benchtime 5x
 func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)

@@ -73,7 +73,7 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 // us/char is ns/op per character. The in-process client's keyboard map is
 // restored (Settle) after each run; that is not timed.
 //
-//	go test ./cmd/yazsesd/internal/inject -run '^$' -bench Inject -benchtime 10x
+//	go test ./cmd/yazsesd/internal/inject/x11 -run '^$' -bench Inject -benchtime 10x
 func BenchmarkInject(b *testing.B) {
 	env := startX(b)
 	rec := startRecorder(b, env)
