@@ -29,15 +29,46 @@ type Client struct {
 // folder qualifies it also matches ErrNoRuntimeDir and says what was looked
 // for and why it was refused. Dial does not create the runtime folder.
 func Dial(ctx context.Context) (*Client, error) {
+	dir, err := dialDir()
+	if err != nil {
+		return nil, err
+	}
+	return dialName(ctx, dir, safesocket.SocketName)
+}
+
+// DialControl connects to the daemon's control socket (control.sock in
+// the same folder), which serves only ControlMethods (hold.* and status),
+// on a server of its own: a press or a release gets through however many
+// clients fill the main socket. When there is no control socket (a daemon
+// from before it) it connects to the main socket instead, as Dial. Errors
+// as Dial's.
+func DialControl(ctx context.Context) (*Client, error) {
+	dir, err := dialDir()
+	if err != nil {
+		return nil, err
+	}
+	c, err := dialName(ctx, dir, safesocket.ControlName)
+	if errors.Is(err, ErrNotRunning) {
+		return dialName(ctx, dir, safesocket.SocketName)
+	}
+	return c, err
+}
+
+// dialDir is the socket folder a client dials in; it must exist.
+func dialDir() (string, error) {
 	base, err := RuntimeBase()
 	if err != nil {
-		return nil, fmt.Errorf("dial yazsesd: %w: %w", ErrNotRunning, err)
+		return "", fmt.Errorf("dial yazsesd: %w: %w", ErrNotRunning, err)
 	}
 	dir := filepath.Join(base, safesocket.DirName)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("dial yazsesd: %w: no folder %s", ErrNotRunning, dir)
+		return "", fmt.Errorf("dial yazsesd: %w: no folder %s", ErrNotRunning, dir)
 	}
-	conn, err := safesocket.Dial(ctx, dir)
+	return dir, nil
+}
+
+func dialName(ctx context.Context, dir, name string) (*Client, error) {
+	conn, err := safesocket.DialName(ctx, dir, name)
 	if err != nil {
 		return nil, fmt.Errorf("dial yazsesd: %w", err)
 	}

@@ -36,7 +36,11 @@
 // is in it only when the owner opted in ([dictation] preview = true).
 package daemonapi
 
-import "github.com/yazses/yazses/lib/audit"
+import (
+	"slices"
+
+	"github.com/yazses/yazses/lib/audit"
+)
 
 // Methods of the daemon socket.
 const (
@@ -69,6 +73,15 @@ var Methods = []string{
 	MethodStatus, MethodHoldStart, MethodHoldStop, MethodHoldToggle, MethodHoldCancel,
 	MethodAskHuman, MethodBudgetStatus, MethodLast, MethodAudit, MethodTranscribe, MethodWatch,
 }
+
+// ControlMethods are the methods of the control socket (control.sock, see
+// DialControl): a press, a release and a look, served on their own so
+// that no number of clients on the main socket keeps them out. The main
+// socket serves them too.
+var ControlMethods = []string{MethodStatus, MethodHoldStart, MethodHoldStop, MethodHoldToggle, MethodHoldCancel}
+
+// IsControl reports whether method is one of ControlMethods.
+func IsControl(method string) bool { return slices.Contains(ControlMethods, method) }
 
 // Outcome is the kind of an ask_human result.
 type Outcome string

@@ -38,7 +38,7 @@
 //     (member names exactly as documented, letter case included, each
 //     once; valid UTF-8 only), which every yazsesd method uses.
 //
-// # Connections: a budget that always leaves room
+// # Connections
 //
 // A connection is idle while it has no request in flight; a request is in
 // flight from the moment its line is read until its response is written.
@@ -53,24 +53,17 @@
 //     must arrive within LineTimeout (5 s by default), however steadily
 //     the bytes trickle in; otherwise the connection gets an InvalidRequest
 //     notice (null id) and is closed, with any request it had in flight.
-//   - Slots: MaxConns connections (256) may call any method. When all are
-//     taken, a new connection takes the place of the one that has been
-//     idle the longest; that one gets a ServerBusy notice (null id) and is
-//     closed. So connections that never send, or only trickle, can never
-//     lock out a client that has something to ask: they are the first to
-//     go. Only when every connection has a request in flight does a new
-//     one get ReservedConns (16) further slots, on which only the methods
-//     Priority names run (yazsesd: hold.* and status, so a compositor's
-//     `yazsesd ctl hold start` still works while, say, 256 ask_human calls
-//     wait); other calls there get a ServerBusy error. A full reserve
-//     evicts its idle connections the same way. Only when every ordinary
-//     and reserved connection has a request in flight is a new one refused
-//     (a ServerBusy notice, then closed).
-//   - Logging: refusals and evictions are logged at WARN at most once per
-//     LogEvery (30 s) each: the first at once, then one line per interval
-//     with the count of the events in it, so a flood of connections costs
-//     a few lines, not one per connection. Idle and slow-line closes are
-//     logged at DEBUG.
+//   - Slots: a Server serves MaxConns connections (256) at once; one more
+//     gets a ServerBusy notice (null id) and is closed. No connection is
+//     closed to make room: what must always get through gets a socket and
+//     a Server of its own (yazsesd serves hold.* and status on its control
+//     socket), so the clients of one socket never fill the other's slots.
+//     Idle and slow connections free their slots by the two clocks above.
+//   - Logging: refusals are logged at WARN at most once per LogEvery
+//     (30 s): the first at once, then one line per interval with the count
+//     of the refusals in it, so a flood of connections costs a few lines,
+//     not one per connection. Idle and slow-line closes are logged at
+//     DEBUG.
 //
 // # Streams
 //
@@ -86,10 +79,9 @@
 //	<- {"jsonrpc":"2.0","id":1,"result":null}
 //
 // A stream is a request in flight for its whole life, so its connection
-// has no idle clock and is never evicted to make room; it still holds one
-// of the MaxConns slots, and MaxStreams (16) bounds the streams running at
-// once over all connections, so watchers can never take the slots that
-// other clients need. A stream call beyond MaxStreams gets a ServerBusy
+// has no idle clock; it holds one of the MaxConns slots, and MaxStreams
+// (16) bounds the streams running at once over all connections, so
+// watchers can never take the slots that other clients need. A stream call beyond MaxStreams gets a ServerBusy
 // error, a second stream on one connection an InvalidRequest error, and a
 // stream called as a notification does not run. The client ends a stream
 // by closing the connection or its writing side; the server ends it when
@@ -120,7 +112,7 @@ const (
 	MethodNotFound = -32601 // no handler for the method
 	InvalidParams  = -32602 // handlers return it for bad parameters
 	InternalError  = -32603 // the handler failed
-	ServerBusy     = -32000 // the connection limit is reached; the server closes the connection
+	ServerBusy     = -32000 // a limit is reached (connections: the server closes the connection; streams)
 )
 
 // Request is a call or, without an ID, a notification.

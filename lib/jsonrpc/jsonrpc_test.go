@@ -520,7 +520,7 @@ func TestManyIdleConnections(t *testing.T) {
 }
 
 // TestConnectionLimit: with every connection busy (a request in flight on
-// each; idle ones would be evicted instead), one more is refused.
+// each), one more is refused; a freed slot is used again.
 func TestConnectionLimit(t *testing.T) {
 	s, started, _ := blockServer(t)
 	s.MaxConns = 2

@@ -18,19 +18,18 @@ import (
 
 // Defaults for the Server limits.
 const (
-	DefaultMaxConns      = 256
-	DefaultReservedConns = 16
-	DefaultMaxLineBytes  = 1 << 20
-	DefaultMaxInFlight   = 32
-	DefaultWriteTimeout  = 10 * time.Second
-	DefaultIdleTimeout   = 30 * time.Second
-	DefaultLineTimeout   = 5 * time.Second
-	DefaultLogEvery      = 30 * time.Second
-	DefaultMaxStreams    = 16
+	DefaultMaxConns     = 256
+	DefaultMaxLineBytes = 1 << 20
+	DefaultMaxInFlight  = 32
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultIdleTimeout  = 30 * time.Second
+	DefaultLineTimeout  = 5 * time.Second
+	DefaultLogEvery     = 30 * time.Second
+	DefaultMaxStreams   = 16
 )
 
 // noticeTimeout bounds the write of a connection-level notice (refused,
-// evicted, line timeout): a small line into a socket buffer that is
+// line timeout): a small line into a socket buffer that is
 // normally empty, so a peer that does not read never holds anyone up.
 const noticeTimeout = 100 * time.Millisecond
 
@@ -63,18 +62,10 @@ type StreamHandler func(ctx context.Context, params json.RawMessage, send func(e
 // Server dispatches requests to handlers. Set the limit fields before the
 // first Serve or ServeConn; Handle may be called at any time.
 type Server struct {
-	// MaxConns caps the connections Serve serves at once for any method.
-	// When they are all taken, a new connection takes the place of the
-	// one idle longest; see the package comment.
+	// MaxConns caps the connections Serve serves at once. A connection
+	// beyond it gets a ServerBusy notice and is closed; see the package
+	// comment.
 	MaxConns int
-	// ReservedConns are further connections, used only while each of
-	// the MaxConns has a request in flight. Only methods for which
-	// Priority is true run on them; other calls get ServerBusy. Unused
-	// when Priority is nil.
-	ReservedConns int
-	// Priority reports the methods that must always find a connection
-	// (yazsesd: hold.* and status).
-	Priority func(method string) bool
 	// MaxLineBytes caps one request line.
 	MaxLineBytes int
 	// MaxInFlight caps the running requests of one connection; the server
@@ -92,7 +83,7 @@ type Server struct {
 	// finish it within this time, counted from its first byte (a client
 	// trickling bytes cannot hold a connection). Zero: no limit.
 	LineTimeout time.Duration
-	// LogEvery is the interval of the refusal and eviction log lines:
+	// LogEvery is the interval of the refusal log lines:
 	// the first of a burst is logged at once, the rest as one line with
 	// their count per interval. Zero or less logs each.
 	LogEvery time.Duration
@@ -127,17 +118,16 @@ func NewServer(logger *slog.Logger) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		MaxConns:      DefaultMaxConns,
-		ReservedConns: DefaultReservedConns,
-		MaxLineBytes:  DefaultMaxLineBytes,
-		MaxInFlight:   DefaultMaxInFlight,
-		WriteTimeout:  DefaultWriteTimeout,
-		IdleTimeout:   DefaultIdleTimeout,
-		LineTimeout:   DefaultLineTimeout,
-		LogEvery:      DefaultLogEvery,
-		MaxStreams:    DefaultMaxStreams,
-		logger:        logger,
-		handlers:      make(map[string]entry),
+		MaxConns:     DefaultMaxConns,
+		MaxLineBytes: DefaultMaxLineBytes,
+		MaxInFlight:  DefaultMaxInFlight,
+		WriteTimeout: DefaultWriteTimeout,
+		IdleTimeout:  DefaultIdleTimeout,
+		LineTimeout:  DefaultLineTimeout,
+		LogEvery:     DefaultLogEvery,
+		MaxStreams:   DefaultMaxStreams,
+		logger:       logger,
+		handlers:     make(map[string]entry),
 	}
 }
 
@@ -205,35 +195,21 @@ func (s *Server) releaseStream() {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	a := &admission{
-		s:       s,
-		general: make(map[*serverConn]struct{}),
-		reserve: make(map[*serverConn]struct{}),
-		refused: newLogLimiter(s.logger, s.LogEvery, "jsonrpc connections refused: every connection has a request in flight",
-			"max_conns", max(s.MaxConns, 1), "reserved", s.reserved()),
-		evicted: newLogLimiter(s.logger, s.LogEvery, "jsonrpc idle connections closed to make room for new ones",
-			"max_conns", max(s.MaxConns, 1), "reserved", s.reserved()),
-	}
+	refused := newLogLimiter(s.logger, s.LogEvery, "jsonrpc connections refused: as many connections as the server serves are open",
+		"max_conns", max(s.MaxConns, 1))
 	var wg sync.WaitGroup
-	err := s.acceptLoop(ctx, ln, &wg, a)
+	err := s.acceptLoop(ctx, ln, &wg, refused)
 	stop()
 	cancel()
 	ln.Close()
 	wg.Wait()
-	a.refused.close()
-	a.evicted.close()
+	refused.close()
 	return err
 }
 
-// reserved is the number of reserved connections in use.
-func (s *Server) reserved() int {
-	if s.Priority == nil {
-		return 0
-	}
-	return max(s.ReservedConns, 0)
-}
-
-func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitGroup, a *admission) error {
+func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitGroup, refused *logLimiter) error {
+	// slots holds one token per connection served.
+	slots := make(chan struct{}, max(s.MaxConns, 1))
 	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
@@ -254,101 +230,23 @@ func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitG
 			continue
 		}
 		backoff = 0
-		c := s.newConn(conn)
-		victim, ok := a.admit(c)
-		if !ok {
+		select {
+		case slots <- struct{}{}:
+		default:
 			refuse(conn)
-			a.refused.note()
+			refused.note()
 			continue
 		}
-		if victim != nil {
-			a.evicted.note()
-		}
+		c := s.newConn(conn)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer a.leave(c)
+			defer func() { <-slots }()
 			if err := c.serve(ctx); err != nil {
 				s.logger.Debug("jsonrpc connection ended", "err", err)
 			}
 		}()
 	}
-}
-
-// admission is Serve's account of its connections: the ordinary ones and
-// the reserved ones.
-type admission struct {
-	s                *Server
-	mu               sync.Mutex
-	general, reserve map[*serverConn]struct{}
-	refused, evicted *logLimiter
-}
-
-// admit finds c a place: a free ordinary slot; else the place of the
-// ordinary connection idle longest; else (every ordinary connection has a
-// request in flight) a free reserved slot, or the place of the reserved
-// connection idle longest. The connection whose place is taken is
-// returned, already told to go. ok is false when every connection has a
-// request in flight.
-func (a *admission) admit(c *serverConn) (victim *serverConn, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.general) < max(a.s.MaxConns, 1) {
-		a.general[c] = struct{}{}
-		return nil, true
-	}
-	if v := evictIdlest(a.general); v != nil {
-		delete(a.general, v)
-		a.general[c] = struct{}{}
-		return v, true
-	}
-	if a.s.reserved() == 0 {
-		return nil, false
-	}
-	c.reserved = true
-	if len(a.reserve) < a.s.reserved() {
-		a.reserve[c] = struct{}{}
-		return nil, true
-	}
-	if v := evictIdlest(a.reserve); v != nil {
-		delete(a.reserve, v)
-		a.reserve[c] = struct{}{}
-		return v, true
-	}
-	return nil, false
-}
-
-// leave frees c's place, unless it was already given away.
-func (a *admission) leave(c *serverConn) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.general, c)
-	delete(a.reserve, c)
-}
-
-// evictIdlest marks the connection of pool that has been idle longest
-// (no request in flight) as evicted, and returns it; nil if every one has
-// a request in flight.
-func evictIdlest(pool map[*serverConn]struct{}) *serverConn {
-	for range 3 {
-		var best *serverConn
-		var since time.Time
-		for c := range pool {
-			c.mu.Lock()
-			if c.inflight == 0 && !c.evicted && (best == nil || c.idleSince.Before(since)) {
-				best, since = c, c.idleSince
-			}
-			c.mu.Unlock()
-		}
-		if best == nil {
-			return nil
-		}
-		if best.evict() {
-			return best
-		}
-		// It started a request meanwhile: look again.
-	}
-	return nil
 }
 
 // refuse tells a connection beyond the limit why it is closed. The reply is
@@ -387,10 +285,9 @@ func (s *Server) newConn(conn net.Conn) *serverConn {
 }
 
 type serverConn struct {
-	s        *Server
-	conn     net.Conn
-	cancel   context.CancelFunc
-	reserved bool // on a reserved slot: priority methods only
+	s      *Server
+	conn   net.Conn
+	cancel context.CancelFunc
 
 	wmu    sync.Mutex
 	broken bool // a write failed: nothing more is written
@@ -401,16 +298,12 @@ type serverConn struct {
 	idleSince time.Time // accepted, or last request started or answered
 	midLine   bool      // the bytes read so far end inside a line
 	lineStart time.Time // when that line's first byte was read
-	evicted   bool      // its place was given to a new connection
 	streaming bool      // a stream runs on it
 }
 
 // connKey carries the *serverConn in the context of its requests, for
 // streaming methods.
 type connKey struct{}
-
-// errEvicted ends the reading of an evicted connection.
-var errEvicted = errors.New("connection evicted")
 
 func (c *serverConn) serve(ctx context.Context) error {
 	if c.s.ConnContext != nil {
@@ -447,29 +340,12 @@ func (c *serverConn) serve(ctx context.Context) error {
 	return err
 }
 
-// evict marks c evicted unless it has a request in flight, and wakes its
-// reader, which tells the client and closes the connection.
-func (c *serverConn) evict() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inflight > 0 || c.evicted {
-		return false
-	}
-	c.evicted = true
-	c.conn.SetReadDeadline(time.Unix(1, 0))
-	return true
-}
-
 // Read reads from the connection under the deadline its state calls for:
 // the end of LineTimeout inside a line; none while a request is in flight;
 // else the end of IdleTimeout. It keeps track of whether the bytes read
 // end inside a line.
 func (c *serverConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
-	if c.evicted {
-		c.mu.Unlock()
-		return 0, errEvicted
-	}
 	c.conn.SetReadDeadline(c.readDeadline())
 	c.mu.Unlock()
 	n, err := c.conn.Read(p)
@@ -512,16 +388,12 @@ func (c *serverConn) restartLineClock() {
 	}
 }
 
-// start counts a request in flight, unless c was evicted.
-func (c *serverConn) start() bool {
+// start counts a request in flight.
+func (c *serverConn) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.evicted {
-		return false
-	}
 	c.inflight++
 	c.idleSince = time.Now()
-	return true
 }
 
 // done ends a request in flight; the last one starts the idle clock.
@@ -533,7 +405,7 @@ func (c *serverConn) done() {
 		return
 	}
 	c.idleSince = time.Now()
-	if !c.midLine && !c.evicted && c.s.IdleTimeout > 0 {
+	if !c.midLine && c.s.IdleTimeout > 0 {
 		c.conn.SetReadDeadline(c.idleSince.Add(c.s.IdleTimeout))
 	}
 }
@@ -557,7 +429,7 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil
 		}
-		if ne := net.Error(nil); errors.Is(err, errEvicted) || errors.As(err, &ne) && ne.Timeout() {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			c.timedOut()
 			return nil
 		}
@@ -570,15 +442,6 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 		req, rerr := decodeRequest(line)
 		if rerr != nil {
 			c.send(rerr)
-			continue
-		}
-		if c.reserved && !c.s.Priority(req.Method) {
-			if req.ID != nil {
-				c.send(&Response{JSONRPC: Version, ID: req.ID, Error: &Error{
-					Code:    ServerBusy,
-					Message: "server busy: every connection is in use; this one serves priority methods only",
-				}})
-			}
 			continue
 		}
 		select {
@@ -594,11 +457,7 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 			}
 			c.restartLineClock()
 		}
-		if !c.start() {
-			<-inflight
-			c.timedOut()
-			return nil
-		}
+		c.start()
 		e := c.s.handler(req.Method)
 		var after, mine chan struct{}
 		if !e.concurrent {
@@ -619,23 +478,20 @@ func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
 				return
 			}
 			// The request ends before its answer leaves, under the write
-			// lock: a client that has its answer finds this connection
-			// idle (evictable), and an eviction's notice cannot overtake
-			// the answer.
+			// lock: a client that has its answer finds this connection's
+			// idle clock running.
 			c.sendAfter(resp, c.done)
 		}()
 	}
 }
 
-// timedOut ends a connection whose read deadline passed: evicted, a line
-// not finished in time, or idle.
+// timedOut ends a connection whose read deadline passed: a line not
+// finished in time, or idle.
 func (c *serverConn) timedOut() {
 	c.mu.Lock()
-	evicted, midLine := c.evicted, c.midLine
+	midLine := c.midLine
 	c.mu.Unlock()
 	switch {
-	case evicted:
-		c.notice(ServerBusy, "server busy: idle connection closed to make room")
 	case midLine:
 		c.s.logger.Debug("jsonrpc connection closed: request line not finished in time", "line_timeout", c.s.LineTimeout)
 		c.notice(InvalidRequest, fmt.Sprintf("request line not finished within %v", c.s.LineTimeout))

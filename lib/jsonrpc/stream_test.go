@@ -201,9 +201,9 @@ func TestStreamOutlivesIdleTimeout(t *testing.T) {
 	c.wantEvent(1)
 }
 
-// TestStreamNotEvicted: with every slot taken, a new connection takes the
-// place of an idle one, never of a stream's.
-func TestStreamNotEvicted(t *testing.T) {
+// TestStreamKeptWhenFull: with every slot taken (a stream and an idle
+// connection), newcomers are refused and the stream goes on.
+func TestStreamKeptWhenFull(t *testing.T) {
 	s, next, started, _ := streamServer(t)
 	s.MaxConns = 2
 	s.LogEvery = time.Hour
@@ -213,17 +213,15 @@ func TestStreamNotEvicted(t *testing.T) {
 	wait(t, started, "the stream")
 	c.wantEvent(0)
 	idle := dialRaw(t, path)
+	idle.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if resp, err := idle.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+		t.Fatalf("the second connection: %+v, %v; want pong", resp, err)
+	}
 	for i := range 3 {
-		newer := dialRaw(t, path)
-		newer.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-		if resp, err := newer.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
-			t.Fatalf("connection %d beyond the limit: %+v, %v; want pong", i, resp, err)
+		got, err := dialRaw(t, path).waitClosed(5 * time.Second)
+		if err != nil || len(got) != 1 || got[0].Error == nil || got[0].Error.Code != ServerBusy {
+			t.Fatalf("connection %d beyond the limit: %+v, %v; want one ServerBusy notice and the end", i, got, err)
 		}
-		got, err := idle.waitClosed(5 * time.Second)
-		if err != nil || len(got) == 0 || got[len(got)-1].Error == nil || got[len(got)-1].Error.Code != ServerBusy {
-			t.Fatalf("the idle connection %d: %+v, %v; want evicted", i, got, err)
-		}
-		idle = newer
 	}
 	next <- 1
 	c.wantEvent(1)

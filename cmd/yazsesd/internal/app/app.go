@@ -152,7 +152,7 @@ type StatusCmd struct {
 func (s *StatusCmd) Run(e *env) error {
 	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
 	defer cancel()
-	c, err := dial(ctx)
+	c, err := dial(ctx, daemonapi.DialControl)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,13 @@ func (c *CtlCmd) Run(e *env) error {
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cl, err := dial(ctx)
+	// hold.* and status go to the control socket (the main one when an
+	// older daemon has none), which no number of other clients can fill.
+	how := daemonapi.Dial
+	if daemonapi.IsControl(method) {
+		how = daemonapi.DialControl
+	}
+	cl, err := dial(ctx, how)
 	if err != nil {
 		return err
 	}
@@ -330,8 +336,10 @@ func parseCtl(words []string) (method string, params json.RawMessage, err error)
 	return method, params, nil
 }
 
-func dial(ctx context.Context) (*daemonapi.Client, error) {
-	c, err := daemonapi.Dial(ctx)
+// dial connects with how (daemonapi.Dial or DialControl), saying what to
+// do when no daemon runs.
+func dial(ctx context.Context, how func(context.Context) (*daemonapi.Client, error)) (*daemonapi.Client, error) {
+	c, err := how(ctx)
 	if errors.Is(err, daemonapi.ErrNotRunning) {
 		const msg = "yazsesd is not running (start it with `yazsesd run` or `systemctl --user start yazsesd`)"
 		var rerr *daemonapi.RuntimeDirError

@@ -64,7 +64,7 @@ func watch(e *env, format string) error {
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &lineWriter{w: e.stdout, format: format}
-	c, err := dial(ctx)
+	c, err := dial(ctx, daemonapi.Dial)
 	if err != nil {
 		out.offline("yazsesd is not running")
 		return err

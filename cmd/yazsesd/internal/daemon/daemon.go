@@ -372,6 +372,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	// The control socket (hold.* and status), under the same lock; closed
+	// first, so the lock is let go last.
+	cln, err := ln.Beside(safesocket.ControlName)
+	if err != nil {
+		return fmt.Errorf("listen: control socket: %w", err)
+	}
+	defer cln.Close()
 
 	al, err := audit.Open(auditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
 	if err != nil {
@@ -403,6 +410,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			d.log.Warn("audit write failed", "kind", "peer.rejected")
 		}
 	}
+	cln.OnReject = ln.OnReject
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -431,14 +439,15 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}()
 
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
-	srv.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
-		if c, ok := conn.(*safesocket.Conn); ok {
-			pid, uid, _ := c.PeerCred()
-			return context.WithValue(ctx, peerKey{}, peer{pid: pid, uid: uid})
-		}
-		return ctx
-	}
+	srv.ConnContext = withPeer
 	d.register(srv)
+	// The control socket's own server: its connections, slots and
+	// goroutines are its own, so no number of clients on the main socket
+	// keeps a press or a release out. No streams there.
+	ctl := jsonrpc.NewServer(d.log.With("part", "control"))
+	ctl.ConnContext = withPeer
+	ctl.MaxStreams = 0
+	d.registerControl(ctl)
 	wg.Add(1)
 	go func() { defer wg.Done(); d.live.RunBudget(ctx, d.budgetStatus) }()
 
@@ -451,7 +460,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		}()
 	}
 	d.auditf(audit.Event{Kind: "daemon.started"})
-	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "ask_human", cfg.MCP.AskHuman,
+	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
 	if d.opt.Ready != nil {
 		wg.Add(1)
@@ -461,8 +470,10 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		}()
 	}
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ctx, ln) }()
+	go func() { serveErr <- ctl.Serve(ctx, cln) }()
+	serving := 2
 	var runErr error
 loop:
 	for {
@@ -470,6 +481,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case err := <-serveErr:
+			serving--
 			if err != nil {
 				runErr = fmt.Errorf("serve: %w", err)
 			}
@@ -483,8 +495,8 @@ loop:
 	d.live.Close()
 	d.endLife()
 	cancel()
-	if runErr == nil {
-		<-serveErr
+	for ; serving > 0; serving-- {
+		<-serveErr // each Serve returns once ctx is cancelled
 	}
 	d.waitWork()
 	d.gate.Close()
@@ -699,6 +711,16 @@ func (d *Daemon) injector() Injector {
 type peer struct{ pid, uid int }
 
 type peerKey struct{}
+
+// withPeer is the servers' ConnContext: the peer's pid and uid
+// (SO_PEERCRED) go with each request.
+func withPeer(ctx context.Context, conn net.Conn) context.Context {
+	if c, ok := conn.(*safesocket.Conn); ok {
+		pid, uid, _ := c.PeerCred()
+		return context.WithValue(ctx, peerKey{}, peer{pid: pid, uid: uid})
+	}
+	return ctx
+}
 
 func peerOf(ctx context.Context) peer {
 	p, _ := ctx.Value(peerKey{}).(peer)

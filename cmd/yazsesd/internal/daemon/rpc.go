@@ -15,41 +15,18 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// register installs every socket method. Parameters are decoded strictly
-// (jsonrpc.DecodeParams: member names exactly as documented, letter case
-// included, each once; valid UTF-8). hold.* and status are the priority
-// methods that reserved connections serve when every other connection is
-// busy, so the compositor's bindings always get through. A connection's
-// calls are applied in the order sent (five pipelined hold.toggle: holding,
-// idle, holding, idle, holding), except ask_human and transcribe, which wait
-// for a person or the decoder and run beside them (HandleConcurrent), and
-// the streams: watch, and transcribe.stream (transcribe with progress).
+// register installs every method of the main socket (yazsesd.sock): the
+// control methods (registerControl) and the rest. Parameters are decoded
+// strictly (jsonrpc.DecodeParams: member names exactly as documented,
+// letter case included, each once; valid UTF-8). A connection's calls are
+// applied in the order sent (five pipelined hold.toggle: holding, idle,
+// holding, idle, holding), except ask_human and transcribe, which wait for
+// a person or the decoder and run beside them (HandleConcurrent), and the
+// streams: watch, and transcribe.stream (transcribe with progress).
 func (d *Daemon) register(s *jsonrpc.Server) {
-	s.Priority = priorityMethod
-	noParams := func(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
-		return func(ctx context.Context, params json.RawMessage) (any, error) {
-			if !emptyParams(params) {
-				return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "this method takes no parameters")
-			}
-			return f(ctx)
-		}
-	}
-	hold := func(f func(context.Context) (daemonapi.HoldResult, error)) jsonrpc.Handler {
-		return noParams(func(ctx context.Context) (any, error) {
-			r, err := f(ctx)
-			if errors.Is(err, errShuttingDown) {
-				return nil, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "yazsesd is shutting down"}
-			}
-			return r, err
-		})
-	}
+	d.registerControl(s)
 	s.HandleStream(daemonapi.MethodWatch, d.live.Serve)
-	s.Handle(daemonapi.MethodStatus, noParams(func(ctx context.Context) (any, error) { return d.status(ctx), nil }))
 	s.Handle(daemonapi.MethodBudgetStatus, noParams(func(ctx context.Context) (any, error) { return d.budgetStatus(ctx), nil }))
-	s.Handle(daemonapi.MethodHoldStart, hold(d.holdStart))
-	s.Handle(daemonapi.MethodHoldStop, hold(d.holdStop))
-	s.Handle(daemonapi.MethodHoldToggle, hold(d.holdToggle))
-	s.Handle(daemonapi.MethodHoldCancel, hold(d.holdCancel))
 	s.Handle(daemonapi.MethodLast, noParams(func(ctx context.Context) (any, error) {
 		d.state.mu.Lock()
 		defer d.state.mu.Unlock()
@@ -111,19 +88,41 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 	})
 }
 
+// registerControl installs the control methods (daemonapi.ControlMethods:
+// hold.* and status), on the control socket (control.sock, served by a
+// server of its own, so that no number of clients on the main socket keeps
+// a press or a release out) and on the main one. They are ordered calls.
+func (d *Daemon) registerControl(s *jsonrpc.Server) {
+	hold := func(f func(context.Context) (daemonapi.HoldResult, error)) jsonrpc.Handler {
+		return noParams(func(ctx context.Context) (any, error) {
+			r, err := f(ctx)
+			if errors.Is(err, errShuttingDown) {
+				return nil, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "yazsesd is shutting down"}
+			}
+			return r, err
+		})
+	}
+	s.Handle(daemonapi.MethodStatus, noParams(func(ctx context.Context) (any, error) { return d.status(ctx), nil }))
+	s.Handle(daemonapi.MethodHoldStart, hold(d.holdStart))
+	s.Handle(daemonapi.MethodHoldStop, hold(d.holdStop))
+	s.Handle(daemonapi.MethodHoldToggle, hold(d.holdToggle))
+	s.Handle(daemonapi.MethodHoldCancel, hold(d.holdCancel))
+}
+
+// noParams is the handler of a method that takes no parameters (none, {}
+// or []).
+func noParams(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
+	return func(ctx context.Context, params json.RawMessage) (any, error) {
+		if !emptyParams(params) {
+			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "this method takes no parameters")
+		}
+		return f(ctx)
+	}
+}
+
 func emptyParams(p json.RawMessage) bool {
 	p = bytes.TrimSpace(p)
 	return len(p) == 0 || string(p) == "null" || string(p) == "{}" || string(p) == "[]"
-}
-
-// priorityMethod reports the methods a reserved connection serves.
-func priorityMethod(method string) bool {
-	switch method {
-	case daemonapi.MethodHoldStart, daemonapi.MethodHoldStop, daemonapi.MethodHoldToggle,
-		daemonapi.MethodHoldCancel, daemonapi.MethodStatus:
-		return true
-	}
-	return false
 }
 
 // questionError is the InvalidParams error for a question CheckQuestion
