@@ -82,9 +82,17 @@
 // come from the configuration file (SIGHUP reloads it). Parameter names are
 // exact (case-sensitive, each once) and must be valid UTF-8, else invalid
 // params. A connection idle for 30 s, or 5 s into an unfinished line, is
-// closed; with 256 connections open the idlest gives way to a new one, and
-// 16 more are kept for hold.* and status while all 256 are busy; refusals
-// are logged once per 30 s with a count.
+// closed; with 256 connections open a new one is told server busy and
+// closed; refusals are logged once per 30 s with a count.
+//
+// The control socket. Beside it, control.sock (0600, the same folder, the
+// same peer check, the same lock) serves only hold.start, hold.stop,
+// hold.toggle, hold.cancel and status, on a server of its own: however
+// many clients fill yazsesd.sock, idle or waiting for a person, a press
+// and a release get through. Other methods there are method not found.
+// `yazsesd ctl hold …`, `ctl status` and `yazsesd status` use it, and
+// yazsesd.sock when a daemon has none (an older one); yazsesd.sock still
+// serves every method.
 //
 // The resident decoder serves one utterance at a time: a hold before an
 // answer, an answer before a file. A call whose client goes away while its
@@ -157,12 +165,13 @@
 //	$XDG_CONFIG_HOME/yazses/config.toml   the configuration (yazsesd config init writes it)
 //	$XDG_DATA_HOME/yazses/models/         the models (yaz-fetch-model puts them there)
 //	$XDG_RUNTIME_DIR/yazses/yazsesd.sock  the socket
+//	$XDG_RUNTIME_DIR/yazses/control.sock  the control socket (hold.* and status only)
 //	$XDG_STATE_HOME/yazses/audit.jsonl    the audit log (yazsesd ctl audit)
 //	$XDG_STATE_HOME/yazses/               also the single-instance lock and the crash marker
 //	~/.config/systemd/user/yazsesd.service  the systemd user unit (make install)
 //
 // Unset, XDG_CONFIG_HOME is ~/.config, XDG_DATA_HOME ~/.local/share and
-// XDG_STATE_HOME ~/.local/state; without XDG_RUNTIME_DIR the socket is in
+// XDG_STATE_HOME ~/.local/state; without XDG_RUNTIME_DIR the sockets are in
 // /run/user/$UID/yazses.
 //
 // # Examples

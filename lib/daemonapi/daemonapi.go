@@ -15,10 +15,14 @@
 // not counted, something visible left, at most MaxQuestionRunes, no
 // invalid UTF-8 or U+FFFD); the daemon speaks the cleaned text.
 //
-// The daemon keeps room for the compositor: hold.start, hold.stop,
-// hold.toggle, hold.cancel and status are served on reserved connections
-// when every other connection has a request in flight, and idle
-// connections give way to new ones (see package jsonrpc).
+// Two sockets, in the same 0700 folder: yazsesd.sock serves every method
+// (Dial); control.sock serves only ControlMethods (hold.start, hold.stop,
+// hold.toggle, hold.cancel and status) on a server of its own, so that no
+// number of clients on the main socket, idle or busy, keeps the
+// compositor's press or release out (DialControl, which falls back to
+// yazsesd.sock when a daemon has no control socket). Any other method
+// there is method not found. Each socket serves 256 connections at once;
+// one more is told server busy and closed.
 //
 // The ask_human result is a closed vocabulary (DESIGN.md, invariant 8):
 //

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -293,6 +294,16 @@ func (c *Client) write(ctx context.Context, req *Request) error {
 	}
 	if err == nil {
 		return nil
+	}
+	if n == 0 && ctx.Err() == nil && errors.Is(err, syscall.EPIPE) {
+		// The server closed the connection before this request: the
+		// reader still has what it said last (a refusal, server busy),
+		// then the end. That reason is the call's.
+		select {
+		case <-c.done:
+			return c.stopErr()
+		case <-ctx.Done():
+		}
 	}
 	if n > 0 || ctx.Err() == nil {
 		c.fail(fmt.Errorf("write request: %w", err))

@@ -326,3 +326,37 @@ func TestLineClockPausedWhileServerWaits(t *testing.T) {
 		ids[string(resp.ID)] = true
 	}
 }
+
+// readAfterWrite is a connection whose reads wait until its first write
+// has returned: the client's reader cannot see what the server said
+// before the request was written.
+type readAfterWrite struct {
+	net.Conn
+	wrote chan struct{}
+	once  sync.Once
+}
+
+func (c *readAfterWrite) Read(p []byte) (int, error) {
+	<-c.wrote
+	return c.Conn.Read(p)
+}
+
+func (c *readAfterWrite) Write(p []byte) (int, error) {
+	defer c.once.Do(func() { close(c.wrote) })
+	return c.Conn.Write(p)
+}
+
+// TestRefusedCallSaysServerBusy: a Call whose request meets a connection
+// the server already refused and closed (the write fails, EPIPE) says what
+// the server said, server busy, not the write's error (`ctl last` on a
+// full socket used to say "broken pipe").
+func TestRefusedCallSaysServerBusy(t *testing.T) {
+	client, server := socketPair(t)
+	refuse(server) // the notice, then the close
+	c := NewClient(&readAfterWrite{Conn: client, wrote: make(chan struct{})})
+	defer c.Close()
+	var rpcErr *Error
+	if err := c.Call(context.Background(), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
+		t.Errorf("call on a refused connection = %v; want server busy (%d)", err, ServerBusy)
+	}
+}

@@ -1,6 +1,8 @@
 // Package safesocket is the yazsesd daemon socket: an AF_UNIX stream socket
 // at RUNTIME/yazses/yazsesd.sock that only the daemon's own user can reach,
-// with one daemon per user. RUNTIME is chosen by the caller (package
+// with one daemon per user; and beside it, through [Listener.Beside], the
+// control socket RUNTIME/yazses/control.sock ([ControlName]), under the
+// same lock and behind the same walls ([DialName] dials it). RUNTIME is chosen by the caller (package
 // daemonapi's RuntimeBase: $XDG_RUNTIME_DIR, else a private /run/user/$UID);
 // this package reads no environment variable.
 //
@@ -20,7 +22,8 @@
 //     yazsesd also takes one in its state folder, which every daemon of
 //     the user sees whatever its runtime folder, and stores its socket
 //     there too, so the second daemon's error names both.
-//   - Holding the lock, Listen dials the socket first. Only a refused
+//   - Holding the lock, Listen dials the socket first (and Beside its
+//     own: only the lock holder, which alone has a Listener, replaces one). Only a refused
 //     connection proves the socket stale; then it is replaced. Anything
 //     that answers is left alone ([ErrSocketInUse]): a live daemon is never
 //     stolen, even one that lost its lock file. A path that is not a socket

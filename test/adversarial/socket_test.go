@@ -2,10 +2,12 @@ package adversarial
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,7 +18,7 @@ import (
 )
 
 // floodStats counts the flood connections the daemon closed, and those
-// of them told "server busy" (refused or evicted) first.
+// of them told "server busy" (refused) first.
 type floodStats struct {
 	closed, busy atomic.Int64
 }
@@ -48,6 +50,25 @@ func flood(t *testing.T, sock string, n int, stats *floodStats, changed chan<- s
 	}
 }
 
+// controlHold calls a hold method on the daemon's control socket
+// (control.sock beside yazsesd.sock), dialled by hand.
+func controlHold(t *testing.T, d *daemon, method string) daemonapi.HoldResult {
+	t.Helper()
+	conn, err := net.Dial("unix", filepath.Join(d.SocketDir(), "control.sock"))
+	if err != nil {
+		t.Fatalf("dial the control socket: %v", err)
+	}
+	c := jsonrpc.NewClient(conn)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var h daemonapi.HoldResult
+	if err := c.Call(ctx, method, nil, &h); err != nil {
+		t.Fatalf("%s on the control socket: %v", method, err)
+	}
+	return h
+}
+
 // waitClosed waits until at least n flood connections were closed by the
 // daemon, or fails after limit.
 func waitClosed(t *testing.T, closed *atomic.Int64, changed <-chan struct{}, n int64, limit time.Duration) {
@@ -64,9 +85,10 @@ func waitClosed(t *testing.T, closed *atomic.Int64, changed <-chan struct{}, n i
 
 // TestIdleConnectionsDoNotStarveControl (issue 11, item 4): 300 and then
 // 300 more same-uid connections that never send a whole request do not
-// lock out the compositor's `yazsesd ctl hold start|stop` or `status`, and
-// the daemon's log holds a few summary lines about them, not one per
-// connection.
+// lock out the compositor's `yazsesd ctl hold start|stop` or `status`
+// (they go to the control socket, which the flood of the main one does not
+// reach), and the daemon's log holds a few summary lines about them, not
+// one per connection.
 func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 	d := startDaemon(t)
 	sock := d.Socket()
@@ -99,6 +121,12 @@ func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 	if out := ctl("status"); json.Unmarshal([]byte(out), &st) != nil || st.PID == 0 {
 		t.Errorf("ctl status printed %q, want the daemon's status", out)
 	}
+	if h := controlHold(t, d, daemonapi.MethodHoldStart); h.Hold != daemonapi.HoldHolding {
+		t.Errorf("hold.start on the control socket = %+v, want holding", h)
+	}
+	if h := controlHold(t, d, daemonapi.MethodHoldStop); h.Hold != daemonapi.HoldIdle || h.Outcome == "" {
+		t.Errorf("hold.stop on the control socket = %+v, want idle and an outcome", h)
+	}
 
 	// A second wave, then status again.
 	before := stats.closed.Load()
@@ -124,7 +152,7 @@ func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 			total++
 		}
 	}
-	t.Logf("%d flood connections opened, %d closed by the daemon, %d of them told server busy; %d WARN lines about connections, accounting for %d refused or evicted",
+	t.Logf("%d flood connections opened, %d closed by the daemon, %d of them told server busy; %d WARN lines about connections, accounting for %d refused",
 		opened, closedByDaemon, busy, lines, total)
 	if busy < free {
 		t.Errorf("only %d flood connections were told server busy; want at least %d (else this test proves nothing)", busy, free)
@@ -191,10 +219,10 @@ func TestSlowlorisCannotHoldASlot(t *testing.T) {
 }
 
 // TestBusyConnectionsLeaveRoomForControl (issue 11, item 4): with every
-// ordinary connection running a request (256 questions waiting for a hold
-// to end), the compositor's `ctl hold stop` and `ctl status` still get
-// through on the reserved connections; other methods there are told the
-// server is busy.
+// connection of the main socket running a request (256 questions waiting
+// for a hold to end), the compositor's `ctl hold stop` and `ctl status`
+// still get through, on the control socket; other methods (main socket)
+// are told the server is busy.
 func TestBusyConnectionsLeaveRoomForControl(t *testing.T) {
 	d := startDaemon(t)
 	if _, errOut, code := ctl(d, "hold", "start"); code != 0 {
@@ -230,5 +258,12 @@ func TestBusyConnectionsLeaveRoomForControl(t *testing.T) {
 	out, errOut, code = ctl(d, "hold", "stop")
 	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Hold != daemonapi.HoldIdle {
 		t.Errorf("ctl hold stop with every connection busy: exit %d, %q %q; want idle", code, out, errOut)
+	}
+	// Dialled by hand: the control socket answers a press and a release.
+	if h := controlHold(t, d, daemonapi.MethodHoldStart); h.Hold != daemonapi.HoldHolding {
+		t.Errorf("hold.start on the control socket = %+v, want holding", h)
+	}
+	if h := controlHold(t, d, daemonapi.MethodHoldCancel); h.Hold != daemonapi.HoldIdle {
+		t.Errorf("hold.cancel on the control socket = %+v, want idle", h)
 	}
 }

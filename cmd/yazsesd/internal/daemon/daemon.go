@@ -2,7 +2,10 @@
 // yaz-speak --serve, yaz-gate and, when [vad] selects Silero, yaz-decode
 // --vad-stream (the voice detector, detect.go), wires them over inherited file
 // descriptors, and serves the JSON-RPC socket API of lib/daemonapi
-// (hold.*, ask_human, status, budget.status, last, audit, transcribe).
+// (hold.*, ask_human, status, budget.status, last, audit, transcribe) on
+// yazsesd.sock, and hold.* and status alone on control.sock beside it, on
+// a server of their own (rpc.go: registerControl), so that no number of
+// clients on the main socket keeps a press or a release out.
 //
 // Wiring. The daemon's ends of its children are package child (Mic,
 // Decoder, Speaker, Gate, VAD): each owns its supervised process, makes its
