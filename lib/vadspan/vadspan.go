@@ -57,10 +57,12 @@ const (
 	noMax           = math.MaxInt32 / 2       // whisper.cpp's "no maximum"
 )
 
-// Params are the detector's thresholds and durations. A zero field takes
-// whisper.cpp's default (DefaultParams); a negative duration means none.
-// Durations count in whole milliseconds, and MaxSpeech in whole seconds, as
-// whisper.cpp's parameters do.
+// Params are the voice detector's settings: its thresholds and durations,
+// the one set every program applies to the probabilities (yaz-decode's
+// files, streams and checks; the daemon's uses, cmd/yazsesd/internal/vadlink).
+// A zero field takes whisper.cpp's default (DefaultParams); a negative
+// duration means none. Durations count in whole milliseconds, and MaxSpeech
+// in whole seconds, as whisper.cpp's parameters do.
 type Params struct {
 	Threshold    float32       // speech at this probability or more; default 0.5
 	NegThreshold float32       // an open span counts silence below this; default Threshold−0.15, at least 0.01
@@ -68,6 +70,17 @@ type Params struct {
 	MinSilence   time.Duration // silence that closes a span; default 100ms
 	SpeechPad    time.Duration // added before and after each span; default 30ms
 	MaxSpeech    time.Duration // longer spans are split; default none
+	// Silences are the lengths of silence a live use reports (the daemon's
+	// vadlink: a tail that ends when the speaker does, a hold that stops by
+	// itself); Spans and Tracker do not use them.
+	Silences []time.Duration
+}
+
+// Thresholds are Threshold and NegThreshold with their defaults: a window
+// is voiced at thr or more, or at neg or more right after a voiced one.
+func (p Params) Thresholds() (thr, neg float32) {
+	r := p.resolve()
+	return r.thr, r.neg
 }
 
 // DefaultParams are whisper.cpp's defaults (whisper_vad_default_params,

@@ -231,3 +231,24 @@ func TestParamsString(t *testing.T) {
 		t.Errorf("zero Params resolve to %+v, want the defaults %+v", got, DefaultParams().resolve())
 	}
 }
+
+// TestThresholds: the thresholds with their defaults, as Spans applies
+// them: 0.5 and 0.15 below, never under 0.01, a NegThreshold set kept.
+func TestThresholds(t *testing.T) {
+	for _, tc := range []struct {
+		p        Params
+		thr, neg float32
+	}{
+		{Params{}, 0.5, 0.5 - 0.15},
+		{Params{Threshold: 0.8}, 0.8, 0.8 - 0.15},
+		{Params{Threshold: 0.1}, 0.1, 0.01},
+		{Params{Threshold: 0.6, NegThreshold: 0.2}, 0.6, 0.2},
+	} {
+		if thr, neg := tc.p.Thresholds(); thr != tc.thr || neg != tc.neg {
+			t.Errorf("%+v: Thresholds() = %v, %v, want %v, %v", tc.p, thr, neg, tc.thr, tc.neg)
+		}
+		if got, want := tc.p.String(), fmt.Sprintf("threshold %.2f/%.2f", tc.thr, tc.neg); got[:len(want)] != want {
+			t.Errorf("%+v: String() = %q, want it to start %q", tc.p, got, want)
+		}
+	}
+}

@@ -110,23 +110,30 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 	}}, nil
 }
 
-// streamParams are the Silero parameters of stream mode and of serve
-// mode's "was anything said?": the user's --min-speech and --min-silence.
-func (c *CLI) streamParams() vadspan.Params {
-	return vadspan.Params{
-		Threshold:  c.VADThreshold,
-		MinSpeech:  c.MinSpeech,
-		MinSilence: c.MinSilence,
-		SpeechPad:  streamPad,
-	}
-}
-
-// fileParams are the Silero parameters for files: whisper.cpp's defaults
-// (what whisper-cli --vad uses) with --vad-threshold, a wider pad and a
-// longest span.
-func (c *CLI) fileParams() vadspan.Params {
+// vadParams are the Silero settings from the flags, the base of every
+// mode's: whisper.cpp's defaults (what whisper-cli --vad uses) with
+// --vad-threshold. --vad-stream applies only these.
+func (c *CLI) vadParams() vadspan.Params {
 	p := vadspan.DefaultParams()
 	p.Threshold = c.VADThreshold
+	return p
+}
+
+// streamParams are the Silero parameters of stream mode and of serve
+// mode's "was anything said?": the user's --min-speech and --min-silence,
+// a wider pad.
+func (c *CLI) streamParams() vadspan.Params {
+	p := c.vadParams()
+	p.MinSpeech = c.MinSpeech
+	p.MinSilence = c.MinSilence
+	p.SpeechPad = streamPad
+	return p
+}
+
+// fileParams are the Silero parameters for files: a wider pad and a
+// longest span.
+func (c *CLI) fileParams() vadspan.Params {
+	p := c.vadParams()
 	p.SpeechPad = filePad
 	p.MaxSpeech = fileMaxSpan
 	return p

@@ -15,7 +15,6 @@ import (
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/vadwire"
 )
 
@@ -72,7 +71,7 @@ func (c *CLI) vadStream(ctx context.Context, log *slog.Logger, stdin io.Reader, 
 		return err
 	}
 	defer m.Close()
-	s, err := m.NewStream(vadspan.Params{Threshold: c.VADThreshold})
+	s, err := m.NewStream(c.vadParams())
 	if err != nil {
 		return fmt.Errorf("VAD stream: %w", err)
 	}

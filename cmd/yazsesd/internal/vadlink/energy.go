@@ -20,7 +20,7 @@ const holdBack = 4
 // there is no Silero model. It runs in process, in the caller's goroutine:
 // Feed hands the samples to the detector and its decisions straight to the
 // use's tracking, each window's "probability" 1 while the energy detector
-// hears speech and 0 otherwise (with Params.Span's thresholds anywhere in
+// hears speech and 0 otherwise (with the use's thresholds anywhere in
 // between, the same spans whatever they are). Its noise floor and its
 // 120 ms to decide are the energy detector's; its answers come 128 ms
 // behind the audio (holdBack), so that a span starts where the speech did.

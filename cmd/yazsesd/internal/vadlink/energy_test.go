@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
 	"github.com/yazses/yazses/lib/vadwire"
@@ -324,4 +325,30 @@ func TestEnergyEnds(t *testing.T) {
 			t.Errorf("%d events, the last %+v: want the %d that had room", len(evs), last(evs), eventBuffer)
 		}
 	})
+}
+
+// TestSettings: FromConfig is vad.threshold over whisper.cpp's defaults,
+// the settings the daemon's holds and answers built by hand (the same
+// thresholds and durations, vadspan's String says each resolved); Begin's
+// older Params give Start the same settings, their silences after Span's.
+func TestSettings(t *testing.T) {
+	v := config.Default().VAD
+	v.Threshold = 0.42
+	hold := FromConfig(v)
+	if want := (vadspan.Params{Threshold: 0.42, MinSpeech: 250 * time.Millisecond, MinSilence: 100 * time.Millisecond, SpeechPad: 30 * time.Millisecond}); !cmp.Equal(hold, want) {
+		t.Errorf("FromConfig = %+v, want %+v", hold, want)
+	}
+	answer := FromConfig(v)
+	answer.MinSilence, answer.SpeechPad = 1200*time.Millisecond, 300*time.Millisecond
+	byHand := vadspan.Params{Threshold: 0.42, MinSpeech: 250 * time.Millisecond, MinSilence: 1200 * time.Millisecond, SpeechPad: 300 * time.Millisecond}
+	if answer.String() != byHand.String() {
+		t.Errorf("an answer's settings %v, by hand %v", answer, byHand)
+	}
+	if thr, neg := answer.Thresholds(); thr != 0.42 || neg != float32(0.42)-0.15 {
+		t.Errorf("Thresholds() = %v, %v", thr, neg)
+	}
+	s := Params{Span: vadspan.Params{Threshold: 0.3, Silences: []time.Duration{time.Second}}, Silences: []time.Duration{150 * time.Millisecond}}.Settings()
+	if want := (vadspan.Params{Threshold: 0.3, Silences: []time.Duration{time.Second, 150 * time.Millisecond}}); !cmp.Equal(s, want) {
+		t.Errorf("Settings() = %+v, want %+v", s, want)
+	}
 }

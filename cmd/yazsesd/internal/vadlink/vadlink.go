@@ -7,8 +7,10 @@
 // in process, its decisions fed straight to the same tracking (NewEnergy).
 // The caller sees no difference but the quality of the decisions.
 //
-// A Link carries uses one after another: a hold, an answer. Begin starts
-// one with its Params; the Use's Feed sends audio (16 kHz s16 samples,
+// A Link carries uses one after another: a hold, an answer. Start begins
+// one with the detector's settings (vadspan.Params: thresholds, durations
+// and the silences to report, FromConfig for the user's [vad] table; Begin
+// takes the older Params); the Use's Feed sends audio (16 kHz s16 samples,
 // blocks of any size) and End closes it, resetting the detector. Sample
 // positions count from the use's first sample. While the detector answers,
 // the Use's Events channel carries, in the order they are settled:
@@ -18,13 +20,13 @@
 //     MinSpeech plus SpeechPad after At: "was anything said?" is yes from
 //     the first one (State.Said).
 //   - SpeechEnd: the span ends at At, once the pause after it reached
-//     Params.Span.MinSilence (and 200 ms, whisper.cpp's merge gap): the end
+//     MinSilence (and 200 ms, whisper.cpp's merge gap): the end
 //     of an answer, or a pause to decode at while a hold goes on. A pause
 //     shorter than that, or probabilities lingering between NegThreshold
 //     and Threshold (a slow, soft syllable), keep the span open. At the
 //     use's end an open span ends there (whisper.cpp's rule). Since is
 //     the end of the last voiced window as of the event.
-//   - Silence: no voiced window for For (one of Params.Silences) since
+//   - Silence: no voiced window for For (one of the settings' Silences) since
 //     Since, the end of the last voiced window (or the use's start when
 //     nothing was voiced yet), seen at At. Each length fires once per
 //     stretch of silence: for a tail that ends when the speaker does, or a
@@ -69,10 +71,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
+	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
@@ -103,14 +107,30 @@ var (
 	ErrClosed = errors.New("voice detector link closed")
 )
 
-// Params are the decisions of one use.
+// FromConfig is the detector's settings from the user's [vad] table:
+// vad.threshold, whisper.cpp's defaults otherwise (vadspan.DefaultParams).
+// A use sets what is its own on them: MinSilence the pause that ends a
+// span (ask.answer_silence_ms for an answer, the eager-decoding pause for
+// a hold), the Silences it reports.
+func FromConfig(v config.VAD) vadspan.Params {
+	p := vadspan.DefaultParams()
+	p.Threshold = float32(v.Threshold)
+	return p
+}
+
+// Params are the settings of one use in Begin's older form: Span's, with
+// Silences beside them rather than in them. Begin(p) is
+// Start(p.Settings()); new callers use Start.
 type Params struct {
-	// Span finds spans (vadspan.Tracker): Threshold from the [vad] table,
-	// MinSilence the pause that ends a span (ask.answer_silence_ms for an
-	// answer, the eager-decoding pause for a hold).
-	Span vadspan.Params
-	// Silences are the lengths of silence to report (Silence events).
-	Silences []time.Duration
+	Span     vadspan.Params
+	Silences []time.Duration // after Span.Silences
+}
+
+// Settings are p as one vadspan.Params.
+func (p Params) Settings() vadspan.Params {
+	s := p.Span
+	s.Silences = append(slices.Clip(s.Silences), p.Silences...)
+	return s
 }
 
 // EventKind tells the events apart.
@@ -147,7 +167,7 @@ type Event struct {
 	Kind  EventKind
 	At    int64         // SpeechStart, SpeechEnd: the span's boundary; Silence: where it was seen; Ended: the use's length
 	Since int64         // Silence: where the silence began; SpeechEnd, Ended: the end of the last voiced window so far (0: none)
-	For   time.Duration // Silence: which of Params.Silences
+	For   time.Duration // Silence: which of the settings' Silences
 	Said  bool          // Ended: the use held a span
 	Err   error         // Failed
 }
@@ -244,8 +264,13 @@ func (l *Link) fail(err error) {
 	l.cancel()
 }
 
-// Begin starts a use with parameters p. The last use must have ended.
-func (l *Link) Begin(p Params) (*Use, error) {
+// Begin starts a use with parameters p: Start(p.Settings()).
+func (l *Link) Begin(p Params) (*Use, error) { return l.Start(p.Settings()) }
+
+// Start starts a use with the detector's settings p (the thresholds and
+// durations of its spans, the silences it reports). The last use must
+// have ended.
+func (l *Link) Start(p vadspan.Params) (*Use, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil || l.ctx.Err() != nil {
@@ -412,7 +437,7 @@ func (l *Link) read(r io.Reader) {
 // Use is one stretch of audio through the detector.
 type Use struct {
 	l      *Link
-	p      Params
+	p      vadspan.Params
 	ev     chan Event
 	closed chan struct{} // Close: events are dropped
 	once   sync.Once
@@ -425,7 +450,7 @@ type Use struct {
 	// The reader's side.
 	tr       *vadspan.Tracker
 	thr, neg float32
-	fired    []bool // per Params.Silences, in this stretch of silence
+	fired    []bool // per p.Silences, in this stretch of silence
 
 	smu     sync.Mutex
 	st      State
@@ -433,18 +458,11 @@ type Use struct {
 	changed bcast.Signal // st or fail changed
 }
 
-func newUse(l *Link, p Params) *Use {
-	thr := p.Span.Threshold
-	if thr <= 0 {
-		thr = vadspan.DefaultParams().Threshold
-	}
-	neg := p.Span.NegThreshold
-	if neg <= 0 {
-		neg = max(thr-0.15, 0.01)
-	}
+func newUse(l *Link, p vadspan.Params) *Use {
+	thr, neg := p.Thresholds()
 	return &Use{
 		l: l, p: p, ev: make(chan Event, eventBuffer), closed: make(chan struct{}),
-		tr: vadspan.NewTracker(p.Span), thr: thr, neg: neg, fired: make([]bool, len(p.Silences)),
+		tr: vadspan.NewTracker(p), thr: thr, neg: neg, fired: make([]bool, len(p.Silences)),
 	}
 }
 
