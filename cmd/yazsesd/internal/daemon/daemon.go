@@ -27,10 +27,11 @@
 // speaker proved that nothing was played, committed otherwise (DESIGN.md
 // invariant 3).
 //
-// Holds. A hold's decoding waits at most holdDecodeBound (a minute plus
-// four times its audio): a decoder that answers nothing by then (stopped,
-// or looping) is restarted and the hold ends failed, cause
-// decoder_timeout, its utterance lost and said to be.
+// Holds. A hold is package hold's, one goroutine each (hold.go wires
+// it). Its decoding waits at most hold.DecodeBound (a minute plus four
+// times its audio): a decoder that answers nothing by then (stopped, or
+// looping) is restarted and the hold ends failed, cause decoder_timeout,
+// its utterance lost and said to be.
 //
 // Goroutines. Work that outlives its caller (a hotkey release, a hold that
 // reached dictation.max_hold_s) runs under spawn; Run waits for it, up to
@@ -754,8 +755,9 @@ func (d *Daemon) spawn(f func()) bool {
 // a service manager or a test gives it).
 const workWait = 5 * time.Second
 
-// waitWork waits (up to workWait) for the goroutines of spawn, then ends
-// a hold still open: its audio is dropped, its microphone closed.
+// waitWork waits (up to workWait) for the goroutines of spawn and of the
+// holds (a hold still recording ends with d.life: its audio is dropped,
+// its microphone closed).
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {
@@ -768,10 +770,6 @@ func (d *Daemon) waitWork() {
 	case <-done:
 	case <-t.C:
 		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
-	}
-	if h := d.takeHold(d.life, 0, false, nil); h != nil {
-		h.eager.drop()
-		h.det.release()
 	}
 }
 

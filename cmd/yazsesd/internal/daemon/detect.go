@@ -1,10 +1,17 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // The voice detector. The daemon's own decisions (was anything said in a
@@ -15,6 +22,10 @@ import (
 // with vad_model_missing or vad_model_invalid), or busy with another use
 // (a hold while an answer is still being listened to), a use gets an
 // energy Link of its own: no decision waits for a restart.
+
+// vadWindow is the detector's window: positions are answered in whole
+// windows (the answer's listening reads it).
+const vadWindow = vadspan.Window
 
 // useSileroChild reports whether [vad] selects the Silero child: engine
 // "silero", or "auto" with a file at vad.model (a broken file is then the
@@ -81,4 +92,64 @@ func (u *detUse) release() {
 	if u.own != nil {
 		u.own.Close()
 	}
+}
+
+// The hold's ends (package hold's interfaces) over the child ends.
+
+// micAudio is a hold's listener on the microphone (hold.Audio).
+type micAudio struct {
+	m *child.Mic
+	l *child.Listener
+}
+
+func (a micAudio) Blocks() <-chan []int16 { return a.l.Audio() }
+func (a micAudio) Stop()                  { a.m.Unlisten(a.l) }
+
+// holdDetector is a hold's detector use (hold.Detector).
+type holdDetector struct {
+	d *Daemon
+	u *detUse
+}
+
+func (h holdDetector) Engine() string               { return h.u.engine }
+func (h holdDetector) Feed(s []int16)               { _ = h.u.Feed(s) } // a detector that fell behind fails the use
+func (h holdDetector) Events() <-chan vadlink.Event { return h.u.Events() }
+func (h holdDetector) End()                         { _ = h.u.End() }
+func (h holdDetector) Release()                     { h.u.release() }
+func (h holdDetector) Restart()                     { h.d.restartSilent(h.u) }
+func (h holdDetector) Wait(ctx context.Context, pos int64) (vadlink.State, error) {
+	return h.u.Wait(ctx, pos)
+}
+
+// tailEnergy begins the energy detector for a tail the hold's own
+// detector can no longer decide; nil when the daemon stops.
+func (d *Daemon) tailEnergy() hold.Detector {
+	p := holdParams(d.config())
+	p.Silences = []time.Duration{hold.TailQuiet}
+	if u := d.beginEnergy(p); u != nil {
+		return holdDetector{d, u}
+	}
+	return nil
+}
+
+// holdDecoder is the resident decoder at the hold's priority, with
+// dictation.prompt (hold.Decoder). Its decodes end also when the decoder
+// is down for good or the daemon stops (decodeCtx): errDecodeEnded.
+type holdDecoder struct {
+	d      *Daemon
+	prompt *string
+}
+
+// errDecodeEnded marks a hold's decode whose context ended for the
+// decoder's or the daemon's sake.
+var errDecodeEnded = errors.New("the decoder is down or the daemon stops")
+
+func (h holdDecoder) Decode(ctx context.Context, samples []int16, said string) (string, error) {
+	dctx, cancel := h.d.decodeCtx(ctx)
+	defer cancel()
+	r, err := h.d.decode.DecodeAfter(dctx, child.PrioHold, samples, h.prompt, said)
+	if err != nil && dctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", errDecodeEnded, err)
+	}
+	return r.Text, err
 }

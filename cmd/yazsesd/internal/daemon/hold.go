@@ -6,23 +6,29 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/frame"
-	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/vadspan"
 )
+
+// Holds. The hold itself (its audio, its detector, its tail, its eager
+// pieces and speculation, its decoding) is package hold: one goroutine
+// per hold, which this file starts with the child ends behind hold's
+// interfaces (detect.go), and waits for under spawn. What stays here is
+// the wiring: the socket's hold.* calls, the refusal while the decoder is
+// down, the person's side of the state (stateT), typing the text, audit
+// lines, notifications and the watch stream.
 
 // stateT is the person's side of the daemon: whether they hold the
 // push-to-talk key, which question is being put to them, and the last
@@ -61,289 +67,28 @@ func (s *stateT) shutdown() {
 	s.broadcastLocked()
 }
 
-// holdRec is one open hold: the audio it collects.
+// holdRec is the daemon's side of one hold: it is state.hold from its
+// start until it stops listening (after its tail, or a cancel).
 type holdRec struct {
-	l       *child.Listener
-	started time.Time
-	stop    chan struct{}
-	done    chan struct{}
-	samples []int16
-	// max bounds samples: dictation.max_hold_s with the longest pre-roll
-	// and tail, and a second to spare. The limit timer ends the hold
-	// before, so this only guards against a hold that outlives it.
-	max   int
-	limit *time.Timer // ends the hold at dictation.max_hold_s
-	// stopping: a stop is recording the tail; a new hold.start opens a
-	// new hold. taken: a stop or cancel has ended it. Both under
-	// stateT.mu.
-	stopping, taken bool
-
-	// det is the hold's use of the voice detector (detect.go): collect
-	// feeds it every block it keeps (the pre-roll first), watch reads
-	// its events until the channel closes, then closes watched.
-	det      *detUse
-	autoStop time.Duration // dictation.auto_stop_ms for a toggled hold; 0: none
-	watched  chan struct{}
-	micEnded chan struct{} // closed by collect when the capture stream ends (no more audio to wait for)
-	said     bool          // a span was heard; set by watch, read after watched
-	failed   bool          // the detector failed: decode anyway (fail open)
-	// abandon is closed by heard when the detector did not answer within
-	// holdSettle: watch returns at once, and silent is set (after
-	// watched): the hold is decoded as if speech ran to its end.
-	abandon chan struct{}
-	silent  bool
-	fed     atomic.Int64
-	smu     sync.Mutex // samples, while collect appends (eager pieces read them); tail
-	// tail is the energy detector that decides a tail the hold's own
-	// detector can no longer decide (it failed); collect feeds it too.
-	tail  *detUse
-	eager *eagerRun // pieces (dictation.eager_pause_ms) and speculation (Silero); nil: neither
-
-	// The last silence of tailQuiet the detector reported (watch sets
-	// it): where it was seen, and a channel closed at the next one.
-	qmu     sync.Mutex
-	quietAt int64
-	quietCh chan struct{}
+	ctl      *hold.Control
+	started  time.Time
+	autoStop time.Duration // dictation.auto_stop_ms of a toggled hold; 0: none
+	// stopping: a release, the limit or the auto stop began the hold's
+	// end; a new hold.start opens a new hold. Under state.mu.
+	stopping bool
+	// final is closed once the hold has ended and its text is typed;
+	// res and why are set before.
+	final chan struct{}
+	res   daemonapi.HoldResult
+	why   hold.Why
 }
-
-func (h *holdRec) collect() {
-	defer close(h.done)
-	add := func(s []int16) {
-		if s == nil { // the capture child's stream ended
-			select {
-			case <-h.micEnded:
-			default:
-				close(h.micEnded)
-			}
-			return
-		}
-		s = s[:min(len(s), max(0, h.max-len(h.samples)))]
-		h.smu.Lock()
-		h.samples = append(h.samples, s...)
-		if h.tail != nil && len(s) > 0 {
-			h.tail.Feed(s) // never blocks
-		}
-		h.smu.Unlock()
-		h.fed.Add(int64(len(s)))
-		if len(s) > 0 {
-			h.det.Feed(s) // never blocks; a detector that fell behind fails the use
-		}
-	}
-	for {
-		select {
-		case s := <-h.l.Audio():
-			add(s)
-		case <-h.stop:
-			for { // what is already queued belongs to the hold too
-				select {
-				case s := <-h.l.Audio():
-					add(s)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-// watch reads the hold's detector events until the use ends; autoStop is
-// called (once) at the hold's dictation.auto_stop_ms of silence.
-func (h *holdRec) watch(autoStop func()) {
-	defer close(h.watched)
-	if h.eager != nil {
-		defer close(h.eager.ends)
-	}
-	events := h.det.Events()
-	for {
-		var e vadlink.Event
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			e = ev
-		case <-h.abandon: // the detector did not answer in time (heard)
-			return
-		}
-		switch e.Kind {
-		case vadlink.SpeechEnd:
-			if h.eager != nil && h.eager.pieces {
-				h.eager.pieceAt(e.At, e.Since)
-			}
-		case vadlink.SpeechStart:
-			h.said = true
-		case vadlink.Ended:
-			h.said = h.said || e.Said
-			if h.eager != nil {
-				h.eager.endedAt(e.Since)
-			}
-		case vadlink.Failed:
-			h.failed = true
-		case vadlink.Silence:
-			if h.autoStop > 0 && e.For == h.autoStop && autoStop != nil {
-				autoStop()
-				autoStop = nil
-			}
-			if e.For == tailQuiet {
-				if h.eager != nil {
-					h.eager.quietAt(e.At, e.Since)
-				}
-				h.qmu.Lock()
-				h.quietAt = e.At
-				close(h.quietCh)
-				h.quietCh = make(chan struct{})
-				h.qmu.Unlock()
-			}
-		}
-	}
-}
-
-// tailQuiet is the silence after which a tail ends: released after this
-// much silence, a hold closes at once; released during speech, it records
-// until the speaker has been quiet this long, or dictation.tail_ms.
-const tailQuiet = 150 * time.Millisecond
-
-// vadWindow is the detector's window: positions are answered in whole
-// windows.
-const vadWindow = 512
-
-// recordTail records the tail of hold h released now: nothing when the
-// detector already heard tailQuiet of silence at the release, else until
-// it hears that much silence after it, the capture stream ends (a file
-// ran out, the device went away: no more audio will come), or for at most
-// tail (ctx ending cuts it short). A detector that does not answer within
-// the tail leaves it at its maximum (the speaker is taken to speak to the
-// end); one that has failed hands the tail to the energy detector. The
-// debug log says which ("quiet", "silence", "ended", "max") and how much
-// audio it added.
-func (d *Daemon) recordTail(ctx context.Context, h *holdRec, tail time.Duration) {
-	start := time.Now()
-	released := h.fed.Load()
-	p := released - released%vadWindow // the whole windows the detector can answer
-	tctx, cancel := context.WithTimeout(ctx, tail)
-	defer cancel()
-	why := "max"
-	detector := h.det.engine
-	st, err := h.det.Wait(tctx, p)
-	switch {
-	case err == nil && st.Silent() >= tailQuiet:
-		why = "quiet" // the speaker had stopped: no tail
-	case err != nil && tctx.Err() == nil: // the detector failed
-		why, detector = d.energyTail(tctx, h, released), "energy"
-	case err != nil: // no answer within the tail: it ran its maximum
-	default:
-	wait:
-		for {
-			h.qmu.Lock()
-			at, ch := h.quietAt, h.quietCh
-			h.qmu.Unlock()
-			if at > p {
-				why = "silence" // the speaker stopped during the tail
-				break
-			}
-			select {
-			case <-ch:
-			case <-h.micEnded:
-				why = "ended" // nothing more to record
-				break wait
-			case <-h.watched: // the detector failed during the tail
-				why, detector = d.energyTail(tctx, h, released), "energy"
-				break wait
-			case <-tctx.Done():
-				break wait
-			}
-		}
-	}
-	d.log.Debug("hold tail", "why", why, "tail_ms", time.Since(start).Milliseconds(),
-		"tail_audio_ms", pcm.Duration(int(h.fed.Load()-released)).Milliseconds(), "max_ms", tail.Milliseconds(), "detector", detector)
-}
-
-// energyTail decides the tail of hold h, released at sample released,
-// with the energy detector, its own detector having failed: it hears the
-// last second before the release and then the tail as collect keeps it,
-// until tailQuiet of silence, the end of the capture stream, or ctx.
-func (d *Daemon) energyTail(ctx context.Context, h *holdRec, released int64) string {
-	p := holdParams(d.config())
-	p.Silences = []time.Duration{tailQuiet}
-	u := d.beginEnergy(p)
-	if u == nil { // the daemon stops
-		return "max"
-	}
-	defer u.release()
-	h.smu.Lock()
-	base := max(0, released-int64(pcm.Samples(time.Second)))
-	u.Feed(h.samples[base:]) // never blocks
-	h.tail = u
-	h.smu.Unlock()
-	defer func() {
-		h.smu.Lock()
-		h.tail = nil
-		h.smu.Unlock()
-	}()
-	at := released - base
-	at -= at % vadWindow
-	if st, err := u.Wait(ctx, at); err == nil && st.Silent() >= tailQuiet {
-		return "quiet"
-	}
-	events := u.Events()
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok { // the energy detector cannot fail but with the daemon
-				events = nil
-			} else if e.Kind == vadlink.Silence && e.At > at {
-				return "silence"
-			}
-		case <-h.micEnded:
-			return "ended"
-		case <-ctx.Done():
-			return "max"
-		}
-	}
-}
-
-// heard ends the hold's detector use and reports whether anything was
-// said: a span heard, or the detector failed or did not answer within
-// holdSettle (then the decoder decides, as before the detector). A
-// detector that did not answer is given up (watch ends: the eager
-// decoding has no more pieces, and the whole hold is decoded as if speech
-// ran to its end) and restarted.
-func (d *Daemon) heard(h *holdRec) bool {
-	defer h.det.release()
-	h.det.End()
-	t := time.NewTimer(holdSettle)
-	defer t.Stop()
-	select {
-	case <-h.watched:
-	case <-t.C:
-		close(h.abandon)
-		<-h.watched // watch returns at once
-		h.silent = true
-		d.log.Warn("the voice detector did not answer in time: all of the hold is decoded", "detector", h.det.engine,
-			"settle_ms", holdSettle.Milliseconds())
-		d.restartSilent(h.det)
-		return true
-	}
-	d.log.Debug("hold: voice detector", "detector", h.det.engine, "said", h.said, "failed", h.failed)
-	return h.said || h.failed
-}
-
-// holdSettle bounds the wait for the detector's last answers at the end of
-// a hold (it answers a second of audio in about 3 ms).
-const holdSettle = 5 * time.Second
-
-// Bounds of a hold's audio besides dictation.max_hold_s (config ranges).
-const (
-	maxPreRoll = 2 * time.Second
-	maxTail    = 2 * time.Second
-)
 
 // holdParams are the detector's parameters for a hold: vad.threshold,
 // whisper.cpp's span defaults otherwise.
 func holdParams(cfg config.Config) vadlink.Params {
 	p := vadspan.DefaultParams()
 	p.Threshold = float32(cfg.VAD.Threshold)
-	return vadlink.Params{Span: p, Silences: []time.Duration{tailQuiet}}
+	return vadlink.Params{Span: p, Silences: []time.Duration{hold.TailQuiet}}
 }
 
 // holdStart opens a hold. A question being spoken stops at once
@@ -383,40 +128,55 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	}
 	// A hold in its tail goes on collecting the tail and is typed; the
 	// key pressed again meanwhile opens a new one.
-	maxHold := time.Duration(d.config().Dictation.MaxHoldS) * time.Second
+	cfg := d.config()
+	maxHold := time.Duration(cfg.Dictation.MaxHoldS) * time.Second
 	if maxHold <= 0 { // a configuration not made by config.Load
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
-	h := &holdRec{started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		max: pcm.Samples(maxPreRoll + maxHold + maxTail + time.Second), watched: make(chan struct{}), quietCh: make(chan struct{}), micEnded: make(chan struct{}),
-		abandon: make(chan struct{})}
-	if ms := d.config().Dictation.AutoStopMs; toggled && ms > 0 {
+	h := &holdRec{ctl: hold.NewControl(), started: time.Now(), final: make(chan struct{})}
+	if ms := cfg.Dictation.AutoStopMs; toggled && ms > 0 {
 		h.autoStop = time.Duration(ms) * time.Millisecond
 	}
-	p := holdParams(d.config())
+	p := holdParams(cfg)
 	if h.autoStop > 0 {
 		p.Silences = append(p.Silences, h.autoStop)
 	}
-	ms := d.config().Dictation.EagerPauseMs
-	if ms > 0 {
-		p.Span.MinSilence = time.Duration(ms) * time.Millisecond
+	eagerMs := cfg.Dictation.EagerPauseMs
+	if eagerMs > 0 {
+		p.Span.MinSilence = time.Duration(eagerMs) * time.Millisecond
 	}
-	if h.det = d.beginDetect(p); h.det == nil {
+	det := d.beginDetect(p)
+	if det == nil {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
-	// The speculation trusts the detector's word that nothing was said
-	// after a silence: only the trained one's. The energy detector takes
-	// the soft end of a word ("Americans"' s) for silence, and what the
-	// key's release would have kept would be cut.
-	if speculate := h.det.engine == "silero"; ms > 0 || speculate {
-		h.eager = d.startEager(h, d.holdPrompt(), ms > 0, speculate)
+	params := hold.Params{
+		MaxHold:  maxHold,
+		AutoStop: h.autoStop,
+		Pieces:   eagerMs > 0,
+		// The speculation trusts the detector's word that nothing was
+		// said after a silence: only the trained one's. The energy
+		// detector takes the soft end of a word ("Americans"' s) for
+		// silence, and what the key's release would have kept would be
+		// cut.
+		Speculate: det.engine == "silero",
+		Ending:    d.holdEnding,
 	}
-	// watch ends when the use does (heard, or release); an auto stop
-	// runs under spawn, as a release by the hotkey does.
-	go h.watch(func() { d.spawn(func() { d.holdAutoStop(h) }) })
-	h.l = d.mic.Listen(d.mic.Always())
-	go h.collect() // ends when takeHold closes h.stop
-	h.limit = time.AfterFunc(maxHold, func() { d.spawn(func() { d.holdLimit(h) }) })
+	l := d.mic.Listen(d.mic.Always())
+	deps := hold.Deps{
+		Audio:    micAudio{d.mic, l},
+		Detector: holdDetector{d, det},
+		Energy:   d.tailEnergy,
+		Decoder:  holdDecoder{d, d.holdPrompt()},
+		Owner:    holdOwner{d, h},
+		Log:      d.log,
+	}
+	// The hold's goroutine ends with the hold, or with d.life (the
+	// daemon stops); Run waits for it (spawn) before it closes the audit.
+	d.work.Add(1) // under state.mu, not closing: as spawn does
+	go func() {
+		defer d.work.Done()
+		d.finishHold(h, hold.Run(d.life, deps, params, h.ctl))
+	}()
 	d.state.hold = h
 	d.state.broadcastLocked()
 	d.live.SetHold(daemonapi.StateListening)
@@ -428,94 +188,88 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
 }
 
-// takeHold ends the open hold: after the tail (cut short when ctx ends)
-// it stops collecting and returns the audio. nil when no hold was open, or
-// (for a stop) when the open hold is already in another stop's tail, or
-// when only is not nil and the open hold is another. A cancel (stop
-// false) also takes a hold in its tail.
-func (d *Daemon) takeHold(ctx context.Context, tail time.Duration, stop bool, only *holdRec) *holdRec {
+// holdEnding are the settings a hold ends with: dictation.tail_ms and
+// dictation.min_utterance_ms as they are when it ends.
+func (d *Daemon) holdEnding() hold.Ending {
+	cfg := d.config()
+	return hold.Ending{
+		Tail:         time.Duration(cfg.Dictation.TailMs) * time.Millisecond,
+		MinUtterance: time.Duration(cfg.Dictation.MinUtteranceMs) * time.Millisecond,
+	}
+}
+
+// holdOwner is what the hold tells the daemon (hold.Owner).
+type holdOwner struct {
+	d *Daemon
+	h *holdRec
+}
+
+func (o holdOwner) Stopping(hold.Why) {
+	o.d.state.mu.Lock()
+	o.h.stopping = true
+	o.d.state.mu.Unlock()
+}
+
+func (o holdOwner) Collected(why hold.Why) {
+	d, h := o.d, o.h
 	d.state.mu.Lock()
-	h := d.state.hold
-	if h == nil || (only != nil && h != only) || (stop && h.stopping) {
-		d.state.mu.Unlock()
-		return nil
-	}
-	h.stopping = h.stopping || stop
-	d.state.mu.Unlock()
-	if tail > 0 {
-		d.recordTail(ctx, h, tail)
-	}
-	d.state.mu.Lock()
-	if h.taken { // a cancel took it meanwhile
-		d.state.mu.Unlock()
-		return nil
-	}
-	h.taken = true
-	h.limit.Stop()
 	if d.state.hold == h { // else a new hold began during the tail
 		d.state.hold = nil
 		d.state.broadcastLocked()
-		if stop {
-			d.live.SetHold(daemonapi.StateDecoding)
-		} else {
+		switch why {
+		case hold.Cancelled, hold.Shutdown:
 			d.live.EndHold("cancelled")
+		default:
+			d.live.SetHold(daemonapi.StateDecoding)
 		}
 	}
 	d.state.mu.Unlock()
-	close(h.stop)
-	<-h.done
-	d.mic.Unlisten(h.l)
-	return h
+	switch why {
+	case hold.AtLimit:
+		d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", d.config().Dictation.MaxHoldS)
+		d.auditf(audit.Event{Kind: "hold.max_reached", Duration: time.Since(h.started)})
+	case hold.AutoStopped:
+		d.log.Info("the toggled hold ended by itself after dictation.auto_stop_ms of silence", "auto_stop_ms", h.autoStop.Milliseconds())
+		d.auditf(audit.Event{Kind: "hold.auto_stopped", Duration: time.Since(h.started)})
+	}
 }
+
+// Preview: the owner's opt-in (dictation.preview): the text so far, on
+// the watch stream only; livestate drops it otherwise.
+func (o holdOwner) Preview(text string) { o.d.live.SetPreview(text) }
 
 // holdStop ends the hold, decodes it and types the text. The tail is
 // recorded in full unless the daemon stops: a caller that hangs up after
 // hold.stop still gets its words typed.
-func (d *Daemon) holdStop(ctx context.Context) (daemonapi.HoldResult, error) {
-	cfg := d.config()
-	h := d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, nil)
-	if h == nil {
+func (d *Daemon) holdStop(context.Context) (daemonapi.HoldResult, error) {
+	d.state.mu.Lock()
+	h := d.state.hold
+	if h == nil || h.stopping {
+		d.state.mu.Unlock()
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
-	return d.dictate(ctx, cfg, h), nil
-}
-
-// holdLimit ends hold h at dictation.max_hold_s, as if it were released:
-// what was said is decoded and typed. A hold already stopped, or
-// cancelled, is left alone.
-func (d *Daemon) holdLimit(h *holdRec) {
-	cfg := d.config()
-	if d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
-		return
-	}
-	d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", cfg.Dictation.MaxHoldS)
-	d.auditf(audit.Event{Kind: "hold.max_reached", Duration: time.Since(h.started)})
-	d.dictate(context.Background(), cfg, h)
-}
-
-// holdAutoStop ends toggled hold h after dictation.auto_stop_ms of
-// silence, as if toggled off: what was said is decoded and typed. A hold
-// already stopped, or cancelled, is left alone.
-func (d *Daemon) holdAutoStop(h *holdRec) {
-	cfg := d.config()
-	if d.takeHold(d.life, time.Duration(cfg.Dictation.TailMs)*time.Millisecond, true, h) == nil {
-		return
-	}
-	d.log.Info("the toggled hold ended by itself after dictation.auto_stop_ms of silence", "auto_stop_ms", h.autoStop.Milliseconds())
-	d.auditf(audit.Event{Kind: "hold.auto_stopped", Duration: time.Since(h.started)})
-	d.dictate(context.Background(), cfg, h)
-}
-
-// holdCancel ends the hold and drops its audio.
-func (d *Daemon) holdCancel(ctx context.Context) (daemonapi.HoldResult, error) {
-	h := d.takeHold(ctx, 0, false, nil)
-	if h == nil {
+	h.stopping = true
+	d.state.mu.Unlock()
+	if !h.ctl.Release() { // it ended by itself meanwhile
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
-	h.eager.drop()
-	h.det.release()
-	d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
-	return daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}, nil
+	<-h.final
+	if h.why == hold.Cancelled || h.why == hold.Shutdown { // a cancel took it in its tail
+		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
+	}
+	return h.res, nil
+}
+
+// holdCancel ends the hold and drops its audio; a hold in its tail too.
+func (d *Daemon) holdCancel(context.Context) (daemonapi.HoldResult, error) {
+	d.state.mu.Lock()
+	h := d.state.hold
+	d.state.mu.Unlock()
+	if h == nil || !h.ctl.Cancel() {
+		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
+	}
+	<-h.final
+	return h.res, nil
 }
 
 // holdToggle starts a hold when idle and stops it when holding.
@@ -529,20 +283,32 @@ func (d *Daemon) holdToggle(ctx context.Context) (daemonapi.HoldResult, error) {
 	return d.holdOpen(ctx, true)
 }
 
-// dictate turns a finished hold into typed text.
-func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (res daemonapi.HoldResult) {
+// finishHold turns the end of hold h into its result: audited, and typed
+// when it has a text. It closes h.final.
+func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
+	defer close(h.final)
+	h.why = r.Why
+	switch r.Why {
+	case hold.Shutdown: // the daemon stops: the audio is dropped
+		h.res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
+	case hold.Cancelled:
+		d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
+		h.res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}
+	default:
+		h.res = d.dictate(d.config(), r)
+	}
+}
+
+// dictate turns a hold that ended with a text, or without one, into its
+// result, and types the text.
+func (d *Daemon) dictate(cfg config.Config, r hold.Result) (res daemonapi.HoldResult) {
 	res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
 	defer func() { d.live.EndHold(res.Outcome) }()
-	held := time.Since(h.started)
-	audioDur := pcm.Duration(len(h.samples))
-	ev := audit.Event{Duration: audioDur}
-	switch {
-	case held < time.Duration(cfg.Dictation.MinUtteranceMs)*time.Millisecond:
-		h.eager.drop()
-		h.det.release()
+	ev := audit.Event{Duration: r.Audio}
+	switch r.Outcome {
+	case hold.TooShort:
 		res.Outcome = "too_short"
-	case !d.heard(h):
-		h.eager.drop()
+	case hold.Empty:
 		res.Outcome = "empty" // without a decoder turn
 	}
 	if res.Outcome != "" {
@@ -553,71 +319,13 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 	// A detector that failed or went silent during the hold said nothing
 	// of the rest: all of it is decoded, and the outcome says so.
 	switch {
-	case h.silent:
+	case r.DetectorSilent:
 		res.Cause, res.Reason = "vad_timeout", "the voice detector did not answer during this hold: all of its audio was decoded, and the detector is restarted"
-	case h.failed:
+	case r.DetectorFailed:
 		res.Cause, res.Reason = "vad_failed", "the voice detector failed during this hold: all of its audio was decoded"
 	}
-	var (
-		r          frame.Result
-		err        error
-		hung, down bool
-		bound      = holdDecodeBound(audioDur)
-		eagerText  string
-		eagerCut   int64
-		eagerOK    bool
-	)
-	if h.eager != nil {
-		eagerText, eagerCut, eagerOK = h.eager.finish(d.log)
-	}
-	audio, said := h.samples, ""
-	switch {
-	case eagerOK && res.Cause == "":
-		r.Text = eagerText // decoded in pieces during the hold
-	case eagerOK && eagerCut >= int64(len(h.samples)):
-		r.Text = eagerText // the pieces hold all of it
-	case eagerOK: // pieces until the detector failed: the rest, once
-		audio, said = h.samples[eagerCut:], h.eager.said()
-		d.log.Debug("hold: the audio after the last piece is decoded", "audio_ms", pcm.Duration(len(audio)).Milliseconds())
-		fallthrough
-	default:
-		dctx, cancel := d.holdDecodeCtx(ctx, bound)
-		r, err = d.decode.DecodeAfter(dctx, child.PrioHold, audio, d.holdPrompt(), said)
-		hung = errors.Is(context.Cause(dctx), errHoldDecodeBound)
-		down = dctx.Err() != nil
-		cancel()
-		if t := strings.TrimSpace(r.Text); err == nil && eagerText != "" && len(audio) < len(h.samples) {
-			r.Text = strings.TrimSpace(eagerText + " " + t)
-		}
-	}
-	if err != nil {
-		res.Outcome = "failed"
-		ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
-		switch {
-		case hung:
-			ev.Reason = "decoder_timeout"
-			res.Cause = ev.Reason
-			secs := int(bound / time.Second)
-			if st := d.decode.Status().State; st != supervise.StateRunning {
-				// Starting or restarting: its supervisor bounds that.
-				res.Reason = fmt.Sprintf("decode: the decoder was not up within %d s (%s); this utterance is lost: say it again", secs, st)
-				break
-			}
-			// Up, and silent (stopped, or looping): the restart does
-			// what a crash would have done, and whatever waits behind
-			// this hold is served by the new decoder.
-			d.decode.Restart()
-			res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
-		case !errors.Is(err, child.ErrLost) && !down:
-			ev.Reason = "decode_error"
-			fallthrough
-		default:
-			res.Cause, res.Reason = d.decodeFailure(ev.Reason)
-		}
-		d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
-			"audio_ms", audioDur.Milliseconds(), "bound_ms", bound.Milliseconds())
-		d.auditf(ev)
-		d.notify("lost")
+	if r.Outcome == hold.Failed {
+		d.decodeLost(&res, &ev, r)
 		return res
 	}
 	text := cleanText(applyReplacements(strings.TrimSpace(r.Text), cfg.Dictation.Replace))
@@ -632,7 +340,7 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 	res.Outcome = "kept"
 	if inj := d.injector(); inj != nil {
 		d.live.SetHold(daemonapi.StateTyping)
-		backend, err := inj.Type(context.WithoutCancel(ctx), text)
+		backend, err := inj.Type(context.WithoutCancel(d.life), text)
 		switch {
 		case err == nil:
 			res.Outcome, res.Backend = "typed", backend
@@ -659,6 +367,41 @@ func (d *Daemon) dictate(ctx context.Context, cfg config.Config, h *holdRec) (re
 	return res
 }
 
+// decodeLost fills in the result of a hold whose decoding failed: its
+// utterance is lost, and the cause says why. A decoder that did not
+// answer within the hold's bound (hold.DecodeBound) is taken for hung and
+// restarted, as the supervisor restarts one that dies; the holds, answers
+// and file pieces behind it are served by the new one.
+func (d *Daemon) decodeLost(res *daemonapi.HoldResult, ev *audit.Event, r hold.Result) {
+	res.Outcome = "failed"
+	ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
+	switch {
+	case r.Hung:
+		ev.Reason = "decoder_timeout"
+		res.Cause = ev.Reason
+		secs := int(r.Bound / time.Second)
+		if st := d.decode.Status().State; st != supervise.StateRunning {
+			// Starting or restarting: its supervisor bounds that.
+			res.Reason = fmt.Sprintf("decode: the decoder was not up within %d s (%s); this utterance is lost: say it again", secs, st)
+			break
+		}
+		// Up, and silent (stopped, or looping): the restart does what a
+		// crash would have done, and whatever waits behind this hold is
+		// served by the new decoder.
+		d.decode.Restart()
+		res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
+	case !errors.Is(r.Err, child.ErrLost) && !errors.Is(r.Err, errDecodeEnded):
+		ev.Reason = "decode_error"
+		fallthrough
+	default:
+		res.Cause, res.Reason = d.decodeFailure(ev.Reason)
+	}
+	d.log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
+		"audio_ms", r.Audio.Milliseconds(), "bound_ms", r.Bound.Milliseconds())
+	d.auditf(*ev)
+	d.notify("lost")
+}
+
 // holdPrompt is dictation.prompt as the daemon started with it
 // (restart-only), or nil.
 func (d *Daemon) holdPrompt() *string {
@@ -666,39 +409,6 @@ func (d *Daemon) holdPrompt() *string {
 		return &p
 	}
 	return nil
-}
-
-// A hold's decoding is bounded: a decoder that answers nothing within
-// holdDecodeBound of the stop (stopped by SIGSTOP, say, or looping) is
-// taken for hung. The hold then ends failed (cause decoder_timeout, its
-// utterance lost, and the reason says so) and the decoder is restarted,
-// as the supervisor restarts one that dies; the holds, answers and file
-// pieces behind it are served by the new one. The bound covers the wait
-// for the decoder's turn too: a minute, plus four seconds for every
-// second of audio (a large model on a slow CPU decodes at about twice
-// real time, and a hold may wait behind an answer's decoding).
-const (
-	holdDecodeFloor    = time.Minute
-	holdDecodePerAudio = 4
-)
-
-// errHoldDecodeBound is the cause of a hold's decode context that ended
-// at its bound.
-var errHoldDecodeBound = errors.New("the decoder did not answer within the hold's bound")
-
-// holdDecodeBound is the longest a hold of audio takes to decode.
-func holdDecodeBound(audio time.Duration) time.Duration {
-	return holdDecodeFloor + holdDecodePerAudio*audio
-}
-
-// holdDecodeCtx is the context of a hold's decoding. It is not the
-// caller's (a client that hangs up after hold.stop still gets its text
-// typed), but it ends as decodeCtx's does, and at bound with cause
-// errHoldDecodeBound.
-func (d *Daemon) holdDecodeCtx(ctx context.Context, bound time.Duration) (context.Context, context.CancelFunc) {
-	dctx, cancel := d.decodeCtx(context.WithoutCancel(ctx))
-	tctx, tcancel := context.WithTimeoutCause(dctx, bound, errHoldDecodeBound)
-	return tctx, func() { tcancel(); cancel() }
 }
 
 // decodeCtx is parent, ended also when the daemon stops or when the
