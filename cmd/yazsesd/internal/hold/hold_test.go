@@ -708,7 +708,7 @@ func TestCancel(t *testing.T) {
 					if res.Why != Cancelled || res.Outcome != Dropped {
 						t.Errorf("Result %+v, want cancelled", res)
 					}
-					if !slices.Equal(told, []string{"collected cancelled"}) && !slices.Equal(told, []string{"collected cancelled"}) {
+					if !slices.Equal(told, []string{"collected cancelled"}) {
 						t.Errorf("owner told %q, want collected cancelled", told)
 					}
 					for _, c := range r.dec.snapshot() {
