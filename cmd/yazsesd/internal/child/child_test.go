@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -169,8 +171,8 @@ func TestQueueMaxWaiting(t *testing.T) {
 // A child end's Down channel is closed while the child is down for good
 // (exited 125, crash loop, stopped) and replaced by an open one when it
 // starts again; Changed is closed at every change.
-func TestEndDown(t *testing.T) {
-	var e end
+func TestProcessDown(t *testing.T) {
+	var e process
 	e.init(supervise.Spec{Name: "decode"}, slog.New(slog.DiscardHandler))
 	closed := func(ch <-chan struct{}) bool {
 		select {
@@ -196,6 +198,12 @@ func TestEndDown(t *testing.T) {
 	e.set(supervise.Status{State: supervise.StateCrashLoop})
 	if !closed(e.Down()) {
 		t.Error("down open in a crash loop")
+	}
+	e.set(supervise.Status{State: supervise.StateStarting})
+	down = e.Down()
+	e.set(supervise.Status{State: supervise.StateStopped})
+	if !closed(down) {
+		t.Error("down open once stopped (a waiter for the decoder's work would wait for a start that never comes)")
 	}
 }
 
@@ -355,5 +363,122 @@ func TestDecodeCancelSendsAbandon(t *testing.T) {
 	want := []string{"A", "E1", "X", "R1 abandoned", "A", "E2", "R2"}
 	if diff := cmp.Diff(want, f.log()); diff != "" {
 		t.Errorf("what the decoder saw (-want +got):\n%s", diff)
+	}
+}
+
+// While nobody listens the microphone's reader naps between reads; a
+// listener that arrives during the nap ends it at once (in fake time: no
+// moment passes), and gets the ring's audio, then what the pipe held, in
+// order. A reader that slept out its nap gave the listener nothing until
+// the nap was over.
+func TestMicListenEndsIdleNap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMic(supervise.Spec{Name: "capture"}, true, 1600, slog.New(slog.DiscardHandler))
+		pr, pw := io.Pipe()
+		m.goroutines.Go(func() { m.read(pr) })
+		samples := func(from, n int) []int16 {
+			s := make([]int16, n)
+			for i := range s {
+				s[i] = int16(from + i)
+			}
+			return s
+		}
+		before, during := samples(0, 160), samples(160, 160)
+		if _, err := pw.Write(pcm.Encode(nil, before)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // read, into the ring; the reader naps
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := pw.Write(pcm.Encode(nil, during))
+			wrote <- err
+		}()
+		synctest.Wait() // the pipe holds audio the napping reader has not read
+		t0 := time.Now()
+		l := m.Listen(true)
+		synctest.Wait()
+		var got []int16
+		for more := true; more; {
+			select {
+			case s := <-l.Audio():
+				got = append(got, s...)
+			default:
+				more = false
+			}
+		}
+		if diff := cmp.Diff(append(slices.Clone(before), during...), got); diff != "" {
+			t.Errorf("audio a listener added during the idle nap has at once (-want +got):\n%s", diff)
+		}
+		if waited := time.Since(t0); waited != 0 {
+			t.Errorf("the listener waited %v for the reader", waited)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		if s := testwait.Recv(t, l.Audio(), "the end of the stream (a nil chunk)"); s != nil {
+			t.Errorf("after the stream ended got %d samples, want the nil chunk", len(s))
+		}
+		m.Unlisten(l)
+		m.goroutines.Wait()
+	})
+}
+
+// A group's Wait waits for every goroutine started with Go, those started
+// while it waits included (a decode that begins as the daemon stops).
+func TestGroupWaitsForLateGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g group
+		first, late := make(chan struct{}), make(chan struct{})
+		g.Go(func() { <-first })
+		waited := make(chan struct{})
+		go func() { g.Wait(); close(waited) }()
+		synctest.Wait()
+		g.Go(func() { <-late })
+		close(first)
+		synctest.Wait()
+		select {
+		case <-waited:
+			t.Fatal("Wait returned while a goroutine started during the wait runs")
+		default:
+		}
+		close(late)
+		synctest.Wait()
+		select {
+		case <-waited:
+		default:
+			t.Fatal("Wait did not return once every goroutine ended")
+		}
+	})
+}
+
+// A level's channel is closed while the condition holds, and a waiter
+// that took it while the condition did not hold is woken by the next
+// change to on, not by one to off.
+func TestLevel(t *testing.T) {
+	var l level
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	off := l.C()
+	if closed(off) {
+		t.Fatal("closed before the condition held")
+	}
+	l.set(false)
+	if closed(off) {
+		t.Fatal("closed by a change to off")
+	}
+	l.set(true)
+	if !closed(off) || !closed(l.C()) {
+		t.Fatal("not closed once the condition holds")
+	}
+	l.set(false)
+	if closed(l.C()) {
+		t.Fatal("closed after the condition ended")
 	}
 }

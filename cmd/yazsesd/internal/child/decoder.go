@@ -34,7 +34,7 @@ var ErrYielded = errors.New("gave way to dictation")
 // piece. A decoder that finished the piece anyway answers it normally, and
 // that answer is kept.
 type Decoder struct {
-	end
+	process
 	turns Queue
 	// prompt is decode.prompt, sent as a Prompt frame with every
 	// utterance that has none of its own.
@@ -47,7 +47,7 @@ type Decoder struct {
 	gen     int
 	results chan frame.Result // results of the current start
 	lost    chan struct{}     // closed when the current start's stdout ends
-	upCh    chan struct{}     // closed once a start is ready
+	up      level             // a start is ready
 }
 
 // NewDecoder returns the end of the decoder child run as spec (its Stdin,
@@ -55,7 +55,7 @@ type Decoder struct {
 // each utterance that has none of its own, as a Prompt frame, never on the
 // command line, which every local user can read in /proc.
 func NewDecoder(spec supervise.Spec, prompt string, log *slog.Logger) *Decoder {
-	d := &Decoder{prompt: prompt, upCh: make(chan struct{}), log: log}
+	d := &Decoder{prompt: prompt, log: log}
 	spec.Stdin, spec.Stdout, spec.Ready = d.OpenStdin, d.OpenStdout, true
 	d.init(spec, log)
 	d.OnStart(d.Started)
@@ -92,18 +92,14 @@ func (d *Decoder) OpenStdout() (*os.File, error) {
 	d.results, d.lost = results, lost
 	gen := d.gen
 	d.mu.Unlock()
-	go d.read(r, gen, results, lost)
+	d.goroutines.Go(func() { d.read(r, gen, results, lost) })
 	return w, nil
 }
 
 // Started is the supervisor's start hook: the model is loaded.
 func (d *Decoder) Started(pid, restart int) {
 	d.mu.Lock()
-	select {
-	case <-d.upCh:
-	default:
-		close(d.upCh)
-	}
+	d.up.set(true)
 	d.mu.Unlock()
 }
 
@@ -128,7 +124,7 @@ func (d *Decoder) read(r *os.File, gen int, results chan<- frame.Result, lost ch
 			d.w.Close()
 			d.w, d.fw = nil, nil
 		}
-		d.upCh = make(chan struct{})
+		d.up.set(false)
 	}
 	d.mu.Unlock()
 }
@@ -138,7 +134,7 @@ func (d *Decoder) read(r *os.File, gen int, results chan<- frame.Result, lost ch
 func (d *Decoder) Up() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.upCh
+	return d.up.C()
 }
 
 // WaitUp waits until a decoder is ready.
@@ -203,12 +199,14 @@ func (d *Decoder) DecodeAfter(ctx context.Context, prio Prio, samples []int16, p
 	abandon := make(chan struct{})
 	done := make(chan decodeOut, 1)
 	finished := make(chan struct{})
-	go serveTurn(t, fw, results, lost, samples, prompt, said, abandon, done, finished)
+	// The turn's writer and, once abandoned, its watch outlive Decode:
+	// the end owns them (Run waits for them); each ends with the turn.
+	d.goroutines.Go(func() { serveTurn(t, fw, results, lost, samples, prompt, said, abandon, done, finished) })
 	var abandonOnce sync.Once
 	stop := func() {
 		abandonOnce.Do(func() {
 			close(abandon)
-			go d.watch(finished) // ends with the turn, or after abandonGrace
+			d.goroutines.Go(func() { d.watch(finished) }) // ends with the turn, or after abandonGrace
 		})
 	}
 	yield := t.Yield() // nil for holds and answers: never

@@ -27,13 +27,13 @@ var ErrGateDown = errors.New("gate unavailable")
 // so does the first gate of a daemon whose predecessor did not stop cleanly
 // (StartSpent); the end remembers that, and why, for status.
 type Gate struct {
-	end
+	process
 
 	mu         sync.Mutex
 	base       []string     // the configured command
 	pending    net.Conn     // our end for the child being started
 	client     *gate.Client // nil while the gate is down
-	up         chan struct{}
+	up         level        // client is set
 	failClosed bool
 	reason     string // why failClosed: daemonapi.FailClosedGate or FailClosedDaemon
 	spentFirst bool   // the first start too gets --spent
@@ -43,7 +43,7 @@ type Gate struct {
 // NewGate returns the end of the gate child: spec.Argv is the configured
 // command, to which the cap and --spent are added at each start.
 func NewGate(spec supervise.Spec, perHour int, log *slog.Logger) *Gate {
-	g := &Gate{up: make(chan struct{}), perHour: perHour, base: spec.Argv}
+	g := &Gate{perHour: perHour, base: spec.Argv}
 	spec.Argv = nil
 	spec.ArgvFor, spec.Files = g.argv, g.files
 	spec.FDNames, spec.Ready = []string{"gate"}, true
@@ -103,7 +103,7 @@ func (g *Gate) started(pid, restart int) {
 	}
 	g.client = gate.NewClient(g.pending)
 	g.pending = nil
-	close(g.up)
+	g.up.set(true)
 }
 
 // dropLocked forgets the current client (its gate is gone).
@@ -113,7 +113,7 @@ func (g *Gate) dropLocked() {
 	}
 	g.client.Close()
 	g.client = nil
-	g.up = make(chan struct{})
+	g.up.set(false)
 }
 
 // get returns the gate client, waiting up to wait (and ctx) for a gate
@@ -123,7 +123,7 @@ func (g *Gate) get(ctx context.Context, wait time.Duration) (*gate.Client, error
 	defer t.Stop()
 	for {
 		g.mu.Lock()
-		c, up := g.client, g.up
+		c, up := g.client, g.up.C()
 		g.mu.Unlock()
 		if c != nil {
 			return c, nil

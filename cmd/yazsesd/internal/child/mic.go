@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/pcm"
 )
@@ -17,20 +18,23 @@ import (
 // Mic is the daemon's end of yaz-capture. In on-demand mode the child runs
 // only while someone listens (a hold or an answer); in always mode it runs
 // for the daemon's life and the last pre-roll of audio is kept in a ring.
-// Audio is handed to every listener as it arrives.
+// Audio is handed to every listener as it arrives. Run owns the child's
+// life: it starts a supervision when one is wanted (always mode, or a
+// first listener) and ends it when the last listener leaves.
 type Mic struct {
-	end
+	process
 	log    *slog.Logger
 	always bool
 	ring   *ring // the last pre-roll of audio (always mode); nil otherwise
 
+	listened bcast.Signal  // a listener was added (ends an idle nap)
+	wanted   chan struct{} // a supervision is wanted (capacity 1): for Run
+
 	scratch []int16 // decoded audio while nobody listens
 	mu      sync.Mutex
 	users   int
-	cancel  context.CancelFunc
-	runDone chan struct{}
+	stop    context.CancelFunc // ends the current supervision; nil when none is wanted
 	subs    map[*Listener]struct{}
-	rootCtx context.Context
 }
 
 // Listener receives audio from the microphone.
@@ -48,7 +52,7 @@ func (l *Listener) Audio() <-chan []int16 { return l.ch }
 // the last preRollSamples in a ring; else it runs only while someone
 // listens.
 func NewMic(spec supervise.Spec, always bool, preRollSamples int, log *slog.Logger) *Mic {
-	m := &Mic{log: log, always: always, subs: make(map[*Listener]struct{})}
+	m := &Mic{log: log, always: always, subs: make(map[*Listener]struct{}), wanted: make(chan struct{}, 1)}
 	if always && preRollSamples > 0 {
 		m.ring = newRing(preRollSamples)
 	}
@@ -66,12 +70,19 @@ func (m *Mic) stdout() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture stdout: %w", err)
 	}
-	go m.read(r)
+	m.goroutines.Go(func() { m.read(r) })
 	return w, nil
 }
 
-func (m *Mic) read(r *os.File) {
+// read hands the audio of one start to deliver until the stream ends.
+// While nobody listens it naps idleNap between reads, letting the pipe
+// gather audio rather than waking for every few milliseconds of it; a
+// listener that arrives ends the nap at once, and gets the ring, then
+// what the pipe holds, in order.
+func (m *Mic) read(r io.ReadCloser) {
 	defer r.Close()
+	nap := time.NewTimer(idleNap)
+	nap.Stop()
 	buf := make([]byte, 8000) // up to 250 ms: more than one idle nap gathers
 	odd := false
 	var carry byte
@@ -90,19 +101,20 @@ func (m *Mic) read(r *os.File) {
 			}
 			m.deliver(b)
 		}
-		if err == nil && m.idle() {
-			// Nobody listens: let the pipe gather 100 ms at a time
-			// rather than waking for every few milliseconds of audio.
-			// A listener that arrives meanwhile gets the ring, then
-			// what the pipe holds, in order.
-			time.Sleep(idleNap)
-		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				m.log.Debug("capture read ended", "err", err)
 			}
 			m.ended()
 			return
+		}
+		if listened := m.listened.C(); m.idle() {
+			nap.Reset(idleNap)
+			select {
+			case <-nap.C:
+			case <-listened:
+				nap.Stop()
+			}
 		}
 	}
 }
@@ -144,7 +156,7 @@ func (m *Mic) ended() {
 	}
 }
 
-// idleNap is how long the reader sleeps between reads while nobody
+// idleNap is the longest nap of the reader between reads while nobody
 // listens (always mode between holds): 100 ms, a tenth of the wakeups.
 const idleNap = 100 * time.Millisecond
 
@@ -154,43 +166,49 @@ func (m *Mic) idle() bool {
 	return len(m.subs) == 0
 }
 
-// Start keeps ctx as the life of every run of the child and, in always
-// mode, starts it for the daemon's life.
-func (m *Mic) Start(ctx context.Context) {
-	m.mu.Lock()
-	m.rootCtx = ctx
-	m.mu.Unlock()
+// Run runs the microphone until ctx ends: in always mode a supervision
+// of the child for the daemon's life, else one from a first listener to
+// the last one's Unlisten. A supervision that ends by itself (a crash
+// loop, an exit 125) is logged; the next Listen starts another. Errors
+// are Run's to log: it returns nil once ctx has ended and the last
+// supervision (and its reader) with it.
+func (m *Mic) Run(ctx context.Context) error {
 	if m.always {
+		m.want()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.wanted:
+		}
 		m.mu.Lock()
-		m.runLocked()
+		if m.stop != nil || (!m.always && m.users == 0) {
+			m.mu.Unlock() // running, or no longer wanted
+			continue
+		}
+		sctx, stop := context.WithCancel(ctx)
+		m.stop = stop
 		m.mu.Unlock()
+		err := m.process.Run(sctx)
+		stop()
+		m.mu.Lock()
+		if m.stop != nil && sctx.Err() == nil {
+			m.stop = nil // ended by itself: the next listen starts it again
+		}
+		m.mu.Unlock()
+		if err != nil {
+			m.log.Error("capture stopped", "err", err)
+		}
 	}
 }
 
-// runLocked starts supervising the child if it is not running.
-func (m *Mic) runLocked() {
-	if m.cancel != nil || m.rootCtx == nil || m.rootCtx.Err() != nil {
-		return
+// want asks Run for a supervision.
+func (m *Mic) want() {
+	select {
+	case m.wanted <- struct{}{}:
+	default: // asked already
 	}
-	prev := m.runDone
-	ctx, cancel := context.WithCancel(m.rootCtx)
-	done := make(chan struct{})
-	m.cancel, m.runDone = cancel, done
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev // one Run at a time
-		}
-		if err := m.Run(ctx); err != nil {
-			m.log.Error("capture stopped", "err", err)
-		}
-		cancel()
-		m.mu.Lock()
-		if m.runDone == done {
-			m.cancel = nil // ended by itself: the next listen starts it again
-		}
-		m.mu.Unlock()
-	}()
 }
 
 // Listen adds a listener; with preRoll the ring's audio comes first. The
@@ -198,7 +216,6 @@ func (m *Mic) runLocked() {
 func (m *Mic) Listen(preRoll bool) *Listener {
 	l := &Listener{ch: make(chan []int16, 1024)}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if preRoll && m.ring != nil {
 		if pre := m.ring.snapshot(); len(pre) > 0 {
 			l.ch <- pre
@@ -206,7 +223,11 @@ func (m *Mic) Listen(preRoll bool) *Listener {
 	}
 	m.subs[l] = struct{}{}
 	m.users++
-	m.runLocked()
+	if m.stop == nil {
+		m.want()
+	}
+	m.mu.Unlock()
+	m.listened.Broadcast()
 	return l
 }
 
@@ -223,19 +244,9 @@ func (m *Mic) Unlisten(l *Listener) {
 		m.log.Warn("listener fell behind: audio dropped", "samples", l.dropped)
 	}
 	m.users--
-	if m.users == 0 && !m.always && m.cancel != nil {
-		m.cancel()
-		m.cancel = nil
-	}
-}
-
-// Wait waits for the supervision to end (after Start's context ended).
-func (m *Mic) Wait() {
-	m.mu.Lock()
-	done := m.runDone
-	m.mu.Unlock()
-	if done != nil {
-		<-done
+	if m.users == 0 && !m.always && m.stop != nil {
+		m.stop()
+		m.stop = nil
 	}
 }
 

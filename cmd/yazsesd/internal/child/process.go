@@ -5,76 +5,136 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 )
 
-// end is what every child end has: its supervised process, and its state
-// as channels.
-type end struct {
+// process is what every child end has: the supervised process, its state
+// as channels, and the goroutines the end starts for it (the readers of
+// its pipes, the writer of a decoder's turn), which Run waits for.
+type process struct {
 	c *supervise.Child
 
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced at every change of state
-	down    chan struct{} // closed while the child is down for good
+	changed bcast.Signal // at every change of state
+
+	downMu sync.Mutex
+	down   level // while the child is down for good (State.Down)
+
+	goroutines group
 }
 
-func (e *end) init(spec supervise.Spec, log *slog.Logger) {
-	e.c = supervise.New(spec, log)
-	e.changed, e.down = make(chan struct{}), make(chan struct{})
-	e.c.OnState(e.set)
+func (p *process) init(spec supervise.Spec, log *slog.Logger) {
+	p.c = supervise.New(spec, log)
+	p.c.OnState(p.set)
 }
 
-func (e *end) set(st supervise.Status) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	close(e.changed)
-	e.changed = make(chan struct{})
-	select {
-	case <-e.down:
-		if !DownState(st.State) {
-			e.down = make(chan struct{})
-		}
-	default:
-		if DownState(st.State) {
-			close(e.down)
-		}
-	}
-}
-
-// DownState reports a state in which a child stays down until something
-// starts it again: exited 125, left after a crash loop, or stopped.
-func DownState(s supervise.State) bool {
-	return s == supervise.StateExited || s == supervise.StateCrashLoop || s == supervise.StateStopped
+func (p *process) set(st supervise.Status) {
+	p.downMu.Lock()
+	p.down.set(st.State.Down())
+	p.downMu.Unlock()
+	p.changed.Broadcast()
 }
 
 // Status is a snapshot of the supervised child.
-func (e *end) Status() supervise.Status { return e.c.Status() }
+func (p *process) Status() supervise.Status { return p.c.Status() }
 
 // Changed returns a channel closed at the next change of the child's
 // state (starting, running, backoff, stopped, crashloop, exited).
-func (e *end) Changed() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.changed
-}
+func (p *process) Changed() <-chan struct{} { return p.changed.C() }
 
 // Down returns a channel that is closed while the child is down for good
-// as far as its supervisor knows (exited 125, crash loop, or stopped); a
-// new start makes a new one.
-func (e *end) Down() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.down
+// as far as its supervisor knows (supervise.State.Down: exited 125, crash
+// loop, or stopped); a new start makes a new one.
+func (p *process) Down() <-chan struct{} {
+	p.downMu.Lock()
+	defer p.downMu.Unlock()
+	return p.down.C()
 }
 
 // OnState adds a hook for every change of state (supervise.Child.OnState).
-func (e *end) OnState(f func(supervise.Status)) { e.c.OnState(f) }
+func (p *process) OnState(f func(supervise.Status)) { p.c.OnState(f) }
 
 // OnStart adds a hook for every start (supervise.Child.OnStart).
-func (e *end) OnStart(f func(pid, restart int)) { e.c.OnStart(f) }
+func (p *process) OnStart(f func(pid, restart int)) { p.c.OnStart(f) }
 
 // Restart kills the running child so that it starts again at once.
-func (e *end) Restart() { e.c.Restart() }
+func (p *process) Restart() { p.c.Restart() }
 
-// Run supervises the child until ctx ends (supervise.Child.Run).
-func (e *end) Run(ctx context.Context) error { return e.c.Run(ctx) }
+// Run supervises the child until ctx ends (supervise.Child.Run), then
+// waits for the goroutines the end started for it: they end with the
+// child's pipes.
+func (p *process) Run(ctx context.Context) error {
+	err := p.c.Run(ctx)
+	p.goroutines.Wait()
+	return err
+}
+
+// level is a condition that others wait for (the child is up, or down for
+// good): C returns a channel closed while it holds. Its owner guards it
+// with a lock of its own.
+type level struct {
+	on  bool
+	sig bcast.Signal // at every change from off to on
+}
+
+// closedChan is what C returns while the condition holds.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (l *level) set(on bool) {
+	if on && !l.on {
+		l.sig.Broadcast()
+	}
+	l.on = on
+}
+
+// C returns a channel closed while the condition holds: at once when it
+// does, else at its next change to on.
+func (l *level) C() <-chan struct{} {
+	if l.on {
+		return closedChan
+	}
+	return l.sig.C()
+}
+
+// group owns goroutines: Wait returns once every one started with Go has
+// ended, and unlike a sync.WaitGroup it may be waited for while more are
+// started (a decode that begins as the daemon stops): Wait then waits for
+// them too.
+type group struct {
+	mu   sync.Mutex
+	n    int
+	idle bcast.Signal // when n drops to 0
+}
+
+// Go runs f on a goroutine that Wait waits for.
+func (g *group) Go(f func()) {
+	g.mu.Lock()
+	g.n++
+	g.mu.Unlock()
+	go func() {
+		defer g.done()
+		f()
+	}()
+}
+
+func (g *group) done() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		g.idle.Broadcast()
+	}
+}
+
+// Wait waits until no goroutine of the group runs.
+func (g *group) Wait() {
+	for {
+		idle := g.idle.C()
+		g.mu.Lock()
+		n := g.n
+		g.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		<-idle
+	}
+}

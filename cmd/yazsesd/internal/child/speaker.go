@@ -21,21 +21,20 @@ var ErrNotRunning = errors.New("child not running")
 // Speaker is the daemon's end of `yaz-speak --serve`: requests on its
 // stdin, events from its stdout, routed to the caller by id.
 type Speaker struct {
-	end
+	process
 
 	mu      sync.Mutex
 	w       *os.File // the child's stdin; nil while down
 	gen     int      // counts starts; events of an older start are dropped
 	pending map[string]chan tts.Event
 	nextID  int
-	ready   bool          // the current start signalled readiness
-	upCh    chan struct{} // closed while ready
+	up      level // the current start signalled readiness
 }
 
 // NewSpeaker returns the end of the speaker child run as spec (its Stdin,
 // Stdout and Ready are the Speaker's).
 func NewSpeaker(spec supervise.Spec, log *slog.Logger) *Speaker {
-	s := &Speaker{pending: make(map[string]chan tts.Event), upCh: make(chan struct{})}
+	s := &Speaker{pending: make(map[string]chan tts.Event)}
 	spec.Stdin, spec.Stdout, spec.Ready = s.openStdin, s.openStdout, true
 	s.init(spec, log)
 	s.OnStart(s.started)
@@ -53,7 +52,7 @@ func (s *Speaker) openStdin() (*os.File, error) {
 		s.w.Close()
 	}
 	s.w = w
-	s.setReadyLocked(false)
+	s.up.set(false)
 	s.mu.Unlock()
 	return r, nil
 }
@@ -61,20 +60,8 @@ func (s *Speaker) openStdin() (*os.File, error) {
 // started is the supervisor's hook: the child takes requests.
 func (s *Speaker) started(pid, restart int) {
 	s.mu.Lock()
-	s.setReadyLocked(s.w != nil)
+	s.up.set(s.w != nil)
 	s.mu.Unlock()
-}
-
-func (s *Speaker) setReadyLocked(ready bool) {
-	if ready == s.ready {
-		return
-	}
-	s.ready = ready
-	if ready {
-		close(s.upCh)
-	} else {
-		s.upCh = make(chan struct{})
-	}
 }
 
 // openStdout is the supervisor's Stdout hook: a fresh pipe per start, read
@@ -89,7 +76,7 @@ func (s *Speaker) openStdout() (*os.File, error) {
 	gen := s.gen
 	s.failPendingLocked()
 	s.mu.Unlock()
-	go s.read(r, gen)
+	s.goroutines.Go(func() { s.read(r, gen) })
 	return w, nil
 }
 
@@ -126,7 +113,7 @@ func (s *Speaker) read(r *os.File, gen int) {
 			s.w.Close()
 			s.w = nil
 		}
-		s.setReadyLocked(false)
+		s.up.set(false)
 	}
 	s.mu.Unlock()
 }
@@ -144,7 +131,7 @@ func (s *Speaker) failPendingLocked() {
 func (s *Speaker) Speak(text string) (id string, events <-chan tts.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.w == nil || !s.ready {
+	if s.w == nil || !s.up.on {
 		return "", nil, ErrNotRunning
 	}
 	s.nextID++
@@ -176,7 +163,7 @@ func (s *Speaker) Skip() {
 func (s *Speaker) Up() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.upCh
+	return s.up.C()
 }
 
 // Close closes the speaker's stdin: it ends at EOF.

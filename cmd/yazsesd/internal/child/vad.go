@@ -18,32 +18,42 @@ import (
 // caller then decides with the energy detector (vadlink.NewEnergy), never
 // waiting for a restart.
 type VAD struct {
-	end
+	process
 
 	mu   sync.Mutex
-	ctx  context.Context // Run's: every Link ends with it
-	w    *os.File        // the child's stdin of the next start, our end
-	r    *os.File        // its stdout, our end
-	link *vadlink.Link   // the current start's, nil until it is ready
-	upCh chan struct{}   // closed once a start's Link is ready
+	w    *os.File      // the child's stdin of the next start, our end
+	r    *os.File      // its stdout, our end
+	link *vadlink.Link // the current start's, nil until it is ready
+	up   level         // link is ready and has not failed (as of the last look)
 }
 
 // NewVAD returns the end of the detector child run as spec (its Stdin,
 // Stdout and Ready are the VAD's).
 func NewVAD(spec supervise.Spec, log *slog.Logger) *VAD {
-	v := &VAD{upCh: make(chan struct{}), ctx: context.Background()}
+	v := &VAD{}
 	spec.Stdin, spec.Stdout, spec.Ready = v.openStdin, v.openStdout, true
 	v.init(spec, log)
 	v.OnStart(v.started)
 	return v
 }
 
-// Run supervises the child until ctx ends; every Link ends with ctx.
+// Run supervises the child until ctx ends. A Link lives as long as its
+// start: it ends when the child does (its stdout ends), at the next start,
+// or, at the latest, when Run returns.
 func (v *VAD) Run(ctx context.Context) error {
+	defer v.closeLink()
+	return v.process.Run(ctx)
+}
+
+func (v *VAD) closeLink() {
 	v.mu.Lock()
-	v.ctx = ctx
+	l := v.link
+	v.link = nil
+	v.up.set(false)
 	v.mu.Unlock()
-	return v.end.Run(ctx)
+	if l != nil {
+		l.Close()
+	}
 }
 
 func (v *VAD) openStdin() (*os.File, error) {
@@ -75,34 +85,25 @@ func (v *VAD) openStdout() (*os.File, error) {
 }
 
 // started is the supervisor's start hook: the model is loaded; the pipes
-// of this start become a Link. The Link ends when the child does (its
-// stdout ends) or when Run's context does, closing both pipes.
+// of this start become a Link, which owns them. The Link ends when the
+// child does (its stdout ends); the one of an earlier start is closed.
 func (v *VAD) started(pid, restart int) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if v.w == nil || v.r == nil {
+		v.mu.Unlock()
 		return
 	}
-	l := vadlink.New(v.ctx, v.w, v.r)
+	// The Link's life is bounded by this end (the next start, Run's
+	// return), not by a context: Run's is not the hook's to keep.
+	l := vadlink.New(context.Background(), v.w, v.r)
 	v.w, v.r = nil, nil
-	if v.link != nil {
-		v.link.Close()
-	}
+	old := v.link
 	v.link = l
-	select {
-	case <-v.upCh:
-	default:
-		close(v.upCh)
+	v.up.set(true)
+	v.mu.Unlock()
+	if old != nil {
+		old.Close()
 	}
-	go func() { // owned by l: returns when l's goroutines have
-		<-l.Done()
-		v.mu.Lock()
-		if v.link == l {
-			v.link = nil
-			v.upCh = make(chan struct{})
-		}
-		v.mu.Unlock()
-	}()
 }
 
 // Link returns the Link of the running child, or nil while there is none
@@ -110,10 +111,18 @@ func (v *VAD) started(pid, restart int) {
 func (v *VAD) Link() *vadlink.Link {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.link == nil || v.link.Err() != nil {
+	if !v.liveLocked() {
 		return nil
 	}
 	return v.link
+}
+
+// liveLocked reports whether the current Link is ready and has not
+// failed, and keeps up to date with it.
+func (v *VAD) liveLocked() bool {
+	live := v.link != nil && v.link.Err() == nil
+	v.up.set(live)
+	return live
 }
 
 // Up returns a channel closed once the current start's Link is ready; a
@@ -121,5 +130,6 @@ func (v *VAD) Link() *vadlink.Link {
 func (v *VAD) Up() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.upCh
+	v.liveLocked()
+	return v.up.C()
 }

@@ -435,7 +435,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	if d.vad != nil {
 		supervised(d.vad, "vad")
 	}
-	d.mic.Start(ctx)
+	supervised(d.mic, "capture") // in always mode now, else from a first listener on
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -507,7 +507,6 @@ loop:
 	d.speak.Close()
 	d.decode.Close()
 	wg.Wait()
-	d.mic.Wait()
 	d.auditf(audit.Event{Kind: "daemon.stopped"})
 	if runErr == nil {
 		// A clean stop: the next daemon starts a fresh budget. Not

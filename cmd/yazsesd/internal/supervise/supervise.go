@@ -137,6 +137,17 @@ const (
 	StateExited    State = "exited"    // exited 125; never restarted
 )
 
+// Failed reports a state in which the child was left down by a failure
+// and stays down until the daemon restarts: exited 125 (a cause it named)
+// or a crash loop. It is what health reports and notifies; a child that
+// merely stopped has not failed.
+func (s State) Failed() bool { return s == StateExited || s == StateCrashLoop }
+
+// Down reports a state from which no start comes by itself: Failed, or
+// stopped (exited 0, or by the context). A waiter for the child's work
+// gives up on it.
+func (s State) Down() bool { return s.Failed() || s == StateStopped }
+
 // Status is a snapshot of a child for `yazsesd status`.
 type Status struct {
 	Name     string
