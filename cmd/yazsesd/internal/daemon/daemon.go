@@ -559,11 +559,10 @@ func (d *Daemon) reload(ctx context.Context) {
 		err := d.gate.Do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
 		cancel()
 		if err != nil {
-			switch st := d.gate.Status().State; st {
-			case supervise.StateCrashLoop, supervise.StateExited, supervise.StateStopped:
+			if st := d.gate.Status().State; st.Down() {
 				// Nothing would restart: say what is true.
 				d.log.Error("reload: the gate is down and was not restarted; no question is asked until yazsesd restarts", "gate", st)
-			default:
+			} else {
 				d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
 				d.gate.Restart()
 			}
@@ -778,7 +777,7 @@ func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi
 	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
 		LastExit: s.LastExit, Version: d.versions.get(s.Name), Cause: s.Cause}
 	switch {
-	case isDown(s.State), s.State == supervise.StateBackoff:
+	case s.State.Failed(), s.State == supervise.StateBackoff:
 		cs.Reason = reasonOf(s)
 		if cs.Cause == "" && s.State == supervise.StateCrashLoop {
 			cs.Cause = "crash_loop"

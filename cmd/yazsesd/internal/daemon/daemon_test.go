@@ -46,8 +46,9 @@ func TestCleanText(t *testing.T) {
 
 // health: READY waits for every boot child to settle (up, or failed); the
 // line names each child that is down or restarting, with its own reason;
-// a child left down is logged and notified once. (Its down channel is the
-// child end's: child.TestEndDown.)
+// a child left down (supervise.State.Failed) is logged and notified
+// once; one that stopped is neither. (Its down channel is the child
+// end's: child.TestProcessDown.)
 func TestHealth(t *testing.T) {
 	var notes []string
 	var lines []string

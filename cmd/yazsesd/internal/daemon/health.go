@@ -62,12 +62,6 @@ func (h *health) watch(name string, c interface{ OnState(func(supervise.Status))
 	c.OnState(func(st supervise.Status) { h.changed(name, st) })
 }
 
-// isDown reports a state in which a child stays down until the daemon
-// restarts: exited 125, or left after a crash loop.
-func isDown(s supervise.State) bool {
-	return s == supervise.StateExited || s == supervise.StateCrashLoop
-}
-
 func (h *health) changed(name string, st supervise.Status) {
 	h.mu.Lock()
 	h.st[name] = st
@@ -86,7 +80,7 @@ func (h *health) changed(name string, st supervise.Status) {
 		}
 	}
 	var logIt, notifyKind string
-	if isDown(st.State) {
+	if st.State.Failed() { // left down by a failure; a stop is none
 		key := string(st.State) + "/" + st.Cause + "/" + st.Reason
 		if h.logged[name] != key {
 			h.logged[name] = key
@@ -158,7 +152,7 @@ func (h *health) lineLocked() string {
 			continue
 		}
 		switch {
-		case isDown(st.State), st.State == supervise.StateBackoff:
+		case st.State.Failed(), st.State == supervise.StateBackoff:
 			problems = append(problems, n+": "+reasonOf(st))
 		case st.State == supervise.StateStarting:
 			starting = starting || h.isBoot(n)

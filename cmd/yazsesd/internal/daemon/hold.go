@@ -115,7 +115,7 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	// refusalNoteEvery, however often the key is pressed or held.
 	select {
 	case <-d.decode.Down():
-		if isDown(d.decode.Status().State) {
+		if d.decode.Status().State.Failed() {
 			cause, reason := d.decodeFailure("decoder_down")
 			note := d.refusalNotes.allow(cause, time.Now())
 			d.log.Warn("hold refused: the decoder is down", "cause", cause, "notified", note)
@@ -445,7 +445,7 @@ func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.Can
 // ended before answering; decode_error: it answered with an error).
 func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
 	st := d.decode.Status()
-	if isDown(st.State) {
+	if st.State.Failed() {
 		cause = st.Cause
 		if cause == "" {
 			cause = "decoder_down"

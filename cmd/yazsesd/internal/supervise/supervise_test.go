@@ -742,3 +742,28 @@ func TestCause(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Two predicates, one meaning each: Failed is a child left down by a
+// failure (health reports and notifies it; a stop is not one), Down is a
+// child from which no start comes by itself (a waiter for its work gives
+// up: the daemon stopping included).
+func TestStateFailedAndDown(t *testing.T) {
+	for _, tc := range []struct {
+		s            State
+		failed, down bool
+	}{
+		{StateStarting, false, false},
+		{StateRunning, false, false},
+		{StateBackoff, false, false}, // a restart is coming
+		{StateStopped, false, true},
+		{StateCrashLoop, true, true},
+		{StateExited, true, true},
+	} {
+		if got := tc.s.Failed(); got != tc.failed {
+			t.Errorf("%s.Failed() = %v, want %v", tc.s, got, tc.failed)
+		}
+		if got := tc.s.Down(); got != tc.down {
+			t.Errorf("%s.Down() = %v, want %v", tc.s, got, tc.down)
+		}
+	}
+}
