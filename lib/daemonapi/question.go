@@ -17,8 +17,8 @@ var (
 )
 
 // CheckQuestion cleans an ask_human question and checks it by the rule of
-// untrusted.Question (what is removed, what is refused). The daemon, before
-// anything is reserved or spoken, and yaz-mcp, before it dials, both call
-// it, so both accept exactly the same questions. It returns the cleaned
-// question, which is what is spoken.
-func CheckQuestion(q string) (string, error) { return untrusted.Question(q) }
+// untrusted.CheckQuestion (what is removed, what is refused), so the
+// daemon, where the question enters it, and yaz-mcp, before it dials,
+// accept exactly the same questions. It returns the checked question;
+// its Text is what is spoken.
+func CheckQuestion(q string) (untrusted.Question, error) { return untrusted.CheckQuestion(q) }

@@ -7,11 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// MaxQuestionRunes caps an ask_human question, counted after Question has
+// MaxQuestionRunes caps an ask_human question, counted after CheckQuestion has
 // removed control and invisible characters.
 const MaxQuestionRunes = 500
 
-// Errors of Question. Their text never holds the question.
+// Errors of CheckQuestion. Their text never holds the question.
 var (
 	// ErrQuestionInvalid: the question is not valid UTF-8, or holds U+FFFD,
 	// the mark a decoder leaves where it met invalid bytes.
@@ -28,10 +28,23 @@ const (
 	zwj  = '\u200d' // ZERO WIDTH JOINER: emoji sequences, Indic conjuncts
 )
 
-// Question cleans an ask_human question and checks it; the daemon (before
-// anything is reserved or spoken) and yaz-mcp (before it dials) both call
-// it, through daemonapi.CheckQuestion, so both accept exactly the same
-// questions:
+// A Question is an ask_human question that [CheckQuestion] accepted:
+// cleaned, visible, at most MaxQuestionRunes. No other function makes one
+// (its field is unexported), so code that takes a Question cannot be
+// handed an unchecked string. The zero Question is no checked question:
+// its Text is empty.
+type Question struct{ text string }
+
+// Text is the cleaned question, which is what is spoken.
+func (q Question) Text() string { return q.text }
+
+// CheckQuestion cleans an ask_human question and checks it. It is the one
+// way to make a [Question]: the daemon calls it once, where the question
+// enters it (its ask_human method), and everything after takes the
+// Question. yaz-mcp calls it too (through daemonapi.CheckQuestion) only to
+// answer a bad question with invalid_argument before it dials, as its
+// error vocabulary requires with no daemon running; both accept exactly
+// the same questions:
 //
 //   - Text that is not valid UTF-8, or holds U+FFFD REPLACEMENT CHARACTER
 //     (what a JSON decoder puts where it met invalid bytes), is refused
@@ -57,7 +70,16 @@ const (
 //     characters count nothing.
 //
 // It returns the cleaned question, which is what is spoken.
-func Question(q string) (string, error) {
+func CheckQuestion(q string) (Question, error) {
+	s, err := cleanQuestion(q)
+	if err != nil {
+		return Question{}, err
+	}
+	return Question{text: s}, nil
+}
+
+// cleanQuestion is CheckQuestion's rule on plain strings.
+func cleanQuestion(q string) (string, error) {
 	if !utf8.ValidString(q) || strings.ContainsRune(q, utf8.RuneError) {
 		return "", ErrQuestionInvalid
 	}

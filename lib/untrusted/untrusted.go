@@ -1,5 +1,5 @@
 // Package untrusted is the one place for the rules applied to text YazSes
-// did not write: an ask_human question from an MCP client ([Question]),
+// did not write: an ask_human question from an MCP client ([CheckQuestion]),
 // the decoder's transcript of a dictation or of an answer ([Transcript]),
 // the text an injection backend types ([Typed]), and the text spoken by
 // yaz-speak or shown in a desktop notification ([Line]). Every package that
@@ -19,7 +19,7 @@
 //     typed by the daemon and the same text spoken or typed by yaz-speak
 //     or cmd/yazsesd/internal/inject differed. Dropping is what DESIGN.md invariant 9 says:
 //     "control characters stripped".)
-//   - Invalid UTF-8 bytes are dropped ([Question] refuses them instead).
+//   - Invalid UTF-8 bytes are dropped ([CheckQuestion] refuses them instead).
 //   - Words are never rewritten: the result is the input minus what the
 //     rule lists, with spaces where it says so.
 //

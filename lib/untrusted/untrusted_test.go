@@ -110,7 +110,7 @@ func TestTyped(t *testing.T) {
 // space while the speech and typing rules dropped it).
 func TestControlsAgree(t *testing.T) {
 	question := func(s string) string {
-		q, err := Question(s)
+		q, err := question(s)
 		if err != nil {
 			t.Fatalf("Question(%+q): %v", s, err)
 		}
@@ -255,7 +255,7 @@ func FuzzRulesAgree(f *testing.F) {
 		if a, b := Line(Transcript(in), 0), Line(in, 0); a != b {
 			t.Fatalf("Line(Transcript(%+q)) = %+q, Line = %+q", in, a, b)
 		}
-		if q, err := Question(in); err == nil && Line(q, 0) != q {
+		if q, err := question(in); err == nil && Line(q, 0) != q {
 			t.Fatalf("Question(%+q) = %+q is not a clean Line (%+q)", in, q, Line(q, 0))
 		}
 	})

@@ -9,41 +9,41 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// askArgs checks the arguments of ask_human: the question as the daemon
-// checks it (daemonapi.CheckQuestion: valid text, control and invisible
-// characters removed, something visible, at most
-// daemonapi.MaxQuestionRunes); timeout_s a number of seconds, 0 or absent for
-// the configured default, cut to the configured maximum, fractions rounded
-// up. ok is false with a fixed detail when an argument is wrong.
-func askArgs(args map[string]any, ask config.Ask) (p daemonapi.AskParams, detail string, ok bool) {
-	q, isString := args["question"].(string)
+// askArgs checks the arguments of ask_human. The question is checked as
+// the daemon checks it (daemonapi.CheckQuestion: valid text, control and
+// invisible characters removed, something visible, at most
+// daemonapi.MaxQuestionRunes) only so that a bad one is invalid_argument
+// before dialling, with or without a daemon; the daemon checks it again
+// where it enters, and that check is the one that counts. timeout_s must
+// be a number of seconds, 0 or more; it is passed on in whole seconds
+// (fractions rounded up) and absent is 0: the daemon alone takes 0 for its
+// default and cuts a longer one to its maximum. ok is false with a fixed
+// detail when an argument is wrong.
+func askArgs(args map[string]any) (p daemonapi.AskParams, detail string, ok bool) {
+	raw, isString := args["question"].(string)
 	if !isString {
 		return p, detailQuestion, false
 	}
-	q, err := daemonapi.CheckQuestion(q)
+	q, err := daemonapi.CheckQuestion(raw)
 	if err != nil {
 		return p, detailQuestion, false
 	}
-	timeout := ask.DefaultTimeoutS
+	timeout := 0
 	switch v := args["timeout_s"].(type) {
 	case nil:
 	case float64:
 		if math.IsNaN(v) || v < 0 {
 			return p, detailTimeout, false
 		}
-		if v > 0 {
-			timeout = int(math.Min(math.Ceil(v), float64(ask.MaxTimeoutS)))
-		}
+		timeout = int(math.Min(math.Ceil(v), math.MaxInt32)) // an int on the wire
 	default:
 		return p, detailTimeout, false
 	}
-	timeout = max(1, min(timeout, ask.MaxTimeoutS))
-	return daemonapi.AskParams{Question: q, TimeoutS: timeout}, "", true
+	return daemonapi.AskParams{Question: q.Text(), TimeoutS: timeout}, "", true
 }
 
 // reasonRE is the shape of a reason word; anything else from the daemon is
@@ -51,7 +51,7 @@ func askArgs(args map[string]any, ask config.Ask) (p daemonapi.AskParams, detail
 var reasonRE = regexp.MustCompile(`^[a-z][a-z_]{0,39}$`)
 
 func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p, detail, ok := askArgs(req.GetArguments(), s.opt.Config.Ask)
+	p, detail, ok := askArgs(req.GetArguments())
 	if !ok {
 		s.log.Info("ask_human refused", "code", string(InvalidArgument))
 		return toolError(InvalidArgument, detail), nil
@@ -63,7 +63,9 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	// Closing the connection is what cancels the ask in the daemon: an
 	// ask not yet audible then costs nothing.
 	defer c.Close()
-	stop := newProgress(ctx, req).heartbeat(s.opt.ProgressEvery, float64(p.TimeoutS), "waiting for the person")
+	// No total: how long the daemon waits is its own policy (its default
+	// and maximum), not known here.
+	stop := newProgress(ctx, req).heartbeat(s.opt.ProgressEvery, 0, "waiting for the person")
 	r, err := c.AskHuman(ctx, p)
 	stop()
 	if err != nil {

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -100,14 +101,17 @@ func TestAskArguments(t *testing.T) {
 		wantQ   string
 		wantTmo int
 	}{
-		{"plain", map[string]any{"question": "Ship it?"}, "Ship it?", 30},
+		// The timeout policy (0: the default; cut to the maximum) is the
+		// daemon's alone: yaz-mcp passes whole seconds on.
+		{"plain", map[string]any{"question": "Ship it?"}, "Ship it?", 0},
 		{"control characters", map[string]any{"question": "Ship\x07 it\r\nnow?\u202e", "timeout_s": 10}, "Ship it now?", 10},
-		{"timeout over the maximum", map[string]any{"question": "Q?", "timeout_s": 999}, "Q?", 40},
+		{"timeout over the maximum is the daemon's to cut", map[string]any{"question": "Q?", "timeout_s": 999}, "Q?", 999},
 		{"fraction rounds up", map[string]any{"question": "Q?", "timeout_s": 2.5}, "Q?", 3},
-		{"zero takes the default", map[string]any{"question": "Q?", "timeout_s": 0}, "Q?", 30},
-		{"null timeout", map[string]any{"question": "Q?", "timeout_s": nil}, "Q?", 30},
-		{"500 characters", map[string]any{"question": strings.Repeat("é", 500)}, strings.Repeat("é", 500), 30},
-		{"500 after stripping", map[string]any{"question": strings.Repeat("a\x01", 500)}, strings.Repeat("a", 500), 30},
+		{"zero is the daemon's default", map[string]any{"question": "Q?", "timeout_s": 0}, "Q?", 0},
+		{"null timeout", map[string]any{"question": "Q?", "timeout_s": nil}, "Q?", 0},
+		{"huge timeout stays an int", map[string]any{"question": "Q?", "timeout_s": 1e300}, "Q?", math.MaxInt32},
+		{"500 characters", map[string]any{"question": strings.Repeat("é", 500)}, strings.Repeat("é", 500), 0},
+		{"500 after stripping", map[string]any{"question": strings.Repeat("a\x01", 500)}, strings.Repeat("a", 500), 0},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {

@@ -41,8 +41,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		if err != nil {
 			return nil, questionError(err)
 		}
-		p.Question = q
-		return d.askHuman(ctx, p)
+		return d.askHuman(ctx, q, p.TimeoutS) // q: checked here, once
 	})
 	s.Handle(daemonapi.MethodAudit, func(ctx context.Context, params json.RawMessage) (any, error) {
 		var p daemonapi.AuditParams
