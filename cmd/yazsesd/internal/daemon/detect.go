@@ -11,7 +11,6 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/config"
-	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // The voice detector. The daemon's own decisions (was anything said in a
@@ -22,10 +21,6 @@ import (
 // with vad_model_missing or vad_model_invalid), or busy with another use
 // (a hold while an answer is still being listened to), a use gets an
 // energy Link of its own: no decision waits for a restart.
-
-// vadWindow is the detector's window: positions are answered in whole
-// windows (the answer's listening reads it).
-const vadWindow = vadspan.Window
 
 // useSileroChild reports whether [vad] selects the Silero child: engine
 // "silero", or "auto" with a file at vad.model (a broken file is then the
