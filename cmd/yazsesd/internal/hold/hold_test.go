@@ -188,11 +188,15 @@ type fakeOwner struct {
 	preview []string
 }
 
-func (o *fakeOwner) Stopping(why Why)    { o.tell(fmt.Sprint("stopping ", why)) }
-func (o *fakeOwner) Collected(why Why)   { o.tell(fmt.Sprint("collected ", why)) }
-func (o *fakeOwner) Preview(text string) { o.mu.Lock(); o.preview = append(o.preview, text); o.mu.Unlock() }
-func (o *fakeOwner) tell(s string)       { o.mu.Lock(); o.told = append(o.told, s); o.mu.Unlock() }
-func (o *fakeOwner) said() []string      { o.mu.Lock(); defer o.mu.Unlock(); return slices.Clone(o.told) }
+func (o *fakeOwner) Stopping(why Why)  { o.tell(fmt.Sprint("stopping ", why)) }
+func (o *fakeOwner) Collected(why Why) { o.tell(fmt.Sprint("collected ", why)) }
+func (o *fakeOwner) Preview(text string) {
+	o.mu.Lock()
+	o.preview = append(o.preview, text)
+	o.mu.Unlock()
+}
+func (o *fakeOwner) tell(s string)  { o.mu.Lock(); o.told = append(o.told, s); o.mu.Unlock() }
+func (o *fakeOwner) said() []string { o.mu.Lock(); defer o.mu.Unlock(); return slices.Clone(o.told) }
 
 func (w Why) String() string {
 	return [...]string{"?", "released", "at_limit", "auto_stopped", "cancelled", "shutdown"}[w]
