@@ -17,156 +17,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// A queue of one priority (the daemon's questions) serves callers in
-// arrival order; one whose context ends leaves the line without blocking
-// the others.
-func TestQueueOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var q Queue
-		ctx := context.Background()
-		first, err := q.Take(ctx, PrioAnswer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var order []int
-		var wg sync.WaitGroup
-		gone, cancel := context.WithCancel(ctx)
-		for i := range 4 {
-			c := ctx
-			if i == 2 {
-				c = gone
-			}
-			wg.Go(func() {
-				turn, err := q.Take(c, PrioAnswer)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				turn.Release()
-			})
-			synctest.Wait() // it is in line
-		}
-		if _, w := q.State(); w != 4 {
-			t.Fatalf("%d waiting, want 4", w)
-		}
-		cancel()
-		synctest.Wait() // the cancelled one has left the line
-		if _, w := q.State(); w != 3 {
-			t.Fatalf("%d waiting after a cancel, want 3", w)
-		}
-		first.Release()
-		wg.Wait()
-		if diff := cmp.Diff([]int{0, 1, 3}, order); diff != "" {
-			t.Errorf("served order (-want +got):\n%s", diff)
-		}
-		if busy, w := q.State(); busy || w != 0 {
-			t.Errorf("state after all = busy %v, waiting %d", busy, w)
-		}
-	})
-}
-
-// The decoder's queue serves holds before answers and answers before
-// files, and a file turn in progress is asked to yield when a more
-// urgent one waits.
-func TestQueuePriority(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var q Queue
-		ctx := context.Background()
-		file, err := q.Take(ctx, PrioFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan Prio, 3)
-		var wg sync.WaitGroup
-		for i, p := range []Prio{PrioFile, PrioAnswer, PrioHold} {
-			wg.Go(func() {
-				turn, err := q.Take(ctx, p)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got <- p
-				turn.Release()
-			})
-			synctest.Wait()
-			if _, w := q.State(); w != i+1 {
-				t.Fatalf("%d waiting, want %d", w, i+1)
-			}
-			if yielded, want := file.Yielded(), p != PrioFile; yielded != want {
-				t.Errorf("file turn asked to yield = %v with a %d waiting, want %v", yielded, p, want)
-			}
-		}
-		file.Release()
-		wg.Wait()
-		close(got)
-		var order []Prio
-		for p := range got {
-			order = append(order, p)
-		}
-		if diff := cmp.Diff([]Prio{PrioHold, PrioAnswer, PrioFile}, order); diff != "" {
-			t.Errorf("served order (-want +got):\n%s", diff)
-		}
-	})
-}
-
-// A queue with MaxWaiting (the daemon's files: one decodes, four wait)
-// refuses the next at once; a waiter that goes away leaves its place.
-func TestQueueMaxWaiting(t *testing.T) {
-	const waiting = 4
-	synctest.Test(t, func(t *testing.T) {
-		q := Queue{MaxWaiting: waiting}
-		ctx := context.Background()
-		first, err := q.Take(ctx, PrioFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gone, cancel := context.WithCancel(ctx)
-		entered := make(chan int, waiting)
-		for i := range waiting {
-			c := ctx
-			if i == 0 {
-				c = gone
-			}
-			go func() {
-				if turn, err := q.Take(c, PrioFile); err == nil {
-					entered <- i
-					turn.Release()
-				}
-			}()
-		}
-		synctest.Wait()
-		if _, w := q.State(); w != waiting {
-			t.Fatalf("%d waiting, want %d", w, waiting)
-		}
-		if _, err := q.Take(ctx, PrioFile); !errors.Is(err, ErrQueueFull) {
-			t.Errorf("Take with %d waiting = %v, want ErrQueueFull", waiting, err)
-		}
-		cancel()
-		synctest.Wait()
-		if _, w := q.State(); w != waiting-1 {
-			t.Fatalf("%d waiting after a cancel, want %d", w, waiting-1)
-		}
-		first.Release()
-		for range waiting - 1 {
-			if i := <-entered; i == 0 {
-				t.Errorf("the waiter that went away entered")
-			}
-		}
-		if busy, w := q.State(); busy || w != 0 {
-			t.Errorf("queue not free at the end: busy %v, %d waiting", busy, w)
-		}
-	})
-}
 
 // A child end's Down channel is closed while the child is down for good
 // (exited 125, crash loop, stopped) and replaced by an open one when it
@@ -346,7 +203,7 @@ func TestDecodeCancelSendsAbandon(t *testing.T) {
 	ctx, cancel := context.WithCancel(testwait.Context(t))
 	fileErr := make(chan error, 1)
 	go func() {
-		_, err := d.Decode(ctx, PrioFile, make([]int16, 16000), nil)
+		_, err := d.Decode(ctx, turn.File, make([]int16, 16000), nil)
 		fileErr <- err
 	}()
 	if n := testwait.Recv(t, f.ended, "utterance 1's end frame at the decoder"); n != 1 {
@@ -356,7 +213,7 @@ func TestDecodeCancelSendsAbandon(t *testing.T) {
 	if err := testwait.Recv(t, fileErr, "the cancelled decode to return"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled decode = %v, want context.Canceled", err)
 	}
-	res, err := d.Decode(testwait.Context(t), PrioHold, make([]int16, 8000), nil)
+	res, err := d.Decode(testwait.Context(t), turn.Hold, make([]int16, 8000), nil)
 	if err != nil || res.Utt != 2 || res.Error != "" {
 		t.Errorf("the hold after the cancel = %+v, %v; want utterance 2's own answer", res, err)
 	}

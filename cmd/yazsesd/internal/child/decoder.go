@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/frame"
 )
 
@@ -25,7 +26,7 @@ var ErrYielded = errors.New("gave way to dictation")
 // Decoder is the daemon's end of `yaz-decode --serve`: frames on its
 // stdin, one result line per utterance on its stdout. It decodes one
 // utterance at a time; waiting work is served by priority, then in order
-// (a Queue).
+// (a turn.Queue).
 //
 // A file's piece gives way: when a hold or an answer starts waiting while
 // a piece holds the decoder, the piece is abandoned (an X frame, contract
@@ -35,7 +36,7 @@ var ErrYielded = errors.New("gave way to dictation")
 // that answer is kept.
 type Decoder struct {
 	process
-	turns Queue
+	turns turn.Queue
 	// prompt is decode.prompt, sent as a Prompt frame with every
 	// utterance that has none of its own.
 	prompt string
@@ -158,7 +159,7 @@ func (d *Decoder) WaitUp(ctx context.Context) error {
 // that answer arrives, so the next caller (a hold waiting behind a
 // cancelled file) is served as soon as the decoder has stopped.
 //
-// A file's utterance (PrioFile) gives way to a hold or an answer that
+// A file's utterance (turn.File) gives way to a hold or an answer that
 // starts waiting: it is abandoned the same way and Decode returns
 // ErrYielded, unless the decoder answered it in full first.
 //
@@ -166,14 +167,14 @@ func (d *Decoder) WaitUp(ctx context.Context) error {
 // ctx, until the decoder has answered.
 //
 // prompt, when non-nil, replaces decode.prompt for this utterance.
-func (d *Decoder) Decode(ctx context.Context, prio Prio, samples []int16, prompt *string) (frame.Result, error) {
+func (d *Decoder) Decode(ctx context.Context, prio turn.Prio, samples []int16, prompt *string) (frame.Result, error) {
 	return d.DecodeAfter(ctx, prio, samples, prompt, "")
 }
 
 // DecodeAfter is Decode for an utterance that follows what was just said
 // (said, the text of a dictation's pieces so far: a Context frame, which
 // whisper reads as the text before the audio; empty: none).
-func (d *Decoder) DecodeAfter(ctx context.Context, prio Prio, samples []int16, prompt *string, said string) (frame.Result, error) {
+func (d *Decoder) DecodeAfter(ctx context.Context, prio turn.Prio, samples []int16, prompt *string, said string) (frame.Result, error) {
 	t, err := d.turns.Take(ctx, prio)
 	if err != nil {
 		return frame.Result{}, err
@@ -266,7 +267,7 @@ func (d *Decoder) watch(finished <-chan struct{}) {
 // X frame when abandon is closed; then it passes the turn on, closes
 // finished and hands the answer to done. It alone writes to the decoder
 // during the turn, so frames are never interleaved or cut short.
-func serveTurn(t *Turn, fw *frame.Writer, results <-chan frame.Result, lost <-chan struct{},
+func serveTurn(t *turn.Turn, fw *frame.Writer, results <-chan frame.Result, lost <-chan struct{},
 	samples []int16, prompt *string, said string, abandon <-chan struct{}, done chan<- decodeOut, finished chan<- struct{}) {
 	var o decodeOut
 	defer func() {

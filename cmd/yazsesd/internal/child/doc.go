@@ -15,10 +15,8 @@
 // Run owns its child's life: always, or from a first listener to the
 // last. No end keeps a context.
 //
-// Queue is the one priority turn type of the daemon: the decoder serves
-// its callers with one (a hold before an answer, an answer before a file's
-// piece, which yields to them), and the daemon lines up its questions and
-// its files with two more.
+// The Decoder serves its callers by turns (package turn): a hold before
+// an answer, an answer before a file's piece, which yields to them.
 //
 // Nothing here knows of holds, questions or the budget's rules: that is
 // the daemon's policy (package daemon). No end logs or returns the text it

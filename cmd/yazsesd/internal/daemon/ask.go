@@ -10,6 +10,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -135,7 +136,7 @@ type askHouse struct {
 func (h *askHouse) WaitNoHold(ctx context.Context) bool { return h.d.waitNoHold(ctx) }
 
 func (h *askHouse) Take(ctx context.Context) (func(), error) {
-	turn, err := h.d.asks.Take(ctx, child.PrioAnswer)
+	turn, err := h.d.asks.Take(ctx, turn.Answer)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +291,7 @@ func (a askDetection) Release()                     { a.u.release() }
 type askDecoder struct{ d *Daemon }
 
 func (a askDecoder) Decode(ctx context.Context, samples []int16) (string, error) {
-	r, err := a.d.decode.Decode(ctx, child.PrioAnswer, samples, nil)
+	r, err := a.d.decode.Decode(ctx, turn.Answer, samples, nil)
 	if errors.Is(err, child.ErrLost) {
 		return "", fmt.Errorf("%w: %w", question.ErrLost, err)
 	}

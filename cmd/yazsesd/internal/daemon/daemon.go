@@ -74,6 +74,8 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -177,11 +179,11 @@ type Daemon struct {
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
-	state       stateT           // hold and ask state, see hold.go
-	asks        child.Queue      // questions, one at a time, in order (ask.go)
-	files       child.Queue      // transcribe calls, see files.go
-	holdWaiters atomic.Int32     // questions waiting for a hold to end
-	live        *livestate.State // what `watch` streams (status bars)
+	state       stateT            // hold and ask state, see hold.go
+	asks        turn.Queue        // questions, one at a time, in order (ask.go)
+	files       *transcribe.Files // transcribe calls
+	holdWaiters atomic.Int32      // questions waiting for a hold to end
+	live        *livestate.State  // what `watch` streams (status bars)
 
 	// life ends when the daemon stops (Run's shutdown): the clock of a
 	// hold's tail and the work of spawn watch it.
@@ -207,7 +209,6 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.state.init()
-	d.files.MaxWaiting = fileWaiting
 	d.life, d.endLife = context.WithCancel(context.Background())
 	cfg := opt.Config
 
@@ -260,6 +261,7 @@ func New(opt Options) (*Daemon, error) {
 		ReadyTimeout: 60 * time.Second, // a large model loads slowly
 	}, cfg.Decode.Prompt, d.log)
 	d.decode.OnStart(d.childStarted("decode"))
+	d.files = transcribe.New(fileDecoder{d}, d.log)
 
 	capArgv := slices.Clone(captureArgv)
 	if cfg.Capture.Backend != "" && cfg.Capture.Backend != "auto" {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/frame"
 )
 
 // The voice detector. The daemon's own decisions (was anything said in a
@@ -142,9 +144,28 @@ var errDecodeEnded = errors.New("the decoder is down or the daemon stops")
 func (h holdDecoder) Decode(ctx context.Context, samples []int16, said string) (string, error) {
 	dctx, cancel := h.d.decodeCtx(ctx)
 	defer cancel()
-	r, err := h.d.decode.DecodeAfter(dctx, child.PrioHold, samples, h.prompt, said)
+	r, err := h.d.decode.DecodeAfter(dctx, turn.Hold, samples, h.prompt, said)
 	if err != nil && dctx.Err() != nil {
 		err = fmt.Errorf("%w: %w", errDecodeEnded, err)
 	}
 	return r.Text, err
+}
+
+// fileDecoder is the resident decoder at file priority
+// (transcribe.Decoder). Its decodes end also when the decoder is down for
+// good or the daemon stops (decodeCtx), so a file fails at once with
+// CodeUnavailable instead of holding its turn for a decoder that will not
+// come up.
+type fileDecoder struct{ d *Daemon }
+
+func (f fileDecoder) Decode(ctx context.Context, samples []int16) (frame.Result, error) {
+	dctx, cancel := f.d.decodeCtx(ctx)
+	defer cancel()
+	return f.d.decode.Decode(dctx, turn.File, samples, nil)
+}
+
+func (f fileDecoder) WaitUp(ctx context.Context) error {
+	dctx, cancel := f.d.decodeCtx(ctx)
+	defer cancel()
+	return f.d.decode.WaitUp(dctx)
 }

@@ -67,7 +67,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
 			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
 		}
-		return d.transcribe(ctx, p.Path, nil)
+		return d.files.Transcribe(ctx, p.Path, nil)
 	})
 	s.HandleStream(daemonapi.MethodTranscribeStream, func(ctx context.Context, params json.RawMessage, send func(any) error) error {
 		var p daemonapi.TranscribeParams
@@ -77,7 +77,7 @@ func (d *Daemon) register(s *jsonrpc.Server) {
 		// A progress event that cannot be written (the caller does not
 		// read) is dropped: the call goes on, and ends when the caller
 		// goes away.
-		r, err := d.transcribe(ctx, p.Path, func(done, total int64) {
+		r, err := d.files.Transcribe(ctx, p.Path, func(done, total int64) {
 			_ = send(daemonapi.TranscribeEvent{DoneMs: done, TotalMs: total})
 		})
 		if err != nil {

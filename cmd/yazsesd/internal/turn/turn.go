@@ -1,4 +1,11 @@
-package child
+// Package turn is the daemon's priority queue: a Queue hands out one turn
+// at a time, to the most urgent waiting priority first, then in arrival
+// order. The decoder child serves its callers with one (a hold before an
+// answer, an answer before a file's piece, which is asked to yield when a
+// more urgent turn starts waiting behind it); the daemon lines up its
+// questions (all Answer) and its files (File, a few waiting at most) with
+// two more.
+package turn
 
 import (
 	"context"
@@ -13,20 +20,18 @@ type Prio int
 // an answer before a file's piece. A file turn yields: it is asked to give
 // way (Turn.Yield) when a more urgent turn starts waiting behind it.
 const (
-	PrioHold Prio = iota
-	PrioAnswer
-	PrioFile
+	Hold Prio = iota
+	Answer
+	File
 	numPrio
 )
 
-// ErrQueueFull is Queue.Take's error when as many turns wait as the queue
+// ErrFull is Queue.Take's error when as many turns wait as the queue
 // allows.
-var ErrQueueFull = errors.New("queue full")
+var ErrFull = errors.New("queue full")
 
 // Queue hands out one turn at a time: to the waiting turn of the most
-// urgent priority, then in arrival order. The decoder serves its callers
-// with one; the daemon puts questions to the person (all PrioAnswer) and
-// files to the decoder (PrioFile, a few waiting at most) with others.
+// urgent priority, then in arrival order. Its zero value is ready.
 type Queue struct {
 	// MaxWaiting caps the turns that may wait; 0 is no cap. Set it
 	// before the first Take.
@@ -51,10 +56,10 @@ type Turn struct {
 
 // Take waits for a turn at priority prio. A turn that has to wait behind
 // a file turn asks it to yield. It returns ctx's error if ctx ends first
-// (a turn handed over meanwhile is passed on), or ErrQueueFull.
+// (a turn handed over meanwhile is passed on), or ErrFull.
 func (q *Queue) Take(ctx context.Context, prio Prio) (*Turn, error) {
 	t := &Turn{q: q, prio: prio, served: make(chan struct{})}
-	if prio == PrioFile {
+	if prio == File {
 		t.yield = make(chan struct{})
 	}
 	q.mu.Lock()
@@ -65,7 +70,7 @@ func (q *Queue) Take(ctx context.Context, prio Prio) (*Turn, error) {
 	}
 	if q.MaxWaiting > 0 && q.waitingLocked() >= q.MaxWaiting {
 		q.mu.Unlock()
-		return nil, ErrQueueFull
+		return nil, ErrFull
 	}
 	q.waiting[prio] = append(q.waiting[prio], t)
 	if q.holder.prio > prio {

@@ -1,15 +1,36 @@
-package daemon
+// Package transcribe is the daemon's transcribe method: a file decoded on
+// the resident decoder, without ever delaying dictation.
+//
+// A file is read as a 16 kHz stream (wav.Reader16k: read, mixed and
+// resampled a block at a time) and goes to the decoder in pieces of at
+// most pieceMax, each cut at the quietest moment of its last pieceSearch,
+// so the daemon holds one piece of a file at a time whatever the file's
+// length, rate or sample width, and the decoder never sees an utterance
+// longer than whisper's 30 s window (nor reaches yaz-decode --serve's own
+// cap on one utterance). Each piece takes the decoder's turn at file
+// priority again (turn.File), so a hold or an answer waits at most for the
+// piece in progress, and gets it abandoned (contract 1; see
+// child.Decoder): the piece is sent again after them. The segments of
+// each piece are offset back to the file's timeline.
+//
+// File work is bounded: one file decodes at a time and fileWaiting more
+// may wait for their turn (a turn.Queue); a call beyond that is refused at
+// once with daemonapi.CodeBusy. Errors are fixed sentences of
+// daemonapi's codes, never a path or the decoder's output.
+package transcribe
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/jsonrpc"
@@ -18,23 +39,23 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// File transcription (the transcribe method).
-//
-// A file is read as a 16 kHz stream (wav.Reader16k: read, mixed and
-// resampled a block at a time) and goes to the resident decoder in
-// pieces of at most pieceMax, each cut at the quietest moment of its last
-// pieceSearch, so the daemon holds one piece of a file at a time whatever
-// the file's length, rate or sample width, and the decoder never sees an
-// utterance longer than whisper's 30 s window (nor reaches yaz-decode
-// --serve's own cap on one utterance). Each piece takes the decoder's turn
-// at file priority again, so a hold or an answer waits at most for the
-// piece in progress, and gets it abandoned (contract 1; see decoder):
-// the piece is sent again after them. The segments of each piece are
-// offset back to the file's timeline.
-//
-// File work is bounded: one file decodes at a time and fileWaiting more
-// may wait for their turn (Daemon.files, a child.Queue); a call beyond
-// that is refused at once with daemonapi.CodeBusy.
+// Decoder is the resident decoder at file priority.
+type Decoder interface {
+	// Decode decodes one piece. child.ErrYielded: the piece gave the
+	// decoder up to a hold or an answer before it was decoded;
+	// child.ErrLost: the decoder died with it. Its error once the decoder
+	// is down for good or the daemon stops ends the file.
+	Decode(ctx context.Context, samples []int16) (frame.Result, error)
+	// WaitUp waits for a (re)started decoder.
+	WaitUp(ctx context.Context) error
+}
+
+// Files transcribes files, one at a time, on a Decoder.
+type Files struct {
+	dec Decoder
+	log *slog.Logger
+	q   turn.Queue // one decodes, fileWaiting wait
+}
 
 const (
 	// pieceMax is the longest piece of a file sent as one utterance:
@@ -65,19 +86,27 @@ var (
 	errCancelled = &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "cancelled: the caller went away"}
 )
 
-// progressFunc reports a file's progress: milliseconds of its audio
-// decoded of its length (0 when its header does not say). nil: none.
-type progressFunc func(doneMs, totalMs int64)
+// New returns Files that decode on dec.
+func New(dec Decoder, log *slog.Logger) *Files {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Files{dec: dec, log: log, q: turn.Queue{MaxWaiting: fileWaiting}}
+}
 
-// transcribe decodes a file on the resident decoder, piece by piece, each
-// after any hold or answer that is waiting. A caller that goes away
-// abandons the piece in progress (contract 1); a decoder that is down for
-// good fails the call at once with CodeUnavailable, so the caller can
-// decode elsewhere. progress, if not nil, hears 0 once the file is opened
-// and the end of each piece once it is decoded, ending at the total: the
-// decoder says nothing within a piece (yaz-decode --serve answers a piece
-// whole), so neither does this.
-func (d *Daemon) transcribe(ctx context.Context, path string, progress progressFunc) (daemonapi.TranscribeResult, error) {
+// Progress reports a file's progress: milliseconds of its audio decoded
+// of its length (0 when its header does not say).
+type Progress func(doneMs, totalMs int64)
+
+// Transcribe decodes the file at path, piece by piece, each after any hold
+// or answer that is waiting. A caller that goes away abandons the piece in
+// progress (contract 1); a decoder that is down for good fails the call at
+// once with CodeUnavailable, so the caller can decode elsewhere. progress,
+// if not nil, hears 0 once the file is opened and the end of each piece
+// once it is decoded, ending at the total: the decoder says nothing within
+// a piece (yaz-decode --serve answers a piece whole), so neither does
+// this.
+func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) (daemonapi.TranscribeResult, error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return daemonapi.TranscribeResult{}, &jsonrpc.Error{Code: daemonapi.CodeBadFile, Message: "not a readable regular file"}
@@ -90,24 +119,24 @@ func (d *Daemon) transcribe(ctx context.Context, path string, progress progressF
 	info := r.Info()
 	var totalMs int64 // the file's length, as yaz-mcp computes it; 0: not said
 	if info.DataBytes > 0 {
-		frame := int64(info.Channels * info.BitsPerSample / 8)
+		perFrame := int64(info.Channels * info.BitsPerSample / 8)
 		if info.DataBytes > fi.Size() {
 			return daemonapi.TranscribeResult{}, errBadFile // cut short: it would fail at its end
 		}
-		if info.DataBytes/frame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
+		if info.DataBytes/perFrame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
 			return daemonapi.TranscribeResult{}, errTooLong
 		}
-		totalMs = info.DataBytes / frame * 1000 / int64(info.SampleRate)
+		totalMs = info.DataBytes / perFrame * 1000 / int64(info.SampleRate)
 	}
 	var prog *fileProgress
 	if progress != nil {
 		prog = &fileProgress{f: progress, total: totalMs, last: -1}
 		prog.report(0)
 	}
-	turn, err := d.files.Take(ctx, child.PrioFile)
+	t, err := f.q.Take(ctx, turn.File)
 	if err != nil {
-		if errors.Is(err, child.ErrQueueFull) {
-			d.log.Debug("transcribe refused: busy", "decoding", 1, "waiting", fileWaiting)
+		if errors.Is(err, turn.ErrFull) {
+			f.log.Debug("transcribe refused: busy", "decoding", 1, "waiting", fileWaiting)
 			return daemonapi.TranscribeResult{}, errBusy
 		}
 		if ctx.Err() != nil {
@@ -115,24 +144,22 @@ func (d *Daemon) transcribe(ctx context.Context, path string, progress progressF
 		}
 		return daemonapi.TranscribeResult{}, err
 	}
-	defer turn.Release()
+	defer t.Release()
 
-	dctx, cancel := d.decodeCtx(ctx)
-	defer cancel()
-	out, err := d.decodeFile(dctx, newPiecer(r, pcm.Samples(maxFileAudio)), prog)
+	out, err := f.decodeFile(ctx, newPiecer(r, pcm.Samples(maxFileAudio)), prog)
 	switch {
 	case err == nil:
 		prog.finish(out.AudioMs)
 		return out, nil
 	case ctx.Err() != nil:
-		d.log.Debug("transcribe cancelled: the caller went away")
+		f.log.Debug("transcribe cancelled: the caller went away")
 		return daemonapi.TranscribeResult{}, errCancelled
 	case errors.Is(err, errFileTooLong):
 		return daemonapi.TranscribeResult{}, errTooLong
 	case errors.Is(err, errFileRead):
 		return daemonapi.TranscribeResult{}, errBadFile
 	}
-	d.log.Warn("transcribe failed: the decoder failed", "err_kind", fmt.Sprintf("%T", errors.Unwrap(err)))
+	f.log.Warn("transcribe failed: the decoder failed", "err_kind", fmt.Sprintf("%T", errors.Unwrap(err)))
 	return daemonapi.TranscribeResult{}, errFileDecoder
 }
 
@@ -143,7 +170,7 @@ var (
 
 // fileProgress reports a file's progress, rising, never past its total.
 type fileProgress struct {
-	f     progressFunc
+	f     Progress
 	total int64 // 0: not known
 	last  int64
 }
@@ -178,7 +205,7 @@ func (p *fileProgress) finish(audioMs int64) {
 // decodeFile sends the pieces of p to the decoder one by one and joins
 // their transcripts on the file's timeline, reporting the end of each to
 // prog.
-func (d *Daemon) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) (daemonapi.TranscribeResult, error) {
+func (f *Files) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) (daemonapi.TranscribeResult, error) {
 	out := daemonapi.TranscribeResult{Segments: []daemonapi.Segment{}}
 	var text strings.Builder
 	pieces, yields := 0, 0
@@ -190,7 +217,7 @@ func (d *Daemon) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) 
 		if err != nil {
 			return out, err
 		}
-		r, err := d.decodePiece(ctx, piece, &yields)
+		r, err := f.decodePiece(ctx, piece, &yields)
 		if err != nil {
 			return out, err
 		}
@@ -210,17 +237,17 @@ func (d *Daemon) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) 
 	}
 	out.Text = text.String()
 	out.AudioMs = pcm.Millis(int(p.pos))
-	d.log.Info("file transcribed", "audio_ms", out.AudioMs, "decode_ms", out.DecodeMs, "pieces", pieces, "gave_way", yields)
+	f.log.Info("file transcribed", "audio_ms", out.AudioMs, "decode_ms", out.DecodeMs, "pieces", pieces, "gave_way", yields)
 	return out, nil
 }
 
 // decodePiece decodes one piece at file priority. A piece that gave way to
 // a hold or an answer is sent again after them; one whose decoder died
 // under it is sent once more to the restarted decoder.
-func (d *Daemon) decodePiece(ctx context.Context, piece []int16, yields *int) (frame.Result, error) {
+func (f *Files) decodePiece(ctx context.Context, piece []int16, yields *int) (frame.Result, error) {
 	retried := false
 	for {
-		r, err := d.decode.Decode(ctx, child.PrioFile, piece, nil)
+		r, err := f.dec.Decode(ctx, piece)
 		switch {
 		case err == nil:
 			return r, nil
@@ -230,7 +257,7 @@ func (d *Daemon) decodePiece(ctx context.Context, piece []int16, yields *int) (f
 		case errors.Is(err, child.ErrLost) && !retried && ctx.Err() == nil:
 			retried = true
 			wctx, cancel := context.WithTimeout(ctx, pieceRetryWait)
-			err = d.decode.WaitUp(wctx)
+			err = f.dec.WaitUp(wctx)
 			cancel()
 			if err == nil {
 				continue
