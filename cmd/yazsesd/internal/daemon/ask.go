@@ -86,8 +86,8 @@ func (d *Daemon) ask(ctx context.Context, h *askHouse, q untrusted.Question, tim
 	}
 	// A daemon that could not record that it runs would hand out a fresh
 	// budget after a crash: no question until the marker is written
-	// (marker.go); this tries again.
-	if d.marker == nil || d.marker.write() != nil {
+	// (package marker); this tries again.
+	if d.marker == nil || d.marker.Write() != nil {
 		return daemonapi.AskResult{Result: daemonapi.Unavailable, Reason: daemonapi.ReasonStateUnavailable}
 	}
 	env := question.Env{

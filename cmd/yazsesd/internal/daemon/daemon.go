@@ -73,6 +73,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
@@ -154,9 +155,9 @@ type Daemon struct {
 	refused string
 
 	audit *audit.Log
-	// marker is the crash marker in the state folder (marker.go); set by
-	// Run. Until it is written no question is spoken.
-	marker *marker
+	// marker is the crash marker in the state folder (package marker);
+	// set by Run. Until it is written no question is spoken.
+	marker *marker.Marker
 	// refusalNotes limits the notifications of refused holds (hold.go).
 	refusalNotes noteLimit
 
@@ -368,7 +369,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	// One daemon per user, whatever its runtime folder: the lock is in
 	// the state folder, with the crash marker (marker.go).
 	stateDir := filepath.Dir(auditPath)
-	lock, err := lockInstance(stateDir, safesocket.SocketPath(dir))
+	lock, err := marker.Lock(stateDir, safesocket.SocketPath(dir))
 	if err != nil {
 		return err
 	}
@@ -397,12 +398,12 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	// cannot be written, no question is spoken.
 	// A daemon from before the marker moved to the state folder kept it
 	// in the runtime folder: read too, and removed once ours is written.
-	d.marker = &marker{dir: stateDir, legacy: filepath.Join(dir, markerName)}
-	unclean := d.marker.check()
-	if err := d.marker.write(); err != nil {
+	d.marker = marker.New(stateDir, filepath.Join(dir, marker.Name), writeMarker)
+	unclean := d.marker.Unclean()
+	if err := d.marker.Write(); err != nil {
 		d.log.Error("the crash marker could not be written: no question is spoken until it can be (each ask_human tries again); dictation goes on", "err", err)
 		d.auditf(audit.Event{Kind: "marker.failing"})
-	} else if err := d.marker.legacyErr; err != nil {
+	} else if err := d.marker.LegacyErr(); err != nil {
 		d.log.Warn("the crash marker of an older yazsesd could not be removed: the next start counts as after a crash", "err", err)
 	}
 	if unclean {
@@ -513,7 +514,7 @@ loop:
 	if runErr == nil {
 		// A clean stop: the next daemon starts a fresh budget. Not
 		// deferred, so that a panic leaves the marker in place.
-		if err := d.marker.stopped(); err != nil {
+		if err := d.marker.Stopped(); err != nil {
 			d.log.Warn("the crash marker could not be removed: the next start will count as after a crash", "err", err)
 		}
 	}
@@ -789,6 +790,10 @@ func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi
 	}
 	return cs
 }
+
+// writeMarker writes the crash marker's temporary file; nil is
+// os.WriteFile. Tests replace it (a full disk).
+var writeMarker func(name string, data []byte, perm os.FileMode) error
 
 // errShuttingDown is returned to calls that arrive while the daemon stops.
 var errShuttingDown = errors.New("shutting down")

@@ -18,77 +18,18 @@ import (
 	"github.com/yazses/yazses/lib/safesocket"
 )
 
-// The crash marker: a start after a start without a clean stop is
-// unclean; a clean stop, or a marker of another boot, starts fresh.
-func TestMarker(t *testing.T) {
-	m := &marker{dir: t.TempDir()}
-	step := func(want bool) {
-		t.Helper()
-		if unclean := m.check(); unclean != want {
-			t.Errorf("check = %v; want %v", unclean, want)
-		}
-		m.written = false // as a new daemon
-		if err := m.write(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step(false) // first start
-	step(true)  // killed, started again
-	if err := m.stopped(); err != nil {
-		t.Fatal(err)
-	}
-	step(false) // after a clean stop
-	p := filepath.Join(m.dir, markerName)
-	b, _ := os.ReadFile(p)
-	if boot, pid, ok := parseMarker(b); !ok || boot != bootID() || pid != os.Getpid() {
-		t.Errorf("marker %q", b)
-	}
-	// A marker left by another boot (the folder survived a reboot).
-	if err := os.WriteFile(p, []byte("boot_id=another-boot\npid=12\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	step(false)
-}
+// markerFile is the crash marker's name in the state folder (and, for an
+// older daemon, in the runtime folder), spelled out.
+const markerFile = "yazsesd.running"
 
-// TestMarkerDamagedCountsUnclean (issue 23, item 4): a marker that exists
-// but cannot be read as one of another boot counts as an unclean stop
-// (fail closed): empty, cut short, garbage, a symlink (dangling, or to a
-// well-formed marker of another boot), a folder. Only a well-formed
-// marker of another boot, or none, starts fresh.
-func TestMarkerDamagedCountsUnclean(t *testing.T) {
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.WriteFile(other, []byte("boot_id=another-boot\npid=12\n"), 0o600); err != nil {
+// thisBoot is this boot's id, as the marker records it.
+func thisBoot(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name    string
-		make    func(p string) error
-		unclean bool
-	}{
-		{"none", func(string) error { return nil }, false},
-		{"another boot", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-boot\npid=12\n"), 0o600) }, false},
-		{"this boot", func(p string) error {
-			return os.WriteFile(p, []byte("boot_id="+bootID()+"\npid=12\n"), 0o600)
-		}, true},
-		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o600) }, true},
-		{"cut short", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-bo"), 0o600) }, true},
-		{"no pid", func(p string) error { return os.WriteFile(p, []byte("boot_id=another-boot\n"), 0o600) }, true},
-		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xff\xfe garbage\n"), 0o600) }, true},
-		{"dangling symlink", func(p string) error { return os.Symlink(filepath.Join(filepath.Dir(p), "gone"), p) }, true},
-		{"symlink to another boot's marker", func(p string) error { return os.Symlink(other, p) }, true},
-		{"folder", func(p string) error { return os.Mkdir(p, 0o700) }, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := &marker{dir: t.TempDir()}
-			if err := c.make(filepath.Join(m.dir, markerName)); err != nil {
-				t.Fatal(err)
-			}
-			if got := m.check(); got != c.unclean {
-				t.Errorf("check = %v, want unclean %v", got, c.unclean)
-			}
-		})
-	}
+	return strings.TrimSpace(string(b))
 }
 
 // fakeDaemon runs a daemon whose children are fakeChild, in runtime
@@ -147,13 +88,13 @@ func dialFake(t *testing.T, run string, errc <-chan error) *daemonapi.Client {
 func TestMarkerWriteFailsClosed(t *testing.T) {
 	var full atomic.Bool
 	full.Store(true)
-	writeFile = func(name string, data []byte, perm os.FileMode) error {
+	writeMarker = func(name string, data []byte, perm os.FileMode) error {
 		if full.Load() {
 			return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
 		}
 		return os.WriteFile(name, data, perm)
 	}
-	t.Cleanup(func() { writeFile = os.WriteFile })
+	t.Cleanup(func() { writeMarker = nil })
 	dir, err := os.MkdirTemp("", "ymk")
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +117,7 @@ func TestMarkerWriteFailsClosed(t *testing.T) {
 	if !strings.Contains(st.StateFailing, "crash marker") || !strings.Contains(st.StateFailing, "no space left") {
 		t.Errorf("status state_failing = %q, want the crash marker and the cause (no space left)", st.StateFailing)
 	}
-	if _, err := os.Lstat(filepath.Join(state, markerName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(state, markerFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a marker exists although every write failed: %v", err)
 	}
 
@@ -188,7 +129,7 @@ func TestMarkerWriteFailsClosed(t *testing.T) {
 	if st, err := c.Status(ctx); err != nil || st.StateFailing != "" {
 		t.Errorf("status state_failing = %q (%v) once the marker is written, want empty", st.StateFailing, err)
 	}
-	if _, err := os.Stat(filepath.Join(state, markerName)); err != nil {
+	if _, err := os.Stat(filepath.Join(state, markerFile)); err != nil {
 		t.Errorf("no marker after the retry: %v", err)
 	}
 	c.Close()
@@ -263,7 +204,7 @@ func TestLegacyMarkerCountsUnclean(t *testing.T) {
 		unclean    bool
 	}{
 		{"none", "", false},
-		{"this boot", "boot_id=" + bootID() + "\npid=12\n", true},
+		{"this boot", "boot_id=" + thisBoot(t) + "\npid=12\n", true},
 		{"garbage", "\x00garbage", true},
 		{"another boot", "boot_id=another-boot\npid=12\n", false},
 	} {
@@ -274,7 +215,7 @@ func TestLegacyMarkerCountsUnclean(t *testing.T) {
 			}
 			t.Cleanup(func() { os.RemoveAll(dir) })
 			run, state := filepath.Join(dir, "run"), filepath.Join(dir, "state")
-			legacy := filepath.Join(run, markerName)
+			legacy := filepath.Join(run, markerFile)
 			if c.body != "" {
 				if err := os.MkdirAll(run, 0o700); err != nil {
 					t.Fatal(err)
@@ -307,7 +248,7 @@ func TestLegacyMarkerCountsUnclean(t *testing.T) {
 				if _, err := os.Lstat(legacy); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("start %d: the legacy marker is still there (%v)", i+1, err)
 				}
-				if _, err := os.Stat(filepath.Join(state, markerName)); err != nil {
+				if _, err := os.Stat(filepath.Join(state, markerFile)); err != nil {
 					t.Errorf("start %d: no marker in the state folder: %v", i+1, err)
 				}
 				stop()

@@ -187,7 +187,7 @@ func (d *Daemon) stateFailing() string {
 	if d.marker == nil {
 		return ""
 	}
-	return d.marker.failing()
+	return d.marker.Failing()
 }
 
 func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
