@@ -72,6 +72,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
@@ -175,7 +176,7 @@ type Daemon struct {
 	injFor string // the dictation.inject the injector was opened for
 	injErr string // why there is none
 
-	health   *health
+	health   *health.Health
 	versions *versions
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
@@ -294,13 +295,13 @@ func New(opt Options) (*Daemon, error) {
 		order = append(order, "vad")
 		binaries["vad"] = vadArgv[0]
 	}
-	d.health = newHealth(d, order, boot...)
-	d.health.watch("gate", d.gate)
-	d.health.watch("speak", d.speak)
-	d.health.watch("decode", d.decode)
-	d.health.watch("capture", d.mic)
+	d.health = health.New(healthReport{d}, d.log, order, boot...)
+	d.health.Watch("gate", d.gate)
+	d.health.Watch("speak", d.speak)
+	d.health.Watch("decode", d.decode)
+	d.health.Watch("capture", d.mic)
 	if d.vad != nil {
-		d.health.watch("vad", d.vad)
+		d.health.Watch("vad", d.vad)
 	}
 	d.versions = newVersions(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
@@ -473,7 +474,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.health.awaitSettled(ctx, d.opt.Ready)
+			d.health.AwaitSettled(ctx, d.opt.Ready)
 		}()
 	}
 
@@ -648,7 +649,19 @@ func (d *Daemon) setRefused(why string) {
 	d.refused = why
 	d.cfgMu.Unlock()
 	if changed && d.opt.Health != nil {
-		d.opt.Health(d.healthLine(d.health.summary()))
+		d.opt.Health(d.healthLine(d.health.Summary()))
+	}
+}
+
+// healthReport is what package health tells the daemon
+// (health.Reporter).
+type healthReport struct{ d *Daemon }
+
+func (r healthReport) Audit(e audit.Event) { r.d.auditf(e) }
+func (r healthReport) Notify(kind string)  { r.d.notify(kind) }
+func (r healthReport) Line(line string) {
+	if r.d.opt.Health != nil {
+		r.d.opt.Health(r.d.healthLine(line))
 	}
 }
 
@@ -781,7 +794,7 @@ func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi
 		LastExit: s.LastExit, Version: d.versions.get(s.Name), Cause: s.Cause}
 	switch {
 	case s.State.Failed(), s.State == supervise.StateBackoff:
-		cs.Reason = reasonOf(s)
+		cs.Reason = health.Reason(s)
 		if cs.Cause == "" && s.State == supervise.StateCrashLoop {
 			cs.Cause = "crash_loop"
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
@@ -450,7 +451,7 @@ func (d *Daemon) decodeFailure(kind string) (cause, reason string) {
 		if cause == "" {
 			cause = "decoder_down"
 		}
-		return cause, "decode: " + reasonOf(st)
+		return cause, "decode: " + health.Reason(st)
 	}
 	if kind == "decode_error" {
 		return kind, "decode: the decoder could not decode this utterance; see its log lines"

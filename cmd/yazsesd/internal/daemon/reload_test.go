@@ -53,7 +53,7 @@ func TestReloadRefusedShowsInStatusUntilAGoodOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	health := func() string { return d.healthLine(d.health.summary()) }
+	health := func() string { return d.healthLine(d.health.Summary()) }
 
 	write("[dictation]\n\npaste_over_chars = -1\n")
 	d.reload(ctx)

@@ -170,7 +170,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Children:    children,
 		Budget:      d.budgetStatus(ctx),
 
-		Health:         d.healthLine(d.health.summary()),
+		Health:         d.healthLine(d.health.Summary()),
 		AuditFailing:   d.auditFailing(),
 		StateFailing:   d.stateFailing(),
 		Model:          d.opt.Config.Decode.Model, // restart-only: the running value

@@ -1,7 +1,24 @@
-package daemon
+// Package health follows the daemon's children's states (supervise's
+// OnState hooks) and makes what it sees visible:
+//
+//   - Ready (READY=1 for systemd) once every child started at boot (gate,
+//     speak, decode, and capture in always mode) is up, or has ended its
+//     first start: failed for a known cause, crashed, or not ready in
+//     time. systemd then shows the status line below, not a healthy
+//     "active (running)" with nothing to say.
+//   - One line on what works ("ready", or each child that is down or
+//     restarting and why), for status and the systemd status line
+//     (Reporter.Line).
+//   - A child left down for a cause it named (exit 125) gets the daemon's
+//     own ERROR line ("decode: model not found: … — fetch one with
+//     yaz-fetch-model base.en"), an audit event child.exited with the
+//     cause, and one notification; a crash loop gets the notification
+//     too (its ERROR line is the daemon's Run's).
+package health
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -9,24 +26,22 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 )
 
-// health follows the children's states (supervise's OnState hooks) and
-// makes what it sees visible:
-//
-//   - READY=1 (Options.Ready) once every child started at boot (gate,
-//     speak, decode, and capture in always mode) is up, or has ended its
-//     first start: failed for a known cause, crashed, or not ready in
-//     time. systemd then shows the status line below, not a healthy
-//     "active (running)" with nothing to say.
-//   - One line on what works ("ready", or each child that is down or
-//     restarting and why), for status and the systemd status line
-//     (Options.Health).
-//   - A child left down for a cause it named (exit 125) gets the daemon's
-//     own ERROR line ("decode: model not found: … — fetch one with
-//     yaz-fetch-model base.en"), an audit event child.exited with the
-//     cause, and one notification; a crash loop gets the notification
-//     too (its ERROR line is Run's).
-type health struct {
-	d *Daemon
+// Reporter is told what the children's states come to. Its methods are
+// called without a lock held, from the supervisors' goroutines.
+type Reporter interface {
+	// Audit writes an audit event (child.exited).
+	Audit(audit.Event)
+	// Notify shows a desktop notification of a kind (notify.ByKind).
+	Notify(kind string)
+	// Line is the health line, each time it changes.
+	Line(line string)
+}
+
+// Health is what the daemon knows of its children's health. Make it
+// with New.
+type Health struct {
+	r   Reporter
+	log *slog.Logger
 
 	mu       sync.Mutex
 	st       map[string]supervise.Status // latest status of each child
@@ -38,9 +53,15 @@ type health struct {
 	order    []string
 }
 
-func newHealth(d *Daemon, order []string, boot ...string) *health {
-	h := &health{
-		d:        d,
+// New returns the Health of the children named in order (the order of
+// the line), of which boot are started at boot (Ready waits for them).
+func New(r Reporter, log *slog.Logger, order []string, boot ...string) *Health {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Health{
+		r:        r,
+		log:      log,
 		st:       map[string]supervise.Status{},
 		boot:     map[string]bool{},
 		settled:  make(chan struct{}),
@@ -57,12 +78,12 @@ func newHealth(d *Daemon, order []string, boot ...string) *health {
 	return h
 }
 
-// watch follows c.
-func (h *health) watch(name string, c interface{ OnState(func(supervise.Status)) }) {
+// Watch follows c, the child named name.
+func (h *Health) Watch(name string, c interface{ OnState(func(supervise.Status)) }) {
 	c.OnState(func(st supervise.Status) { h.changed(name, st) })
 }
 
-func (h *health) changed(name string, st supervise.Status) {
+func (h *Health) changed(name string, st supervise.Status) {
 	h.mu.Lock()
 	h.st[name] = st
 	if settled, ok := h.boot[name]; ok && !settled {
@@ -85,7 +106,7 @@ func (h *health) changed(name string, st supervise.Status) {
 		if h.logged[name] != key {
 			h.logged[name] = key
 			if st.State == supervise.StateExited {
-				logIt = name + ": " + reasonOf(st)
+				logIt = name + ": " + Reason(st)
 			}
 			notifyKind = notifyKindOf(st.Cause)
 			if h.notified[name+"/"+notifyKind] {
@@ -101,18 +122,18 @@ func (h *health) changed(name string, st supervise.Status) {
 	h.mu.Unlock()
 
 	if logIt != "" {
-		h.d.log.Error(logIt, "cause", st.Cause, "last_exit", st.LastExit)
+		h.log.Error(logIt, "cause", st.Cause, "last_exit", st.LastExit)
 		ev := audit.Event{Kind: "child.exited", Child: name}
 		if audit.ValidWord(st.Cause) {
 			ev.Reason = st.Cause
 		}
-		h.d.auditf(ev)
+		h.r.Audit(ev)
 	}
 	if notifyKind != "" {
-		h.d.notify(notifyKind)
+		h.r.Notify(notifyKind)
 	}
-	if changed && h.d.opt.Health != nil {
-		h.d.opt.Health(h.d.healthLine(line))
+	if changed {
+		h.r.Line(line)
 	}
 }
 
@@ -125,8 +146,9 @@ func notifyKindOf(cause string) string {
 	return "child_down"
 }
 
-// reasonOf says in a sentence why a child is not running.
-func reasonOf(st supervise.Status) string {
+// Reason says in a sentence why a child is not running: its own reason
+// when it gave one (contract 2), else what its state says.
+func Reason(st supervise.Status) string {
 	if st.Reason != "" {
 		return st.Reason
 	}
@@ -142,7 +164,7 @@ func reasonOf(st supervise.Status) string {
 }
 
 // lineLocked is the one-line summary.
-func (h *health) lineLocked() string {
+func (h *Health) lineLocked() string {
 	var problems []string
 	starting := false
 	for _, n := range h.order {
@@ -153,7 +175,7 @@ func (h *health) lineLocked() string {
 		}
 		switch {
 		case st.State.Failed(), st.State == supervise.StateBackoff:
-			problems = append(problems, n+": "+reasonOf(st))
+			problems = append(problems, n+": "+Reason(st))
 		case st.State == supervise.StateStarting:
 			starting = starting || h.isBoot(n)
 		}
@@ -167,24 +189,24 @@ func (h *health) lineLocked() string {
 	return "ready"
 }
 
-func (h *health) isBoot(name string) bool {
+func (h *Health) isBoot(name string) bool {
 	_, ok := h.boot[name]
 	return ok
 }
 
-// summary is the current line.
-func (h *health) summary() string {
+// Summary is the current line.
+func (h *Health) Summary() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lineLocked()
 }
 
-// awaitSettled calls ready with the summary once every boot child has
+// AwaitSettled calls ready with the summary once every boot child has
 // settled, unless ctx ends first.
-func (h *health) awaitSettled(ctx context.Context, ready func(string)) {
+func (h *Health) AwaitSettled(ctx context.Context, ready func(string)) {
 	select {
 	case <-h.settled:
-		ready(h.summary())
+		ready(h.Summary())
 	case <-ctx.Done():
 	}
 }
