@@ -78,6 +78,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/versions"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -177,7 +178,7 @@ type Daemon struct {
 	injErr string // why there is none
 
 	health   *health.Health
-	versions *versions
+	versions *versions.Set
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
@@ -303,7 +304,7 @@ func New(opt Options) (*Daemon, error) {
 	if d.vad != nil {
 		d.health.Watch("vad", d.vad)
 	}
-	d.versions = newVersions(binaries)
+	d.versions = versions.New(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
 	return d, nil
 }
@@ -443,7 +444,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.versions.query(ctx)
+		d.versions.Query(ctx)
 	}()
 
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
@@ -791,7 +792,7 @@ func (d *Daemon) waitWork() {
 func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi.ChildStatus {
 	s := c.Status()
 	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
-		LastExit: s.LastExit, Version: d.versions.get(s.Name), Cause: s.Cause}
+		LastExit: s.LastExit, Version: d.versions.Get(s.Name), Cause: s.Cause}
 	switch {
 	case s.State.Failed(), s.State == supervise.StateBackoff:
 		cs.Reason = health.Reason(s)

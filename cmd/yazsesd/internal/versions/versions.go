@@ -1,4 +1,7 @@
-package daemon
+// Package versions asks the daemon's child programs their versions, for
+// status: each program is asked `PROGRAM --version` once, when the daemon
+// starts. A program that prints nothing (or fails) has the version "".
+package versions
 
 import (
 	"context"
@@ -13,23 +16,23 @@ import (
 // versionTimeout bounds one `PROGRAM --version`.
 const versionTimeout = 5 * time.Second
 
-// versions are the children's program versions for status: each program
-// is asked `--version` once, when the daemon starts. A program that prints
-// nothing (or fails) has the version "".
-type versions struct {
+// Set is the versions of the children's programs.
+type Set struct {
 	progs map[string]string // child name → program path
 
 	mu sync.Mutex
 	v  map[string]string
 }
 
-func newVersions(progs map[string]string) *versions {
-	return &versions{progs: progs, v: map[string]string{}}
+// New returns the Set of progs (child name → program path); Query asks
+// them.
+func New(progs map[string]string) *Set {
+	return &Set{progs: progs, v: map[string]string{}}
 }
 
-// query asks every program at once and returns when all have answered or
+// Query asks every program at once and returns when all have answered or
 // ctx ended.
-func (vs *versions) query(ctx context.Context) {
+func (vs *Set) Query(ctx context.Context) {
 	var wg sync.WaitGroup
 	for name, prog := range vs.progs {
 		wg.Add(1)
@@ -44,7 +47,9 @@ func (vs *versions) query(ctx context.Context) {
 	wg.Wait()
 }
 
-func (vs *versions) get(name string) string {
+// Get is the version of the child name's program: "" until it answered,
+// or when it said none.
+func (vs *Set) Get(name string) string {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	return vs.v[name]
