@@ -3,20 +3,15 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -24,12 +19,6 @@ import (
 // settling, the answer window) is package question's; here are its entry,
 // its audit lines and the adapters from the daemon's children to the
 // question's interfaces.
-
-// Waits of the adapters.
-const (
-	gateWait    = 5 * time.Second // longest wait for a (re)starting gate
-	speakerWait = 5 * time.Second // and for a (re)starting speaker
-)
 
 // askRun is the question being put to the person (state.asking); a hold
 // interrupts it. It is the question's question.Barge.
@@ -190,112 +179,3 @@ func (h *askHouse) event(kind, reason string) audit.Event {
 	return audit.Event{Kind: kind, Reason: reason, PeerPID: h.peer.pid, PeerUID: h.peer.uid,
 		Duration: time.Since(h.start)}
 }
-
-// askGate is the gate child (question.Gate).
-type askGate struct{ d *Daemon }
-
-func (g askGate) Reserve(ctx context.Context) (string, error) {
-	var tok string
-	err := g.d.gate.Do(ctx, gateWait, true, func(c *gate.Client) error {
-		var err error
-		tok, err = c.Reserve(ctx)
-		return err
-	})
-	if err == nil {
-		g.d.live.RefreshBudget()
-	}
-	return tok, err
-}
-
-func (g askGate) Commit(ctx context.Context, tok string) error {
-	return g.d.gate.Do(ctx, gateWait, false, func(c *gate.Client) error { return c.Commit(ctx, tok) })
-}
-
-func (g askGate) Release(ctx context.Context, tok string) error {
-	return g.d.gate.Do(ctx, gateWait, false, func(c *gate.Client) error { return c.Release(ctx, tok) })
-}
-
-// askSpeaker is the speaker child (question.Speaker).
-type askSpeaker struct{ d *Daemon }
-
-// Ready waits (up to speakerWait) for a speaker that is starting or
-// restarting; one left down (crash loop, exited, stopped) is not waited
-// for.
-func (s askSpeaker) Ready(ctx context.Context) bool {
-	up, down := s.d.speak.Up(), s.d.speak.Down()
-	select {
-	case <-up:
-		return true
-	default:
-	}
-	t := time.NewTimer(speakerWait)
-	defer t.Stop()
-	select {
-	case <-up:
-		return true
-	case <-down:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-func (s askSpeaker) Speak(text string) (<-chan tts.Event, error) {
-	_, events, err := s.d.speak.Speak(text)
-	return events, err
-}
-
-func (s askSpeaker) Skip() { s.d.speak.Skip() }
-
-// askMic is the capture child (question.Mic).
-type askMic struct{ d *Daemon }
-
-func (m askMic) Listen() (<-chan []int16, func()) {
-	l := m.d.mic.Listen(false) // only what is said from now on
-	return l.Audio(), func() { m.d.mic.Unlisten(l) }
-}
-
-// askDetector begins the answer's detector uses (question.Detector).
-type askDetector struct{ d *Daemon }
-
-func (a askDetector) Begin(p vadlink.Params) question.Detection {
-	if u := a.d.beginDetect(p); u != nil {
-		return askDetection{a.d, u}
-	}
-	return nil
-}
-
-func (a askDetector) BeginEnergy(p vadlink.Params) question.Detection {
-	if u := a.d.beginEnergy(p); u != nil {
-		return askDetection{a.d, u}
-	}
-	return nil
-}
-
-// askDetection is one detector use (question.Detection).
-type askDetection struct {
-	d *Daemon
-	u *detUse
-}
-
-func (a askDetection) Feed(s []int16)               { _ = a.u.Feed(s) }
-func (a askDetection) End()                         { _ = a.u.End() }
-func (a askDetection) Events() <-chan vadlink.Event { return a.u.Events() }
-func (a askDetection) State() vadlink.State         { return a.u.State() }
-func (a askDetection) Energy() bool                 { return a.u.own != nil }
-func (a askDetection) Engine() string               { return a.u.engine }
-func (a askDetection) Restart()                     { a.d.restartSilent(a.u) }
-func (a askDetection) Release()                     { a.u.release() }
-
-// askDecoder is the resident decoder (question.Decoder).
-type askDecoder struct{ d *Daemon }
-
-func (a askDecoder) Decode(ctx context.Context, samples []int16) (string, error) {
-	r, err := a.d.decode.Decode(ctx, turn.Answer, samples, nil)
-	if errors.Is(err, child.ErrLost) {
-		return "", fmt.Errorf("%w: %w", question.ErrLost, err)
-	}
-	return r.Text, err
-}
-
-func (a askDecoder) WaitUp(ctx context.Context) error { return a.d.decode.WaitUp(ctx) }

@@ -72,6 +72,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
@@ -168,9 +169,12 @@ type Daemon struct {
 	speak  *child.Speaker
 	decode *child.Decoder
 	mic    *child.Mic
-	// vad is the Silero detector child (detect.go); nil when [vad]
-	// chose the energy detector at start.
+	// vad is the Silero detector child; nil when [vad] chose the energy
+	// detector at start.
 	vad *child.VAD
+	// detect begins the uses of the voice detector: on vad while it is up
+	// and free, else on the energy detector.
+	detect *detect.Source
 
 	injMu  sync.Mutex
 	inj    Injector
@@ -188,13 +192,13 @@ type Daemon struct {
 	holdWaiters atomic.Int32      // questions waiting for a hold to end
 	live        *livestate.State  // what `watch` streams (status bars)
 
-	// life ends when the daemon stops (Run's shutdown): the clock of a
-	// hold's tail and the work of spawn watch it.
+	// life ends when the daemon stops (Run's shutdown): the holds, the
+	// questions' and the holds' energy detectors end with it.
 	life    context.Context
 	endLife context.CancelFunc
-	// work counts the goroutines of spawn: stops started by the hotkey
-	// or by dictation.max_hold_s, which outlive their caller. Run waits
-	// for them (up to workWait) before it closes the audit log.
+	// work counts the holds' goroutines, which outlive the call that
+	// opened them and type their text after the key is up. Run waits for
+	// them (up to workWait) before it closes the audit log.
 	work sync.WaitGroup
 }
 
@@ -284,7 +288,7 @@ func New(opt Options) (*Daemon, error) {
 	order := []string{"gate", "speak", "decode", "capture"}
 	binaries := map[string]string{"gate": gateArgv[0], "speak": speakArgv[0],
 		"decode": decodeArgv[0], "capture": captureArgv[0]}
-	if useSileroChild(cfg.VAD) {
+	if detect.UseChild(cfg.VAD) {
 		vadArgv, err := resolve("vad", cfg.Children.VAD)
 		if err != nil {
 			return nil, err
@@ -296,6 +300,11 @@ func New(opt Options) (*Daemon, error) {
 		order = append(order, "vad")
 		binaries["vad"] = vadArgv[0]
 	}
+	var vadChild detect.Child // nil, not a nil *child.VAD: energy only
+	if d.vad != nil {
+		vadChild = d.vad
+	}
+	d.detect = detect.New(vadChild, d.log)
 	d.health = health.New(healthReport{d}, d.log, order, boot...)
 	d.health.Watch("gate", d.gate)
 	d.health.Watch("speak", d.speak)
@@ -604,13 +613,11 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 				}
 				return
 			}
-			// The stop decodes and types after the key is up: spawn
-			// owns it, and Run waits for it before it closes the audit.
-			d.spawn(func() {
-				if _, err := d.holdStop(d.life); err != nil {
-					d.log.Warn("hotkey: hold.stop failed", "err", err)
-				}
-			})
+			// The release is taken before the next key event is read
+			// (a press right after it opens a new hold); the hold's own
+			// goroutine decodes and types after the key is up, and Run
+			// waits for it before it closes the audit.
+			d.holdRelease()
 		})
 	}
 	set(false, err)
@@ -746,33 +753,16 @@ func peerOf(ctx context.Context) peer {
 	return p
 }
 
-// spawn runs f on a goroutine the daemon owns: Run waits for it before
-// it closes the audit log (waitWork). It reports false, and f does not
-// run, once the daemon is stopping.
-func (d *Daemon) spawn(f func()) bool {
-	d.state.mu.Lock()
-	defer d.state.mu.Unlock()
-	if d.state.closing {
-		return false
-	}
-	d.work.Add(1) // under state.mu, before closing: never after waitWork began
-	go func() {
-		defer d.work.Done()
-		f()
-	}()
-	return true
-}
-
-// workWait bounds how long a stopping daemon waits for spawned work. A
+// workWait bounds how long a stopping daemon waits for its holds. A
 // hold's decoding ends at once when the daemon stops (decodeCtx) and its
 // typing takes a moment; past the bound the daemon stops anyway and says
 // so (the children stop meanwhile: the whole stop stays within the 10 s
 // a service manager or a test gives it).
 const workWait = 5 * time.Second
 
-// waitWork waits (up to workWait) for the goroutines of spawn and of the
-// holds (a hold still recording ends with d.life: its audio is dropped,
-// its microphone closed).
+// waitWork waits (up to workWait) for the holds' goroutines (a hold
+// still recording ends with d.life: its audio is dropped, its microphone
+// closed).
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
@@ -26,7 +27,7 @@ import (
 // Holds. The hold itself (its audio, its detector, its tail, its eager
 // pieces and speculation, its decoding) is package hold: one goroutine
 // per hold, which this file starts with the child ends behind hold's
-// interfaces (detect.go), and waits for under spawn. What stays here is
+// interfaces (ends.go), and Run waits for (waitWork). What stays here is
 // the wiring: the socket's hold.* calls, the refusal while the decoder is
 // down, the person's side of the state (stateT), typing the text, audit
 // lines, notifications and the watch stream.
@@ -84,12 +85,12 @@ type holdRec struct {
 	why   hold.Why
 }
 
-// holdParams are the detector's parameters for a hold: vad.threshold,
-// whisper.cpp's span defaults otherwise.
-func holdParams(cfg config.Config) vadlink.Params {
-	p := vadspan.DefaultParams()
-	p.Threshold = float32(cfg.VAD.Threshold)
-	return vadlink.Params{Span: p, Silences: []time.Duration{hold.TailQuiet}}
+// holdParams are the detector's parameters for a hold: [vad]'s
+// (vadlink.FromConfig), reporting the tail's silence.
+func holdParams(cfg config.Config) vadspan.Params {
+	p := vadlink.FromConfig(cfg.VAD)
+	p.Silences = []time.Duration{hold.TailQuiet}
+	return p
 }
 
 // holdStart opens a hold. A question being spoken stops at once
@@ -144,9 +145,9 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	}
 	eagerMs := cfg.Dictation.EagerPauseMs
 	if eagerMs > 0 {
-		p.Span.MinSilence = time.Duration(eagerMs) * time.Millisecond
+		p.MinSilence = time.Duration(eagerMs) * time.Millisecond
 	}
-	det := d.beginDetect(p)
+	det := d.detect.Begin(d.life, p)
 	if det == nil {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
@@ -159,21 +160,22 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		// detector takes the soft end of a word ("Americans"' s) for
 		// silence, and what the key's release would have kept would be
 		// cut.
-		Speculate: det.engine == "silero",
+		Speculate: det.Engine() == detect.Silero,
 		Ending:    d.holdEnding,
 	}
 	l := d.mic.Listen(d.mic.Always())
 	deps := hold.Deps{
 		Audio:    micAudio{d.mic, l},
-		Detector: holdDetector{d, det},
+		Detector: det,
 		Energy:   d.tailEnergy,
 		Decoder:  holdDecoder{d, d.holdPrompt()},
 		Owner:    holdOwner{d, h},
 		Log:      d.log,
 	}
 	// The hold's goroutine ends with the hold, or with d.life (the
-	// daemon stops); Run waits for it (spawn) before it closes the audit.
-	d.work.Add(1) // under state.mu, not closing: as spawn does
+	// daemon stops); Run waits for it (waitWork) before it closes the
+	// audit.
+	d.work.Add(1) // under state.mu, not closing: never after waitWork began
 	go func() {
 		defer d.work.Done()
 		d.finishHold(h, hold.Run(d.life, deps, params, h.ctl))
@@ -243,15 +245,8 @@ func (o holdOwner) Preview(text string) { o.d.live.SetPreview(text) }
 // recorded in full unless the daemon stops: a caller that hangs up after
 // hold.stop still gets its words typed.
 func (d *Daemon) holdStop(context.Context) (daemonapi.HoldResult, error) {
-	d.state.mu.Lock()
-	h := d.state.hold
-	if h == nil || h.stopping {
-		d.state.mu.Unlock()
-		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
-	}
-	h.stopping = true
-	d.state.mu.Unlock()
-	if !h.ctl.Release() { // it ended by itself meanwhile
+	h := d.holdRelease()
+	if h == nil {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
 	<-h.final
@@ -259,6 +254,25 @@ func (d *Daemon) holdStop(context.Context) (daemonapi.HoldResult, error) {
 		return daemonapi.HoldResult{Hold: daemonapi.HoldIdle}, nil
 	}
 	return h.res, nil
+}
+
+// holdRelease ends the open hold's recording as the key's release does:
+// once it returns the hold is in its tail, and its own goroutine decodes
+// and types it (h.final closes then). nil when no hold was open, or it
+// was already ending.
+func (d *Daemon) holdRelease() *holdRec {
+	d.state.mu.Lock()
+	h := d.state.hold
+	if h == nil || h.stopping {
+		d.state.mu.Unlock()
+		return nil
+	}
+	h.stopping = true
+	d.state.mu.Unlock()
+	if !h.ctl.Release() { // it ended by itself meanwhile
+		return nil
+	}
+	return h
 }
 
 // holdCancel ends the hold and drops its audio; a hold in its tail too.
@@ -410,35 +424,6 @@ func (d *Daemon) holdPrompt() *string {
 		return &p
 	}
 	return nil
-}
-
-// decodeCtx is parent, ended also when the daemon stops or when the
-// decoder child is down for good (exit 125, a crash loop, or exited 0 and
-// not restarted): a hold or a transcribe then fails at once with the
-// decoder's cause instead of waiting for a decoder that will not come up,
-// holding the decoder's turn meanwhile.
-func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	dctx, cancel := context.WithCancel(parent)
-	go func() { // ends with dctx, which the caller cancels
-		for {
-			d.state.mu.Lock()
-			closing, changed := d.state.closing, d.state.changed
-			d.state.mu.Unlock()
-			if closing {
-				cancel()
-				return
-			}
-			select {
-			case <-dctx.Done():
-				return
-			case <-d.decode.Down():
-				cancel()
-				return
-			case <-changed:
-			}
-		}
-	}()
-	return dctx, cancel
 }
 
 // decodeFailure says why a hold's decoding failed: the decoder's own cause

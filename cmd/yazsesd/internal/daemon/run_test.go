@@ -16,13 +16,16 @@ import (
 // until the daemon closes it or stops it: enough for the daemon to run.
 var fakeChild = []string{"/bin/sh", "-c", `echo >&"$YAZ_READY_FD"; exec cat >/dev/null`}
 
-// A hotkey release decodes and types after the key is up, on a goroutine
-// of its own: Run waits for it before it closes the audit log, so the
+// A hotkey release decodes and types after the key is up, on the hold's
+// own goroutine: Run waits for it before it closes the audit log, so the
 // stop's audit event is written, and no goroutine outlives Run (goleak, in
-// TestMain). The stop is in its tail (1.5 s) when the daemon is told to
-// stop; the tail is cut short and the hold ends too short. (The stop used
-// to run outside Run's WaitGroup: its event was lost to a closed log, and
-// its goroutine outlived Run.)
+// TestMain). The release is taken before the hotkey's next event is read,
+// so the hold is in its tail (1.5 s) when the daemon is told to stop; the
+// tail is cut short and the hold ends too short. (The stop used to run
+// outside Run's WaitGroup: its event was lost to a closed log, and its
+// goroutine outlived Run. Later it ran on a goroutine of its own that
+// could reach the hold after the daemon stopped: the hold was dropped
+// without its event, 2 runs in 30.)
 func TestRunWaitsForHotkeyStop(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Default()
@@ -55,7 +58,7 @@ func TestRunWaitsForHotkeyStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.Run(ctx, nil) }()
-	<-released // the stop is in its tail
+	<-released // the release was taken: the hold is in its tail
 	cancel()
 	if err := <-runErr; err != nil {
 		t.Fatalf("Run = %v", err)

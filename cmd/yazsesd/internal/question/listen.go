@@ -25,14 +25,14 @@ const (
 	maxAnswerAudio  = 29 * time.Second
 )
 
-// answerParams are the detector's parameters for an answer.
-func answerParams(cfg config.Config) vadlink.Params {
-	return vadlink.Params{Span: vadspan.Params{
-		Threshold:  float32(cfg.VAD.Threshold),
-		MinSpeech:  answerMinSpeech,
-		MinSilence: time.Duration(cfg.Ask.AnswerSilenceMs) * time.Millisecond,
-		SpeechPad:  answerPad,
-	}}
+// answerParams are the detector's parameters for an answer: [vad]'s
+// (vadlink.FromConfig) with an answer's own span lengths.
+func answerParams(cfg config.Config) vadspan.Params {
+	p := vadlink.FromConfig(cfg.VAD)
+	p.MinSpeech = answerMinSpeech
+	p.MinSilence = time.Duration(cfg.Ask.AnswerSilenceMs) * time.Millisecond
+	p.SpeechPad = answerPad
+	return p
 }
 
 // answer is the answer being recorded: samples is its audio, and the
@@ -40,7 +40,7 @@ func answerParams(cfg config.Config) vadlink.Params {
 // samples[from:to]: from the first span's start to its end (a pause of
 // ask.answer_silence_ms), or to the end of the audio when it ended first.
 type answer struct {
-	p        vadlink.Params
+	p        vadspan.Params
 	det      Detection
 	samples  []int16
 	from, to int64

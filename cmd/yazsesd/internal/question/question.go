@@ -49,6 +49,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/tts"
 	"github.com/yazses/yazses/lib/untrusted"
+	"github.com/yazses/yazses/lib/vadspan"
 )
 
 // Label is what the person hears before every question (invariant 7): an
@@ -127,10 +128,10 @@ type Mic interface {
 type Detector interface {
 	// Begin begins a use on the trained detector when it is up and free,
 	// else on the energy detector. nil only when the daemon is stopping.
-	Begin(p vadlink.Params) Detection
+	Begin(p vadspan.Params) Detection
 	// BeginEnergy begins a use on a new energy detector; nil only when
 	// the daemon is stopping.
-	BeginEnergy(p vadlink.Params) Detection
+	BeginEnergy(p vadspan.Params) Detection
 }
 
 // Detection is one use of the voice detector (a vadlink.Use).

@@ -295,7 +295,7 @@ func (m fakeMic) Listen() (<-chan []int16, func()) {
 
 type fakeDetector struct{ *world }
 
-func (d fakeDetector) Begin(vadlink.Params) Detection {
+func (d fakeDetector) Begin(vadspan.Params) Detection {
 	if d.beginNil {
 		return nil
 	}
@@ -304,7 +304,7 @@ func (d fakeDetector) Begin(vadlink.Params) Detection {
 	return u
 }
 
-func (d fakeDetector) BeginEnergy(vadlink.Params) Detection {
+func (d fakeDetector) BeginEnergy(vadspan.Params) Detection {
 	if d.energyNil {
 		return nil
 	}

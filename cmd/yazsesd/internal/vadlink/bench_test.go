@@ -26,7 +26,7 @@ func BenchmarkThroughput(b *testing.B) {
 	block := pcm.Samples(20 * time.Millisecond)
 	b.ResetTimer()
 	for range b.N {
-		u, err := l.Begin(Params{Span: vadspan.DefaultParams()})
+		u, err := l.Start(vadspan.DefaultParams())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func BenchmarkAnswer(b *testing.B) {
 	defer cmd.Wait()
 	l := New(context.Background(), in, out)
 	defer l.Close()
-	u, err := l.Begin(Params{})
+	u, err := l.Start(vadspan.Params{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func BenchmarkEnergy(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		l := NewEnergy(context.Background())
-		u, err := l.Begin(Params{Span: vadspan.DefaultParams()})
+		u, err := l.Start(vadspan.DefaultParams())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -54,18 +54,19 @@ func energyInputs(t *testing.T) []struct {
 // high and low thresholds, no padding, several silences, the zero value.
 func energyParams() []struct {
 	name string
-	p    Params
+	p    vadspan.Params
 } {
 	hold := vadspan.DefaultParams()
+	hold.Silences = []time.Duration{150 * time.Millisecond}
 	return []struct {
 		name string
-		p    Params
+		p    vadspan.Params
 	}{
-		{"hold", Params{Span: hold, Silences: []time.Duration{150 * time.Millisecond}}},
-		{"answer", Params{Span: vadspan.Params{Threshold: 0.3, MinSpeech: 250 * time.Millisecond, MinSilence: 1200 * time.Millisecond, SpeechPad: 300 * time.Millisecond}}},
-		{"high-nopad", Params{Span: vadspan.Params{Threshold: 0.9, MinSilence: 300 * time.Millisecond, SpeechPad: -1}, Silences: []time.Duration{500 * time.Millisecond, time.Second}}},
-		{"low-short", Params{Span: vadspan.Params{Threshold: 0.05, MinSpeech: 100 * time.Millisecond, MinSilence: 50 * time.Millisecond, SpeechPad: 10 * time.Millisecond}, Silences: []time.Duration{20 * time.Millisecond, 300 * time.Millisecond}}},
-		{"zero", Params{}},
+		{"hold", hold},
+		{"answer", vadspan.Params{Threshold: 0.3, MinSpeech: 250 * time.Millisecond, MinSilence: 1200 * time.Millisecond, SpeechPad: 300 * time.Millisecond}},
+		{"high-nopad", vadspan.Params{Threshold: 0.9, MinSilence: 300 * time.Millisecond, SpeechPad: -1, Silences: []time.Duration{500 * time.Millisecond, time.Second}}},
+		{"low-short", vadspan.Params{Threshold: 0.05, MinSpeech: 100 * time.Millisecond, MinSilence: 50 * time.Millisecond, SpeechPad: 10 * time.Millisecond, Silences: []time.Duration{20 * time.Millisecond, 300 * time.Millisecond}}},
+		{"zero", vadspan.Params{}},
 	}
 }
 
@@ -76,11 +77,11 @@ var energyBlocks = []int{160, 320, 480, 1024, 0}
 // energyRun feeds samples in blocks of size (0: all at once) to a use of
 // a new energy Link, from this goroutine, and returns the use's events
 // and its State after the end, one line each.
-func energyRun(t *testing.T, samples []int16, p Params, size int) []string {
+func energyRun(t *testing.T, samples []int16, p vadspan.Params, size int) []string {
 	t.Helper()
 	l := NewEnergy(context.Background())
 	defer l.Close()
-	u, err := l.Begin(p)
+	u, err := l.Start(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,9 @@ func TestEnergyNoGoroutines(t *testing.T) {
 	samples := cat(silence(time.Second), bursts(2*time.Second), silence(time.Second))
 	before := runtime.NumGoroutine()
 	l := NewEnergy(context.Background())
-	u, err := l.Begin(Params{Span: vadspan.DefaultParams(), Silences: []time.Duration{150 * time.Millisecond}})
+	p := vadspan.DefaultParams()
+	p.Silences = []time.Duration{150 * time.Millisecond}
+	u, err := l.Start(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +243,7 @@ func TestEnergyIsTheChildPath(t *testing.T) {
 		for _, pc := range energyParams() {
 			t.Run(in.name+"/"+pc.name, func(t *testing.T) {
 				l, lines := scripted(t)
-				u, err := l.Begin(pc.p)
+				u, err := l.Start(pc.p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -275,7 +278,7 @@ func TestEnergyEnds(t *testing.T) {
 	t.Run("context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		l := NewEnergy(ctx)
-		u, err := l.Begin(Params{})
+		u, err := l.Start(vadspan.Params{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,8 +296,8 @@ func TestEnergyEnds(t *testing.T) {
 		if _, err := u.Wait(testwait.Context(t), 1<<40); !errors.Is(err, ErrClosed) {
 			t.Errorf("Wait after the end: %v, want ErrClosed", err)
 		}
-		if _, err := l.Begin(Params{}); !errors.Is(err, ErrClosed) {
-			t.Errorf("Begin after the end: %v, want ErrClosed", err)
+		if _, err := l.Start(vadspan.Params{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("Start after the end: %v, want ErrClosed", err)
 		}
 	})
 	t.Run("unread", func(t *testing.T) {
@@ -305,7 +308,7 @@ func TestEnergyEnds(t *testing.T) {
 		for i := range 300 {
 			sils = append(sils, pcm.Duration((i+1)*vadspan.Window))
 		}
-		u, err := l.Begin(Params{Silences: sils})
+		u, err := l.Start(vadspan.Params{Silences: sils})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,8 +332,7 @@ func TestEnergyEnds(t *testing.T) {
 
 // TestSettings: FromConfig is vad.threshold over whisper.cpp's defaults,
 // the settings the daemon's holds and answers built by hand (the same
-// thresholds and durations, vadspan's String says each resolved); Begin's
-// older Params give Start the same settings, their silences after Span's.
+// thresholds and durations, vadspan's String says each resolved).
 func TestSettings(t *testing.T) {
 	v := config.Default().VAD
 	v.Threshold = 0.42
@@ -346,9 +348,5 @@ func TestSettings(t *testing.T) {
 	}
 	if thr, neg := answer.Thresholds(); thr != 0.42 || neg != float32(0.42)-0.15 {
 		t.Errorf("Thresholds() = %v, %v", thr, neg)
-	}
-	s := Params{Span: vadspan.Params{Threshold: 0.3, Silences: []time.Duration{time.Second}}, Silences: []time.Duration{150 * time.Millisecond}}.Settings()
-	if want := (vadspan.Params{Threshold: 0.3, Silences: []time.Duration{time.Second, 150 * time.Millisecond}}); !cmp.Equal(s, want) {
-		t.Errorf("Settings() = %+v, want %+v", s, want)
 	}
 }

@@ -9,8 +9,8 @@
 //
 // A Link carries uses one after another: a hold, an answer. Start begins
 // one with the detector's settings (vadspan.Params: thresholds, durations
-// and the silences to report, FromConfig for the user's [vad] table; Begin
-// takes the older Params); the Use's Feed sends audio (16 kHz s16 samples,
+// and the silences to report, FromConfig for the user's [vad] table); the
+// Use's Feed sends audio (16 kHz s16 samples,
 // blocks of any size) and End closes it, resetting the detector. Sample
 // positions count from the use's first sample. While the detector answers,
 // the Use's Events channel carries, in the order they are settled:
@@ -71,7 +71,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ const eventBuffer = 256
 var (
 	// ErrBehind: the detector fell MaxQueued behind the audio.
 	ErrBehind = errors.New("voice detector fell behind")
-	// ErrUseOpen: Begin while the last use has not ended.
+	// ErrUseOpen: Start while the last use has not ended.
 	ErrUseOpen = errors.New("a voice detector use is still open")
 	// ErrEnded: Feed or End after End.
 	ErrEnded = errors.New("voice detector use ended")
@@ -116,21 +115,6 @@ func FromConfig(v config.VAD) vadspan.Params {
 	p := vadspan.DefaultParams()
 	p.Threshold = float32(v.Threshold)
 	return p
-}
-
-// Params are the settings of one use in Begin's older form: Span's, with
-// Silences beside them rather than in them. Begin(p) is
-// Start(p.Settings()); new callers use Start.
-type Params struct {
-	Span     vadspan.Params
-	Silences []time.Duration // after Span.Silences
-}
-
-// Settings are p as one vadspan.Params.
-func (p Params) Settings() vadspan.Params {
-	s := p.Span
-	s.Silences = append(slices.Clip(s.Silences), p.Silences...)
-	return s
 }
 
 // EventKind tells the events apart.
@@ -263,9 +247,6 @@ func (l *Link) fail(err error) {
 	l.mu.Unlock()
 	l.cancel()
 }
-
-// Begin starts a use with parameters p: Start(p.Settings()).
-func (l *Link) Begin(p Params) (*Use, error) { return l.Start(p.Settings()) }
 
 // Start starts a use with the detector's settings p (the thresholds and
 // durations of its spans, the silences it reports). The last use must
@@ -485,7 +466,7 @@ func (u *Use) Feed(samples []int16) error {
 }
 
 // End ends the use: its last window is answered, every span ends, the
-// Ended event follows, and the Link is free for the next Begin. Ending
+// Ended event follows, and the Link is free for the next Start. Ending
 // twice is a no-op.
 func (u *Use) End() error {
 	u.fmu.Lock()

@@ -228,7 +228,7 @@ func TestSpansThroughChild(t *testing.T) {
 		{"speech/answer again", speech, answer, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := l.Begin(Params{Span: tc.p})
+			u, err := l.Start(tc.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestSilenceEvents(t *testing.T) {
 		t.Fatalf("only %d silences expected: the audio no longer tests this", len(want))
 	}
 	l, _ := link(t)
-	u, err := l.Begin(Params{Span: vadspan.Params{Threshold: 0.5}, Silences: lens})
+	u, err := l.Start(vadspan.Params{Threshold: 0.5, Silences: lens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestWait(t *testing.T) {
 	l, _ := link(t)
 	speech := jfk(t)
 	samples := cat(silence(time.Second), speech[:5*pcm.SampleRate], silence(800*time.Millisecond))
-	u, err := l.Begin(Params{Span: vadspan.Params{Threshold: 0.5, MinSilence: 2 * time.Second}})
+	u, err := l.Start(vadspan.Params{Threshold: 0.5, MinSilence: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestWait(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	u2, _ := l.Begin(Params{})
+	u2, _ := l.Start(vadspan.Params{})
 	if _, err := u2.Wait(cctx, vadspan.Window); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait with a cancelled context: %v", err)
 	}
@@ -400,10 +400,10 @@ func TestWait(t *testing.T) {
 }
 
 // TestChildDies: when the child exits, the open use gets Failed and its
-// channel closes, Wait and Begin report it, and the Link's goroutines end.
+// channel closes, Wait and Start report it, and the Link's goroutines end.
 func TestChildDies(t *testing.T) {
 	l, cmd := link(t)
-	u, err := l.Begin(Params{})
+	u, err := l.Start(vadspan.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,8 +423,8 @@ func TestChildDies(t *testing.T) {
 	if _, err := u.Wait(testwait.Context(t), 10*int64(pcm.SampleRate)); err == nil {
 		t.Error("Wait after the child died: no error")
 	}
-	if _, err := l.Begin(Params{}); !errors.Is(err, ErrClosed) {
-		t.Errorf("Begin after the child died: %v, want ErrClosed", err)
+	if _, err := l.Start(vadspan.Params{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after the child died: %v, want ErrClosed", err)
 	}
 	if err := u.Feed(make([]int16, 100)); err == nil {
 		t.Error("Feed after the child died: no error")
@@ -436,7 +436,7 @@ func TestChildDies(t *testing.T) {
 func TestCloseEndsChild(t *testing.T) {
 	cmd, in, out := child(t)
 	l := New(context.Background(), in, out)
-	u, _ := l.Begin(Params{})
+	u, _ := l.Start(vadspan.Params{})
 	u.Feed(silence(time.Second))
 	l.Close()
 	select {
@@ -457,16 +457,16 @@ func TestCloseEndsChild(t *testing.T) {
 // begins at once (pipelined) and gets its own events.
 func TestOneUseAtATime(t *testing.T) {
 	l, _ := link(t)
-	u1, err := l.Begin(Params{})
+	u1, err := l.Start(vadspan.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Begin(Params{}); !errors.Is(err, ErrUseOpen) {
+	if _, err := l.Start(vadspan.Params{}); !errors.Is(err, ErrUseOpen) {
 		t.Errorf("Begin with a use open: %v, want ErrUseOpen", err)
 	}
 	u1.Feed(noise(time.Second, 3))
 	u1.Close() // its events are dropped: the channel still closes
-	u2, err := l.Begin(Params{})
+	u2, err := l.Start(vadspan.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,15 +490,15 @@ func TestEnergyFallback(t *testing.T) {
 	defer l.Close()
 	burst := bursts(2 * time.Second)
 	samples := cat(silence(time.Second), burst, silence(time.Second))
-	p := Params{Span: vadspan.Params{MinSilence: 300 * time.Millisecond, SpeechPad: -1}, Silences: []time.Duration{500 * time.Millisecond}}
-	u, err := l.Begin(p)
+	p := vadspan.Params{MinSilence: 300 * time.Millisecond, SpeechPad: -1, Silences: []time.Duration{500 * time.Millisecond}}
+	u, err := l.Start(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs := feed(t, u, samples, 9)
 	// The same events whatever the blocks: all at once, 20 ms, one sample.
 	for _, size := range []int{len(samples), 320, 1} {
-		u, err := l.Begin(p)
+		u, err := l.Start(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,7 +539,7 @@ func TestEnergyFallback(t *testing.T) {
 	if e := last(evs); e.Kind != Ended || !e.Said {
 		t.Errorf("last event %+v", e)
 	}
-	u, _ = l.Begin(Params{})
+	u, _ = l.Start(vadspan.Params{})
 	if e := last(feed(t, u, silence(3*time.Second), 10)); e.Kind != Ended || e.Said {
 		t.Errorf("silence: last event %+v, want Ended with nothing said", e)
 	}
@@ -575,7 +575,7 @@ func TestBehind(t *testing.T) {
 	lr, lw := io.Pipe()
 	defer lw.Close()
 	l := New(context.Background(), blockingWriter{make(chan struct{})}, lr)
-	u, err := l.Begin(Params{})
+	u, err := l.Start(vadspan.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +629,7 @@ func TestBadLines(t *testing.T) {
 			var u *Use
 			if tc.begin {
 				var err error
-				if u, err = l.Begin(Params{}); err != nil {
+				if u, err = l.Start(vadspan.Params{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -666,7 +666,7 @@ func scripted(t *testing.T) (*Link, io.Writer) {
 func TestVoicedHysteresis(t *testing.T) {
 	l, lines := scripted(t)
 	w := 3 * vadspan.Window
-	u, err := l.Begin(Params{Span: vadspan.Params{Threshold: 0.5}, Silences: []time.Duration{pcm.Duration(w)}})
+	u, err := l.Start(vadspan.Params{Threshold: 0.5, Silences: []time.Duration{pcm.Duration(w)}})
 	if err != nil {
 		t.Fatal(err)
 	}
