@@ -19,7 +19,10 @@
 //     YAZ_FDNAMES the way systemd names LISTEN_FDNAMES; the supervisor never
 //     closes them, so a restarted child finds the other side still there.
 //   - Readiness is explicit: with Spec.Ready the child gets a pipe's write end
-//     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it.
+//     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it. The
+//     line may say what the child is ready with before its newline (at most
+//     MaxReadyLine bytes: yaz-decode --serve names its device); Status.Ready
+//     keeps it until the next start.
 //   - The child's stderr is re-logged line by line with child=<name>.
 //   - A child that cannot run for a reason a restart cannot fix says so in
 //     one ERROR record with the attribute cause (a closed-vocabulary word
@@ -36,6 +39,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -162,7 +166,16 @@ type Status struct {
 	// are empty when it said none; a new start clears them.
 	Cause  string
 	Reason string
+	// Ready is what the current start said on its readiness line before
+	// the newline ("" for a bare newline, as most children write, and
+	// until the child is ready): yaz-decode --serve names the device its
+	// model loaded on there (package device). A new start clears it.
+	Ready string
 }
+
+// MaxReadyLine is the longest readiness line a child may write, newline
+// included; a longer one is no readiness.
+const MaxReadyLine = 4096
 
 // Child supervises one Spec. Make it with New and call Run once at a time.
 type Child struct {
@@ -383,7 +396,7 @@ type proc struct {
 
 // runOnce starts the child, waits for readiness, and waits for it to end.
 func (c *Child) runOnce(ctx context.Context, n int) result {
-	c.set(func(st *Status) { st.Cause, st.Reason = "", "" })
+	c.set(func(st *Status) { st.Cause, st.Reason, st.Ready = "", "", "" })
 	c.setState(StateStarting, 0)
 	p, ready, err := c.start(n)
 	if err != nil {
@@ -394,8 +407,10 @@ func (c *Child) runOnce(ctx context.Context, n int) result {
 	c.setState(StateStarting, p.pid)
 	c.log.Info("child started", "pid", p.pid, "restart", n)
 
+	readyLine := ""
 	if ready != nil {
-		ok, why := c.awaitReady(ctx, p, ready)
+		line, ok, why := c.awaitReady(ctx, p, ready)
+		readyLine = line
 		if !ok {
 			if ctx.Err() != nil {
 				c.stop(p)
@@ -416,6 +431,9 @@ func (c *Child) runOnce(ctx context.Context, n int) result {
 			return result{code: -1, exit: "not ready", err: fmt.Errorf("%w: %s", ErrNotReady, why),
 				uptime: time.Since(started)}
 		}
+	}
+	if readyLine != "" {
+		c.set(func(st *Status) { st.Ready = clip(readyLine, MaxReadyLine) })
 	}
 	c.setState(StateRunning, p.pid)
 	c.mu.Lock()
@@ -538,30 +556,27 @@ func (c *Child) start(n int) (p *proc, ready *os.File, err error) {
 }
 
 // awaitReady waits for the readiness line, the timeout, the child's end or
-// ctx. It always closes ready.
-func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (ok bool, why string) {
-	got := make(chan error, 1)
+// ctx. It always closes ready. The line's text before the newline is
+// returned in line (Status.Ready).
+func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (line string, ok bool, why string) {
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
 	go func() {
-		var b [1]byte
-		n, err := ready.Read(b[:])
-		switch {
-		case n == 1 && b[0] == '\n':
-			got <- nil
-		case err == nil:
-			got <- fmt.Errorf("wrote %q instead of a newline", b[0])
-		default:
-			got <- err
-		}
+		b, err := readLine(ready, MaxReadyLine)
+		got <- answer{string(b), err}
 	}()
 	t := time.NewTimer(c.spec.ReadyTimeout)
 	defer t.Stop()
 	select {
-	case err := <-got:
+	case a := <-got:
 		ready.Close()
-		if err != nil {
-			return false, "closed readiness fd without a newline"
+		if a.err != nil {
+			return "", false, a.err.Error()
 		}
-		return true, ""
+		return a.line, true, ""
 	case <-t.C:
 		why = "timeout after " + c.spec.ReadyTimeout.String()
 	case <-p.done:
@@ -571,7 +586,29 @@ func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (ok boo
 	}
 	ready.Close() // unblocks the reader
 	<-got
-	return false, why
+	return "", false, why
+}
+
+// readLine reads r up to its first newline, at most max bytes in all, and
+// returns what came before the newline. A byte at a time: the rest of the
+// pipe is never read.
+func readLine(r io.Reader, max int) ([]byte, error) {
+	var line []byte
+	var b [1]byte
+	for len(line) < max {
+		n, err := r.Read(b[:])
+		if n == 1 {
+			if b[0] == '\n' {
+				return line, nil
+			}
+			line = append(line, b[0])
+			continue
+		}
+		if err != nil {
+			return nil, errors.New("closed readiness fd without a newline")
+		}
+	}
+	return nil, fmt.Errorf("readiness line longer than %d bytes", max)
 }
 
 // killGroup signals the child's process group; a group already gone is fine.

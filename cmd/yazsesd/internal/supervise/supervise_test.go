@@ -69,6 +69,15 @@ func child(mode string) int {
 	case "ready":
 		report("pid %d fdnames=%s readyfd=%s", os.Getpid(), os.Getenv(FDNamesEnv), os.Getenv(ReadyEnv))
 		ready()
+	case "readyline":
+		// The readiness line CHILD_READY_LINE, as yaz-decode --serve
+		// writes one naming its device.
+		report("pid %d", os.Getpid())
+		if fd, err := strconv.Atoi(os.Getenv(ReadyEnv)); err == nil {
+			f := os.NewFile(uintptr(fd), "ready")
+			f.Write([]byte(os.Getenv("CHILD_READY_LINE")))
+			f.Close()
+		}
 	case "notready":
 		report("pid %d", os.Getpid())
 	case "term":
@@ -431,6 +440,60 @@ func TestReadyAndExtraFiles(t *testing.T) {
 	}
 	if st := c.Status(); st.State != StateStopped || st.PID != 0 {
 		t.Errorf("Status() = %+v, want stopped", st)
+	}
+}
+
+// TestReadyLine: a readiness line may say what the child is ready with
+// (yaz-decode --serve names its device there): Status.Ready is its text
+// until the next start; a bare newline says nothing, and a line without
+// its newline within MaxReadyLine bytes is no readiness.
+func TestReadyLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		ready      bool
+		want       string
+	}{
+		{"bare", "\n", true, ""},
+		{"json", `{"device":{"name":"Vulkan0","kind":"software"}}` + "\n", true, `{"device":{"name":"Vulkan0","kind":"software"}}`},
+		{"no newline", `{"device":{}}`, false, ""},
+		{"too long", strings.Repeat("x", MaxReadyLine+1) + "\n", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := newReporter(t)
+			spec := childSpec("readyline", rep, "CHILD_READY_LINE="+tc.line)
+			spec.Ready, spec.CrashBurst = true, 1
+			c := New(spec, slog.New(slog.DiscardHandler))
+			// The start, or Run's end (a child never ready: a crash loop
+			// at once, with CrashBurst 1).
+			started := make(chan error, 2)
+			c.OnStart(func(pid, n int) { started <- nil })
+			cancel, wait := start(c)
+			defer cancel()
+			go func() { started <- wait() }()
+			pidOf(t, rep.next(t), 1)
+			err := testwait.Recv(t, started, "the child's start or Run's end")
+			switch {
+			case !tc.ready:
+				if !errors.Is(err, ErrNotReady) {
+					t.Errorf("readiness line %.40q: Run() = %v, want ErrNotReady", tc.line, err)
+				}
+				if st := c.Status(); st.Ready != "" {
+					t.Errorf("Status().Ready = %.40q of a child never ready", st.Ready)
+				}
+				rep.close()
+				return
+			case err != nil:
+				t.Fatalf("readiness line %q: Run() = %v before the child started", tc.line, err)
+			}
+			if st := c.Status(); st.State != StateRunning || st.Ready != tc.want {
+				t.Errorf("readiness line %q: Status() = %+v, want running with Ready %q", tc.line, st, tc.want)
+			}
+			cancel()
+			if err := wait(); err != nil {
+				t.Errorf("Run() = %v", err)
+			}
+			rep.close()
+		})
 	}
 }
 
