@@ -73,6 +73,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
@@ -162,7 +163,7 @@ type Daemon struct {
 	// set by Run. Until it is written no question is spoken.
 	marker *marker.Marker
 	// refusalNotes limits the notifications of refused holds (hold.go).
-	refusalNotes noteLimit
+	refusalNotes dictation.NoteLimit
 
 	// The child ends (package child): each owns its supervised process.
 	gate   *child.Gate
@@ -200,6 +201,12 @@ type Daemon struct {
 	// opened them and type their text after the key is up. Run waits for
 	// them (up to workWait) before it closes the audit log.
 	work sync.WaitGroup
+	// typeCtx bounds the typing of a hold's text: not the daemon's life
+	// (a text being typed when the daemon is told to stop is typed whole),
+	// but ended by waitWork past workWait, so that no hold's goroutine
+	// outlives Run.
+	typeCtx    context.Context
+	stopTyping context.CancelFunc
 }
 
 // New prepares a daemon; Run starts it.
@@ -217,6 +224,7 @@ func New(opt Options) (*Daemon, error) {
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.state.init()
 	d.life, d.endLife = context.WithCancel(context.Background())
+	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
 
 	resolve := func(name string, argv []string) ([]string, error) {
@@ -517,6 +525,7 @@ loop:
 		<-serveErr // each Serve returns once ctx is cancelled
 	}
 	d.waitWork()
+	d.stopTyping()
 	d.gate.Close()
 	d.speak.Close()
 	d.decode.Close()
@@ -760,9 +769,13 @@ func peerOf(ctx context.Context) peer {
 // a service manager or a test gives it).
 const workWait = 5 * time.Second
 
+// typingStop bounds the wait for a typing that was told to stop.
+const typingStop = time.Second
+
 // waitWork waits (up to workWait) for the holds' goroutines (a hold
 // still recording ends with d.life: its audio is dropped, its microphone
-// closed).
+// closed); past it the typing in progress is told to stop (typeCtx),
+// and waited for up to typingStop.
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {
@@ -773,8 +786,16 @@ func (d *Daemon) waitWork() {
 	defer t.Stop()
 	select {
 	case <-done:
+		return
 	case <-t.C:
-		d.log.Warn("stopping with a dictation still being typed", "waited_ms", workWait.Milliseconds())
+	}
+	d.log.Warn("stopping with a dictation still being typed: its typing is stopped", "waited_ms", workWait.Milliseconds())
+	d.stopTyping()
+	t.Reset(typingStop)
+	select {
+	case <-done:
+	case <-t.C:
+		d.log.Warn("a typing backend did not stop: yazsesd stops without it")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
@@ -39,21 +40,16 @@ func (a micAudio) Stop()                  { a.m.Unlisten(a.l) }
 // tailEnergy begins the energy detector for a tail the hold's own
 // detector can no longer decide; nil when the daemon stops.
 func (d *Daemon) tailEnergy() hold.Detector {
-	p := holdParams(d.config())
-	p.Silences = []time.Duration{hold.TailQuiet}
-	if u := d.detect.BeginEnergy(d.life, p); u != nil {
+	if u := d.detect.BeginEnergy(d.life, dictation.TailParams(d.config())); u != nil {
 		return u
 	}
 	return nil
 }
 
-// errDecodeEnded marks a hold's decode whose context ended for the
-// decoder's or the daemon's sake.
-var errDecodeEnded = errors.New("the decoder is down or the daemon stops")
-
 // holdDecoder is the resident decoder at the hold's priority, with
 // dictation.prompt (hold.Decoder). Its decodes end also when the decoder
-// is down for good or the daemon stops (decodeCtx): errDecodeEnded.
+// is down for good or the daemon stops (decodeCtx):
+// dictation.ErrDecodeEnded.
 type holdDecoder struct {
 	d      *Daemon
 	prompt *string
@@ -64,7 +60,7 @@ func (h holdDecoder) Decode(ctx context.Context, samples []int16, said string) (
 	defer cancel()
 	r, err := h.d.decode.DecodeAfter(dctx, turn.Hold, samples, h.prompt, said)
 	if err != nil && dctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", errDecodeEnded, err)
+		err = fmt.Errorf("%w: %w", dictation.ErrDecodeEnded, err)
 	}
 	return r.Text, err
 }

@@ -1,0 +1,318 @@
+// Package dictation is the daemon's policy for a push-to-talk hold
+// around the hold itself (package hold): the settings a hold starts with,
+// the refusal of a hold while the decoder is down for good, and what a
+// finished hold comes to for the person: its text shaped (the
+// [[dictation.replace]] rules, the transcript rule of package untrusted),
+// typed into the focused window or kept for `yazsesd ctl last`, the
+// result's outcome and cause, its one audit event and notification, and
+// the restart of a decoder that did not answer within the hold's bound.
+//
+// Nothing here holds state but the refusal notes' clock (NoteLimit); the
+// daemon wires it (its hold.* methods, the hotkey, the watch stream).
+//
+// Privacy: no log line, audit event or result carries the text; they say
+// kinds, reasons, counts and durations.
+package dictation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
+	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/untrusted"
+	"github.com/yazses/yazses/lib/vadspan"
+)
+
+// Settings are a hold's settings from the configuration: its hold.Params
+// (all but Speculate, which depends on the detector the hold gets) and
+// its detector's. A toggled hold (hold.toggle, a toggle hotkey) ends by
+// itself after dictation.auto_stop_ms of silence when that is set;
+// dictation.eager_pause_ms decodes in pieces, each ending at a pause that
+// long.
+func Settings(cfg config.Config, toggled bool) (hold.Params, vadspan.Params) {
+	maxHold := time.Duration(cfg.Dictation.MaxHoldS) * time.Second
+	if maxHold <= 0 { // a configuration not made by config.Load
+		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
+	}
+	p := hold.Params{MaxHold: maxHold, Pieces: cfg.Dictation.EagerPauseMs > 0}
+	if ms := cfg.Dictation.AutoStopMs; toggled && ms > 0 {
+		p.AutoStop = time.Duration(ms) * time.Millisecond
+	}
+	det := TailParams(cfg)
+	if p.AutoStop > 0 {
+		det.Silences = append(det.Silences, p.AutoStop)
+	}
+	if p.Pieces {
+		det.MinSilence = time.Duration(cfg.Dictation.EagerPauseMs) * time.Millisecond
+	}
+	return p, det
+}
+
+// TailParams are the detector's settings for a hold's tail: [vad]'s
+// (vadlink.FromConfig), reporting hold.TailQuiet of silence.
+func TailParams(cfg config.Config) vadspan.Params {
+	p := vadlink.FromConfig(cfg.VAD)
+	p.Silences = []time.Duration{hold.TailQuiet}
+	return p
+}
+
+// Speculate reports whether a hold on the detector engine decodes at the
+// first pause (hold.Params.Speculate). The speculation trusts the
+// detector's word that nothing was said after a silence: only the trained
+// one's. The energy detector takes the soft end of a word ("Americans"'
+// s) for silence, and what the key's release would have kept would be
+// cut.
+func Speculate(engine string) bool { return engine == detect.Silero }
+
+// ErrDecodeEnded marks a hold's decode whose context ended for the
+// decoder's sake (down for good) or the daemon's (stopping), not the
+// hold's: the result says the decoder's cause.
+var ErrDecodeEnded = errors.New("the decoder is down or the daemon stops")
+
+// Decoder is the resident decoder as a finished hold sees it.
+type Decoder interface {
+	Status() supervise.Status
+	// Restart restarts it (a decoder that did not answer in time).
+	Restart()
+}
+
+// Typer types text into the focused window (the daemon's injector).
+type Typer interface {
+	// Type types text and returns the backend used; inject.ErrNoTarget
+	// (errors.Is): no window had focus, nothing was typed.
+	Type(ctx context.Context, text string) (backend string, err error)
+}
+
+// Reporter is told what a finished hold comes to.
+type Reporter interface {
+	// Audit writes the hold's audit event.
+	Audit(audit.Event)
+	// Notify shows a desktop notification of a kind (notify.ByKind).
+	Notify(kind string)
+	// Typing: the text is being typed now (the watch stream's state).
+	Typing()
+}
+
+// Env is what Finish works with.
+type Env struct {
+	Typer   Typer // nil: no way to type here; the text is kept
+	Decoder Decoder
+	Replace []config.Replacement // dictation.replace
+	Report  Reporter
+	Log     *slog.Logger
+}
+
+// Finish turns a hold that ended with or without a text (not cancelled,
+// not dropped by a shutdown) into its result: it types the text (ctx
+// bounds the typing), audits one event and notifies what the person must
+// know. text is the text kept for `yazsesd ctl last`: "" when there is
+// none.
+func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResult, text string) {
+	if env.Log == nil {
+		env.Log = slog.New(slog.DiscardHandler)
+	}
+	res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
+	ev := audit.Event{Duration: r.Audio}
+	switch r.Outcome {
+	case hold.TooShort:
+		res.Outcome = "too_short"
+	case hold.Empty:
+		res.Outcome = "empty" // without a decoder turn
+	}
+	if res.Outcome != "" {
+		ev.Kind = "dictation." + res.Outcome
+		env.Report.Audit(ev)
+		return res, ""
+	}
+	// A detector that failed or went silent during the hold said nothing
+	// of the rest: all of it is decoded, and the outcome says so.
+	switch {
+	case r.DetectorSilent:
+		res.Cause, res.Reason = "vad_timeout", "the voice detector did not answer during this hold: all of its audio was decoded, and the detector is restarted"
+	case r.DetectorFailed:
+		res.Cause, res.Reason = "vad_failed", "the voice detector failed during this hold: all of its audio was decoded"
+	}
+	if r.Outcome == hold.Failed {
+		lost(env, &res, &ev, r)
+		return res, ""
+	}
+	text = Text(r.Text, env.Replace)
+	if text == "" {
+		res.Outcome = "empty"
+		ev.Kind = "dictation.empty"
+		env.Report.Audit(ev)
+		return res, ""
+	}
+	res.Chars = utf8.RuneCountInString(text)
+	ev.Count = res.Chars
+	res.Outcome = "kept"
+	if env.Typer != nil {
+		env.Report.Typing()
+		backend, err := env.Typer.Type(ctx, text)
+		switch {
+		case err == nil:
+			res.Outcome, res.Backend = "typed", backend
+		case errors.Is(err, inject.ErrNoTarget):
+			ev.Reason = "no_target"
+			env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
+			env.Report.Notify("no_target")
+		default:
+			ev.Reason = "inject_failed"
+			env.Log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "backend", backend)
+			env.Report.Notify("typing_failed")
+		}
+		if audit.ValidWord(backend) {
+			ev.Backend = backend
+		}
+	} else {
+		ev.Reason = "no_backend"
+	}
+	ev.Kind = "dictation." + res.Outcome
+	env.Report.Audit(ev)
+	return res, text
+}
+
+// lost fills in the result of a hold whose decoding failed: its utterance
+// is lost, and the cause says why. A decoder that did not answer within
+// the hold's bound (hold.DecodeBound) is taken for hung and restarted, as
+// the supervisor restarts one that dies; the holds, answers and file
+// pieces behind it are served by the new one.
+func lost(env Env, res *daemonapi.HoldResult, ev *audit.Event, r hold.Result) {
+	res.Outcome = "failed"
+	ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
+	switch {
+	case r.Hung:
+		ev.Reason = "decoder_timeout"
+		res.Cause = ev.Reason
+		secs := int(r.Bound / time.Second)
+		if st := env.Decoder.Status().State; st != supervise.StateRunning {
+			// Starting or restarting: its supervisor bounds that.
+			res.Reason = fmt.Sprintf("decode: the decoder was not up within %d s (%s); this utterance is lost: say it again", secs, st)
+			break
+		}
+		// Up, and silent (stopped, or looping): the restart does what a
+		// crash would have done, and whatever waits behind this hold is
+		// served by the new decoder.
+		env.Decoder.Restart()
+		res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
+	case !errors.Is(r.Err, child.ErrLost) && !errors.Is(r.Err, ErrDecodeEnded):
+		ev.Reason = "decode_error"
+		fallthrough
+	default:
+		res.Cause, res.Reason = Failure(env.Decoder.Status(), ev.Reason)
+	}
+	env.Log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
+		"audio_ms", r.Audio.Milliseconds(), "bound_ms", r.Bound.Milliseconds())
+	env.Report.Audit(*ev)
+	env.Report.Notify("lost")
+}
+
+// Failure says why a hold's decoding failed, or why a hold is refused: the
+// decoder's own cause when it is down for one (st), else the kind of
+// failure (decoder_failed: it ended before answering; decode_error: it
+// answered with an error).
+func Failure(st supervise.Status, kind string) (cause, reason string) {
+	if st.State.Failed() {
+		cause = st.Cause
+		if cause == "" {
+			cause = "decoder_down"
+		}
+		return cause, "decode: " + health.Reason(st)
+	}
+	if kind == "decode_error" {
+		return kind, "decode: the decoder could not decode this utterance; see its log lines"
+	}
+	return kind, "decode: the decoder ended before answering; it is restarted"
+}
+
+// RefusedKind is the notification of a hold refused for cause.
+func RefusedKind(cause string) string {
+	switch cause {
+	case "model_missing", "model_invalid", "language_unsupported":
+		return "refused_" + cause
+	}
+	return "refused_decoder_down"
+}
+
+// RefusalNoteEvery is the least time between two notifications of a
+// refused hold.start for one cause.
+const RefusalNoteEvery = 30 * time.Second
+
+// NoteLimit lets a notification through at most once per
+// RefusalNoteEvery for each cause. Its zero value is ready.
+type NoteLimit struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// Allow reports whether a notification for cause may be shown at now, and
+// if so counts it.
+func (l *NoteLimit) Allow(cause string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[cause]; ok && now.Sub(t) < RefusalNoteEvery && !now.Before(t) {
+		return false
+	}
+	if l.last == nil {
+		l.last = make(map[string]time.Time)
+	}
+	l.last[cause] = now
+	return true
+}
+
+// Text is what a transcript types: each [[dictation.replace]] rule
+// applied, then the transcript rule of package untrusted (a transcript
+// never presses Enter).
+func Text(raw string, reps []config.Replacement) string {
+	return untrusted.Transcript(applyReplacements(strings.TrimSpace(raw), reps))
+}
+
+// applyReplacements replaces each exact word or phrase From with To, in
+// order; a match must not be part of a longer word.
+func applyReplacements(s string, reps []config.Replacement) string {
+	for _, r := range reps {
+		if r.From == "" {
+			continue
+		}
+		var b strings.Builder
+		pos, last := 0, 0
+		for {
+			i := strings.Index(s[pos:], r.From)
+			if i < 0 {
+				break
+			}
+			i += pos
+			end := i + len(r.From)
+			before, _ := utf8.DecodeLastRuneInString(s[:i])
+			after, _ := utf8.DecodeRuneInString(s[end:])
+			if (i > 0 && isWordRune(before)) || (end < len(s) && isWordRune(after)) {
+				pos = i + 1
+				continue
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(r.To)
+			last, pos = end, end
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return s
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
