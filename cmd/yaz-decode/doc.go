@@ -76,8 +76,10 @@
 // since the last 'E' abandons the utterance that 'E' ended: if it waits it is
 // never decoded, if it is decoding whisper stops within milliseconds, and its
 // one result says "error":"abandoned" (see package lib/frame). The model
-// stays loaded. If YAZ_READY_FD names a file descriptor, a newline is written
-// to it once the model is loaded.
+// stays loaded. If YAZ_READY_FD names a file descriptor, one line is written
+// to it once the model is loaded: a JSON object naming the device it loaded
+// on ({"device":{"index":0,"backend":"CPU","name":"CPU","kind":"cpu",...}},
+// package lib/devices), which yazsesd status shows.
 //
 // With --vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
 // pure Go and cannot link whisper.cpp): stdin carries 'A' and 'E' frames
@@ -146,7 +148,7 @@
 //	-l, --language CODE         spoken language, or auto (multilingual models)
 //	-t, --threads N             CPU threads (0: up to 4)
 //	    --device auto|cpu|gpu|gpu:N  where the model runs (env YAZ_DEVICE; see Devices)
-//	    --list-devices          list the devices ggml finds and exit
+//	    --list-devices          list the devices ggml finds and exit (-f json: one object)
 //	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
 //	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
@@ -175,13 +177,16 @@
 //
 // # Devices
 //
-// A build with a GPU backend (make setup YAZ_GPU=auto: Vulkan, where glslc,
+// A build with a GPU backend (make setup: Vulkan, where glslc,
 // libvulkan-dev and spirv-headers are installed) runs the model on a GPU
 // when --device says so; every build runs on the CPU, and one binary runs
 // with or without a Vulkan loader and driver. --list-devices prints every
 // device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
 // (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
-// total memory in MiB and its own name, then "auto: NAME". A software
+// total memory in MiB and its own name, then "auto: NAME", and for a
+// --device other than auto a line "gpu: NAME" (or its error, exit 1); with
+// -f json one JSON object instead: devices, auto, device, chosen, error
+// (what yazsesd config check reads for decode.device). A software
 // device is a Vulkan driver that runs on the CPU (Mesa's lavapipe,
 // "llvmpipe"): slower than the CPU backend, listed for tests. --device auto
 // (the default) takes the best real GPU, discrete before integrated, and

@@ -8,6 +8,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,14 +133,28 @@ const ReadyEnv = "YAZ_READY_FD"
 // Ready writes a newline to the readiness descriptor named by YAZ_READY_FD,
 // if any, and closes it (the s6 convention). It is safe to call when no
 // supervisor asked for it.
-func Ready() error {
-	v := os.Getenv(ReadyEnv)
-	if v == "" {
+func Ready() error { return ReadyWith(nil) }
+
+// ReadyWith is Ready with a line that says what the program is ready
+// with: v as one JSON object before the newline (nil: a bare newline).
+// The supervisor keeps the line (supervise.Status.Ready); yaz-decode
+// --serve names its device there (package devices).
+func ReadyWith(v any) error {
+	v0 := os.Getenv(ReadyEnv)
+	if v0 == "" {
 		return nil
 	}
-	fd, err := strconv.Atoi(v)
+	fd, err := strconv.Atoi(v0)
 	if err != nil || fd < 3 {
-		return fmt.Errorf("readiness: bad %s=%q", ReadyEnv, v)
+		return fmt.Errorf("readiness: bad %s=%q", ReadyEnv, v0)
+	}
+	line := []byte("\n")
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("readiness: %w", err)
+		}
+		line = append(b, '\n')
 	}
 	os.Unsetenv(ReadyEnv)
 	f := os.NewFile(uintptr(fd), "ready")
@@ -147,7 +162,7 @@ func Ready() error {
 		return fmt.Errorf("readiness: fd %d is not open", fd)
 	}
 	defer f.Close()
-	if _, err := f.Write([]byte("\n")); err != nil {
+	if _, err := f.Write(line); err != nil {
 		return fmt.Errorf("readiness: %w", err)
 	}
 	return nil

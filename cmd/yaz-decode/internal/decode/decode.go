@@ -31,7 +31,7 @@ type CLI struct {
 	Language          string   `short:"l" help:"Spoken language code; other than en needs a multilingual whisper model (auto: detect it). Parakeet: en or auto only." default:"en" env:"YAZ_LANGUAGE"`
 	Threads           int      `short:"t" help:"CPU threads for whisper.cpp (0: up to 4)." default:"0" env:"YAZ_THREADS"`
 	Device            string   `help:"Where the model runs: auto (the best GPU, discrete before integrated, never a software one; else the CPU), cpu, gpu (the best GPU, a software one too) or gpu:N (N from --list-devices)." default:"auto" env:"YAZ_DEVICE"`
-	ListDevices       bool     `help:"List every device ggml finds (index, backend, name, kind, memory) and which one auto takes, then exit."`
+	ListDevices       bool     `help:"List every device ggml finds (index, backend, name, kind, memory), which one auto takes and which one --device takes, then exit (-f json: one JSON object)."`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect (whisper only)." env:"YAZ_PROMPT"`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default (whisper only)." default:"1" env:"YAZ_BEAM_SIZE"`
 	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second) (whisper only)." default:"auto"`
@@ -56,8 +56,9 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	audioCtx int
-	lang     string    // the language the model decodes for --language ("auto": detected)
-	det      *detector // the voice-activity detector (vad.go); nil: energy
+	lang     string     // the language the model decodes for --language ("auto": detected)
+	det      *detector  // the voice-activity detector (vad.go); nil: energy
+	dev      asr.Device // where the model loaded (--serve says so on its readiness line)
 	// promptUnused, when set, is called for a prompt the engine has no use
 	// for (a Prompt frame under --serve with a Parakeet model).
 	promptUnused func()
@@ -132,7 +133,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		return cli.Usagef("--device: %v", err)
 	}
 	if c.ListDevices {
-		return listDevices(log, stdout) // device.go
+		return c.listDevices(log, stdout) // device.go
 	}
 	if c.VADStream {
 		if err := c.checkVADStream(); err != nil {
@@ -166,6 +167,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 		return err
 	}
 	defer m.Close()
+	c.dev = m.Device()
 	if c.lang, err = m.Language(c.Language); err != nil {
 		if m.Engine() == asr.Parakeet {
 			return err

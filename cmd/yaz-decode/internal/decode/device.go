@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/lib/devices"
 )
 
 // causeDeviceMissing: --device gpu or gpu:N and no such device (contract 2:
@@ -20,24 +22,76 @@ const causeDeviceMissing = "device_missing"
 // the index --device gpu:N takes, the backend, ggml's name, the kind
 // (discrete, integrated, virtual, software, cpu), the memory free and in
 // all, and the device's own name. The line "auto:" says which one
-// --device auto takes.
-func listDevices(log *slog.Logger, w io.Writer) error {
+// --device auto takes, and a --device other than auto has a line of its
+// own ("gpu: Vulkan0"), for the model --model names when its file is
+// there (a GPU it does not fit is passed over, as a decode would). A
+// --device that finds none is the error (exit 1) once the list is out.
+// With -f json it is one object instead (devices.List), the error in it
+// too.
+func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 	asr.SetLogger(log) // ggml's lines about the devices: debug records
 	list := asr.Devices()
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INDEX\tBACKEND\tNAME\tKIND\tFREE MiB\tTOTAL MiB\tDESCRIPTION")
-	for _, d := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Index, d.Backend, d.Name, d.Kind, d.MemoryFree>>20, d.MemoryTotal>>20, d.Description)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
 	auto, err := asr.SelectDevice("auto")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "auto: %s\n", auto.Name)
+	var need uint64
+	if st, err := os.Stat(c.Model); err == nil && st.Mode().IsRegular() {
+		need = uint64(st.Size())
+	}
+	chosen, _, cerr := asr.SelectDeviceFor(c.Device, need)
+	out := devices.List{Auto: auto.Name, Device: c.Device, Devices: []devices.Info{}}
+	for _, d := range list {
+		out.Devices = append(out.Devices, info(d))
+	}
+	if cerr == nil {
+		i := info(chosen)
+		out.Chosen = &i
+	} else {
+		out.Error = cerr.Error()
+	}
+	if c.Output == "json" || c.JSON || c.OldOutput == "json" {
+		if err := json.NewEncoder(w).Encode(out); err != nil {
+			return err
+		}
+		return deviceError(cerr)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tBACKEND\tNAME\tKIND\tFREE MiB\tTOTAL MiB\tDESCRIPTION")
+	for _, d := range out.Devices {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Index, d.Backend, d.Name, d.Kind, d.FreeMiB, d.TotalMiB, d.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "auto: %s\n", auto.Name); err != nil {
+		return err
+	}
+	if c.Device != "auto" && cerr == nil {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", c.Device, chosen.Name); err != nil {
+			return err
+		}
+	}
+	return deviceError(cerr)
+}
+
+// deviceError is a --device that finds no device as yaz-decode reports
+// it: contract 2's device_missing under a supervisor.
+func deviceError(err error) error {
+	if errors.Is(err, asr.ErrNoDevice) {
+		return &startupError{cause: causeDeviceMissing, msg: err.Error(), err: err}
+	}
 	return err
+}
+
+// info is d as package devices names it.
+func info(d asr.Device) devices.Info {
+	i := devices.Info{Index: d.Index, Backend: d.Backend, Name: d.Name, Kind: string(d.Kind),
+		Description: d.Description, FreeMiB: d.MemoryFree >> 20, TotalMiB: d.MemoryTotal >> 20}
+	if i.Name == "" { // the zero Device
+		i.Backend, i.Name, i.Kind = "CPU", "CPU", string(asr.KindCPU)
+	}
+	return i
 }
 
 // device chooses the device --device names and says which on one line: an
@@ -52,11 +106,8 @@ func (c *CLI) device(log *slog.Logger) (asr.Device, error) {
 		need = uint64(st.Size())
 	}
 	d, skipped, err := asr.SelectDeviceFor(c.Device, need)
-	if errors.Is(err, asr.ErrNoDevice) {
-		return d, &startupError{cause: causeDeviceMissing, msg: err.Error(), err: err}
-	}
 	if err != nil {
-		return d, err
+		return d, deviceError(err)
 	}
 	for _, s := range skipped {
 		log.Warn(fmt.Sprintf("the model needs %d MiB and %s has %d MiB free: not decoding there", need>>20, s.Name, s.MemoryFree>>20),

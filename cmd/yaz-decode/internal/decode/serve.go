@@ -14,6 +14,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/devices"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
@@ -44,7 +45,8 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
 func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
-	if err := cli.Ready(); err != nil {
+	// The readiness line names the device (yazsesd status shows it).
+	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev)}); err != nil {
 		return err
 	}
 	c.det.announce()
