@@ -44,6 +44,7 @@ import (
 	"slices"
 
 	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/devices"
 )
 
 // Methods of the daemon socket.
@@ -201,6 +202,16 @@ type ChildStatus struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// DeviceStatus is where the decoder runs the model: decode.device, and the
+// device the running decoder said it loaded on (its readiness line:
+// package devices).
+type DeviceStatus struct {
+	Setting string `json:"setting"` // decode.device: auto, cpu, gpu or gpu:N (restart-only: the running value)
+	// Device is nil until the decoder is ready, and from a decoder that
+	// names none.
+	Device *devices.Info `json:"device,omitempty"`
+}
+
 // TypingStatus is how dictated text is typed.
 type TypingStatus struct {
 	Inject   string   `json:"inject"`          // dictation.inject as configured ("auto", "xdotool", …)
@@ -238,6 +249,8 @@ type Status struct {
 	// decode.language.
 	Model    string `json:"model"`
 	Language string `json:"language"`
+	// DecodeDevice is where the decoder runs the model.
+	DecodeDevice DeviceStatus `json:"decode_device"`
 	// CaptureBackend and CaptureDevice are capture.backend and
 	// capture.device ("" is the backend's default device).
 	CaptureBackend string       `json:"capture_backend"`

@@ -248,6 +248,8 @@ func TestDaemonReadyOnceChildrenUp(t *testing.T) {
 
 // TestDaemonStatusShowsSetup: `yazsesd status` shows what the daemon
 // runs with: each child's version (from its own --version), the model, the
+// device the decoder loaded it on (decode.device auto: the CPU here, where
+// lavapipe is the only GPU and auto never takes a software one), the
 // typing backends "auto" resolves to, the capture device and whether the
 // hotkey listener runs (here on a FIFO standing in for an input device);
 // and, when it cannot, why.
@@ -271,6 +273,8 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 		}
 		return true
 	})
+	d.WaitRunning("decode") // ready: it has named its device
+	st = d.Status()
 	out, _ := exec.Command(bin("yaz-decode"), "--version").Output()
 	want := strings.TrimSpace(string(out))
 	for _, c := range st.Children {
@@ -280,6 +284,9 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	}
 	if st.Model != world.mini {
 		t.Errorf("status model = %q, want %q", st.Model, world.mini)
+	}
+	if dd := st.DecodeDevice; dd.Setting != "auto" || dd.Device == nil || dd.Device.Name != "CPU" || dd.Device.Kind != "cpu" {
+		t.Errorf("status decode_device = %+v (device %+v), want auto on the CPU", dd, dd.Device)
 	}
 	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,xdotool,clipboard" {
 		t.Errorf("status typing = %+v, want auto resolved to xdotool, clipboard", st.Typing)
@@ -293,7 +300,7 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	text, err := execIn(ctx, d, "status").Output()
-	for _, w := range []string{"model\t", world.mini, "typing", "auto → x11, xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
+	for _, w := range []string{"model\t", world.mini, "auto → CPU", "typing", "auto → x11, xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
 		w = strings.ReplaceAll(w, "\t", "")
 		if err != nil || !strings.Contains(string(text), w) {
 			t.Errorf("yazsesd status: %v; want %q in\n%s", err, w, text)

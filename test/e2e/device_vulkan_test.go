@@ -10,8 +10,9 @@ import (
 
 // TestDictationOnVulkanDevice: with decode.device = "gpu" the daemon's
 // decoder runs on the Vulkan device (Mesa's lavapipe here: see
-// cmd/yaz-decode/internal/asr/vulkan_test.go), says so in its log, and a hold is typed into
-// the focused window as on the CPU.
+// cmd/yaz-decode/internal/asr/vulkan_test.go), says so in its log and in
+// yazsesd status, and a hold is typed into the focused window as on the
+// CPU.
 func TestDictationOnVulkanDevice(t *testing.T) {
 	t.Parallel()
 	x := startX(t)
@@ -20,6 +21,10 @@ func TestDictationOnVulkanDevice(t *testing.T) {
 	speech := speechWAV(t, 3*time.Second)
 	d := startDaemon(t, dictationConfig(speech, false).With("decode.device", q("gpu")), x.DaemonEnv()...)
 	c := d.Client()
+	d.WaitRunning("decode")
+	if dd := d.Status().DecodeDevice; dd.Setting != "gpu" || dd.Device == nil || dd.Device.Backend != "Vulkan" || dd.Device.Kind != "software" {
+		t.Errorf("status decode_device = %+v (device %+v), want gpu on the Vulkan software device", dd, dd.Device)
+	}
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	r := d.stopHold(c)
 	if r.Outcome != "typed" || r.Chars == 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -99,34 +100,8 @@ func (r *RunCmd) Run(e *env) error {
 		Log:           log,
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
-		Ready: func(status string) {
-			_ = sd.Notify(sdnotify.Ready, sdnotify.Status(status))
-		},
-		Health:    func(status string) { _ = sd.Notify(sdnotify.Status(status)) },
-		Reloading: func() { _ = sd.Notify(sdnotify.Reloading()) },
-		Reloaded: func(c config.Config) {
-			notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
-			_ = sd.Notify(sdnotify.Ready)
-		},
-		OpenInjector: func(name string, pasteOverChars int) (daemon.Injector, error) {
-			return inject.Open(name, inject.Options{Log: log.With("part", "inject"),
-				PasteOverChars: pasteOverChars})
-		},
-		Notify: func(kind string) {
-			if m, ok := notify.ByKind(kind); ok {
-				notes.Post(ctx, m)
-			}
-		},
-		Hotkey: func() (func(context.Context, func(bool)) error, error) {
-			l, err := hotkey.Open(hotkey.Options{Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode,
-				Device: cfg.Hotkey.Device, Log: log.With("part", "hotkey")})
-			if err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context, hold func(bool)) error {
-				return l.Run(ctx, func(a hotkey.Action) { hold(a == hotkey.Start) })
-			}, nil
-		},
+		Service:       service{sd: sd, notes: notes},
+		Desktop:       desktop{notes: notes, log: log, hotkey: cfg.Hotkey},
 	})
 	if err != nil {
 		return err
@@ -140,6 +115,55 @@ func (r *RunCmd) Run(e *env) error {
 		return nil
 	}
 	return err
+}
+
+// service is the daemon's service manager: systemd's sd_notify, and the
+// notification settings a reload changes.
+type service struct {
+	sd    *sdnotify.Notifier
+	notes *notify.Notifier
+}
+
+func (s service) Ready(status string)  { _ = s.sd.Notify(sdnotify.Ready, sdnotify.Status(status)) }
+func (s service) Health(status string) { _ = s.sd.Notify(sdnotify.Status(status)) }
+func (s service) Reloading()           { _ = s.sd.Notify(sdnotify.Reloading()) }
+func (s service) Reloaded(c config.Config) {
+	s.notes.Set(c.Notify.Enabled, c.Notify.PerMinute)
+	_ = s.sd.Notify(sdnotify.Ready)
+}
+
+// desktop is the daemon's desktop: notifications, the typing backends
+// (package inject), the evdev hotkey (lib/hotkey).
+type desktop struct {
+	notes  *notify.Notifier
+	log    *slog.Logger
+	hotkey config.Hotkey
+}
+
+func (d desktop) Notify(ctx context.Context, kind string) {
+	if m, ok := notify.ByKind(kind); ok {
+		d.notes.Post(ctx, m)
+	}
+}
+
+func (d desktop) OpenInjector(name string, pasteOverChars int) (daemon.Injector, error) {
+	return inject.Open(name, inject.Options{Log: d.log.With("part", "inject"), PasteOverChars: pasteOverChars})
+}
+
+func (d desktop) OpenHotkey() (daemon.Hotkey, error) {
+	l, err := hotkey.Open(hotkey.Options{Key: d.hotkey.Key, Mode: d.hotkey.Mode,
+		Device: d.hotkey.Device, Log: d.log.With("part", "hotkey")})
+	if err != nil {
+		return nil, err
+	}
+	return hotkeyKeys{l}, nil
+}
+
+// hotkeyKeys is the evdev listener as the daemon's Hotkey.
+type hotkeyKeys struct{ l *hotkey.Listener }
+
+func (k hotkeyKeys) Listen(ctx context.Context, press func(down bool)) error {
+	return k.l.Run(ctx, func(a hotkey.Action) { press(a == hotkey.Start) })
 }
 
 // StatusCmd is `yazsesd status`.

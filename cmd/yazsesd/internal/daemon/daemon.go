@@ -105,33 +105,52 @@ type Options struct {
 	SelfDir string
 	// ChildLogLevel is passed to the children as YAZ_LOG_LEVEL.
 	ChildLogLevel string
-	// Ready is called once, with the health line, when the socket listens
-	// and every child started at boot is up or has failed its first start
-	// (sd_notify READY=1 and STATUS=).
-	Ready func(status string)
-	// Health is called with the health line whenever it changes: "ready",
-	// or each child that is down or restarting and why (sd_notify
-	// STATUS=).
-	Health func(status string)
-	// OpenInjector opens the injection backend named by
-	// dictation.inject, pasting texts over dictation.paste_over_chars, at
-	// start and when a reload changes either; nil, or an error, keeps
-	// every transcript for `last`.
-	OpenInjector func(name string, pasteOverChars int) (Injector, error)
+	// Service is the service manager the daemon reports to (systemd's
+	// sd_notify); nil: none.
+	Service Service
+	// Desktop is the person's desktop: notifications, typing, the evdev
+	// hotkey; nil: none of them (every transcript is kept for `last`).
+	Desktop Desktop
+}
+
+// Service is what the daemon tells the service manager.
+type Service interface {
+	// Ready is called once, with the health line, when the socket
+	// listens and every child started at boot is up or has failed its
+	// first start (READY=1 and STATUS=).
+	Ready(status string)
+	// Health is called with the health line whenever it changes:
+	// "ready", or each child that is down or restarting and why, and a
+	// refused reload (STATUS=).
+	Health(status string)
+	// Reloading is called before a reload (SIGHUP), Reloaded after it
+	// with the settings in force.
+	Reloading()
+	Reloaded(config.Config)
+}
+
+// Desktop is the person's desktop as the daemon reaches it.
+type Desktop interface {
 	// Notify shows a desktop notification of a kind ("listening",
 	// "no_target", "question_waiting", "lost", "typing_failed",
 	// "model_missing", "model_invalid", "language_unsupported",
-	// "child_down"); nil shows none.
-	Notify func(kind string)
-	// Reloading is called before a reload (SIGHUP), Reloaded after it
-	// with the settings in force.
-	Reloading func()
-	Reloaded  func(config.Config)
-	// Hotkey, when non-nil, opens the evdev hotkey listener when
-	// hotkey.enabled is set; the run function it returns reads the key
-	// until ctx ends and calls hold with true for a press (start) and
-	// false for a release (stop).
-	Hotkey func() (run func(ctx context.Context, hold func(start bool)) error, err error)
+	// "child_down", "refused_…"); ctx bounds the showing.
+	Notify(ctx context.Context, kind string)
+	// OpenInjector opens the injection backend named by
+	// dictation.inject, pasting texts over dictation.paste_over_chars, at
+	// start and when a reload changes either; an error keeps every
+	// transcript for `last`.
+	OpenInjector(name string, pasteOverChars int) (Injector, error)
+	// OpenHotkey opens the evdev hotkey listener, when hotkey.enabled
+	// is set.
+	OpenHotkey() (Hotkey, error)
+}
+
+// Hotkey is the evdev hotkey listener.
+type Hotkey interface {
+	// Listen reads the key until ctx ends and calls press with true for
+	// a press (a hold's start) and false for a release (its stop).
+	Listen(ctx context.Context, press func(down bool)) error
 }
 
 // Injector types text into the focused window.
@@ -478,7 +497,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	go func() { defer wg.Done(); d.live.RunBudget(ctx, d.budgetStatus) }()
 
 	d.openInjector(cfg.Dictation)
-	if cfg.Hotkey.Enabled && d.opt.Hotkey != nil {
+	if cfg.Hotkey.Enabled && d.opt.Desktop != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -488,11 +507,11 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
-	if d.opt.Ready != nil {
+	if d.opt.Service != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.health.AwaitSettled(ctx, d.opt.Ready)
+			d.health.AwaitSettled(ctx, d.opt.Service.Ready)
 		}()
 	}
 
@@ -547,13 +566,13 @@ func (d *Daemon) reload(ctx context.Context) {
 	if d.opt.ConfigPath == "" {
 		return
 	}
-	if d.opt.Reloading != nil {
-		d.opt.Reloading()
+	if d.opt.Service != nil {
+		d.opt.Service.Reloading()
 	}
 	nc, err := config.Load(d.opt.ConfigPath)
 	if err != nil {
-		if d.opt.Reloaded != nil {
-			d.opt.Reloaded(d.config())
+		if d.opt.Service != nil {
+			d.opt.Service.Reloaded(d.config())
 		}
 		d.log.Error("reload refused: the old settings stay", "err", err)
 		d.auditf(audit.Event{Kind: "config.rejected"})
@@ -594,8 +613,8 @@ func (d *Daemon) reload(ctx context.Context) {
 	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
 		d.openInjector(applied.Dictation)
 	}
-	if d.opt.Reloaded != nil {
-		d.opt.Reloaded(applied)
+	if d.opt.Service != nil {
+		d.opt.Service.Reloaded(applied)
 	}
 	d.log.Info("configuration reloaded", "ask_human", nc.MCP.AskHuman, "per_hour", nc.Budget.AskHumanPerHour)
 	d.auditf(audit.Event{Kind: "config.reloaded"})
@@ -612,10 +631,10 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 		}
 		d.hotkeyMu.Unlock()
 	}
-	run, err := d.opt.Hotkey()
+	keys, err := d.opt.Desktop.OpenHotkey()
 	if err == nil {
 		set(true, nil)
-		err = run(ctx, func(start bool) {
+		err = keys.Listen(ctx, func(start bool) {
 			if start {
 				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
 					d.log.Warn("hotkey: hold.start failed", "err", err)
@@ -665,8 +684,8 @@ func (d *Daemon) setRefused(why string) {
 	changed := d.refused != why
 	d.refused = why
 	d.cfgMu.Unlock()
-	if changed && d.opt.Health != nil {
-		d.opt.Health(d.healthLine(d.health.Summary()))
+	if changed && d.opt.Service != nil {
+		d.opt.Service.Health(d.healthLine(d.health.Summary()))
 	}
 }
 
@@ -677,8 +696,8 @@ type healthReport struct{ d *Daemon }
 func (r healthReport) Audit(e audit.Event) { r.d.auditf(e) }
 func (r healthReport) Notify(kind string)  { r.d.notify(kind) }
 func (r healthReport) Line(line string) {
-	if r.d.opt.Health != nil {
-		r.d.opt.Health(r.d.healthLine(line))
+	if r.d.opt.Service != nil {
+		r.d.opt.Service.Health(r.d.healthLine(line))
 	}
 }
 
@@ -701,7 +720,7 @@ func (d *Daemon) healthLine(children string) string {
 // paste_over_chars); on failure dictation keeps its transcripts for
 // `last`.
 func (d *Daemon) openInjector(dc config.Dictation) {
-	if d.opt.OpenInjector == nil {
+	if d.opt.Desktop == nil {
 		return
 	}
 	name := dc.Inject
@@ -709,7 +728,7 @@ func (d *Daemon) openInjector(dc config.Dictation) {
 		// systemd connected stdout to the journal (it sets JOURNAL_STREAM).
 		d.log.Warn(`dictation.inject = "stdout" under systemd: what you dictate goes to the journal; choose another backend, or run yazsesd in a terminal`)
 	}
-	inj, err := d.opt.OpenInjector(name, dc.PasteOverChars)
+	inj, err := d.opt.Desktop.OpenInjector(name, dc.PasteOverChars)
 	why := ""
 	if err != nil {
 		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)

@@ -305,8 +305,9 @@ func (d *Daemon) holdPrompt() *string {
 	return nil
 }
 
+// notify shows a notification of kind, unless notify.enabled is off.
 func (d *Daemon) notify(kind string) {
-	if d.opt.Notify != nil && d.config().Notify.Enabled {
-		d.opt.Notify(kind)
+	if d.opt.Desktop != nil && d.config().Notify.Enabled {
+		d.opt.Desktop.Notify(d.life, kind)
 	}
 }

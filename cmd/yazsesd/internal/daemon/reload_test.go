@@ -13,6 +13,14 @@ import (
 	"github.com/yazses/yazses/lib/config"
 )
 
+// healthLines is a Service that records the health lines.
+type healthLines struct{ lines *[]string }
+
+func (h healthLines) Ready(string)           {}
+func (h healthLines) Health(s string)        { *h.lines = append(*h.lines, s) }
+func (h healthLines) Reloading()             {}
+func (h healthLines) Reloaded(config.Config) {}
+
 // A reload (SIGHUP) that is refused shows in status and on the systemd
 // status line ("config: reload refused at line N: …") until a reload is
 // taken, not only in the log while status says "ready"; and
@@ -43,11 +51,11 @@ func TestReloadRefusedShowsInStatusUntilAGoodOne(t *testing.T) {
 		Log:        slog.New(slog.DiscardHandler),
 		RuntimeDir: filepath.Join(dir, "run"),
 		AuditPath:  filepath.Join(dir, "audit.jsonl"),
-		OpenInjector: func(name string, pasteOverChars int) (Injector, error) {
+		Desktop: testDesktop{open: func(name string, pasteOverChars int) (Injector, error) {
 			opened = append(opened, pasteOverChars)
 			return nil, errors.New("no typing here")
-		},
-		Health: func(s string) { lines = append(lines, s) },
+		}},
+		Service: healthLines{&lines},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,32 @@ import (
 // fakeChild is a child that signals readiness and then reads its stdin
 // until the daemon closes it or stops it: enough for the daemon to run.
 var fakeChild = []string{"/bin/sh", "-c", `echo >&"$YAZ_READY_FD"; exec cat >/dev/null`}
+
+// testDesktop is a Desktop of the test's: its hotkey and injector, no
+// notifications.
+type testDesktop struct {
+	hotkey Hotkey
+	open   func(name string, pasteOverChars int) (Injector, error)
+}
+
+func (d testDesktop) Notify(context.Context, string) {}
+func (d testDesktop) OpenInjector(name string, pasteOverChars int) (Injector, error) {
+	if d.open == nil {
+		return nil, errors.New("no typing in this test")
+	}
+	return d.open(name, pasteOverChars)
+}
+func (d testDesktop) OpenHotkey() (Hotkey, error) {
+	if d.hotkey == nil {
+		return nil, errors.New("no hotkey in this test")
+	}
+	return d.hotkey, nil
+}
+
+// keys is a Hotkey that runs a function.
+type keys func(ctx context.Context, press func(down bool)) error
+
+func (k keys) Listen(ctx context.Context, press func(down bool)) error { return k(ctx, press) }
 
 // A hotkey release decodes and types after the key is up, on the hold's
 // own goroutine: Run waits for it before it closes the audit log, so the
@@ -39,15 +66,13 @@ func TestRunWaitsForHotkeyStop(t *testing.T) {
 		Log:        slog.New(slog.DiscardHandler),
 		RuntimeDir: filepath.Join(dir, "run"),
 		AuditPath:  filepath.Join(dir, "audit.jsonl"),
-		Hotkey: func() (func(context.Context, func(bool)) error, error) {
-			return func(ctx context.Context, hold func(bool)) error {
-				hold(true)
-				hold(false)
-				close(released)
-				<-ctx.Done()
-				return nil
-			}, nil
-		},
+		Desktop: testDesktop{hotkey: keys(func(ctx context.Context, press func(bool)) error {
+			press(true)
+			press(false)
+			close(released)
+			<-ctx.Done()
+			return nil
+		})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,27 @@
+package child
+
+import (
+	"encoding/json"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/lib/devices"
+)
+
+// Device is the device the running decoder loaded its model on, as it
+// said on its readiness line (package devices); nil while no decoder is
+// ready, and for one that names none (a bare newline: an older yaz-decode,
+// a test's fake).
+func (d *Decoder) Device() *devices.Info {
+	return readyDevice(d.Status())
+}
+
+func readyDevice(st supervise.Status) *devices.Info {
+	if st.State != supervise.StateRunning || st.Ready == "" {
+		return nil
+	}
+	var r devices.Ready
+	if json.Unmarshal([]byte(st.Ready), &r) != nil || r.Device.Name == "" {
+		return nil
+	}
+	return &r.Device
+}
