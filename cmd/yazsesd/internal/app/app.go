@@ -206,6 +206,7 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 		fmt.Fprintf(w, "state\tfailing: %s; ask_human is unavailable until it can be (each question tries again), dictation goes on\n", st.StateFailing)
 	}
 	fmt.Fprintf(w, "model\t%s (language %s)\n", st.Model, st.Language)
+	fmt.Fprintf(w, "device\t%s\n", deviceLine(st.DecodeDevice))
 	typing := st.Typing.Inject + " → " + strings.Join(st.Typing.Backends, ", ")
 	if len(st.Typing.Backends) == 0 {
 		typing = st.Typing.Inject + ": none (" + st.Typing.Error + ")"
