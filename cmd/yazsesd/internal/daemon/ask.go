@@ -17,8 +17,9 @@ import (
 
 // The ask_human method: the question itself (its walk, the slot and its
 // settling, the answer window) is package question's; here are its entry,
-// its audit lines and the adapters from the daemon's children to the
-// question's interfaces.
+// its audit lines and the person's side of it (askHouse); the adapters
+// from the daemon's children to the question's interfaces are in
+// ends.go.
 
 // askRun is the question being put to the person (state.asking); a hold
 // interrupts it. It is the question's question.Barge.

@@ -1,57 +1,49 @@
-// Package daemon is yazsesd: it supervises yaz-capture, yaz-decode --serve,
-// yaz-speak --serve, yaz-gate and, when [vad] selects Silero, yaz-decode
-// --vad-stream (the voice detector, detect.go), wires them over inherited file
-// descriptors, and serves the JSON-RPC socket API of lib/daemonapi
-// (hold.*, ask_human, status, budget.status, last, audit, transcribe) on
-// yazsesd.sock, and hold.* and status alone on control.sock beside it, on
-// a server of their own (rpc.go: registerControl), so that no number of
-// clients on the main socket keeps a press or a release out.
+// Package daemon is yazsesd's wiring: it makes the children's ends and
+// the packages that hold the policy, connects them, and serves the
+// JSON-RPC socket API of lib/daemonapi (hold.*, ask_human, status,
+// budget.status, last, audit, transcribe, watch) on yazsesd.sock, and
+// hold.* and status alone on control.sock beside it, on a server of their
+// own (rpc.go: registerControl), so that no number of clients on the main
+// socket keeps a press or a release out.
 //
-// Wiring. The daemon's ends of its children are package child (Mic,
-// Decoder, Speaker, Gate, VAD): each owns its supervised process, makes its
-// pipes afresh on every start (the gate gets one end of a fresh socketpair
-// as fd 3) and shows its state as channels. This package is the policy on
-// top: holds (hold.go), questions (ask.go), files (files.go), the socket
-// methods (rpc.go), health (health.go). A gate restarted after a crash is
-// started with --spent: it refuses every question for the rest of the hour
-// (fail closed), which status reports as budget.fail_closed. So is the
-// first gate of a daemon whose predecessor ended without a clean stop in
-// this boot (a crash marker in the state folder, marker.go), so that a
-// crash of the daemon itself never hands out a fresh budget; a daemon that
-// cannot write its marker speaks no question until it can. One daemon runs
-// per user: the lock is in the state folder too, whatever the runtime
-// folder.
+// Where each job is:
 //
-// Budget. A question's slot is reserved in the gate before any audio and
-// settled once, when the call ends, in ask.settle: released only when the
-// speaker proved that nothing was played, committed otherwise (DESIGN.md
-// invariant 3).
+//   - child: the ends of yaz-capture (Mic), yaz-decode --serve (Decoder),
+//     yaz-speak --serve (Speaker), yaz-gate (Gate) and, when [vad] selects
+//     Silero, yaz-decode --vad-stream (VAD): each owns its supervised
+//     process, makes its pipes afresh on every start and shows its state
+//     as channels. turn: the decoder's priority queue.
+//   - hold: one push-to-talk hold, one goroutine from the key to its text;
+//     dictation: its settings, the refusal while the decoder is down for
+//     good, and what its end comes to (typed or kept, audited, notified).
+//     hold.go here: the hold.* methods, the person's side of the state,
+//     and waiting for the holds' goroutines at shutdown (waitWork).
+//   - question: one ask_human call, its slot in the budget settled once;
+//     ask.go here: the method, its audit lines, the way in past
+//     ask_human = false and an unwritten crash marker.
+//   - transcribe: the transcribe method's files, in pieces at file
+//     priority, one decoding and four waiting.
+//   - detect: the voice detector's uses (the Silero child's, else the
+//     energy detector's); health: READY, the health line, a child left
+//     down for a cause; marker: the single-instance lock and the crash
+//     marker; versions: the children's --version; livestate: the watch
+//     stream.
+//   - ends.go: the child ends as the interfaces of hold, question and
+//     transcribe.
 //
-// Holds. A hold is package hold's, one goroutine each (hold.go wires
-// it). Its decoding waits at most hold.DecodeBound (a minute plus four
-// times its audio): a decoder that answers nothing by then (stopped, or
-// looping) is restarted and the hold ends failed, cause decoder_timeout,
-// its utterance lost and said to be.
+// Budget. A gate restarted after a crash is started with --spent: it
+// refuses every question for the rest of the hour (fail closed), which
+// status reports as budget.fail_closed. So is the first gate of a daemon
+// whose predecessor ended without a clean stop in this boot (package
+// marker), so that a crash of the daemon itself never hands out a fresh
+// budget; a daemon that cannot write its marker speaks no question until
+// it can. One daemon runs per user: the lock is in the state folder too,
+// whatever the runtime folder.
 //
-// Goroutines. Work that outlives its caller (a hotkey release, a hold that
-// reached dictation.max_hold_s) runs under spawn; Run waits for it, up to
-// workWait, before it closes the audit log.
-//
-// Files. transcribe reads a file as a 16 kHz stream and decodes it in
-// pieces of at most 30 s, each taking the decoder's turn after any hold
-// or answer (files.go); one file decodes at a time and four more may wait.
-//
-// Voice detector. Whether a hold held speech, where an answer ends, when a
-// tail is over and when a toggled hold stops by itself are the detector's
-// decisions (detect.go): a use of the Silero child per hold or answer, or
-// of the energy detector while the child is down; the pre-roll goes into a
-// hold's use first.
-//
-// Health. Every child's changes of state are followed (health.go): READY=1
-// waits until the children started at boot are up or have failed their
-// first start, and a child left down for a cause it named (exit 125,
-// contract 2) is reported in the daemon's own ERROR line, in status, in a
-// failed hold's result and in one notification.
+// Goroutines. A hold's goroutine outlives the call that opened it (it
+// types the text after the key is up): Run waits for every one, up to
+// workWait and then the typing's own stop, before it closes the audit
+// log; everything else it starts ends with Run's context.
 //
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
@@ -405,7 +397,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	d.opt.AuditPath = auditPath
 	// One daemon per user, whatever its runtime folder: the lock is in
-	// the state folder, with the crash marker (marker.go).
+	// the state folder, with the crash marker (package marker).
 	stateDir := filepath.Dir(auditPath)
 	lock, err := marker.Lock(stateDir, safesocket.SocketPath(dir))
 	if err != nil {
@@ -431,7 +423,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	d.audit = al
 	defer al.Close()
-	// The crash marker (marker.go): after an unclean end of the previous
+	// The crash marker (package marker): after an unclean end of the previous
 	// daemon in this boot the gate starts fully spent; while this one's
 	// cannot be written, no question is spoken.
 	// A daemon from before the marker moved to the state folder kept it

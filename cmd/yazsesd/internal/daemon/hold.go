@@ -14,10 +14,10 @@ import (
 // Holds. The hold itself (its audio, its detector, its tail, its eager
 // pieces and speculation, its decoding) is package hold: one goroutine
 // per hold, which this file starts with the child ends behind hold's
-// interfaces (ends.go), and Run waits for (waitWork). What stays here is
-// the wiring: the socket's hold.* calls, the refusal while the decoder is
-// down, the person's side of the state (stateT), typing the text, audit
-// lines, notifications and the watch stream.
+// interfaces (ends.go), and Run waits for (waitWork). What a hold starts
+// with and ends as is package dictation's. What stays here is the wiring:
+// the socket's hold.* calls, the person's side of the state (stateT),
+// the audit lines of a hold's start and its limits, and the watch stream.
 
 // stateT is the person's side of the daemon: whether they hold the
 // push-to-talk key, which question is being put to them, and the last
