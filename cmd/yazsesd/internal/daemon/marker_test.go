@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -54,29 +56,44 @@ func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
 	return errc, cancel
 }
 
-// dialFake waits (up to 20 s) until the daemon in run answers status.
+// dialFake waits until the daemon in run answers on its socket (its
+// name appears only once it listens: safesocket renames it into place),
+// bounded by testwait.Hang, and connects to it. A daemon that ended
+// before it listened fails the test.
 func dialFake(t *testing.T, run string, errc <-chan error) *daemonapi.Client {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		select {
-		case err := <-errc:
-			t.Fatalf("the daemon ended before it listened: %v", err)
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := safesocket.Dial(ctx, run)
-		cancel()
-		if err == nil {
-			c := daemonapi.NewClient(conn)
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not listen in %s within 20 s: %v", run, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	sock := filepath.Join(run, "yazsesd.sock")
+	w, err := testwait.WatchFile(sock) // run exists: runFakeDaemon made it
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer w.Close()
+	ctx := testwait.Context(t)
+	var conn net.Conn
+	err = testwait.Until(ctx, func() bool {
+		if len(errc) > 0 { // Run returned; its error stays for the caller
+			return true
+		}
+		if _, err := os.Lstat(sock); err != nil {
+			return false
+		}
+		c, err := safesocket.Dial(ctx, run)
+		if err != nil {
+			return false // an old daemon's socket, not yet replaced
+		}
+		conn = c
+		return true
+	}, w)
+	switch {
+	case conn != nil:
+	case len(errc) > 0:
+		t.Fatalf("the daemon ended before it listened: %v", <-errc)
+	default:
+		t.Fatalf("the daemon did not listen in %s: %v", run, err)
+	}
+	c := daemonapi.NewClient(conn)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // TestMarkerWriteFailsClosed (issue 23, item 4): a daemon whose crash
@@ -174,8 +191,8 @@ func TestSecondDaemonOtherRuntimeRefused(t *testing.T) {
 		if !errors.As(err, &are) || are.PID != os.Getpid() || are.Socket != safesocket.SocketPath(run1) {
 			t.Errorf("second daemon: %v, want ErrAlreadyRunning naming pid %d and socket %s", err, os.Getpid(), safesocket.SocketPath(run1))
 		}
-	case <-time.After(20 * time.Second):
-		t.Errorf("a second daemon with another runtime folder still runs 20 s after its start; want it refused")
+	case <-time.After(testwait.Hang):
+		t.Errorf("a second daemon with another runtime folder still runs %v after its start; want it refused", testwait.Hang)
 		stop2()
 		<-errc2
 	}

@@ -250,23 +250,22 @@ func pidOf(t *testing.T, line string, field int) int {
 	return n
 }
 
-// gone reports whether pid has ended (absent or a zombie) within
+// gone reports whether pid has ended (exited: a zombie counts) within
 // testwait.Hang (a guard, not a speed requirement: every caller expects
-// the process gone).
+// the process gone), waiting on its pidfd.
 func gone(pid int) bool {
-	for deadline := time.Now().Add(testwait.Hang); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			return true
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X') {
-			return true
-		}
+	exited, err := testwait.Exited(pid)
+	if err != nil {
+		return false
 	}
-	return false
+	t := time.NewTimer(testwait.Hang)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func TestExitCodes(t *testing.T) {
@@ -548,14 +547,15 @@ func TestStop(t *testing.T) {
 	})
 }
 
+// waitState waits (bounded by testwait.Hang) until c is in state s,
+// looking again at each of its changes of state.
 func waitState(t *testing.T, c *Child, s State) {
 	t.Helper()
-	for deadline := time.Now().Add(testwait.Hang); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if c.Status().State == s {
-			return
-		}
+	var changed testwait.Signal
+	c.OnState(func(Status) { changed.Notify() })
+	if err := testwait.Until(testwait.Context(t), func() bool { return c.Status().State == s }, &changed); err != nil {
+		t.Fatalf("state %s not reached; Status() = %+v", s, c.Status())
 	}
-	t.Fatalf("state %s not reached; Status() = %+v", s, c.Status())
 }
 
 func TestGrandchildKilled(t *testing.T) {
