@@ -49,6 +49,13 @@ func CheckFiles(c Config, data []byte, name string) error {
 	return errors.Join(errs...)
 }
 
+// KeyError is an Error about key in the file data read from name, with
+// the key's line when the file sets it: for what a caller checks beyond
+// CheckFiles (yazsesd config check asks the decoder about decode.device).
+func KeyError(data []byte, name, key, msg string) error {
+	return &Error{File: name, Line: scanKeyLines(string(data)).lookup(key), Key: key, Msg: msg}
+}
+
 // missing reports whether nothing is at path.
 func missing(path string) bool {
 	_, err := os.Stat(path)

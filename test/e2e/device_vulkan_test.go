@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // TestDictationOnVulkanDevice: with decode.device = "gpu" the daemon's
@@ -41,5 +43,17 @@ func TestDictationOnVulkanDevice(t *testing.T) {
 	}
 	if got := rec.settled(t); strings.TrimSpace(got) == "" {
 		t.Errorf("the window received nothing")
+	}
+}
+
+// TestConfigCheckVulkanDevice: config check finds the Vulkan device
+// (lavapipe) for decode.device = "gpu" and names it; "gpu:N" of the CPU
+// is the key's error.
+func TestConfigCheckVulkanDevice(t *testing.T) {
+	t.Parallel()
+	ctx := testwait.Context(t)
+	out, stderr, code := command(t, ctx, nil, "yazsesd", "config", "check", configWithDevice(t, "gpu"))
+	if code != 0 || !strings.Contains(out, `decode.device "gpu" → Vulkan0 (`) || !strings.Contains(out, "software)") {
+		t.Errorf("config check with decode.device gpu: exit %d, stdout %q, stderr %q; want the Vulkan software device named", code, out, stderr)
 	}
 }

@@ -448,6 +448,9 @@ func (c ConfigCheckCmd) Run(e *env) error {
 				c.File, cfg.VAD.Model, modelfile.DefaultVADName)
 		}
 	}
+	if err := checkDevice(e.ctx, cfg, data, c.File, e.stdout); err != nil { // device.go
+		return err
+	}
 	if ok {
 		fmt.Fprintf(e.stdout, "%s: ok\n", c.File)
 	}

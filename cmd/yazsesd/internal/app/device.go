@@ -1,7 +1,18 @@
 package app
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/devices"
 )
 
 // deviceLine is the decoder's device in yazsesd status: decode.device and
@@ -12,4 +23,54 @@ func deviceLine(d daemonapi.DeviceStatus) string {
 		return d.Setting + " (not known until the decoder is ready)"
 	}
 	return d.Setting + " → " + d.Device.String()
+}
+
+// deviceCheckTime bounds the decoder's answer to config check: it starts
+// the GPU drivers to list their devices (a fraction of a second; seconds
+// for a large GPU's first start).
+const deviceCheckTime = 30 * time.Second
+
+// checkDevice asks the decoder (children.decode, --list-devices -f json)
+// where decode.device = "gpu" or "gpu:N" would run the model: the device
+// is named on out, and none is the key's error. auto and cpu always have
+// a device (the CPU at worst) and are not asked about. A decoder that
+// cannot be run or answers no list leaves the key unchecked, said on out:
+// the daemon would fail at start, where the decoder's own line says why.
+func checkDevice(ctx context.Context, cfg config.Config, data []byte, file string, out io.Writer) error {
+	spec := cfg.Decode.Device
+	if spec == "auto" || spec == "cpu" {
+		return nil
+	}
+	unchecked := func(why string) error {
+		fmt.Fprintf(out, "%s: decode.device %q not checked: %s\n", file, spec, why)
+		return nil
+	}
+	argv, err := config.ResolveCommand(cfg.Children.Decode, config.SelfDir())
+	if err != nil {
+		return unchecked("children.decode: " + err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, deviceCheckTime)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--list-devices", "-f", "json", "--device="+spec, "--model", cfg.Decode.Model)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run() // exit 1 with the error in the list: no such device
+	var list devices.List
+	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || list.Device != spec || (list.Chosen == nil) == (list.Error == "") {
+		why := "no device list from " + argv[0]
+		if runErr != nil {
+			why += " (" + runErr.Error() + ")"
+		}
+		if line, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n"); line != "" {
+			why += ": " + line
+		}
+		return unchecked(why)
+	}
+	if list.Chosen == nil {
+		msg := strings.TrimPrefix(list.Error, "--device "+spec+": ")
+		msg = strings.ReplaceAll(msg, "(see --list-devices)", "(see yaz-decode --list-devices)")
+		return config.KeyError(data, file, "decode.device", fmt.Sprintf("%q: %s", spec, msg))
+	}
+	fmt.Fprintf(out, "%s: decode.device %q → %s\n", file, spec, list.Chosen)
+	return nil
 }
