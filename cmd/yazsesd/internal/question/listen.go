@@ -104,6 +104,15 @@ func (a *asking) listen(ctx, dctx context.Context, barge Barge) daemonapi.AskRes
 	return a.decode(ctx, utt)
 }
 
+// step is where an answer's recording is after one of its events.
+type step int
+
+const (
+	recording step = iota // it goes on
+	ended                 // the answer ended: it is decoded
+	gone                  // the daemon is stopping: the question is cancelled
+)
+
 // collect records until the answer ended (ok), or the question stopped
 // (the result).
 func (a *asking) collect(ctx, dctx context.Context, barge Barge, w *answer) (r daemonapi.AskResult, ok bool) {
@@ -114,67 +123,14 @@ func (a *asking) collect(ctx, dctx context.Context, barge Barge, w *answer) (r d
 	cancelled := result(daemonapi.NoAnswer, daemonapi.ReasonCancelled)
 	done := dctx.Done()
 	for {
+		st := recording
 		select {
 		case s := <-w.audio:
-			if s == nil { // the microphone's stream ended: what was said is all
-				if w.heard == 0 {
-					// It never delivered a sample: not silence, a
-					// microphone that did not open (the sound server
-					// is gone, the device is missing).
-					w.reason = daemonapi.ReasonCaptureFailed
-				}
-				w.end()
-				continue
-			}
-			w.heard += len(s)
-			s = s[:min(len(s), capN-len(w.samples))]
-			w.samples = append(w.samples, s...)
-			w.det.Feed(s)
-			if !a.keepsUp(w) {
-				if a.giveUp(w) {
-					return r, true
-				}
-				if !a.toEnergy(w) {
-					return cancelled, false
-				}
-			}
-			if len(w.samples) >= capN {
-				w.end()
-			}
+			st = a.onAudio(w, s, capN)
 		case e, ok := <-w.events:
-			if !ok && w.det.State().Ended {
-				return r, true
-			}
-			if !ok { // it failed with its Failed event dropped
-				e.Kind = vadlink.Failed
-			}
-			switch e.Kind {
-			case vadlink.SpeechStart:
-				if w.from < 0 {
-					w.from = max(e.At, 0)
-				}
-			case vadlink.SpeechEnd:
-				w.to = e.At
-				return r, true
-			case vadlink.Failed:
-				// The detector child is gone: the energy detector
-				// goes on from the audio so far (fail open).
-				a.log.Warn("voice detector failed during an answer: the energy detector takes over", "err", e.Err)
-				if w.det.Energy() { // the energy detector ends only with the daemon
-					return cancelled, false
-				}
-				if !a.toEnergy(w) {
-					return cancelled, false
-				}
-			}
+			st = a.onEvent(w, e, ok)
 		case <-w.settle:
-			// A detector that did not answer the end of the audio.
-			if a.giveUp(w) {
-				return r, true
-			}
-			if !a.toEnergy(w) {
-				return cancelled, false
-			}
+			st = a.detectorSilent(w) // it did not answer the end of the audio
 		case <-barge.Done():
 			return stopped(ctx, barge.Reason(), barge.Reason()), false
 		case <-window.C:
@@ -192,7 +148,82 @@ func (a *asking) collect(ctx, dctx context.Context, barge Barge, w *answer) (r d
 			w.reason = daemonapi.ReasonTimeout
 			w.end()
 		}
+		switch st {
+		case ended:
+			return r, true
+		case gone:
+			return cancelled, false
+		}
 	}
+}
+
+// onAudio keeps a block of the answer's audio (up to capN samples) and
+// feeds it to the detector; a nil block: the microphone's stream ended.
+func (a *asking) onAudio(w *answer, s []int16, capN int) step {
+	if s == nil { // what was said is all
+		if w.heard == 0 {
+			// It never delivered a sample: not silence, a microphone
+			// that did not open (the sound server is gone, the device
+			// is missing).
+			w.reason = daemonapi.ReasonCaptureFailed
+		}
+		w.end()
+		return recording
+	}
+	w.heard += len(s)
+	s = s[:min(len(s), capN-len(w.samples))]
+	w.samples = append(w.samples, s...)
+	w.det.Feed(s)
+	if !a.keepsUp(w) {
+		if st := a.detectorSilent(w); st != recording {
+			return st
+		}
+	}
+	if len(w.samples) >= capN {
+		w.end()
+	}
+	return recording
+}
+
+// onEvent takes one of the detector's events; ok false: its channel
+// closed (the use ended, or failed).
+func (a *asking) onEvent(w *answer, e vadlink.Event, ok bool) step {
+	if !ok && w.det.State().Ended {
+		return ended
+	}
+	if !ok { // it failed with its Failed event dropped
+		e.Kind = vadlink.Failed
+	}
+	switch e.Kind {
+	case vadlink.SpeechStart:
+		if w.from < 0 {
+			w.from = max(e.At, 0)
+		}
+	case vadlink.SpeechEnd:
+		w.to = e.At
+		return ended
+	case vadlink.Failed:
+		// The detector child is gone: the energy detector goes on from
+		// the audio so far (fail open).
+		a.log.Warn("voice detector failed during an answer: the energy detector takes over", "err", e.Err)
+		if w.det.Energy() || !a.toEnergy(w) { // the energy detector ends only with the daemon
+			return gone
+		}
+	}
+	return recording
+}
+
+// detectorSilent: the detector did not answer, audio waiting for it or
+// the end of the audio. The energy detector's silence ends the answer
+// (all of it is decoded); the child's hands it to the energy detector.
+func (a *asking) detectorSilent(w *answer) step {
+	if a.giveUp(w) {
+		return ended
+	}
+	if !a.toEnergy(w) {
+		return gone
+	}
+	return recording
 }
 
 // keepsUp reports whether the detector answers the audio fed to it: it
