@@ -380,25 +380,12 @@ func (d *Daemon) auditFailing() bool { return d.audit == nil || d.audit.Failing(
 // Run runs the daemon until ctx is done, then stops every child and
 // returns. hup delivers reload requests (SIGHUP).
 func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
-	dir := d.opt.RuntimeDir
-	if dir == "" {
-		var err error
-		if dir, err = daemonapi.SocketDir(); err != nil {
-			return fmt.Errorf("socket folder: %w", err)
-		}
+	dir, stateDir, err := d.folders()
+	if err != nil {
+		return err
 	}
-	cfg := d.config()
-	auditPath := d.opt.AuditPath
-	if auditPath == "" {
-		auditPath = audit.Path()
-	}
-	if auditPath == "" {
-		return errors.New("no state folder: neither XDG_STATE_HOME nor HOME is set")
-	}
-	d.opt.AuditPath = auditPath
 	// One daemon per user, whatever its runtime folder: the lock is in
 	// the state folder, with the crash marker (package marker).
-	stateDir := filepath.Dir(auditPath)
 	lock, err := marker.Lock(stateDir, safesocket.SocketPath(dir))
 	if err != nil {
 		return err
@@ -416,18 +403,70 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		return fmt.Errorf("listen: control socket: %w", err)
 	}
 	defer cln.Close()
-
-	al, err := audit.Open(auditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
+	cfg := d.config()
+	al, err := audit.Open(d.opt.AuditPath, cfg.Audit.MaxBytes, cfg.Audit.Keep)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	d.audit = al
 	defer al.Close()
-	// The crash marker (package marker): after an unclean end of the previous
-	// daemon in this boot the gate starts fully spent; while this one's
-	// cannot be written, no question is spoken.
-	// A daemon from before the marker moved to the state folder kept it
-	// in the runtime folder: read too, and removed once ours is written.
+	d.openMarker(dir, stateDir)
+	ln.OnReject, cln.OnReject = d.rejected, d.rejected
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	d.startAll(ctx, &wg)
+	d.auditf(audit.Event{Kind: "daemon.started"})
+	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
+		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
+	if d.opt.Service != nil {
+		wg.Go(func() { d.health.AwaitSettled(ctx, d.opt.Service.Ready) })
+	}
+	runErr := d.serve(ctx, cancel, ln, cln, hup)
+	d.waitWork()
+	d.stopTyping()
+	d.gate.Close()
+	d.speak.Close()
+	d.decode.Close()
+	wg.Wait()
+	d.auditf(audit.Event{Kind: "daemon.stopped"})
+	if runErr == nil {
+		// A clean stop: the next daemon starts a fresh budget. Not
+		// deferred, so that a panic leaves the marker in place.
+		if err := d.marker.Stopped(); err != nil {
+			d.log.Warn("the crash marker could not be removed: the next start will count as after a crash", "err", err)
+		}
+	}
+	return runErr
+}
+
+// folders are the socket folder (Options.RuntimeDir, else
+// daemonapi.SocketDir) and the state folder (the audit log's, which
+// Options.AuditPath then names).
+func (d *Daemon) folders() (dir, stateDir string, err error) {
+	dir = d.opt.RuntimeDir
+	if dir == "" {
+		if dir, err = daemonapi.SocketDir(); err != nil {
+			return "", "", fmt.Errorf("socket folder: %w", err)
+		}
+	}
+	if d.opt.AuditPath == "" {
+		d.opt.AuditPath = audit.Path()
+	}
+	if d.opt.AuditPath == "" {
+		return "", "", errors.New("no state folder: neither XDG_STATE_HOME nor HOME is set")
+	}
+	return dir, filepath.Dir(d.opt.AuditPath), nil
+}
+
+// openMarker reads and writes the crash marker (package marker): after
+// an unclean end of the previous daemon in this boot the gate starts
+// fully spent; while this one's cannot be written, no question is
+// spoken. A daemon from before the marker moved to the state folder kept
+// it in the runtime folder dir: read too, and removed once ours is
+// written.
+func (d *Daemon) openMarker(dir, stateDir string) {
 	d.marker = marker.New(stateDir, filepath.Join(dir, marker.Name), writeMarker)
 	unclean := d.marker.Unclean()
 	if err := d.marker.Write(); err != nil {
@@ -441,26 +480,28 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		d.log.Warn("the previous yazsesd did not stop cleanly: the interruption budget starts spent for the hour (fail closed)")
 		d.auditf(audit.Event{Kind: "budget.fail_closed", Reason: daemonapi.FailClosedDaemon})
 	}
-	ln.OnReject = func(uid, pid int) {
-		d.log.Warn("refused a connection from another user", "peer_uid", uid, "peer_pid", pid)
-		if d.audit.Tally(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid}) != nil { // counted past a few
-			d.log.Warn("audit write failed", "kind", "peer.rejected")
-		}
-	}
-	cln.OnReject = ln.OnReject
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
+// rejected reports a connection from another user (either socket): a
+// WARN line, and an audit event counted past a few.
+func (d *Daemon) rejected(uid, pid int) {
+	d.log.Warn("refused a connection from another user", "peer_uid", uid, "peer_pid", pid)
+	if d.audit.Tally(audit.Event{Kind: "peer.rejected", PeerUID: uid, PeerPID: pid}) != nil {
+		d.log.Warn("audit write failed", "kind", "peer.rejected")
+	}
+}
+
+// startAll starts, on goroutines of wg that end with ctx, the children's
+// supervisors, the versions' query, the budget's stream and the hotkey;
+// and opens the injector.
+func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
 	supervised := func(c interface{ Run(context.Context) error }, name string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := c.Run(ctx); err != nil {
 				d.log.Error("child left down", "child", name, "err", err)
 				d.auditf(audit.Event{Kind: "child.crashloop", Child: name})
 			}
-		}()
+		})
 	}
 	supervised(d.gate, "gate")
 	supervised(d.speak, "speak")
@@ -469,12 +510,20 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		supervised(d.vad, "vad")
 	}
 	supervised(d.mic, "capture") // in always mode now, else from a first listener on
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.versions.Query(ctx)
-	}()
+	wg.Go(func() { d.versions.Query(ctx) })
+	wg.Go(func() { d.live.RunBudget(ctx, d.budgetStatus) })
+	cfg := d.config()
+	d.openInjector(cfg.Dictation)
+	if cfg.Hotkey.Enabled && d.opt.Desktop != nil {
+		wg.Go(func() { d.runHotkey(ctx) })
+	}
+}
 
+// serve serves both sockets, each on a server of its own, and reloads on
+// hup, until ctx ends or a server fails (its error); then it begins the
+// stop (no new hold or question, the holds and questions told) and
+// returns once both servers have.
+func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = withPeer
 	d.register(srv)
@@ -485,27 +534,6 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	ctl.ConnContext = withPeer
 	ctl.MaxStreams = 0
 	d.registerControl(ctl)
-	wg.Add(1)
-	go func() { defer wg.Done(); d.live.RunBudget(ctx, d.budgetStatus) }()
-
-	d.openInjector(cfg.Dictation)
-	if cfg.Hotkey.Enabled && d.opt.Desktop != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.runHotkey(ctx)
-		}()
-	}
-	d.auditf(audit.Event{Kind: "daemon.started"})
-	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
-		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
-	if d.opt.Service != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.health.AwaitSettled(ctx, d.opt.Service.Ready)
-		}()
-	}
 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ctx, ln) }()
@@ -534,20 +562,6 @@ loop:
 	cancel()
 	for ; serving > 0; serving-- {
 		<-serveErr // each Serve returns once ctx is cancelled
-	}
-	d.waitWork()
-	d.stopTyping()
-	d.gate.Close()
-	d.speak.Close()
-	d.decode.Close()
-	wg.Wait()
-	d.auditf(audit.Event{Kind: "daemon.stopped"})
-	if runErr == nil {
-		// A clean stop: the next daemon starts a fresh budget. Not
-		// deferred, so that a panic leaves the marker in place.
-		if err := d.marker.Stopped(); err != nil {
-			d.log.Warn("the crash marker could not be removed: the next start will count as after a crash", "err", err)
-		}
 	}
 	return runErr
 }
