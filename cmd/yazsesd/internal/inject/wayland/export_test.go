@@ -66,3 +66,23 @@ func SeatKeyboard(t testing.TB, env []string) {
 		t.Fatalf("the seat's keyboard: %v", err)
 	}
 }
+
+// SetSeatKeymap gives the seat a keyboard whose keymap is keymap (text
+// format v1), as a desktop's layout settings do: a virtual keyboard that
+// stays until the test ends.
+func SetSeatKeymap(t testing.TB, env []string, keymap string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dialWl(ctx, env)
+	if err != nil {
+		t.Fatalf("the seat's keyboard: %v", err)
+	}
+	t.Cleanup(c.close)
+	if err := c.bindKeyboard(ctx); err != nil {
+		t.Fatalf("the seat's keyboard: %v", err)
+	}
+	if err := c.setKeymap(ctx, keymap); err != nil {
+		t.Fatalf("the seat's keymap: %v", err)
+	}
+}

@@ -182,6 +182,8 @@ type wlclient struct {
 	drop      []uint32             // offers to destroy with the next write
 	sources   map[uint32]*wlSource // the paste's data sources
 	dcDevice  uint32               // the data control device (0: none)
+	seatKbd   uint32               // the seat's wl_keyboard (SeatKeymap; 0: none)
+	keymaps   chan seatKeymap      // its keymap events
 
 	done   chan struct{} // closed when read has ended
 	closed sync.Once
@@ -455,7 +457,7 @@ func closeFds(oob []byte) {
 // event handles one event.
 func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 	c.mu.Lock()
-	handled := c.dataEvent(obj, opcode, a)
+	handled := c.dataEvent(obj, opcode, a) || c.keyboardEvent(obj, opcode, a)
 	c.mu.Unlock()
 	if handled {
 		return
