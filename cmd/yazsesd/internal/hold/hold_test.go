@@ -325,6 +325,9 @@ func TestTail(t *testing.T) {
 		// energy: the energy detector decided, fed from this position.
 		energyFrom int64
 		failed     bool
+		// atOnce: the hold's result comes with no time passing after the
+		// script (not at the tail's maximum).
+		atOnce bool
 	}{
 		{name: "quiet at the release: no tail", kept: 10, script: func(r *rig) {
 			r.det.setWait(silentAt(tailQuiet))
@@ -362,6 +365,21 @@ func TestTail(t *testing.T) {
 		{name: "the capture stream ends", kept: 13, script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
+			r.speak(3)
+			r.audio.ch <- nil
+			synctest.Wait()
+		}},
+		// The energy detector answers a window only once four more have
+		// come (holdBack): when no more audio can come, the tail must not
+		// wait for its answer (a file played as the microphone ends
+		// before the release; a microphone that went away).
+		{name: "the capture stream ended before the release: no tail, no answer awaited", kept: 10, atOnce: true, script: func(r *rig) {
+			r.audio.ch <- nil
+			synctest.Wait()
+			r.release(true) // wait nil: the detector never answers
+		}},
+		{name: "the capture stream ends in the tail before the detector answers", kept: 13, atOnce: true, script: func(r *rig) {
+			r.release(true) // wait nil: the detector never answers
 			r.speak(3)
 			r.audio.ch <- nil
 			synctest.Wait()
@@ -408,7 +426,11 @@ func TestTail(t *testing.T) {
 						t.Errorf("the tail ran %v, want %v", time.Since(t0), tc.took)
 					}
 				}
+				t1 := time.Now()
 				res := r.result()
+				if tc.atOnce && time.Since(t1) > 0 {
+					t.Errorf("the hold ended %v after the script, want at once (nothing more could be recorded)", time.Since(t1))
+				}
 				if want := secs(tc.kept); res.Audio != want {
 					t.Errorf("the hold kept %v of audio, want %v (%d blocks)", res.Audio, want, tc.kept)
 				}

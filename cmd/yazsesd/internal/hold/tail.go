@@ -47,6 +47,10 @@ func (t *tail) begin(h *hold, max time.Duration) {
 	t.pos = t.released - t.released%vadWindow
 	t.clock = time.NewTimer(max)
 	t.detector = h.deps.Detector.Engine()
+	if h.micEnd { // nothing more can be recorded: no detector answer to await
+		h.tailEnd("ended")
+		return
+	}
 	t.wait(h, h.deps.Detector, t.pos)
 }
 
@@ -90,9 +94,6 @@ func (t *tail) waited(h *hold, w *waited) {
 		h.tailEnd("quiet") // the speaker had stopped: no tail
 	case t.energy:
 		t.watching = true
-		if h.micEnd {
-			h.tailEnd("ended")
-		}
 	case w.err != nil: // the detector failed
 		t.toEnergy(h)
 	default:
@@ -100,8 +101,6 @@ func (t *tail) waited(h *hold, w *waited) {
 		switch {
 		case h.quietAt > t.pos:
 			h.tailEnd("silence") // the speaker stopped during the tail
-		case h.micEnd:
-			h.tailEnd("ended") // nothing more to record
 		case h.events == nil: // the detector failed during the tail
 			t.toEnergy(h)
 		}
@@ -115,9 +114,11 @@ func (t *tail) quiet(h *hold, at int64) {
 	}
 }
 
-// micEnded: the capture stream ended.
+// micEnded: the capture stream ended. Nothing more can be recorded, so
+// the tail ends whether or not the detector has answered the release
+// (the energy detector answers a window only once more audio came).
 func (t *tail) micEnded(h *hold) {
-	if t.watching && !t.done {
+	if t.clock != nil && !t.done {
 		h.tailEnd("ended")
 	}
 }
