@@ -154,10 +154,18 @@ failed() {
   tail -n 20 "$buildlog" >&2
   exit 1
 }
-# progress turns cmake's "[ 42%] ..." lines into a line per 10 percent.
+# progress turns cmake's "[ 42%] ..." lines into a line per 10 percent of
+# the library (the bulk of the work), then one line for the tools. Lines of
+# the Vulkan shader generator's own small build (an ExternalProject with
+# percentages of its own) and of the later targets (which count from 0
+# again) are left out.
 progress() {
-  awk -v last=-1 '
-    match($0, /^\[ *[0-9]+%\]/) {
+  awk -v last=-1 -v lib=1 '
+    /vulkan-shaders-gen/ { next }
+    lib && /Built target whisper$/ {
+      print "setup-whisper: compiling the tools (whisper-cli, parakeet, parakeet-cli)"; fflush(); lib = 0; next
+    }
+    lib && match($0, /^\[ *[0-9]+%\]/) {
       p = substr($0, RSTART + 1, RLENGTH - 3) + 0
       step = int(p / 10) * 10
       if (step > last) { printf "setup-whisper: compiling: %d%%\n", step; fflush(); last = step }
@@ -188,7 +196,7 @@ else
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF ${gpu_flags[@]+"${gpu_flags[@]}"} >>"$buildlog" 2>&1 || failed "configuring whisper.cpp"
   case "$features" in
-    *vulkan*) log "compiling whisper.cpp $WHISPER_VERSION ($features) with $jobs jobs (the Vulkan shaders and backend: about 20 minutes on a busy 2-core machine)" ;;
+    *vulkan*) log "compiling whisper.cpp $WHISPER_VERSION ($features) with $jobs jobs (the Vulkan shaders and backend: about 10 minutes on a 2-core machine shared with other builds, and up to 6 GB of memory)" ;;
     *) log "compiling whisper.cpp $WHISPER_VERSION with $jobs jobs (3 minutes on an idle 2-core machine, 8 on a busy one)" ;;
   esac
 fi

@@ -35,6 +35,9 @@ if ! mkdir "$stub/building" 2>/dev/null; then
 fi
 echo "[  5%] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o"
 echo "ggml.c:1:1: warning: compiler noise" >&2
+# The Vulkan shader generator's own build counts to 100% inside the library's.
+echo "[ 50%] Building CXX object CMakeFiles/vulkan-shaders-gen.dir/vulkan-shaders-gen.cpp.o"
+echo "[100%] Linking CXX executable vulkan-shaders-gen"
 if [ "${STUB_FAIL:-}" = 1 ]; then
   echo "whisper.cpp:42:1: error: stub compile failure" >&2
   rmdir "$stub/building"
@@ -48,6 +51,11 @@ printf '#!/bin/sh\n' > "$build/bin/whisper-cli"
 printf '#!/bin/sh\n' > "$build/bin/parakeet-cli"
 chmod +x "$build/bin/whisper-cli" "$build/bin/parakeet-cli"
 echo "[ 55%] Building CXX object src/CMakeFiles/whisper.dir/whisper.cpp.o"
+echo "[100%] Linking CXX static library libwhisper.a"
+echo "[100%] Built target whisper"
+# Each later target counts from 0 again.
+echo "[  1%] Performing build step for 'vulkan-shaders-gen'"
+echo "[ 98%] Building CXX object examples/CMakeFiles/common.dir/common.cpp.o"
 echo "[100%] Built target parakeet-cli"
 rmdir "$stub/building"
 `
@@ -188,9 +196,10 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// TestSetupWhisperProgress: the build prints a line per stage and its
-// percentage in steps, and keeps the compiler's output out of the
-// terminal, in build.log.
+// TestSetupWhisperProgress: the build prints a line per stage and the
+// library's percentage in steps (not the shader generator's own 100%, nor
+// the later targets counting again), then a line for the tools, and
+// keeps the compiler's output out of the terminal, in build.log.
 func TestSetupWhisperProgress(t *testing.T) {
 	w := newWorld(t)
 	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
@@ -203,7 +212,8 @@ func TestSetupWhisperProgress(t *testing.T) {
 	for _, want := range []string{
 		"setup-whisper: configuring whisper.cpp 1.9.1 in " + filepath.Join(w.cache, "build") + " (log: " + buildLog + ")",
 		"setup-whisper: compiling whisper.cpp 1.9.1 with 2 jobs",
-		"setup-whisper: compiling: 0%\nsetup-whisper: compiling: 50%\nsetup-whisper: compiling: 100%\n",
+		"setup-whisper: compiling: 0%\nsetup-whisper: compiling: 50%\nsetup-whisper: compiling: 100%\n" +
+			"setup-whisper: compiling the tools (whisper-cli, parakeet, parakeet-cli)\nsetup-whisper: whisper.cpp 1.9.1 built in ",
 		"setup-whisper: whisper.cpp 1.9.1 built in ",
 	} {
 		if !strings.Contains(errs, want) {

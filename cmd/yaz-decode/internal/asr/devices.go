@@ -295,7 +295,7 @@ func selectFrom(list []Device, what string, n int, need uint64) (Device, []Devic
 	if d, ok := best(skipped, true); ok {
 		return Device{}, nil, tooSmall("gpu", d, need)
 	}
-	why := "this build has no GPU backend (make setup YAZ_GPU=auto builds Vulkan where glslc, libvulkan-dev and spirv-headers are installed)"
+	why := "this build has no GPU backend (make setup builds Vulkan where glslc, libvulkan-dev and spirv-headers are installed: scripts/install-deps.sh)"
 	if vulkanBuilt {
 		why = "no Vulkan loader, driver or device (vulkaninfo --summary lists what Vulkan sees)"
 	}
