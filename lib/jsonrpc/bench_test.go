@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // BenchmarkRoundTrip: calls over a unix socket through Client and Server,
@@ -34,7 +36,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); testwait.Recv(b, done, "Serve to return after its cancel") }()
 
 	for _, clients := range []int{1, 10} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
@@ -51,6 +53,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			lat := make([][]time.Duration, clients)
 			b.ReportAllocs()
 			b.ResetTimer()
+			calls := testwait.Context(b)
 			var wg sync.WaitGroup
 			for i, c := range cs {
 				wg.Go(func() {
@@ -58,7 +61,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					mine := make([]time.Duration, 0, per)
 					for range per {
 						t0 := time.Now()
-						if err := c.Call(context.Background(), "status", map[string]any{}, &r); err != nil {
+						if err := c.Call(calls, "status", map[string]any{}, &r); err != nil {
 							b.Error(err)
 							return
 						}
@@ -67,7 +70,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					lat[i] = mine
 				})
 			}
-			wg.Wait()
+			testwait.Group(b, &wg, "the clients' calls")
 			b.StopTimer()
 			all := slices.Concat(lat...)
 			slices.Sort(all)

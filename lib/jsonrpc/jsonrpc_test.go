@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -26,7 +28,7 @@ func TestMain(m *testing.M) {
 
 // serve runs s on a fresh unix socket until the test ends and returns the
 // socket path. Cleanup requires Serve to return (every connection and
-// handler finished) within 5 s.
+// handler finished) within testwait.Hang.
 func serve(t *testing.T, s *Server) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s")
@@ -39,13 +41,8 @@ func serve(t *testing.T, s *Server) string {
 	go func() { done <- s.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve = %v, want nil", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return within 5 s of cancel")
+		if err := testwait.Recv(t, done, "Serve to return after its cancel"); err != nil {
+			t.Errorf("Serve = %v, want nil", err)
 		}
 	})
 	return path
@@ -88,13 +85,14 @@ func dialRaw(t *testing.T, path string) *rawConn {
 
 func (c *rawConn) send(line string) {
 	c.t.Helper()
-	c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.conn.SetWriteDeadline(time.Now().Add(testwait.Hang))
 	if _, err := io.WriteString(c.conn, line+"\n"); err != nil {
 		c.t.Fatalf("write %q: %v", line, err)
 	}
 }
 
-// recv reads one response line within d.
+// recv reads one response line within d (testwait.Hang for one that must
+// come; a short d only to see that nothing more comes).
 func (c *rawConn) recv(d time.Duration) (*Response, error) {
 	c.conn.SetReadDeadline(time.Now().Add(d))
 	line, err := c.r.ReadBytes('\n')
@@ -135,7 +133,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	c := NewClient(conn)
 	defer c.Close()
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 
 	var got map[string]int
 	if err := c.Call(ctx, "add", sum{A: 2, B: 40}, &got); err != nil {
@@ -165,14 +163,14 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the 50 echo calls beside the slow one")
 	select {
 	case err := <-slowErr:
 		t.Fatalf("slow call returned early: %v", err)
 	default:
 	}
 	close(release)
-	if err := <-slowErr; err != nil || slowResult != "slow done" {
+	if err := testwait.Recv(t, slowErr, "the slow call's answer once released"); err != nil || slowResult != "slow done" {
 		t.Errorf("Call(slow) = %q, %v; want %q, nil", slowResult, err, "slow done")
 	}
 
@@ -240,7 +238,7 @@ func TestRawLines(t *testing.T) {
 			var got []*Response
 			sawSentinel := false
 			for !sawSentinel || (tt.want != nil && len(got) == 0) {
-				resp, err := c.recv(5 * time.Second)
+				resp, err := c.recv(testwait.Hang)
 				if err != nil {
 					t.Fatalf("read response: %v (so far %d responses)", err, len(got))
 				}
@@ -303,10 +301,10 @@ func TestHandlerErrors(t *testing.T) {
 	}
 	for i, tt := range tests {
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, tt.method))
-		c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		c.conn.SetReadDeadline(time.Now().Add(testwait.Hang))
 		line, err := c.r.ReadBytes('\n')
 		if err != nil {
-			t.Fatalf("%s: read: %v", tt.method, err)
+			t.Fatalf("%s: reading its answer: %v", tt.method, err)
 		}
 		if strings.Contains(string(line), "private") {
 			t.Errorf("%s: response %q leaks the handler's error text", tt.method, line)
@@ -324,7 +322,7 @@ func TestHandlerErrors(t *testing.T) {
 	}
 	// The connection survived all of it.
 	c.send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
-	if resp, err := c.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := c.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Errorf("ping after errors = %+v, %v; want pong", resp, err)
 	}
 }
@@ -333,12 +331,12 @@ func TestMalformedKeepsServing(t *testing.T) {
 	c := dialRaw(t, serve(t, testServer(t, nil)))
 	for i := range 3 {
 		c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"`) // missing brace
-		resp, err := c.recv(5 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil || resp.Error == nil || resp.Error.Code != ParseError || string(resp.ID) != "null" {
 			t.Fatalf("round %d: malformed line got %+v, %v; want ParseError with null id", i, resp, err)
 		}
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
-		resp, err = c.recv(5 * time.Second)
+		resp, err = c.recv(testwait.Hang)
 		if err != nil || string(resp.Result) != `"pong"` || string(resp.ID) != fmt.Sprint(i) {
 			t.Fatalf("round %d: next line got %+v, %v; want pong", i, resp, err)
 		}
@@ -351,33 +349,37 @@ func TestLongLine(t *testing.T) {
 	big := dialRaw(t, path)
 
 	// The 10 MB line is written in the background: the server must answer
-	// and hang up long before it has all been sent.
+	// and hang up long before it has all been sent (the write's deadline
+	// is only a guard: it fails with the hang-up, not a timeout).
 	wrote := make(chan error, 1)
 	go func() {
 		line := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("a", 10<<20) + `"]}` + "\n"
-		big.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		big.conn.SetWriteDeadline(time.Now().Add(testwait.Hang))
 		_, err := io.WriteString(big.conn, line)
 		wrote <- err
 	}()
-	resp, err := big.recv(5 * time.Second)
+	resp, err := big.recv(testwait.Hang)
 	if err != nil || resp.Error == nil || resp.Error.Code != InvalidRequest {
 		t.Fatalf("10 MB line got %+v, %v; want an InvalidRequest error", resp, err)
 	}
-	if _, err := big.recv(5 * time.Second); err == nil {
+	if _, err := big.recv(testwait.Hang); err == nil {
 		t.Errorf("connection still open after a too long line")
 	}
-	if err := <-wrote; err == nil {
+	var ne net.Error
+	if err := testwait.Recv(t, wrote, "the write of the 10 MB line to end"); err == nil {
 		t.Errorf("writing the 10 MB line succeeded: the server read all of it")
+	} else if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("writing the 10 MB line: %v, want it cut off by the server's hang-up", err)
 	}
 
 	other.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if resp, err := other.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := other.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Errorf("other connection: got %+v, %v; want pong", resp, err)
 	}
 	// Just under the limit is fine.
 	s := strings.Repeat("b", DefaultMaxLineBytes-100)
 	other.send(`{"jsonrpc":"2.0","id":2,"method":"echo","params":["` + s + `"]}`)
-	if resp, err := other.recv(5 * time.Second); err != nil || len(resp.Result) != len(s)+4 {
+	if resp, err := other.recv(testwait.Hang); err != nil || len(resp.Result) != len(s)+4 {
 		t.Errorf("line just under the limit: got %v, want its echo", err)
 	}
 }
@@ -394,13 +396,8 @@ func TestHalfWrittenRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("ServeConn = %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ServeConn still running 5 s after the client hung up")
+	if err := testwait.Recv(t, done, "ServeConn to return after the client hung up"); err != nil {
+		t.Errorf("ServeConn = %v, want nil", err)
 	}
 	if n := count.Load(); n != 0 {
 		t.Errorf("handler ran %d times for a half-written request", n)
@@ -454,33 +451,32 @@ func TestClientNeverReads(t *testing.T) {
 	stalled := dialRaw(t, path)
 	stalled.send(`{"jsonrpc":"2.0","id":1,"method":"big"}`)
 
-	// While that write is stuck, other connections are served.
+	// While that write is stuck, other connections are served: pings go
+	// on, one after the other, until the server has dropped the stalled
+	// client (bounded: testwait.Context).
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := NewClient(conn)
 	defer c.Close()
-	start := time.Now()
-	for time.Since(start) < 200*time.Millisecond {
-		var got string
-		if err := c.Call(context.Background(), "ping", nil, &got); err != nil || got != "pong" {
-			t.Fatalf("ping during the stall = %q, %v", got, err)
-		}
-	}
-
-	deadline := time.After(5 * time.Second)
+	ctx := testwait.Context(t)
+	pings := 0
 	for dropped := false; !dropped; {
+		var got string
+		if err := c.Call(ctx, "ping", nil, &got); err != nil || got != "pong" {
+			t.Fatalf("ping %d while waiting for the stalled client to be dropped = %q, %v", pings, got, err)
+		}
+		pings++
 		select {
 		case m := <-watch.msgs:
 			dropped = strings.Contains(m, "dropping connection")
-		case <-deadline:
-			t.Fatal("server did not drop the client that never reads")
+		default:
 		}
 	}
 	// Reading now drains what was buffered, then hits the end: the reply
 	// was cut off, never completed.
-	stalled.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	stalled.conn.SetReadDeadline(time.Now().Add(testwait.Hang))
 	n, err := io.Copy(io.Discard, stalled.r)
 	if n >= size {
 		t.Errorf("read %d bytes from a dropped connection, want a cut-off reply", n)
@@ -489,7 +485,7 @@ func TestClientNeverReads(t *testing.T) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Errorf("reading the dropped connection timed out: it is still open")
 	}
-	if err := c.Call(context.Background(), "ping", nil, nil); err != nil {
+	if err := c.Call(ctx, "ping", nil, nil); err != nil {
 		t.Errorf("ping after the drop = %v", err)
 	}
 }
@@ -501,7 +497,7 @@ func TestManyIdleConnections(t *testing.T) {
 		// One round trip proves the connection was accepted and holds a
 		// slot; then it stays idle.
 		c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-		if _, err := c.recv(5 * time.Second); err != nil {
+		if _, err := c.recv(testwait.Hang); err != nil {
 			t.Fatalf("idle connection %d: %v", i, err)
 		}
 	}
@@ -513,7 +509,7 @@ func TestManyIdleConnections(t *testing.T) {
 	defer c.Close()
 	for i := range 10 {
 		var got string
-		if err := c.Call(context.Background(), "ping", nil, &got); err != nil || got != "pong" {
+		if err := c.Call(testwait.Context(t), "ping", nil, &got); err != nil || got != "pong" {
 			t.Fatalf("call %d on connection 201 = %q, %v", i, got, err)
 		}
 	}
@@ -522,7 +518,7 @@ func TestManyIdleConnections(t *testing.T) {
 // TestConnectionLimit: with every connection busy (a request in flight on
 // each), one more is refused; a freed slot is used again.
 func TestConnectionLimit(t *testing.T) {
-	s, started, _ := blockServer(t)
+	s, started, cancelled := blockServer(t)
 	s.MaxConns = 2
 	path := serve(t, s)
 	var held []*rawConn
@@ -533,11 +529,11 @@ func TestConnectionLimit(t *testing.T) {
 		held = append(held, c)
 	}
 	extra := dialRaw(t, path)
-	resp, err := extra.recv(5 * time.Second)
+	resp, err := extra.recv(testwait.Hang)
 	if err != nil || resp.Error == nil || resp.Error.Code != ServerBusy || string(resp.ID) != "null" {
 		t.Fatalf("connection over the limit got %+v, %v; want ServerBusy", resp, err)
 	}
-	if _, err := extra.recv(5 * time.Second); err == nil {
+	if _, err := extra.recv(testwait.Hang); err == nil {
 		t.Error("connection over the limit was not closed")
 	}
 
@@ -547,29 +543,32 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewClient(conn)
-	<-c.done // the server hangs up; the reader records why
+	testwait.Closed(t, c.done, "the refused client's reader to see the hang-up") // it records why
 	var rpcErr *Error
-	if err := c.Call(context.Background(), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
+	if err := c.Call(testwait.Context(t), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
 		t.Errorf("Call over the limit = %v, want code %d", err, ServerBusy)
 	}
 	c.Close()
 
-	// A freed slot is used again.
+	// A freed slot is used again. The slot is freed once the closed
+	// connection's handler has ended and its goroutine returned: after the
+	// handler's end, each try is answered (refused until then, served
+	// after), and the next one is made on that answer.
 	held[0].conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	wait(t, cancelled, "the closed connection's handler to end")
+	deadline := time.Now().Add(testwait.Hang)
 	for {
 		c := dialRaw(t, path)
 		// Not c.send: while the slot is still taken the server hangs up,
 		// and the write may fail.
 		io.WriteString(c.conn, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
-		resp, err := c.recv(5 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err == nil && string(resp.Result) == `"pong"` {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no slot after closing a connection: %+v, %v", resp, err)
+			t.Fatalf("waiting for a slot after closing a connection: none within %v (last try: %+v, %v)", testwait.Hang, resp, err)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -588,13 +587,10 @@ func blockServer(t *testing.T) (s *Server, started, cancelled chan struct{}) {
 	return s, started, cancelled
 }
 
+// wait takes one report from ch; after testwait.Hang it fails, naming what.
 func wait(t *testing.T, ch chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testwait.Recv(t, ch, what)
 }
 
 func TestCancelOnConnClose(t *testing.T) {
@@ -624,18 +620,13 @@ func TestCancelOnServerStop(t *testing.T) {
 	wait(t, started, "handler start")
 	cancel()
 	wait(t, cancelled, "the handler's context to end")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return")
+	if err := testwait.Recv(t, done, "Serve to return after its cancel"); err != nil {
+		t.Errorf("Serve = %v, want nil", err)
 	}
 	// The handler's own (error) reply may or may not make it out; after
 	// that the connection must be closed.
 	for i := 0; ; i++ {
-		if _, err := c.recv(5 * time.Second); err != nil {
+		if _, err := c.recv(testwait.Hang); err != nil {
 			break
 		}
 		if i > 0 {
@@ -654,37 +645,35 @@ func TestClientCancelAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewClient(conn)
-	ctx, cancel := context.WithCancel(context.Background())
+	bound := testwait.Context(t)
+	ctx, cancel := context.WithCancel(bound)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(ctx, "block", nil, nil) }()
 	wait(t, started, "handler start")
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled Call = %v, want context.Canceled", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("cancelled Call did not return at once")
+	// The handler answers only when the connection ends (below): the call
+	// returns on its own cancel, not on an answer.
+	if err := testwait.Recv(t, errc, "the cancelled Call to return"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Call = %v, want context.Canceled", err)
 	}
 	// The client still works after a cancelled call.
 	var got string
-	if err := c.Call(context.Background(), "ping", nil, &got); err != nil || got != "pong" {
+	if err := c.Call(bound, "ping", nil, &got); err != nil || got != "pong" {
 		t.Errorf("Call after cancel = %q, %v", got, err)
 	}
-	if err := c.Notify(context.Background(), "block", nil); err != nil {
+	if err := c.Notify(bound, "block", nil); err != nil {
 		t.Errorf("Notify = %v", err)
 	}
 	wait(t, started, "notified handler start")
 
 	// Close fails a pending call, and every later one, with ErrClosed.
-	go func() { errc <- c.Call(context.Background(), "block", nil, nil) }()
+	go func() { errc <- c.Call(bound, "block", nil, nil) }()
 	wait(t, started, "handler start")
 	c.Close()
-	if err := <-errc; !errors.Is(err, ErrClosed) {
+	if err := testwait.Recv(t, errc, "the pending Call to return after Close"); !errors.Is(err, ErrClosed) {
 		t.Errorf("pending Call after Close = %v, want ErrClosed", err)
 	}
-	if err := c.Call(context.Background(), "ping", nil, nil); !errors.Is(err, ErrClosed) {
+	if err := c.Call(bound, "ping", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Call after Close = %v, want ErrClosed", err)
 	}
 	// Closing the client ends the server side handlers.
@@ -702,7 +691,7 @@ func TestClientServerGone(t *testing.T) {
 		r.ReadBytes('\n')
 		server.Close()
 	}()
-	if err := c.Call(context.Background(), "ping", nil, nil); err == nil || errors.Is(err, ErrClosed) {
+	if err := c.Call(testwait.Context(t), "ping", nil, nil); err == nil || errors.Is(err, ErrClosed) {
 		t.Errorf("Call when the server hangs up = %v, want a read error", err)
 	}
 }
@@ -724,14 +713,14 @@ func TestHalfCloseCancelsAndAnswers(t *testing.T) {
 	if err := c.conn.(*net.UnixConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.recv(5 * time.Second)
+	resp, err := c.recv(testwait.Hang)
 	if err != nil {
 		t.Fatalf("after a half close: %v, want the request's final answer", err)
 	}
 	if string(resp.ID) != "7" || string(resp.Result) != `"ended: context canceled"` {
 		t.Errorf("answer = id %s result %s, want id 7 and the cancelled handler's result", resp.ID, resp.Result)
 	}
-	if _, err := c.recv(5 * time.Second); !errors.Is(err, io.EOF) {
+	if _, err := c.recv(testwait.Hang); !errors.Is(err, io.EOF) {
 		t.Errorf("after the answer: %v, want EOF (the server closes)", err)
 	}
 }

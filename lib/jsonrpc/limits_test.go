@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // logRecords is a slog handler that keeps every record with its attributes.
@@ -69,13 +71,8 @@ func serveStoppable(t *testing.T, s *Server) (path string, stop func()) {
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve = %v, want nil", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Error("Serve did not return within 5 s of cancel")
+			if err := testwait.Recv(t, done, "Serve to return after its cancel"); err != nil {
+				t.Errorf("Serve = %v, want nil", err)
 			}
 		})
 	}
@@ -83,8 +80,8 @@ func serveStoppable(t *testing.T, s *Server) (path string, stop func()) {
 	return path, stop
 }
 
-// waitClosed reads c until the server closes it, within limit. It returns
-// the responses that came before the end.
+// waitClosed reads c until the server closes it, within limit (an error
+// after it). It returns the responses that came before the end.
 func (c *rawConn) waitClosed(limit time.Duration) ([]*Response, error) {
 	c.t.Helper()
 	var got []*Response
@@ -112,9 +109,9 @@ func TestIdleConnectionClosed(t *testing.T) {
 	s := testServer(t, nil)
 	s.IdleTimeout = 200 * time.Millisecond
 	c := dialRaw(t, serve(t, s))
-	got, err := c.waitClosed(5 * time.Second)
+	got, err := c.waitClosed(testwait.Hang)
 	if err != nil {
-		t.Fatalf("idle connection still open after 5 s (IdleTimeout %v): %v", s.IdleTimeout, err)
+		t.Fatalf("waiting for the idle connection to be closed (IdleTimeout %v): %v", s.IdleTimeout, err)
 	}
 	if len(got) != 0 {
 		t.Errorf("idle connection got %d responses before its end, want none", len(got))
@@ -145,16 +142,16 @@ func TestIdleDoesNotCutRunningRequest(t *testing.T) {
 	// Two idle connections opened after the request started are closed one
 	// after the other: by then the request has run for two idle periods.
 	for i := range 2 {
-		if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+		if _, err := dialRaw(t, path).waitClosed(testwait.Hang); err != nil {
 			t.Fatalf("idle connection %d not closed: %v", i, err)
 		}
 	}
 	close(release)
-	resp, err := busy.recv(5 * time.Second)
+	resp, err := busy.recv(testwait.Hang)
 	if err != nil || string(resp.Result) != `"slow done"` {
 		t.Fatalf("slow request after %d idle periods = %+v, %v; want its result", 2, resp, err)
 	}
-	if _, err := busy.waitClosed(5 * time.Second); err != nil {
+	if _, err := busy.waitClosed(testwait.Hang); err != nil {
 		t.Errorf("connection not closed once idle after its request: %v", err)
 	}
 }
@@ -168,7 +165,12 @@ func TestSlowloris(t *testing.T) {
 	s.IdleTimeout = time.Second
 	s.LineTimeout = 300 * time.Millisecond
 	c := dialRaw(t, serve(t, s))
-	line := `{"jsonrpc":"2.0","id":1,"method":"count","params":{"pad":"` + strings.Repeat("x", 100) + `"}}` + "\n"
+	// The line is long enough that sending it whole at this pace takes
+	// longer than testwait.Hang: only LineTimeout can end it in time,
+	// however slow the machine.
+	const pace = 50 * time.Millisecond
+	pad := int(testwait.Hang/pace) + 1
+	line := `{"jsonrpc":"2.0","id":1,"method":"count","params":{"pad":"` + strings.Repeat("x", pad) + `"}}` + "\n"
 	closed := make(chan struct{})
 	var written atomic.Int64
 	go func() {
@@ -177,14 +179,16 @@ func TestSlowloris(t *testing.T) {
 				return
 			}
 			written.Add(1)
+			// The pause is what is under test (a client slow on purpose,
+			// each byte within IdleTimeout): no event stands for it.
 			select {
 			case <-closed:
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(pace):
 			}
 		}
 	}()
-	got, err := c.waitClosed(time.Duration(len(line)) * 50 * time.Millisecond * 2)
+	got, err := c.waitClosed(testwait.Hang)
 	close(closed)
 	if err != nil {
 		t.Fatalf("slow client not closed: %v", err)
@@ -215,7 +219,7 @@ func TestFullServerRefusesNewcomer(t *testing.T) {
 	for i := range 4 {
 		c := dialRaw(t, path)
 		c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-		if resp, err := c.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+		if resp, err := c.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 			t.Fatalf("connection %d: %+v, %v; want pong", i, resp, err)
 		}
 		idle = append(idle, c)
@@ -227,12 +231,12 @@ func TestFullServerRefusesNewcomer(t *testing.T) {
 	cl := NewClient(conn)
 	defer cl.Close()
 	var rpcErr *Error
-	if err := cl.Call(context.Background(), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
+	if err := cl.Call(testwait.Context(t), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
 		t.Errorf("ping with every slot taken by idle connections = %v; want ServerBusy (%d)", err, ServerBusy)
 	}
 	for i, c := range idle {
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-		if resp, err := c.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+		if resp, err := c.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 			t.Errorf("idle connection %d after the refusal: %+v, %v; want pong", i, resp, err)
 		}
 	}
@@ -252,7 +256,7 @@ func TestRefusalLogRateLimited(t *testing.T) {
 	const n = 50
 	for i := range n {
 		c := dialRaw(t, path)
-		resp, err := c.recv(5 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil || resp.Error == nil || resp.Error.Code != ServerBusy {
 			t.Fatalf("connection %d: %+v, %v; want ServerBusy", i, resp, err)
 		}
@@ -275,10 +279,12 @@ func TestLineTimeoutPerLine(t *testing.T) {
 	c := dialRaw(t, serve(t, s))
 	for i := range 10 {
 		c.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("z", 64<<10) + `"]}`)
-		resp, err := c.recv(5 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil || resp.Error != nil {
 			t.Fatalf("line %d: %+v, %v", i, resp, err)
 		}
+		// Time passing between whole lines is what is under test (10
+		// lines span several LineTimeouts): there is no event to wait for.
 		time.Sleep(100 * time.Millisecond)
 	}
 }
@@ -294,8 +300,12 @@ func TestLineClockPausedWhileServerWaits(t *testing.T) {
 	release := make(chan struct{})
 	s.Handle("hold", func(ctx context.Context, params json.RawMessage) (any, error) {
 		started <- struct{}{}
-		<-release
-		return "held", nil
+		select {
+		case <-release:
+			return "held", nil
+		case <-ctx.Done(): // the test failed before it let go
+			return nil, ctx.Err()
+		}
 	})
 	path := serve(t, s)
 	c := dialRaw(t, path)
@@ -306,17 +316,17 @@ func TestLineClockPausedWhileServerWaits(t *testing.T) {
 	wait(t, started, "the holding request")
 	// An idle connection closed after the hold began: more than
 	// LineTimeout has passed since the half line was read.
-	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+	if _, err := dialRaw(t, path).waitClosed(testwait.Hang); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dialRaw(t, path).waitClosed(5 * time.Second); err != nil {
+	if _, err := dialRaw(t, path).waitClosed(testwait.Hang); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	io.WriteString(c.conn, `"id":3,"method":"ping"}`+"\n")
 	ids := map[string]bool{}
 	for range 3 {
-		resp, err := c.recv(5 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil {
 			t.Fatalf("after %v: %v", ids, err)
 		}
@@ -356,7 +366,7 @@ func TestRefusedCallSaysServerBusy(t *testing.T) {
 	c := NewClient(&readAfterWrite{Conn: client, wrote: make(chan struct{})})
 	defer c.Close()
 	var rpcErr *Error
-	if err := c.Call(context.Background(), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
+	if err := c.Call(testwait.Context(t), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
 		t.Errorf("call on a refused connection = %v; want server busy (%d)", err, ServerBusy)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // toggleServer has a "toggle" method shaped like yazsesd's hold.toggle: it
@@ -24,7 +26,10 @@ func toggleServer(t *testing.T) *Server {
 		mu.Lock()
 		was := holding
 		mu.Unlock()
-		time.Sleep(20 * time.Millisecond) // the work between looking and acting
+		// The work between looking and acting: the window in which a toggle
+		// run at once with this one would see the same state. It is what
+		// the tests below look through, not a wait for anything.
+		time.Sleep(20 * time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
 		holding = !was
@@ -45,14 +50,14 @@ func TestPipelinedRequestsInOrder(t *testing.T) {
 	for id := 1; id <= 5; id++ {
 		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"toggle"}`+"\n", id)
 	}
-	c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	c.conn.SetWriteDeadline(time.Now().Add(testwait.Hang))
 	if _, err := io.WriteString(c.conn, b.String()); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"holding", "idle", "holding", "idle", "holding"}
 	var got []string
 	for i := range want {
-		resp, err := c.recv(10 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil {
 			t.Fatalf("answer %d of 5 (after %q): %v", i+1, got, err)
 		}
@@ -93,7 +98,7 @@ func TestConcurrentMethodDoesNotBlock(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"toggle"}` + "\n" +
 		`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	for _, want := range []string{"3", "4"} {
-		resp, err := c.recv(10 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil {
 			t.Fatalf("waiting for the answer to id %s while a long call and a stream run: %v", want, err)
 		}
@@ -102,7 +107,7 @@ func TestConcurrentMethodDoesNotBlock(t *testing.T) {
 		}
 	}
 	close(release)
-	resp, err := c.recv(10 * time.Second)
+	resp, err := c.recv(testwait.Hang)
 	if err != nil || string(resp.ID) != "1" || string(resp.Result) != `"answered"` {
 		t.Fatalf("the long call's answer = %+v, %v", resp, err)
 	}
@@ -119,7 +124,7 @@ func TestOrderedAfterFailure(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"toggle"}` + "\n" +
 		`{"jsonrpc":"2.0","id":4,"method":"toggle"}`)
 	for _, want := range []string{`1 error`, `2 error`, `4 "idle"`} {
-		resp, err := c.recv(10 * time.Second)
+		resp, err := c.recv(testwait.Hang)
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", want, err)
 		}

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"testing"
-	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/safesocket"
 )
 
@@ -31,25 +31,20 @@ func TestOverSafesocket(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- testServer(t, nil).Serve(ctx, ln) }()
 
-	conn, err := safesocket.Dial(context.Background(), dir)
+	conn, err := safesocket.Dial(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := NewClient(conn)
 	var got string
-	if err := c.Call(context.Background(), "ping", nil, &got); err != nil || got != "pong" {
+	if err := c.Call(testwait.Context(t), "ping", nil, &got); err != nil || got != "pong" {
 		t.Errorf("Call(ping) = %q, %v", got, err)
 	}
 	c.Close()
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return")
+	if err := testwait.Recv(t, done, "Serve to return after its cancel"); err != nil {
+		t.Errorf("Serve = %v, want nil", err)
 	}
 	if _, err := os.Lstat(safesocket.SocketPath(dir)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("socket still there after Serve returned: %v", err)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // event is what the test streams send.
@@ -68,10 +70,21 @@ func (c *rawConn) recvMsg(d time.Duration) (*message, error) {
 	return &m, nil
 }
 
+// put hands n to the streams' handler; after testwait.Hang it fails, as
+// no stream is there to take it.
+func put(t *testing.T, next chan<- int, n int) {
+	t.Helper()
+	select {
+	case next <- n:
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for a stream to take %d: none within %v", n, testwait.Hang)
+	}
+}
+
 // wantEvent reads a line and wants the notification of event n.
 func (c *rawConn) wantEvent(n int) {
 	c.t.Helper()
-	m, err := c.recvMsg(5 * time.Second)
+	m, err := c.recvMsg(testwait.Hang)
 	if err != nil {
 		c.t.Fatalf("waiting for event %d: %v", n, err)
 	}
@@ -102,17 +115,17 @@ func TestStreamWire(t *testing.T) {
 	wait(t, started, "the stream")
 	c.wantEvent(0)
 	for n := 1; n <= 3; n++ {
-		next <- n
+		put(t, next, n)
 		c.wantEvent(n)
 	}
-	next <- InvalidParams
-	m, err := c.recvMsg(5 * time.Second)
+	put(t, next, InvalidParams)
+	m, err := c.recvMsg(testwait.Hang)
 	if err != nil || m.Method != "" || string(m.ID) != `"w"` || m.Error == nil || m.Error.Code != InvalidParams {
 		t.Fatalf("end of the stream = %+v, %v; want the call's error response", m, err)
 	}
 	// The connection serves on.
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	if resp, err := c.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := c.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Fatalf("ping after the stream = %+v, %v", resp, err)
 	}
 }
@@ -126,7 +139,7 @@ func TestClientStream(t *testing.T) {
 	got := make(chan event, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Stream(context.Background(), "watch", nil, func(p json.RawMessage) error {
+		done <- c.Stream(testwait.Context(t), "watch", nil, func(p json.RawMessage) error {
 			var ev event
 			if err := json.Unmarshal(p, &ev); err != nil {
 				return err
@@ -137,17 +150,17 @@ func TestClientStream(t *testing.T) {
 	}()
 	wait(t, started, "the stream")
 	var pong string
-	if err := c.Call(context.Background(), "ping", nil, &pong); err != nil || pong != "pong" {
+	if err := c.Call(testwait.Context(t), "ping", nil, &pong); err != nil || pong != "pong" {
 		t.Errorf("ping during the stream = %q, %v", pong, err)
 	}
-	if err := c.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil }); !errors.Is(err, ErrStreamBusy) {
+	if err := c.Stream(testwait.Context(t), "watch", nil, func(json.RawMessage) error { return nil }); !errors.Is(err, ErrStreamBusy) {
 		t.Errorf("a second Stream on the client = %v, want ErrStreamBusy", err)
 	}
 	for n := 1; n <= 20; n++ {
-		next <- n
+		put(t, next, n)
 	}
 	close(next)
-	if err := <-done; err != nil {
+	if err := testwait.Recv(t, done, "Stream to return once the server ended it"); err != nil {
 		t.Errorf("Stream = %v, want nil (ended with a result)", err)
 	}
 	close(got)
@@ -165,12 +178,12 @@ func TestClientStream(t *testing.T) {
 	s2, next2, started2, _ := streamServer(t)
 	c2 := dialClient(t, serve(t, s2))
 	go func() {
-		done <- c2.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil })
+		done <- c2.Stream(testwait.Context(t), "watch", nil, func(json.RawMessage) error { return nil })
 	}()
 	wait(t, started2, "the second stream")
-	next2 <- -7
+	put(t, next2, -7)
 	var rpcErr *Error
-	if err := <-done; !errors.As(err, &rpcErr) || rpcErr.Code != -7 {
+	if err := testwait.Recv(t, done, "the second Stream to return with the handler's error"); !errors.As(err, &rpcErr) || rpcErr.Code != -7 {
 		t.Errorf("Stream ended by a handler error = %v, want the server's error code -7", err)
 	}
 }
@@ -187,17 +200,17 @@ func TestStreamOutlivesIdleTimeout(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"watch"}`)
 	wait(t, started, "the stream")
 	c.wantEvent(0)
-	if _, err := quiet.waitClosed(5 * time.Second); err != nil {
+	if _, err := quiet.waitClosed(testwait.Hang); err != nil {
 		t.Fatalf("the quiet connection was not closed by the idle clock: %v", err)
 	}
 	// Twice more, to be well past IdleTimeout since the stream began.
 	for range 2 {
 		again := dialRaw(t, path)
-		if _, err := again.waitClosed(5 * time.Second); err != nil {
+		if _, err := again.waitClosed(testwait.Hang); err != nil {
 			t.Fatalf("a quiet connection was not closed by the idle clock: %v", err)
 		}
 	}
-	next <- 1
+	put(t, next, 1)
 	c.wantEvent(1)
 }
 
@@ -214,16 +227,16 @@ func TestStreamKeptWhenFull(t *testing.T) {
 	c.wantEvent(0)
 	idle := dialRaw(t, path)
 	idle.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if resp, err := idle.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := idle.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Fatalf("the second connection: %+v, %v; want pong", resp, err)
 	}
 	for i := range 3 {
-		got, err := dialRaw(t, path).waitClosed(5 * time.Second)
+		got, err := dialRaw(t, path).waitClosed(testwait.Hang)
 		if err != nil || len(got) != 1 || got[0].Error == nil || got[0].Error.Code != ServerBusy {
 			t.Fatalf("connection %d beyond the limit: %+v, %v; want one ServerBusy notice and the end", i, got, err)
 		}
 	}
-	next <- 1
+	put(t, next, 1)
 	c.wantEvent(1)
 }
 
@@ -247,17 +260,17 @@ func TestMaxStreams(t *testing.T) {
 	}
 	// A second stream on a streaming connection.
 	streams[0].send(`{"jsonrpc":"2.0","id":2,"method":"watch"}`)
-	if resp, err := streams[0].recv(5 * time.Second); err != nil || string(resp.ID) != "2" || resp.Error == nil || resp.Error.Code != InvalidRequest {
+	if resp, err := streams[0].recv(testwait.Hang); err != nil || string(resp.ID) != "2" || resp.Error == nil || resp.Error.Code != InvalidRequest {
 		t.Errorf("a second stream on one connection = %+v, %v; want InvalidRequest", resp, err)
 	}
 	third := dialRaw(t, path)
 	third.send(`{"jsonrpc":"2.0","id":3,"method":"watch"}`)
-	resp, err := third.recv(5 * time.Second)
+	resp, err := third.recv(testwait.Hang)
 	if err != nil || string(resp.ID) != "3" || resp.Error == nil || resp.Error.Code != ServerBusy {
 		t.Fatalf("a stream beyond MaxStreams = %+v, %v; want ServerBusy", resp, err)
 	}
 	third.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
-	if resp, err := third.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := third.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Fatalf("ping after a refused stream = %+v, %v", resp, err)
 	}
 	// The client ends a stream with a half close; its final answer comes
@@ -265,7 +278,7 @@ func TestMaxStreams(t *testing.T) {
 	if err := streams[1].conn.(*net.UnixConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := streams[1].recvMsg(5 * time.Second); err != nil || string(m.ID) != "1" || m.Error != nil {
+	if m, err := streams[1].recvMsg(testwait.Hang); err != nil || string(m.ID) != "1" || m.Error != nil {
 		t.Fatalf("the ended stream's answer = %+v, %v; want a result for id 1", m, err)
 	}
 	third.send(`{"jsonrpc":"2.0","id":5,"method":"watch"}`)
@@ -295,7 +308,7 @@ func TestStreamSlowReaderDropped(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"flood"}`)
 	other := dialClient(t, path)
 	var pong string
-	if err := other.Call(context.Background(), "ping", nil, &pong); err != nil || pong != "pong" {
+	if err := other.Call(testwait.Context(t), "ping", nil, &pong); err != nil || pong != "pong" {
 		t.Errorf("ping while a stream floods another client = %q, %v", pong, err)
 	}
 	select {
@@ -303,10 +316,10 @@ func TestStreamSlowReaderDropped(t *testing.T) {
 		if !errors.Is(err, errBroken) {
 			t.Errorf("send = %v, want the broken connection", err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("a client that never reads still held its stream after 30 s (%d events sent)", sent.Load())
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for the stream of a client that never reads to end: not within %v (%d events sent)", testwait.Hang, sent.Load())
 	}
-	if _, err := c.waitClosed(5 * time.Second); err != nil {
+	if _, err := c.waitClosed(testwait.Hang); err != nil {
 		t.Errorf("the dropped client's connection: %v, want closed", err)
 	}
 }
@@ -325,15 +338,15 @@ func TestStreamEvents(t *testing.T) {
 	c := dialRaw(t, serve(t, s))
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"odd"}`)
 	for i, wantErr := range []bool{true, true, false} {
-		if err := <-errs; (err != nil) != wantErr {
+		if err := testwait.Recv(t, errs, fmt.Sprintf("send %d's result", i)); (err != nil) != wantErr {
 			t.Errorf("send %d = %v, want error %v", i, err, wantErr)
 		}
 	}
-	m, err := c.recvMsg(5 * time.Second)
+	m, err := c.recvMsg(testwait.Hang)
 	if err != nil || m.Method != "odd" || string(m.Params) != "[1]" {
 		t.Fatalf("first line = %+v, %v; want only the array event", m, err)
 	}
-	if m, err := c.recvMsg(5 * time.Second); err != nil || string(m.ID) != "1" || string(m.Result) != "null" {
+	if m, err := c.recvMsg(testwait.Hang); err != nil || string(m.ID) != "1" || string(m.Result) != "null" {
 		t.Fatalf("second line = %+v, %v; want the null result", m, err)
 	}
 }
@@ -346,7 +359,7 @@ func TestStreamNotification(t *testing.T) {
 	c := dialRaw(t, path)
 	c.send(`{"jsonrpc":"2.0","method":"watch"}`)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if resp, err := c.recv(5 * time.Second); err != nil || string(resp.Result) != `"pong"` {
+	if resp, err := c.recv(testwait.Hang); err != nil || string(resp.Result) != `"pong"` {
 		t.Fatalf("ping after a stream notification = %+v, %v; want pong and nothing before it", resp, err)
 	}
 	stop() // every handler has returned
@@ -365,19 +378,15 @@ func TestStreamServerStop(t *testing.T) {
 	c := dialClient(t, path)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Stream(context.Background(), "watch", nil, func(json.RawMessage) error { return nil })
+		done <- c.Stream(testwait.Context(t), "watch", nil, func(json.RawMessage) error { return nil })
 	}()
 	wait(t, started, "the stream")
 	stop()
-	if err := <-ended; err != nil {
+	if err := testwait.Recv(t, ended, "the stream's handler to return"); err != nil {
 		t.Errorf("handler = %v, want nil (its context ended)", err)
 	}
-	select {
-	case err := <-done:
-		t.Logf("Stream after the server stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Stream still running 10 s after the server stopped")
-	}
+	err := testwait.Recv(t, done, "the client's Stream to return after the server stopped")
+	t.Logf("Stream after the server stopped: %v", err)
 }
 
 // TestClientStreamEnds: Stream returns ctx's error when ctx ends, and
@@ -394,7 +403,7 @@ func TestClientStreamEnds(t *testing.T) {
 	})
 	path := serve(t, s)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	c := dialClient(t, path)
 	err := c.Stream(ctx, "flood", nil, func(json.RawMessage) error { cancel(); return nil })
 	if !errors.Is(err, context.Canceled) {
@@ -404,7 +413,7 @@ func TestClientStreamEnds(t *testing.T) {
 	c2 := dialClient(t, path)
 	stopErr := errors.New("enough")
 	seen := 0
-	err = c2.Stream(context.Background(), "flood", nil, func(json.RawMessage) error {
+	err = c2.Stream(testwait.Context(t), "flood", nil, func(json.RawMessage) error {
 		seen++
 		if seen == 3 {
 			c2.Close() // the reader may be waiting for this goroutine
