@@ -150,7 +150,7 @@ func TestVulkanCancel(t *testing.T) {
 		audio []float32
 	}{
 		{"whisper", writeModel(t, testmodel.Mini), speechLike(32)}, // a second window of 2 s
-		{"parakeet", parakeetFile(t, 300), speechLike(9)}, // 3 s chunks
+		{"parakeet", parakeetFile(t, 300), speechLike(9)},          // 3 s chunks
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := LoadOn(tc.path, lp, nil)

@@ -4,6 +4,8 @@ package decode
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
@@ -119,4 +124,77 @@ func TestNoVulkanDriver(t *testing.T) {
 	if code != 1 || out != "" || len(lines) != 1 || !strings.Contains(lines[0], "no GPU found") {
 		t.Errorf("--device gpu with no Vulkan driver: exit %d, stdout %q, stderr %q; want one line saying no GPU, exit 1", code, out, stderr)
 	}
+}
+
+// TestServeAbandonOnVulkan: an Abandon frame for an utterance that whisper
+// is decoding on the Vulkan device stops it there: sent once its second
+// 30 s window has begun (the first ran on the device), the decode returns
+// the cancellation, seen by the abort check inside the device's graphs
+// (yaz.c), the one result says abandoned, and the next utterance decodes
+// as it did before. (Parakeet's cancel on the device: asr's
+// TestVulkanCancel; an Abandon is the same cancellation.)
+func TestServeAbandonOnVulkan(t *testing.T) {
+	dev, err := asr.SelectDevice("gpu")
+	if err != nil || dev.Backend != "Vulkan" {
+		t.Fatalf("SelectDevice(gpu) = %+v, %v: want lavapipe (is mesa-vulkan-drivers installed?)", dev, err)
+	}
+	m, err := asr.LoadOn(miniModel(t, t.TempDir()), dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	w := &windows{inner: m, second: make(chan struct{}, 1), errs: make(chan error, 4)}
+	c := newCLI()
+	c.Threads = 2
+	c.NoSpeechThreshold = 1
+	s := startServe(t, c, w)
+	short := speech(3 * time.Second)
+
+	s.utterance(short)
+	first := s.next()
+	if first.Error != "" || len(first.Segments) == 0 {
+		t.Fatalf("short utterance on %s = %+v, want segments", dev.Name, first)
+	}
+	if err := testwait.Recv(t, w.errs, "the short utterance's decode"); err != nil {
+		t.Fatal(err)
+	}
+	s.utterance(speech(45 * time.Second))
+	testwait.Recv(t, w.second, "the long utterance's second window")
+	s.abandon()
+	if r := s.next(); r.Utt != 2 || r.Error != frame.ErrorAbandoned {
+		t.Errorf("abandoned long utterance = %+v, want utt 2 abandoned", r)
+	}
+	if err := testwait.Recv(t, w.errs, "the long utterance's decode"); !errors.Is(err, context.Canceled) {
+		t.Errorf("the abandoned decode returned %v, want the cancellation (whisper stopped on %s)", err, dev.Name)
+	}
+	s.utterance(short)
+	again := s.next()
+	if again.Utt != 3 || again.Error != "" {
+		t.Fatalf("utterance after the abandon = %+v", again)
+	}
+	if diff := cmp.Diff(first.Segments, again.Segments); diff != "" {
+		t.Errorf("the short utterance after an abandon on %s differs from the first time (-first +now):\n%s", dev.Name, diff)
+	}
+	s.close()
+}
+
+// windows passes decodes to inner, says when one reaches its second 30 s
+// window (whisper's progress comes at the start of each), and hands on
+// what each decode returned.
+type windows struct {
+	inner  Recognizer
+	second chan struct{}
+	errs   chan error
+}
+
+func (w *windows) Transcribe(ctx context.Context, s []float32, opt asr.Options) (asr.Result, error) {
+	calls := 0
+	opt.Progress = func(int) {
+		if calls++; calls == 2 {
+			w.second <- struct{}{}
+		}
+	}
+	r, err := w.inner.Transcribe(ctx, s, opt)
+	w.errs <- err
+	return r, err
 }
