@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -24,7 +25,8 @@ func (m *runtimeMem) read() {
 }
 
 // readFileFast runs ReadFile16k and fails the test if it does not return
-// within a few seconds; unblock, if set, is called to free a hung call.
+// within testwait.Hang (a call that blocks never does); unblock, if set,
+// is called to free a hung call.
 func readFileFast(t *testing.T, path string, unblock func()) error {
 	t.Helper()
 	done := make(chan error, 1)
@@ -35,11 +37,11 @@ func readFileFast(t *testing.T, path string, unblock func()) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(3 * time.Second):
+	case <-time.After(testwait.Hang):
 		if unblock != nil {
 			unblock()
 		}
-		t.Fatalf("ReadFile16k(%s) hung", path)
+		t.Fatalf("waiting for ReadFile16k(%s) to return: it hung for %v", path, testwait.Hang)
 		return nil
 	}
 }
@@ -155,10 +157,10 @@ func TestOpenNoBlockFIFO(t *testing.T) {
 		if !errors.Is(err, ErrNotRegular) {
 			t.Errorf("open and check of a FIFO: %v, want ErrNotRegular", err)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(testwait.Hang):
 		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close()
 		}
-		t.Fatal("openNoBlock blocked on a FIFO")
+		t.Fatalf("waiting for openNoBlock to return: it blocked on a FIFO for %v", testwait.Hang)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -616,22 +617,34 @@ func TestLivePipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan int, 1)
-	go func() {
-		n, _ := r.ReadMono(make([]float32, 16000))
-		done <- n
-	}()
-	select {
-	case n := <-done:
-		if n != 1 {
-			t.Errorf("ReadMono = %d frames, want 1", n)
+	// readMono is r.ReadMono into a 1 s buffer, which the pipe never
+	// fills: one that waits for a full buffer never returns, and after
+	// testwait.Hang the test fails.
+	type read struct {
+		n   int
+		err error
+	}
+	readMono := func(what string) (int, error) {
+		t.Helper()
+		done := make(chan read, 1)
+		go func() {
+			n, err := r.ReadMono(make([]float32, 16000))
+			done <- read{n, err}
+		}()
+		select {
+		case got := <-done:
+			return got.n, got.err
+		case <-time.After(testwait.Hang):
+			pw.Close()
+			t.Fatalf("waiting for ReadMono to return %s: it waited %v for a full buffer on a live pipe", what, testwait.Hang)
+			return 0, nil
 		}
-	case <-time.After(5 * time.Second):
-		pw.Close()
-		t.Fatal("ReadMono waited for a full buffer on a live pipe")
+	}
+	if n, _ := readMono("the frame delivered"); n != 1 {
+		t.Errorf("ReadMono = %d frames, want 1", n)
 	}
 	go pw.Write([]byte{0, 0, 0})
-	if n, err := r.ReadMono(make([]float32, 16000)); n != 2 || err != nil {
+	if n, err := readMono("the half frame completed"); n != 2 || err != nil {
 		t.Errorf("ReadMono = %d, %v; want 2 frames (the half frame completed)", n, err)
 	}
 	pw.Close()
