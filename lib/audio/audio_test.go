@@ -8,10 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gen2brain/malgo"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -214,12 +217,18 @@ func TestRingConcurrent(t *testing.T) {
 			got++
 		}
 	}
-	for range q.wake {
-		for s := q.get(dst); len(s) > 0; s = q.get(dst) {
-			check(s)
+	bound := time.After(testwait.Hang)
+	for open := true; open; {
+		select {
+		case _, open = <-q.wake:
+			for s := q.get(dst); open && len(s) > 0; s = q.get(dst) {
+				check(s)
+			}
+		case <-bound:
+			t.Fatalf("waiting for the producer to put all %d samples: not within %v (%d received)", total, testwait.Hang, got)
 		}
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the producer to end")
 	for s := q.get(dst); len(s) > 0; s = q.get(dst) {
 		check(s)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -34,14 +35,16 @@ func startPulse(t *testing.T) {
 	}
 	dir := t.TempDir() // the socket path must fit in sun_path (108 bytes)
 	var stderr bytes.Buffer
-	cmd := exec.Command(script, "start", dir)
+	cmd := exec.CommandContext(testwait.Context(t), script, "start", dir)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s start: %v\n%s", script, err, stderr.Bytes())
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, script, "stop", dir).CombinedOutput(); err != nil {
 			t.Errorf("%s stop: %v\n%s", script, err, out)
 		}
 	})
@@ -74,6 +77,7 @@ func tone(freq, amp float64, d time.Duration) []int16 {
 type recorder struct {
 	mu      sync.Mutex
 	samples []int16
+	got     testwait.Signal // notified at each delivery
 	ready   chan struct{}
 	err     chan error
 	cancel  context.CancelFunc
@@ -81,13 +85,14 @@ type recorder struct {
 
 func record(t *testing.T, cfg Config) *recorder {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	r := &recorder{ready: make(chan struct{}), err: make(chan error, 1), cancel: cancel}
 	go func() {
 		r.err <- Capture(ctx, cfg, func() { close(r.ready) }, func(s []int16) {
 			r.mu.Lock()
 			r.samples = append(r.samples, s...)
 			r.mu.Unlock()
+			r.got.Notify()
 		})
 	}()
 	t.Cleanup(func() { r.stop(t) })
@@ -95,10 +100,31 @@ func record(t *testing.T, cfg Config) *recorder {
 	case <-r.ready:
 	case err := <-r.err:
 		t.Fatalf("Capture ended before its first callback: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Capture: no first callback within 10 s")
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for Capture's first callback: none within %v", testwait.Hang)
 	}
 	return r
+}
+
+// waitToneEnd waits until the recording *rec (guarded by mu; changed is
+// notified at each delivery) holds a loud part followed by quiet of
+// audio: the tone has come through the monitor, which lags the sink a
+// little, and ended there. It counts audio delivered, not time, so a
+// slow machine only makes it later.
+func waitToneEnd(t *testing.T, mu *sync.Mutex, rec *[]int16, changed *testwait.Signal, quiet time.Duration) {
+	t.Helper()
+	ended := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		end := loudEnd(*rec, 0.1)
+		return end >= 0 && len(*rec)-end >= pcm.Samples(quiet)
+	}
+	if err := testwait.Until(testwait.Context(t), ended, changed); err != nil {
+		mu.Lock()
+		n := len(*rec)
+		mu.Unlock()
+		t.Fatalf("waiting for the tone and %v of quiet after it in the recording: %v (%v recorded)", quiet, err, pcm.Duration(n))
+	}
 }
 
 // stop cancels the capture and returns everything recorded.
@@ -109,13 +135,8 @@ func (r *recorder) stop(t *testing.T) []int16 {
 	}
 	r.cancel()
 	r.cancel = nil
-	select {
-	case err := <-r.err:
-		if err != nil {
-			t.Errorf("Capture after cancel = %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Capture did not return within 5 s of cancel")
+	if err := testwait.Recv(t, r.err, "Capture to return after its cancel"); err != nil {
+		t.Errorf("Capture after cancel = %v, want nil", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,7 +218,7 @@ func TestToneLoop(t *testing.T) {
 	want := tone(1000, 0.3, time.Second)
 	var startedAt time.Time
 	playStart := time.Now()
-	n, err := Play(context.Background(), Config{Backend: "pulseaudio", Device: "yaz"}, want, func() { startedAt = time.Now() }, nil)
+	n, err := Play(testwait.Context(t), Config{Backend: "pulseaudio", Device: "yaz"}, want, func() { startedAt = time.Now() }, nil)
 	playTook := time.Since(playStart)
 	if err != nil {
 		t.Fatalf("Play: %v", err)
@@ -211,7 +232,9 @@ func TestToneLoop(t *testing.T) {
 	if playTook < 900*time.Millisecond || playTook > 3*time.Second {
 		t.Errorf("Play of 1 s took %v, want about 1 s (it must wait for the device)", playTook)
 	}
-	time.Sleep(200 * time.Millisecond) // the monitor lags the sink a little
+	// The monitor lags the sink a little: the whole tone is recorded once
+	// 200 ms of quiet have come after it.
+	waitToneEnd(t, &rec.mu, &rec.samples, &rec.got, 200*time.Millisecond)
 	got := rec.stop(t)
 
 	loud := loudPart(got, 0.1)
@@ -245,20 +268,22 @@ func TestPlayedWhenHeard(t *testing.T) {
 		var (
 			mu     sync.Mutex
 			rec    []int16
+			got    testwait.Signal // notified at each delivery
 			cancel context.CancelFunc
 			capErr = make(chan error, 1)
 		)
 		posAtPlayed := -1
 		var startedAt time.Time
-		n, err := Play(context.Background(), Config{Backend: "pulseaudio"}, samples, func() {
+		n, err := Play(testwait.Context(t), Config{Backend: "pulseaudio"}, samples, func() {
 			startedAt = time.Now()
 			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
+			ctx, cancel = context.WithCancel(testwait.Context(t))
 			go func() {
 				capErr <- Capture(ctx, Config{Backend: "pulseaudio"}, nil, func(s []int16) {
 					mu.Lock()
 					rec = append(rec, s...)
 					mu.Unlock()
+					got.Notify()
 				})
 			}()
 		}, func() {
@@ -273,9 +298,11 @@ func TestPlayedWhenHeard(t *testing.T) {
 		if posAtPlayed < 0 {
 			t.Fatal("Play returned nil without calling played")
 		}
-		time.Sleep(500 * time.Millisecond) // let the recorder catch up
+		// The recorder catches up: the tone's end, and 500 ms of quiet
+		// after it, have come through the monitor.
+		waitToneEnd(t, &mu, &rec, &got, 500*time.Millisecond)
 		cancel()
-		if err := <-capErr; err != nil {
+		if err := testwait.Recv(t, capErr, "Capture to return after its cancel"); err != nil {
 			t.Fatalf("Capture: %v", err)
 		}
 		toneEnd := loudEnd(rec, 0.1)
@@ -289,7 +316,11 @@ func TestPlayedWhenHeard(t *testing.T) {
 			t.Errorf("play %d: played was called %v of audio before the tone left the device, want at most %v",
 				i, pcm.Duration(toneEnd-posAtPlayed), pcm.Duration(slack))
 		}
-		time.Sleep(time.Second) // the sink goes idle again
+		// The sink goes idle again, so that the next play starts on an
+		// idle sink as the first did: real time passing is the point, and
+		// the server reports no event for it (no suspend module is loaded
+		// to say when).
+		time.Sleep(time.Second)
 	}
 }
 
@@ -298,7 +329,7 @@ func TestPlayedWhenHeard(t *testing.T) {
 func TestPlayCancel(t *testing.T) {
 	startPulse(t)
 	rec := record(t, Config{Backend: "pulseaudio"})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	defer cancel()
 	samples := tone(1000, 0.3, 3*time.Second)
 	started := false
@@ -320,7 +351,9 @@ func TestPlayCancel(t *testing.T) {
 	if took > 2*time.Second {
 		t.Errorf("Play took %v after a cancel at 0.3 s of 3 s", took)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The cut tone has come through the monitor once 200 ms of quiet
+	// follow it there.
+	waitToneEnd(t, &rec.mu, &rec.samples, &rec.got, 200*time.Millisecond)
 	loud := pcm.Duration(len(loudPart(rec.stop(t), 0.1)))
 	t.Logf("cancelled Play returned after %v with %d samples; %v audible", took, n, loud)
 	if loud > time.Second || loud == 0 {
@@ -330,7 +363,7 @@ func TestPlayCancel(t *testing.T) {
 
 func TestDeviceErrors(t *testing.T) {
 	startPulse(t)
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	err := Capture(ctx, Config{Backend: "pulseaudio", Device: "nonexistent"}, nil, func([]int16) {})
 	if !errors.Is(err, ErrNoSuchDevice) {
 		t.Errorf("Capture(nonexistent) = %v, want ErrNoSuchDevice", err)
@@ -360,8 +393,8 @@ func TestCaptureServerGone(t *testing.T) {
 	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
 	stallTimeout = time.Second
 	startPulse(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	// Only a guard: the capture must end with the server, not with this.
+	ctx := testwait.Context(t)
 	errc := make(chan error, 1)
 	ready := make(chan struct{})
 	go func() { errc <- Capture(ctx, Config{Backend: "pulseaudio"}, func() { close(ready) }, func([]int16) {}) }()
@@ -372,12 +405,12 @@ func TestCaptureServerGone(t *testing.T) {
 	}
 	script, _ := filepath.Abs("../../scripts/pulse-test-server.sh")
 	dir := filepath.Dir(os.Getenv("XDG_RUNTIME_DIR"))
-	if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(testwait.Context(t), script, "stop", dir).CombinedOutput(); err != nil {
 		t.Fatalf("stop server: %v\n%s", err, out)
 	}
-	err := <-errc
+	err := testwait.Recv(t, errc, "Capture to end after its server went away")
 	if ctx.Err() != nil {
-		t.Fatal("Capture still ran 10 s after its server went away")
+		t.Fatalf("Capture still ran %v after its server went away", testwait.Hang)
 	}
 	if !errors.Is(err, ErrDeviceStopped) {
 		t.Errorf("Capture after the server went away = %v, want ErrDeviceStopped", err)
@@ -392,7 +425,7 @@ func TestNullBackend(t *testing.T) {
 	if err != nil || len(devs) != 2 || !devs[0].Capture || devs[1].Capture {
 		t.Fatalf("ListDevices(null) = %+v, %v; want one capture and one playback device", devs, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	var got int
 	var nonzero bool
 	begin := time.Now()
@@ -416,14 +449,14 @@ func TestNullBackend(t *testing.T) {
 
 	samples := tone(440, 0.5, 300*time.Millisecond)
 	begin = time.Now()
-	n, err := Play(context.Background(), cfg, samples, nil, nil)
+	n, err := Play(testwait.Context(t), cfg, samples, nil, nil)
 	if err != nil || n != len(samples) {
 		t.Fatalf("Play(null) = %d, %v; want %d, nil", n, err, len(samples))
 	}
 	if took := time.Since(begin); took < 300*time.Millisecond {
 		t.Errorf("Play(null) of 300 ms returned after %v", took)
 	}
-	if n, err := Play(context.Background(), cfg, nil, func() { t.Error("started called for no samples") }, nil); n != 0 || err != nil {
+	if n, err := Play(testwait.Context(t), cfg, nil, func() { t.Error("started called for no samples") }, nil); n != 0 || err != nil {
 		t.Errorf("Play(nothing) = %d, %v", n, err)
 	}
 }
@@ -436,13 +469,17 @@ func TestCaptureOverrunIsLogged(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	got := 0
 	stalled := false
+	var first time.Time
 	err := Capture(ctx, Config{Backend: "null", Log: log}, nil, func(s []int16) {
 		got += len(s)
 		if !stalled {
 			stalled = true
+			first = time.Now()
+			// The stall is what is under test: the consumer is slow for
+			// longer than the ring holds.
 			time.Sleep(300 * time.Millisecond)
 			time.AfterFunc(100*time.Millisecond, cancel)
 		}
@@ -450,13 +487,18 @@ func TestCaptureOverrunIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The device delivers in real time: without drops, the audio delivered
+	// is about the time since the first delivery, however late the cancel
+	// comes on a slow machine; a 300 ms stall with a 64 ms ring drops
+	// about 236 ms of it.
+	ran := time.Since(first)
 	mu.Lock()
 	defer mu.Unlock()
 	if !strings.Contains(logs.String(), "level=WARN msg=\"capture overrun") || !strings.Contains(logs.String(), "dropped=") {
 		t.Errorf("no overrun warning after a 300 ms stall with a 64 ms ring; log:\n%s", logs.String())
 	}
-	if d := pcm.Duration(got); d > 350*time.Millisecond {
-		t.Errorf("delivered %v of audio in about 0.4 s with a 64 ms ring: samples were not dropped", d)
+	if d := pcm.Duration(got); d > ran-100*time.Millisecond {
+		t.Errorf("delivered %v of audio in %v with a 64 ms ring and a 300 ms stall: samples were not dropped", d, ran.Round(time.Millisecond))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // quietChildEnv marks the test binary started by TestNoBackendChatter.
@@ -37,7 +39,7 @@ func TestQuietHelperProcess(t *testing.T) {
 func TestNoBackendChatter(t *testing.T) {
 	for _, backend := range []string{"auto", "alsa"} {
 		t.Run(backend, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestQuietHelperProcess$", "-test.count=1")
+			cmd := exec.CommandContext(testwait.Context(t), os.Args[0], "-test.run=^TestQuietHelperProcess$", "-test.count=1")
 			cmd.Env = append(os.Environ(), quietChildEnv+"=1",
 				"YAZ_AUDIO_BACKEND="+backend,
 				"PULSE_SERVER=unix:/nonexistent/pulse/native", // no sound server reachable
