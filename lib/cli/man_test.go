@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // testDoc stands for a program's doc.go.
@@ -97,7 +99,7 @@ func TestManPageRenders(t *testing.T) {
 	if _, err := exec.LookPath("groff"); err != nil {
 		t.Skip("groff is not installed (make setup installs groff-base)")
 	}
-	cmd := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z")
+	cmd := exec.CommandContext(testwait.Context(t), "groff", "-man", "-Tutf8", "-ww", "-z")
 	cmd.Stdin = strings.NewReader(renderedPage(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(out) > 0 {
@@ -130,7 +132,7 @@ func manProblems(t *testing.T, page string) []string {
 	if _, err := exec.LookPath("man"); err != nil {
 		t.Fatalf("man is not installed (make setup installs man-db and groff-base): %v", err)
 	}
-	cmd := exec.Command("man", "-P", "cat", "-l", "-")
+	cmd := exec.CommandContext(testwait.Context(t), "man", "-P", "cat", "-l", "-")
 	cmd.Env = append(os.Environ(), "MANWIDTH=80", "LANG=C.UTF-8", "MAN_KEEP_FORMATTING=")
 	cmd.Stdin = strings.NewReader(page)
 	var stderr bytes.Buffer

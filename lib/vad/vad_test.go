@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -583,7 +585,7 @@ func jfkPath(t *testing.T) string {
 	t.Helper()
 	const mod = "github.com/ggerganov/whisper.cpp/bindings/go"
 	var dirs []string
-	if out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod).Output(); err == nil {
+	if out, err := exec.CommandContext(testwait.Context(t), "go", "list", "-m", "-f", "{{.Dir}}", mod).Output(); err == nil {
 		dirs = append(dirs, strings.TrimSpace(string(out)))
 	}
 	cache := os.Getenv("GOMODCACHE")

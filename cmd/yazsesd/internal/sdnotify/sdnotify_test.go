@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,13 +29,14 @@ func listen(t *testing.T, name string) *net.UnixConn {
 	return c
 }
 
+// receive reads the next datagram; after testwait.Hang it fails.
 func receive(t *testing.T, c *net.UnixConn) string {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetReadDeadline(time.Now().Add(testwait.Hang))
 	buf := make([]byte, 4096)
 	n, err := c.Read(buf)
 	if err != nil {
-		t.Fatalf("read datagram: %v", err)
+		t.Fatalf("waiting for the notification datagram: %v", err)
 	}
 	return string(buf[:n])
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // unitPath is the shipped systemd user unit that talks to this package.
@@ -32,7 +34,7 @@ func verify(t *testing.T, unit string) (string, error) {
 		t.Fatal(err)
 	}
 	rt := t.TempDir()
-	cmd := exec.Command("systemd-analyze", "--user", "--man=no", "verify", unit)
+	cmd := exec.CommandContext(testwait.Context(t), "systemd-analyze", "--user", "--man=no", "verify", unit)
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_RUNTIME_DIR="+rt, "SYSTEMD_LOG_COLOR=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
