@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/tts"
@@ -49,7 +52,10 @@ func speakBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(buildDir, "yaz-speak")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// A guard against a build that never ends, not a speed requirement.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -65,10 +71,12 @@ type result struct {
 	code           int
 }
 
-// runBin runs the binary with args and stdin to its end.
+// runBin runs the binary with args and stdin to its end (killed after
+// testwait.Hang).
 func runBin(t *testing.T, stdin string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(speakBin(t), args...)
+	ctx := testwait.Context(t)
+	cmd := exec.CommandContext(ctx, speakBin(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
@@ -81,6 +89,9 @@ func runBin(t *testing.T, stdin string, env []string, args ...string) result {
 			t.Fatalf("run yaz-speak: %v", err)
 		}
 		code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("waiting for yaz-speak %q to end: killed after %v\nstderr:\n%s", args, testwait.Hang, stderr.Bytes())
 	}
 	return result{stdout.Bytes(), stderr.Bytes(), code}
 }
@@ -338,7 +349,8 @@ func TestRuntimeErrorKeepsTextPrivate(t *testing.T) {
 // TestEPIPE closes stdout early: yaz-speak exits 0 without an error.
 func TestEPIPE(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(speakBin(t), "--out", "-")
+	ctx := testwait.Context(t) // kills it after testwait.Hang: the read and Wait below end
+	cmd := exec.CommandContext(ctx, speakBin(t), "--out", "-")
 	cmd.Stdin = strings.NewReader(strings.Repeat("a long line of words to speak\n", 50))
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -353,16 +365,18 @@ func TestEPIPE(t *testing.T) {
 	pw.Close()
 	buf := make([]byte, 100)
 	if _, err := io.ReadFull(pr, buf); err != nil {
-		t.Fatalf("read stdout: %v", err)
+		t.Fatalf("waiting for yaz-speak's first 100 bytes on stdout: %v (bound: %v)", err, ctx.Err())
 	}
 	pr.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Errorf("yaz-speak with a closed stdout: %v, stderr %q; want exit 0", err, stderr.String())
+		t.Errorf("yaz-speak with a closed stdout: %v (bound: %v), stderr %q; want exit 0", err, ctx.Err(), stderr.String())
 	}
 }
 
 // TestSignalStopsPlayback plays a long text on the null device (real time)
-// and sends SIGTERM or SIGINT once playback runs: yaz-speak exits 0 at once.
+// and sends SIGTERM or SIGINT once the device plays (its "playback
+// started" log line): yaz-speak exits 0, stopped by the signal, before the
+// audio would have ended.
 func TestSignalStopsPlayback(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -379,38 +393,52 @@ func TestSignalStopsPlayback(t *testing.T) {
 			type exit struct {
 				err      error
 				signaled time.Time
+				audio    time.Duration // the utterance's length, from its "playing" line
+				log      string
 			}
 			done := make(chan exit, 1)
 			go func() {
-				var at time.Time
+				var e exit
+				var log strings.Builder
 				sc := bufio.NewScanner(stderr)
 				for sc.Scan() {
-					if strings.Contains(sc.Text(), "msg=playing") {
-						time.Sleep(200 * time.Millisecond) // into the playback
-						at = time.Now()
+					line := sc.Text()
+					log.WriteString(line + "\n")
+					if strings.Contains(line, "msg=playing") {
+						if _, v, ok := strings.Cut(line, "audio_ms="); ok {
+							ms, _ := strconv.Atoi(strings.Fields(v)[0])
+							e.audio = time.Duration(ms) * time.Millisecond
+						}
+					}
+					if e.signaled.IsZero() && strings.Contains(line, `msg="playback started"`) {
+						e.signaled = time.Now()
 						cmd.Process.Signal(sig)
-						break
 					}
 				}
-				io.Copy(io.Discard, stderr)
-				done <- exit{cmd.Wait(), at}
+				e.err = cmd.Wait()
+				e.log = log.String()
+				done <- e
 			}()
 			select {
 			case e := <-done:
 				if e.signaled.IsZero() {
-					t.Fatalf("yaz-speak never logged playing: %v", e.err)
+					t.Fatalf("yaz-speak never logged that playback started: %v\n%s", e.err, e.log)
 				}
 				if e.err != nil {
 					t.Errorf("after %v: %v; want exit 0", sig, e.err)
 				}
-				// The text plays for about 3 s: stopping at once is far
-				// less.
-				if d := time.Since(e.signaled); d > time.Second {
-					t.Errorf("exit took %v after %v", d, sig)
+				if !strings.Contains(e.log, `msg="stopped by signal"`) {
+					t.Errorf("after %v: no \"stopped by signal\" in its log: it played to the end\n%s", sig, e.log)
 				}
-			case <-time.After(10 * time.Second):
+				// Stopping at once ends it well before the audio would
+				// have: the bound is the audio's own length, not a
+				// stopwatch a loaded machine can miss.
+				if d := time.Since(e.signaled); e.audio == 0 || d >= e.audio {
+					t.Errorf("exit came %v after %v for %v of audio: not stopped", d, sig, e.audio)
+				}
+			case <-time.After(testwait.Hang):
 				cmd.Process.Kill()
-				t.Fatalf("still running 10 s after %v", sig)
+				t.Fatalf("waiting for yaz-speak to exit after %v: still running after %v", sig, testwait.Hang)
 			}
 		})
 	}
@@ -420,8 +448,15 @@ func TestSignalStopsPlayback(t *testing.T) {
 type serveProc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
-	events *bufio.Scanner
-	stderr *bytes.Buffer
+	events chan timedLine // stdout's lines as they come; closed at its end
+	stderr *testwait.Buffer
+	waited bool // Wait was called (by wait)
+}
+
+// timedLine is a line of output and when it was read.
+type timedLine struct {
+	text string
+	at   time.Time
 }
 
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
@@ -436,7 +471,7 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, in: in, events: bufio.NewScanner(out), stderr: &bytes.Buffer{}}
+	p := &serveProc{cmd: cmd, in: in, events: make(chan timedLine, 64), stderr: &testwait.Buffer{}}
 	cmd.Stderr = p.stderr
 	rr, rw, err := os.Pipe()
 	if err != nil {
@@ -448,18 +483,45 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 		t.Fatal(err)
 	}
 	rw.Close()
+	go func() {
+		defer close(p.events)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.events <- timedLine{sc.Text(), time.Now()}
+		}
+	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		if !p.waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 	})
 	// Readiness: one newline, then EOF.
-	rr.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rr.SetReadDeadline(time.Now().Add(testwait.Hang))
 	ready, err := io.ReadAll(rr)
 	rr.Close()
 	if err != nil || string(ready) != "\n" {
-		t.Fatalf("readiness fd gave %q, %v; want \"\\n\" then EOF (stderr %s)", ready, err, p.stderr)
+		t.Fatalf("waiting for readiness on fd 3: got %q, %v; want \"\\n\" then EOF (stderr %s)", ready, err, p.stderr)
 	}
 	return p
+}
+
+// wait waits for the server to exit, after what (a signal, stdin's EOF);
+// after testwait.Hang it kills it and fails.
+func (p *serveProc) wait(t *testing.T, what string) error {
+	t.Helper()
+	p.waited = true
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(testwait.Hang):
+		p.cmd.Process.Kill()
+		<-done // killed: Wait returns
+		t.Fatalf("waiting for yaz-speak --serve to exit after %s: still running after %v (stderr %s)", what, testwait.Hang, p.stderr)
+		return nil
+	}
 }
 
 func (p *serveProc) send(t *testing.T, id, text string) {
@@ -475,22 +537,31 @@ type timedEvent struct {
 	at time.Time
 }
 
+// next returns the next event, with when it was read; after
+// testwait.Hang, or at the end of stdout, it fails.
 func (p *serveProc) next(t *testing.T) timedEvent {
 	t.Helper()
-	if !p.events.Scan() {
-		t.Fatalf("no more events (%v); stderr %s", p.events.Err(), p.stderr)
+	var line timedLine
+	select {
+	case l, ok := <-p.events:
+		if !ok {
+			t.Fatalf("waiting for the next event: stdout ended; stderr %s", p.stderr)
+		}
+		line = l
+	case <-time.After(testwait.Hang):
+		t.Fatalf("waiting for the next event: none within %v; stderr %s", testwait.Hang, p.stderr)
 	}
 	var ev tts.Event
-	if err := json.Unmarshal(p.events.Bytes(), &ev); err != nil {
-		t.Fatalf("event %q: %v", p.events.Text(), err)
+	if err := json.Unmarshal([]byte(line.text), &ev); err != nil {
+		t.Fatalf("event %q: %v", line.text, err)
 	}
 	// "started" carries the utterance's length, and only "started" does;
 	// tests compare the rest.
 	if (ev.Event == tts.EventStarted) != (ev.AudioMs > 0) {
-		t.Fatalf("event %q: audio_ms must be set on started, and only there", p.events.Text())
+		t.Fatalf("event %q: audio_ms must be set on started, and only there", line.text)
 	}
 	ev.AudioMs = 0
-	return timedEvent{ev, time.Now()}
+	return timedEvent{ev, line.at}
 }
 
 // TestServeNullDevice runs the server on the null backend: a good request,
@@ -514,13 +585,9 @@ func TestServeNullDevice(t *testing.T) {
 			t.Fatalf("event = %+v, want %+v", got.Event, w)
 		}
 	}
-	t0 := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(t, "SIGTERM while idle"); err != nil {
 		t.Errorf("SIGTERM while idle: %v, want exit 0", err)
-	}
-	if d := time.Since(t0); d > 2*time.Second {
-		t.Errorf("exit took %v after SIGTERM", d)
 	}
 
 	bad := startServe(t, nil, "--backend", "null", "--voice", "zz-nosuch")
@@ -529,7 +596,7 @@ func TestServeNullDevice(t *testing.T) {
 		t.Errorf("event = %+v, want c failed, not audible", got.Event)
 	}
 	bad.in.Close()
-	if err := bad.cmd.Wait(); err != nil {
+	if err := bad.wait(t, "stdin's EOF"); err != nil {
 		t.Errorf("EOF: %v, want exit 0", err)
 	}
 }
@@ -554,7 +621,7 @@ func TestServeSkip(t *testing.T) {
 		}
 	}
 	p.in.Close()
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(t, "stdin's EOF"); err != nil {
 		t.Errorf("EOF: %v, want exit 0", err)
 	}
 }
@@ -591,7 +658,7 @@ func TestServePulseAudio(t *testing.T) {
 		}
 	}
 	p.in.Close()
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(t, "stdin's EOF"); err != nil {
 		t.Errorf("EOF: %v, want exit 0 (stderr %s)", err, p.stderr)
 	}
 }
@@ -605,13 +672,15 @@ func startPulse(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	out, err := exec.Command("sh", script, "start", dir).Output()
+	out, err := exec.CommandContext(testwait.Context(t), "sh", script, "start", dir).Output()
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "pulse.log"))
 		t.Fatalf("start pulseaudio: %v\n%s", err, log)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("sh", script, "stop", dir).CombinedOutput(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "sh", script, "stop", dir).CombinedOutput(); err != nil {
 			t.Errorf("stop pulseaudio: %v\n%s", err, out)
 		}
 	})
