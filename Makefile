@@ -40,7 +40,7 @@ PARAKEET_CLI := $(WHISPER_BUILD)/bin/parakeet-cli
 export WHISPER_CACHE
 export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/include
 export LIBRARY_PATH := $(WHISPER_BUILD)/src:$(WHISPER_BUILD)/ggml/src:$(WHISPER_BUILD)/ggml/src/ggml-vulkan:$(WHISPER_BUILD)/ggml/src/ggml-cuda
-# cmd/yaz-decode/internal/asr links the GPU backends the build has (vulkan.go, cuda.go).
+# internal/ggmlgpu links the GPU backends the build has (vulkan.go, cuda.go).
 comma := ,
 empty :=
 space := $(empty) $(empty)

@@ -23,8 +23,8 @@
 # fail when their tools are missing (CUDA: nvcc on PATH; never under auto,
 # since binaries linked with it need the CUDA libraries to start). Every
 # configuration has the CPU backend. The GPU backends are linked into the
-# static libraries; the binaries open the Vulkan loader at run time (cmd/yaz-decode/internal/asr,
-# yaz_vulkan.c). `setup-whisper.sh --build-dir` prints the chosen folder and
+# static libraries; the binaries open the Vulkan loader at run time
+# (internal/ggmlgpu, yaz_vulkan.c). `setup-whisper.sh --build-dir` prints the chosen folder and
 # builds nothing; `--features` prints the backends ("cpu vulkan"). A cache
 # that has some of these (an older setup built whisper only) gets the missing
 # ones: cmake's own dependency check leaves what is built alone. Prints nothing

@@ -1,6 +1,6 @@
 //go:build yaz_cuda
 
-package asr
+package ggmlgpu
 
 // The build has ggml's CUDA backend (build tag yaz_cuda: the Makefile sets
 // it for YAZ_GPU=cuda or cuda,vulkan). Untested: no machine with nvcc and

@@ -1,10 +1,13 @@
 //go:build !yaz_vulkan
 
-package asr
+package ggmlgpu
 
-// This build has no Vulkan backend (see vulkan.go).
-const vulkanBuilt = false
+// Vulkan reports whether ggml's Vulkan backend is linked in: not in this
+// build (see vulkan.go).
+const Vulkan = false
 
-func vulkanType(int) int { return -1 }
+// VulkanType is -1 (unknown) in a build without Vulkan.
+func VulkanType(int) int { return -1 }
 
-func disableVulkan() {}
+// DisableVulkan does nothing in a build without Vulkan.
+func DisableVulkan() {}

@@ -1,6 +1,6 @@
 //go:build yaz_vulkan
 
-package asr
+package ggmlgpu
 
 /*
 #cgo LDFLAGS: -Wl,--wrap=ggml_backend_vk_reg -lggml-vulkan -lggml-base -ldl -lpthread
@@ -14,13 +14,13 @@ import "C"
 // is opened at run time (yaz_vulkan.c): one binary runs with and without
 // libvulkan.so.1.
 
-// vulkanBuilt reports whether ggml's Vulkan backend is linked in.
-const vulkanBuilt = true
+// Vulkan reports whether ggml's Vulkan backend is linked in.
+const Vulkan = true
 
-// vulkanType is the Vulkan physical device type of ggml's Vulkan device k
+// VulkanType is the Vulkan physical device type of ggml's Vulkan device k
 // (VkPhysicalDeviceType); -1: unknown.
-func vulkanType(k int) int { return int(C.yaz_vk_device_type(C.int(k))) }
+func VulkanType(k int) int { return int(C.yaz_vk_device_type(C.int(k))) }
 
-// disableVulkan keeps Vulkan out of the process (no loader, driver or
+// DisableVulkan keeps Vulkan out of the process (no loader, driver or
 // instance) if ggml has not listed its devices yet.
-func disableVulkan() { C.yaz_vk_disable() }
+func DisableVulkan() { C.yaz_vk_disable() }

@@ -1,6 +1,6 @@
 //go:build yaz_vulkan
 
-// The Vulkan side of package asr, linked in with ggml's Vulkan backend
+// The Vulkan side of package ggmlgpu, linked in with ggml's Vulkan backend
 // (build tag yaz_vulkan, which the Makefile sets when scripts/setup-whisper.sh
 // built that backend; see vulkan.go).
 //
@@ -19,7 +19,7 @@
 // only (Mesa's lavapipe) would list no Vulkan device at all. The wrap
 // lists the physical devices itself first and, when the variable is not
 // set, sets it to all of them, remembering each one's Vulkan device type:
-// package asr's device list then shows every device and marks the software
+// package asr's device list (through VulkanType) then shows every device and marks the software
 // ones, which --device auto never takes.
 
 #include <dlfcn.h>

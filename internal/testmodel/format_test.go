@@ -61,6 +61,10 @@ func TestHparams(t *testing.T) {
 			NTextCtx: 448, NTextState: 768, NTextHead: 12, NTextLayer: 12, NMels: 80, Ftype: 1}},
 		{testmodel.Mini, testmodel.Hparams{NVocab: 51864, NAudioCtx: 1500, NAudioState: 64, NAudioHead: 2, NAudioLayer: 2,
 			NTextCtx: 448, NTextState: 64, NTextHead: 2, NTextLayer: 1, NMels: 80, Ftype: 1}},
+		// large-v3-turbo: large-v3's encoder (128 mel bins, the 100-language
+		// vocabulary) with 4 decoder layers (ggml-large-v3-turbo.bin's header).
+		{testmodel.LargeV3Turbo, testmodel.Hparams{NVocab: 51866, NAudioCtx: 1500, NAudioState: 1280, NAudioHead: 20, NAudioLayer: 32,
+			NTextCtx: 448, NTextState: 1280, NTextHead: 20, NTextLayer: 4, NMels: 128, Ftype: 1}},
 	}
 	for _, tt := range tests {
 		got, err := tt.size.Hparams()

@@ -31,6 +31,11 @@ const (
 	// ParakeetTDT06B has the dimensions of NVIDIA's Parakeet TDT 0.6B
 	// (1.26 GB in f16; for benchmarks).
 	ParakeetTDT06B
+	// LargeV3Turbo has the dimensions of large-v3-turbo: large-v3's
+	// encoder (32 layers, 1280 wide, 20 heads, 128 mel bins, the 100
+	// languages of a 51866-token vocabulary) and 4 decoder layers (about
+	// 1.6 GB in f16; for the GPU benchmark).
+	LargeV3Turbo
 )
 
 var sizeNames = [...]string{
@@ -41,10 +46,11 @@ var sizeNames = [...]string{
 	SmallEn:        "small.en",
 	ParakeetMini:   "parakeet-mini",
 	ParakeetTDT06B: "parakeet-tdt-0.6b",
+	LargeV3Turbo:   "large-v3-turbo",
 }
 
 // Sizes returns every known whisper size, smallest first.
-func Sizes() []Size { return []Size{Mini, Tiny, TinyEn, BaseEn, SmallEn} }
+func Sizes() []Size { return []Size{Mini, Tiny, TinyEn, BaseEn, SmallEn, LargeV3Turbo} }
 
 // ParakeetSizes returns every known Parakeet TDT size, smallest first.
 func ParakeetSizes() []Size { return []Size{ParakeetMini, ParakeetTDT06B} }
@@ -62,8 +68,8 @@ func (s Size) String() string {
 }
 
 // ParseSize returns the size called name ("mini", "tiny", "tiny.en",
-// "base.en", "small.en", "parakeet-mini", "parakeet-tdt-0.6b"); case does
-// not matter.
+// "base.en", "small.en", "large-v3-turbo", "parakeet-mini",
+// "parakeet-tdt-0.6b"); case does not matter.
 func ParseSize(name string) (Size, error) {
 	for i, n := range sizeNames {
 		if strings.EqualFold(name, n) {
@@ -90,10 +96,12 @@ type Hparams struct {
 }
 
 // English-only models have 51864 tokens, multilingual ones 51865 (one more
-// language token). whisper.cpp derives the special-token ids from this count.
+// language token), large-v3's 51866 (one more language, Cantonese).
+// whisper.cpp derives the special-token ids from this count.
 const (
 	nVocabEnglish      = 51864
 	nVocabMultilingual = 51865
+	nVocabV3           = 51866
 	ftypeF16           = 1
 )
 
@@ -120,6 +128,9 @@ func (s Size) Hparams() (Hparams, error) {
 		state, head, layer = 512, 8, 6
 	case SmallEn:
 		state, head, layer = 768, 12, 12
+	case LargeV3Turbo:
+		state, head, layer, textLayer = 1280, 20, 32, 4
+		h.NVocab, h.NMels = nVocabV3, 128
 	case ParakeetMini, ParakeetTDT06B:
 		return Hparams{}, fmt.Errorf("hparams: %v is a Parakeet size (ParakeetHparams)", s)
 	default:

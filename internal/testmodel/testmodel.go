@@ -148,10 +148,19 @@ type specials struct {
 }
 
 func specialTokens(h Hparams) specials {
+	s := specials{eot: 50256, sot: 50257, translate: 50357, transcribe: 50358, beg: 50363}
 	if h.Multilingual() {
-		return specials{eot: 50257, sot: 50258, translate: 50358, transcribe: 50359, beg: 50364}
+		// whisper_model_load: eot and sot move up by one, the rest by the
+		// number of languages past 98 (99 before large-v3, 100 in it).
+		languages := int(h.NVocab) - 51765 - 1
+		dt := languages - 98
+		s.eot++
+		s.sot++
+		s.translate += dt
+		s.transcribe += dt
+		s.beg += dt
 	}
-	return specials{eot: 50256, sot: 50257, translate: 50357, transcribe: 50358, beg: 50363}
+	return s
 }
 
 // tokenSpace is the id whisper.cpp's blank suppression looks up as " ".

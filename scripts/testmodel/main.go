@@ -2,7 +2,7 @@
 // tests (see internal/testmodel): a whisper model, or a Parakeet TDT model
 // for the parakeet-* sizes.
 //
-//	go run ./scripts/testmodel -size mini|tiny|tiny.en|base.en|small.en|parakeet-mini|parakeet-tdt-0.6b -seed N -o FILE
+//	go run ./scripts/testmodel -size mini|tiny|tiny.en|base.en|small.en|large-v3-turbo|parakeet-mini|parakeet-tdt-0.6b -seed N -o FILE
 //
 // Missing parent folders of FILE are created. It writes nothing to stdout. Exit status: 0 on success, 1 when the file
 // cannot be written, 2 on a usage error.
@@ -24,7 +24,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testmodel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	sizeName := fs.String("size", "mini", "model dimensions: whisper mini, tiny, tiny.en, base.en or small.en; Parakeet TDT parakeet-mini or parakeet-tdt-0.6b (1.26 GB)")
+	sizeName := fs.String("size", "mini", "model dimensions: whisper mini, tiny, tiny.en, base.en, small.en or large-v3-turbo (1.6 GB); Parakeet TDT parakeet-mini or parakeet-tdt-0.6b (1.26 GB)")
 	seed := fs.Int64("seed", 1, "random seed; the same seed writes the same bytes")
 	out := fs.String("o", "", "output `file` (required)")
 	fs.Usage = func() {

@@ -2,9 +2,12 @@
 
 package silero
 
+import "github.com/yazses/yazses/internal/ggmlgpu"
+
 // In a build with a GPU backend, whisper.cpp's backend registry (libggml)
-// refers to that backend, which package asr links (for Vulkan with the
-// glue that opens the Vulkan loader at run time). yaz-decode links both
-// packages; this test binary, which has no other reason to import asr,
-// does it here, or it does not link at all.
-import _ "github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+// refers to it: package ggmlgpu links it (yaz-decode through package asr).
+// Vulkan stays out of this process, as yaz-decode --vad-stream keeps it
+// out: Silero runs on the CPU, and the whisper-cli these tests start must
+// not inherit the device list (GGML_VK_VISIBLE_DEVICES) that would show it
+// Mesa's lavapipe.
+func init() { ggmlgpu.DisableVulkan() }
