@@ -25,6 +25,10 @@ WHISPER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/whisper.cpp-$(WHI
 # shared with other builds (the CPU alone: about 3 idle).
 YAZ_GPU ?= auto
 export YAZ_GPU
+# YAZ_CUDA_ARCH=90 builds ggml-cuda for that one architecture (an H100 or
+# H200) in a folder of its own, in minutes instead of the hour every
+# architecture takes.
+export YAZ_CUDA_ARCH
 # make test runs the lavapipe tests (Mesa's Vulkan driver on the CPU) in
 # every configuration that asks for Vulkan: a build without it fails
 # asr's TestVulkanBuilt in one line instead of leaving them out unseen.

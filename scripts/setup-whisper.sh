@@ -14,7 +14,8 @@
 # $build is the configuration's own folder:
 #   build               the CPU backend alone
 #   build-vulkan        the CPU and Vulkan backends
-#   build-cuda          the CPU and CUDA backends (untested: no nvcc here)
+#   build-cuda          the CPU and CUDA backends (build-cuda-sm90 with
+#                       YAZ_CUDA_ARCH=90, below; untested: no nvcc here)
 #   build-cuda-vulkan   all three
 # YAZ_GPU chooses: auto (the default) builds Vulkan where glslc, the Vulkan
 # loader and headers (pkg-config vulkan) and SPIRV-Headers are installed
@@ -74,12 +75,30 @@ case "${YAZ_GPU:-auto}" in
       esac
     done ;;
 esac
+# YAZ_CUDA_ARCH (a number: 90 for an H100 or H200) builds ggml-cuda for
+# that one GPU architecture instead of every one it supports, which takes
+# many times longer; the folder's name says so (build-cuda-sm90), since a
+# folder keeps the architectures it was configured with.
+cuda_arch=${YAZ_CUDA_ARCH:-}
+case "$cuda_arch" in
+  ''|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]) ;;
+  *) log "YAZ_CUDA_ARCH=$cuda_arch: want the architecture's number (90 for sm_90), or nothing for every one"; exit 1 ;;
+esac
 features=cpu gpu_flags=()
 bdir=build
-if [ $gpu_cuda = 1 ]; then features+=" cuda"; gpu_flags+=(-DGGML_CUDA=ON); fi
-if [ $gpu_vulkan = 1 ]; then features+=" vulkan"; gpu_flags+=(-DGGML_VULKAN=ON); fi
-if [ $gpu_cuda = 1 ] || [ $gpu_vulkan = 1 ]; then
-  bdir=build$( [ $gpu_cuda = 1 ] && printf -- -cuda)$( [ $gpu_vulkan = 1 ] && printf -- -vulkan)
+if [ $gpu_cuda = 1 ]; then
+  features+=" cuda"
+  gpu_flags+=(-DGGML_CUDA=ON)
+  bdir+=-cuda
+  if [ -n "$cuda_arch" ]; then
+    gpu_flags+=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_arch")
+    bdir+=-sm$cuda_arch
+  fi
+fi
+if [ $gpu_vulkan = 1 ]; then
+  features+=" vulkan"
+  gpu_flags+=(-DGGML_VULKAN=ON)
+  bdir+=-vulkan
 fi
 case "${1:-}" in
   --build-dir) echo "$cache/$bdir"; exit 0 ;;

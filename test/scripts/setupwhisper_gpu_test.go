@@ -106,3 +106,53 @@ func writeExe(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSetupWhisperCUDAArch: YAZ_CUDA_ARCH builds ggml-cuda for that one
+// GPU architecture (CMAKE_CUDA_ARCHITECTURES), in a folder of its own, so
+// a build for every architecture and one for a single one never share a
+// folder; without it the folder and the flags are as before.
+func TestSetupWhisperCUDAArch(t *testing.T) {
+	w := newWorld(t, "YAZ_GPU=cuda")
+	src := w.getenv("WHISPER_CPP_DIR")
+	bin := strings.Split(w.getenv("PATH"), ":")[0]
+	writeExe(t, filepath.Join(bin, "nvcc"), "#!/bin/sh\nexit 0\n")
+	if err := os.MkdirAll(filepath.Join(src, "ggml", "src", "ggml-cuda"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "ggml", "src", "ggml-cuda", "CMakeLists.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ arch, dir string }{{"", "build-cuda"}, {"90", "build-cuda-sm90"}} {
+		cmd := exec.Command(script(), "--build-dir")
+		cmd.Env = append(append([]string{}, w.env...), "YAZ_CUDA_ARCH="+tc.arch)
+		out, err := cmd.Output()
+		if got := strings.TrimSpace(string(out)); err != nil || got != filepath.Join(w.cache, tc.dir) {
+			t.Errorf("YAZ_CUDA_ARCH=%q --build-dir = %q, %v; want %s", tc.arch, got, err, filepath.Join(w.cache, tc.dir))
+		}
+	}
+	cmd := exec.Command(script(), "--build-dir")
+	cmd.Env = append(append([]string{}, w.env...), "YAZ_CUDA_ARCH=sm_90")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "YAZ_CUDA_ARCH") {
+		t.Errorf("YAZ_CUDA_ARCH=sm_90: %v, %q; want one line asking for the number (90)", err, out)
+	}
+
+	cmake := filepath.Join(bin, "cmake")
+	orig, err := os.ReadFile(cmake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := filepath.Join(w.stub, "configure-args")
+	writeExe(t, cmake, strings.Replace(string(orig), `if [ "$1" = "-S" ]; then`, `if [ "$1" = "-S" ]; then
+  echo "$@" > "`+args+`"`, 1))
+	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "YAZ_CUDA_ARCH=90")
+	r := w.start(t)
+	r.wait(t, "setup-whisper.sh (CUDA, sm_90)")
+	got, err := os.ReadFile(args)
+	if err != nil || !strings.Contains(string(got), "-DGGML_CUDA=ON") || !strings.Contains(string(got), "-DCMAKE_CUDA_ARCHITECTURES=90") ||
+		!strings.Contains(string(got), w.cache+"/build-cuda-sm90") {
+		t.Errorf("configure arguments %q (%v): want -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 in build-cuda-sm90", got, err)
+	}
+}
