@@ -3,15 +3,17 @@ package localdecode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,7 +61,7 @@ printf '{"file":"/dev/fd/3","audio_ms":1500,"text":"%s %s","segments":[{"start_m
 `)
 	model, f := fixture(t)
 	var got []int
-	res, err := Run(context.Background(), Options{Command: cmd, Model: model, Language: "en", Threads: 2, Prompt: "-x"}, f,
+	res, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Language: "en", Threads: 2, Prompt: "-x"}, f,
 		func(p int) { got = append(got, p) }, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -98,89 +100,105 @@ func TestRunFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Run(context.Background(), Options{Command: fake(t, c.body), Model: c.model}, f, nil, nil)
+			_, err := Run(testwait.Context(t), Options{Command: fake(t, c.body), Model: c.model}, f, nil, nil)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("Run = %v, want %v", err, c.want)
 			}
 		})
 	}
-	_, err := Run(context.Background(), Options{Command: []string{filepath.Join(t.TempDir(), "none")}, Model: model}, f, nil, nil)
+	_, err := Run(testwait.Context(t), Options{Command: []string{filepath.Join(t.TempDir(), "none")}, Model: model}, f, nil, nil)
 	if !errors.Is(err, ErrStart) {
 		t.Errorf("Run with a missing program = %v, want ErrStart", err)
 	}
 }
 
 // TestCancelKillsGroup: cancelling kills the decoder and anything it
-// started, within a second.
+// started (which would otherwise sleep far longer than testwait.Hang).
 func TestCancelKillsGroup(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
-	cmd := fake(t, `sleep 60 & echo "$$ $!" > `+pids+`
+	cmd := fake(t, `sleep 600 & echo "$$ $!" > `+pids+`
 wait
 `)
 	model, f := fixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	w, err := testwait.WatchFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := Run(ctx, Options{Command: cmd, Model: model}, f, nil, nil)
 		errc <- err
 	}()
 	var procs []int
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	both := func() bool {
 		b, _ := os.ReadFile(pids)
-		if fs := strings.Fields(string(b)); len(fs) == 2 {
-			for _, s := range fs {
-				n, _ := strconv.Atoi(s)
-				procs = append(procs, n)
-			}
-			break
+		fs := strings.Fields(string(b))
+		if len(fs) != 2 || !strings.HasSuffix(string(b), "\n") {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(procs) != 2 {
-		t.Fatal("the fake decoder did not start")
-	}
-	start := time.Now()
-	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run after cancel = %v, want context.Canceled", err)
+		procs = procs[:0]
+		for _, s := range fs {
+			n, _ := strconv.Atoi(s)
+			procs = append(procs, n)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Run did not return within 2 s of cancel")
+		return true
 	}
+	if err := testwait.Until(testwait.Context(t), both, w); err != nil {
+		cancel()
+		t.Fatalf("waiting for the fake decoder to write its pid and its child's: %v", err)
+	}
+	var exited []<-chan struct{}
 	for _, pid := range procs {
-		for alive(pid) {
-			if time.Since(start) > time.Second {
-				t.Fatalf("process %d still alive 1 s after cancel", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
+		ch, err := testwait.Exited(pid)
+		if err != nil {
+			t.Fatal(err)
 		}
+		exited = append(exited, ch)
 	}
-}
-
-// alive reports a process that exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+	cancel()
+	if err := testwait.Recv(t, errc, "Run to return after its cancel"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel = %v, want context.Canceled", err)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	for i, pid := range procs {
+		testwait.Closed(t, exited[i], fmt.Sprintf("process %d to be killed by the cancel", pid))
+	}
 }
 
 // TestNice: every thread of the decoder runs at the niceness asked for.
+// The decoder looks at its niceness only once Run has set it: Run calls
+// started after that, and started lets the decoder go (a FIFO it reads).
 func TestNice(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "nice")
-	cmd := fake(t, `sleep 0.5; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "nice")
+	gate := filepath.Join(dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fake(t, `read go < `+gate+`; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
 	model, f := fixture(t)
 	base, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), Options{Command: cmd, Model: model, Nice: 10}, f, nil, nil); err != nil {
+	var held *os.File
+	defer func() {
+		if held != nil {
+			held.Close()
+		}
+	}()
+	letGo := func(int) {
+		// Opened read-write, the FIFO does not wait for its reader, and
+		// keeps the line until the decoder opens it and reads.
+		var err error
+		if held, err = os.OpenFile(gate, os.O_RDWR, 0); err != nil {
+			t.Errorf("open the decoder's gate: %v", err)
+			return
+		}
+		held.WriteString("go\n")
+	}
+	if _, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Nice: 10}, f, nil, letGo); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	b, _ := os.ReadFile(out)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/internal/testvad"
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
@@ -26,7 +27,11 @@ func realDecoder(t *testing.T, dir string) (bin, model, jfk string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
 	bin = filepath.Join(dir, "yaz-decode")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/yaz-decode")
+	// A guard against a build that never ends, not a speed requirement:
+	// yaz-decode links whisper.cpp.
+	buildCtx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(buildCtx, "go", "build", "-o", bin, "./cmd/yaz-decode")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/yaz-decode: %v\n%s", err, out)
@@ -35,7 +40,7 @@ func realDecoder(t *testing.T, dir string) (bin, model, jfk string) {
 	if err := testmodel.WriteFile(model, testmodel.Mini, 1); err != nil {
 		t.Fatal(err)
 	}
-	mod, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	mod, err := exec.CommandContext(testwait.Context(t), "go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatalf("go env GOMODCACHE: %v", err)
 	}
@@ -75,8 +80,7 @@ func TestRealDecoderLengths(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
+			ctx := testwait.Context(t)
 			var got []int
 			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2}, f, func(p int) { got = append(got, p) }, nil)
 			if err != nil {
@@ -134,8 +138,7 @@ func TestRealDecoderVAD(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
+			ctx := testwait.Context(t)
 			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2, VAD: tc.vad}, f, nil, nil)
 			switch {
 			case tc.fail && !errors.Is(err, ErrDecodeFailed):

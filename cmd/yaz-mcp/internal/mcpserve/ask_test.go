@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
@@ -229,7 +230,7 @@ func TestAskProgressAndCancel(t *testing.T) {
 	id, resp := s.request("tools/call", map[string]any{"name": "ask_human", "arguments": map[string]any{"question": "Q?", "timeout_s": 20},
 		"_meta": map[string]any{"progressToken": 77}})
 	var values []float64
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(testwait.Hang)
 	for len(values) < 3 {
 		select {
 		case n := <-s.notes:
@@ -241,7 +242,7 @@ func TestAskProgressAndCancel(t *testing.T) {
 				values = append(values, v)
 			}
 		case <-deadline:
-			t.Fatalf("only %d progress notifications in 5 s", len(values))
+			t.Fatalf("waiting for 3 progress notifications: only %d within %v", len(values), testwait.Hang)
 		}
 	}
 	for i := 1; i < len(values); i++ {
@@ -250,11 +251,7 @@ func TestAskProgressAndCancel(t *testing.T) {
 		}
 	}
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + itoa(id) + `}}`)
-	select {
-	case <-d.closed:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the daemon's request was not cancelled within 2 s")
-	}
+	testwait.Recv(t, d.closed, "the daemon's request to be cancelled")
 	select {
 	case m := <-resp:
 		if m.Result != nil && strings.Contains(string(m.Result), `"answered"`) {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
@@ -28,13 +28,9 @@ func TestTranscribeCancelIsNotAWarning(t *testing.T) {
 			"_meta":     map[string]any{"progressToken": 5}})
 		started()
 		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(id) + `,"reason":"user"}}`)
-		deadline := time.After(10 * time.Second)
-		for !strings.Contains(logs.String(), "outcome=cancelled") {
-			select {
-			case <-deadline:
-				t.Fatalf("no \"tool call … outcome=cancelled\" line 10 s after the cancel:\n%s", logs.String())
-			case <-time.After(10 * time.Millisecond):
-			}
+		cancelled := func() bool { return strings.Contains(logs.String(), "outcome=cancelled") }
+		if err := testwait.Until(testwait.Context(t), cancelled, logs); err != nil {
+			t.Fatalf("waiting for the \"tool call … outcome=cancelled\" line after the cancel: %v\n%s", err, logs.String())
 		}
 		if names := s.toolNames(); len(names) != 1 { // still serving
 			t.Fatalf("tools after cancel = %v", names)
@@ -69,12 +65,6 @@ func TestTranscribeCancelIsNotAWarning(t *testing.T) {
 		})
 		opt := baseOptions(t)
 		opt.Decoder = fakeDecoder(t, "exit 1\n")
-		check(t, cancelOnce(t, opt, func() {
-			select {
-			case <-called:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the daemon was not called in 10 s")
-			}
-		}))
+		check(t, cancelOnce(t, opt, func() { testwait.Recv(t, called, "the daemon's transcribe to be called") }))
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -100,10 +99,13 @@ func replay(t *testing.T, s *session, line string) string {
 	}
 	s.send(line)
 	if wait == nil {
-		time.Sleep(20 * time.Millisecond) // let a notification take effect
+		// A notification takes effect before the next line is read:
+		// mcp-go's stdio server handles notifications on its read loop
+		// (requests go to goroutines of their own, and replay waits for
+		// each one's answer).
 		return ""
 	}
-	m := s.wait(wait, 30*time.Second)
+	m := s.wait(wait, "the answer to "+line)
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
@@ -63,7 +65,7 @@ func fakeDaemon(t *testing.T, handlers map[string]jsonrpc.Handler) {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		testwait.Closed(t, done, "the fake daemon to stop")
 	})
 }
 
@@ -180,12 +182,11 @@ func TestTranscribeRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
+			// A FIFO or a device refused by its type, not read: a blocked
+			// open never answers (s.tool fails after testwait.Hang), and
+			// /dev/zero read to the size cap would be too_large.
 			r := s.tool("transcribe", c.args)
 			wantError(t, r, c.want)
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v", d)
-			}
 		})
 	}
 	if strings.Contains(s.output(), marker) {
@@ -228,7 +229,7 @@ echo '`+transcriptJSON+`'
 	}
 	// Progress may trail the result (mcp-go writes them separately).
 	var values []float64
-	deadline := time.After(2 * time.Second)
+	deadline := time.After(testwait.Hang)
 collect:
 	for len(values) < 5 {
 		select {
@@ -299,25 +300,23 @@ func TestTranscribeFailuresHideDetails(t *testing.T) {
 	}
 }
 
-// TestTranscribeCancel: notifications/cancelled kills the decoder within a
-// second.
+// TestTranscribeCancel: notifications/cancelled kills the decoder (which
+// would otherwise sleep far longer than testwait.Hang).
 func TestTranscribeCancel(t *testing.T) {
 	noDaemon(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	opt := baseOptions(t)
-	opt.Decoder = fakeDecoder(t, "echo $$ > "+pidFile+"\nexec sleep 60\n")
+	opt.Decoder = fakeDecoder(t, "echo $$ > "+pidFile+"\nexec sleep 600\n")
 	s, _ := startSession(t, opt)
 	s.initialize("2025-06-18")
 	id, resp := s.request("tools/call", map[string]any{"name": "transcribe", "arguments": map[string]any{"path": wavFile(t, t.TempDir(), "a.wav")}})
 	pid := waitPID(t, pidFile)
-	start := time.Now()
-	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(id) + `,"reason":"test"}}`)
-	for alive(pid) {
-		if time.Since(start) > time.Second {
-			t.Fatalf("decoder %d alive 1 s after the cancel", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	exited, err := testwait.Exited(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(id) + `,"reason":"test"}}`)
+	testwait.Closed(t, exited, fmt.Sprintf("the decoder %d to be killed by the cancel", pid))
 	// Whatever mcp-go does with the late result, it is no transcript.
 	select {
 	case m := <-resp:
@@ -332,28 +331,28 @@ func TestTranscribeCancel(t *testing.T) {
 	}
 }
 
+// waitPID waits for the fake decoder to write its pid to file, re-reading
+// it at each change of the file (inotify); after testwait.Hang it fails.
 func waitPID(t *testing.T, file string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(file)
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
-			return n
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the decoder did not start")
-	return 0
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	w, err := testwait.WatchFile(file)
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	defer w.Close()
+	pid := 0
+	read := func() bool {
+		b, _ := os.ReadFile(file)
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && n > 0 {
+			pid = n
+		}
+		return pid > 0
+	}
+	if err := testwait.Until(testwait.Context(t), read, w); err != nil {
+		t.Fatalf("waiting for the decoder to start (its pid in %s): %v", file, err)
+	}
+	return pid
 }
 
 func TestTranscribeOnDaemon(t *testing.T) {
@@ -438,7 +437,7 @@ func TestOneDecoderAtATime(t *testing.T) {
 		resps = append(resps, r)
 	}
 	for _, r := range resps {
-		if res := s.toolResult(s.wait(r, 30*time.Second)); res.IsError {
+		if res := s.toolResult(s.wait(r, "a concurrent transcribe's result")); res.IsError {
 			t.Fatalf("transcribe: %s", res.text())
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // TestLocalProgressIsAudio (issue 19, item 12): the local decoder's
@@ -19,24 +21,20 @@ func TestLocalProgressIsAudio(t *testing.T) {
 	_, resp := s.request("tools/call", map[string]any{"name": "transcribe",
 		"arguments": map[string]any{"path": wavFile(t, t.TempDir(), "a.wav")}, // 1000 ms
 		"_meta":     map[string]any{"progressToken": "p"}})
-	select {
-	case <-resp:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no transcript in 30 s")
-	}
+	testwait.Recv(t, resp, "the transcript")
 	type note struct {
 		Progress float64  `json:"progress"`
 		Total    *float64 `json:"total"`
 	}
 	want := []float64{0, 500, 1000}
 	var got []note
-	deadline := time.After(10 * time.Second) // a notification may trail the result
+	deadline := time.After(testwait.Hang) // a notification may trail the result
 	for len(got) < len(want) {
 		var m message
 		select {
 		case m = <-s.notes:
 		case <-deadline:
-			t.Fatalf("progress notifications %+v 10 s after the result, want %v ms of a total of 1000", got, want)
+			t.Fatalf("waiting for progress notifications: %+v within %v of the result, want %v ms of a total of 1000", got, testwait.Hang, want)
 		}
 		if m.Method != "notifications/progress" {
 			continue

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // message is any JSON-RPC message from the server.
@@ -60,27 +62,12 @@ type session struct {
 	nextID int
 }
 
-// syncBuilder is a strings.Builder safe for the logger's concurrent use.
-type syncBuilder struct {
-	mu sync.Mutex
-	strings.Builder
-}
-
-func (b *syncBuilder) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Builder.Write(p)
-}
-
-func (b *syncBuilder) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Builder.String()
-}
-
-func startSession(t *testing.T, opt Options) (*session, *syncBuilder) {
+// startSession serves a session; the server's log is returned as a
+// testwait.Buffer, safe for the logger's concurrent use, that a test can
+// wait on.
+func startSession(t *testing.T, opt Options) (*session, *testwait.Buffer) {
 	t.Helper()
-	logs := &syncBuilder{}
+	logs := &testwait.Buffer{}
 	opt.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := New(opt)
 	inR, inW := io.Pipe()
@@ -136,8 +123,8 @@ func (s *session) close() {
 		if err != nil {
 			s.t.Errorf("Serve = %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		s.t.Error("Serve did not end 10 s after stdin closed")
+	case <-time.After(testwait.Hang):
+		s.t.Errorf("waiting for Serve to end after stdin closed: not within %v", testwait.Hang)
 	}
 	s.out.Close()
 	s.served <- nil // a second close finds it done
@@ -168,21 +155,17 @@ func (s *session) request(method string, params any) (id int, resp chan message)
 	return id, resp
 }
 
-func (s *session) wait(resp chan message, d time.Duration) message {
+// wait returns the response on resp; after testwait.Hang it fails, naming
+// what it waited for.
+func (s *session) wait(resp chan message, what string) message {
 	s.t.Helper()
-	select {
-	case m := <-resp:
-		return m
-	case <-time.After(d):
-		s.t.Fatalf("no response within %v", d)
-		return message{}
-	}
+	return testwait.Recv(s.t, resp, what)
 }
 
 func (s *session) call(method string, params any) message {
 	s.t.Helper()
 	_, resp := s.request(method, params)
-	return s.wait(resp, 30*time.Second)
+	return s.wait(resp, "the response to "+method)
 }
 
 func (s *session) initialize(version string) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 func TestLineCap(t *testing.T) {
@@ -40,8 +42,8 @@ func TestBadInput(t *testing.T) {
 			if m.Error == nil || m.Error.Code != code {
 				t.Errorf("%s: got %+v, want error %d", what, m, code)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no error response", what)
+		case <-time.After(testwait.Hang):
+			t.Fatalf("waiting for the error response to the %s: none within %v", what, testwait.Hang)
 		}
 		if names := s.toolNames(); len(names) != 1 {
 			t.Fatalf("%s: tools/list afterwards = %v", what, names)
@@ -76,7 +78,7 @@ func TestBadInput(t *testing.T) {
 	s.waits[`"crlf"`] = crlf
 	s.mu.Unlock()
 	s.send(`{"jsonrpc":"2.0","id":"crlf","method":"tools/list"}` + "\r")
-	if m := s.wait(crlf, 10*time.Second); m.Error != nil || !strings.Contains(string(m.Result), "transcribe") {
+	if m := s.wait(crlf, "the answer to the CRLF line"); m.Error != nil || !strings.Contains(string(m.Result), "transcribe") {
 		t.Errorf("CRLF line: %+v", m)
 	}
 	if names := s.toolNames(); len(names) != 1 {
