@@ -345,16 +345,9 @@ func (h *hold) run(ctl *Control) Result {
 			h.running--
 			h.message(m)
 		case reply := <-ctl.release:
-			ok := h.phase == recording
-			reply <- ok
-			if ok {
-				h.stop(Released)
-			}
+			h.onRelease(reply)
 		case reply := <-ctl.cancel:
-			ok := h.phase <= inTail
-			reply <- ok
-			if ok {
-				h.drop(Cancelled)
+			if h.onCancel(reply) {
 				return Result{Why: Cancelled, Outcome: Dropped}
 			}
 		case <-limit.C:
@@ -366,35 +359,74 @@ func (h *hold) run(ctl *Control) Result {
 			h.tailEnd("max")
 		case <-ctxDone:
 			ctxDone = nil
-			switch h.phase {
-			case recording:
-				h.drop(Shutdown)
+			if h.onShutdown() {
 				return Result{Why: Shutdown, Outcome: Dropped}
-			case inTail:
-				h.tailEnd("max")
 			}
 		case <-settled:
 			h.giveUpDetector()
 		}
-		if h.phase == inTail && h.tail.done {
-			if r := h.collected(started); r.Outcome != undecided {
-				return r
-			}
-		}
-		if h.phase == settling && h.events == nil {
-			if r := h.settled(); r.Outcome != undecided {
-				return r
-			}
-		}
-		if h.phase == decoding && h.whole == nil && h.eager.idle() {
-			if r, ok := h.decodeWhole(); ok {
-				return r
-			}
-		}
-		if h.whole != nil && h.whole.finished {
-			return h.wholeResult()
+		if r, done := h.advance(started); done {
+			return r
 		}
 	}
+}
+
+// onRelease answers Control.Release: taken while the hold records.
+func (h *hold) onRelease(reply chan<- bool) {
+	ok := h.phase == recording
+	reply <- ok
+	if ok {
+		h.stop(Released)
+	}
+}
+
+// onCancel answers Control.Cancel: taken while the hold records or is in
+// its tail; true when the hold is dropped.
+func (h *hold) onCancel(reply chan<- bool) bool {
+	ok := h.phase <= inTail
+	reply <- ok
+	if ok {
+		h.drop(Cancelled)
+	}
+	return ok
+}
+
+// onShutdown takes the end of Run's context: a recording hold is dropped
+// (true), a tail is cut short; a hold past its tail goes on to its text,
+// whose decodes end with the same context.
+func (h *hold) onShutdown() bool {
+	switch h.phase {
+	case recording:
+		h.drop(Shutdown)
+		return true
+	case inTail:
+		h.tailEnd("max")
+	}
+	return false
+}
+
+// advance moves the hold on after an event: from its tail to settling,
+// from settling to decoding, and to its Result once it has one (done).
+func (h *hold) advance(started time.Time) (r Result, done bool) {
+	if h.phase == inTail && h.tail.done {
+		if r := h.collected(started); r.Outcome != undecided {
+			return r, true
+		}
+	}
+	if h.phase == settling && h.events == nil {
+		if r := h.settled(); r.Outcome != undecided {
+			return r, true
+		}
+	}
+	if h.phase == decoding && h.whole == nil && h.eager.idle() {
+		if r, ok := h.decodeWhole(); ok {
+			return r, true
+		}
+	}
+	if h.whole != nil && h.whole.finished {
+		return h.wholeResult(), true
+	}
+	return Result{}, false
 }
 
 // add keeps a block of audio and feeds it to the detectors.
