@@ -362,40 +362,7 @@ func (l *Link) write(w io.Writer) {
 // read turns the detector's lines into the events of the uses, in order.
 func (l *Link) read(r io.Reader) {
 	defer l.wg.Done()
-	vr := vadwire.NewReader(r)
-	var u *Use
-	err := func() error {
-		for {
-			rec, err := vr.Next()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					return errors.New("the voice detector exited")
-				}
-				if l.ctx.Err() != nil {
-					return ErrClosed
-				}
-				return fmt.Errorf("voice detector: %w", err)
-			}
-			if u == nil {
-				select {
-				case u = <-l.uses:
-				default:
-					return fmt.Errorf("voice detector: %w: an answer with no use open", vadwire.ErrSequence)
-				}
-			}
-			switch rec.Kind {
-			case vadwire.Probs:
-				if err := u.probs(rec.Probs); err != nil {
-					return err
-				}
-			case vadwire.End:
-				if err := u.end(u.fedSoFar()); err != nil {
-					return err
-				}
-				u = nil
-			}
-		}
-	}()
+	u, err := l.answer(vadwire.NewReader(r))
 	if l.ctx.Err() != nil {
 		err = ErrClosed // Close, or an earlier failure, which fail keeps
 	}
@@ -411,6 +378,42 @@ func (l *Link) read(r io.Reader) {
 			u.failed(err)
 		default:
 			return
+		}
+	}
+}
+
+// answer hands the detector's answers to the open use, one use after
+// another, until the stream fails; it returns the use still open (nil for
+// none) and why the stream ended.
+func (l *Link) answer(vr *vadwire.Reader) (*Use, error) {
+	var u *Use
+	for {
+		rec, err := vr.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return u, errors.New("the voice detector exited")
+		case err != nil && l.ctx.Err() != nil:
+			return u, ErrClosed
+		case err != nil:
+			return u, fmt.Errorf("voice detector: %w", err)
+		}
+		if u == nil {
+			select {
+			case u = <-l.uses:
+			default:
+				return nil, fmt.Errorf("voice detector: %w: an answer with no use open", vadwire.ErrSequence)
+			}
+		}
+		switch rec.Kind {
+		case vadwire.Probs:
+			if err := u.probs(rec.Probs); err != nil {
+				return u, err
+			}
+		case vadwire.End:
+			if err := u.end(u.fedSoFar()); err != nil {
+				return u, err
+			}
+			u = nil
 		}
 	}
 }
