@@ -12,8 +12,16 @@ import (
 const module = "github.com/yazses/yazses/"
 
 // cgoAllowed are the only packages of ours with cgo files: whisper.cpp's
-// recognizer and voice detector, and miniaudio.
-var cgoAllowed = map[string]bool{module + "cmd/yaz-decode/internal/asr": true, module + "cmd/yaz-decode/internal/silero": true, module + "lib/audio": true}
+// recognizer and voice detector, the link of whisper.cpp's GPU backends
+// (internal/ggmlgpu: in internal/ rather than yaz-decode's because the
+// test binaries of testmodel link whisper.cpp too; TestSpeechEngineOnlyInDecode
+// keeps it out of every other program), and miniaudio.
+var cgoAllowed = map[string]bool{
+	module + "cmd/yaz-decode/internal/asr":    true,
+	module + "cmd/yaz-decode/internal/silero": true,
+	module + "internal/ggmlgpu":               true,
+	module + "lib/audio":                      true,
+}
 
 func goList(t *testing.T, env []string, args ...string) string {
 	t.Helper()
@@ -31,30 +39,33 @@ func TestCgoOnlyWhereNeeded(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./...")), "\n") {
 		pkg, n, _ := strings.Cut(line, " ")
 		if n != "0" && !cgoAllowed[pkg] {
-			t.Errorf("%s has cgo files; only yaz-decode's asr and silero and lib/audio may", pkg)
+			t.Errorf("%s has cgo files; only yaz-decode's asr and silero, internal/ggmlgpu and lib/audio may", pkg)
 		}
 	}
 }
 
 // TestSpeechEngineOnlyInDecode: cmd/yaz-decode/internal/asr, the one package that links
-// whisper.cpp (both engines, Whisper and Parakeet TDT, with their cgo), is
-// linked by yaz-decode alone among the binaries; everything else runs
+// whisper.cpp (both engines, Whisper and Parakeet TDT, with their cgo), and
+// internal/ggmlgpu, which links whisper.cpp's GPU backends, are linked by
+// yaz-decode alone among the binaries; everything else runs
 // yaz-decode as a child, and reads model files through the pure-Go
 // lib/modelfile.
 func TestSpeechEngineOnlyInDecode(t *testing.T) {
-	linked := 0
-	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
-		pkg, deps, _ := strings.Cut(line, " ")
-		if !strings.Contains(","+deps+",", ","+module+"cmd/yaz-decode/internal/asr,") {
-			continue
+	for _, engine := range []string{"cmd/yaz-decode/internal/asr", "internal/ggmlgpu"} {
+		linked := 0
+		for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+			pkg, deps, _ := strings.Cut(line, " ")
+			if !strings.Contains(","+deps+",", ","+module+engine+",") {
+				continue
+			}
+			if !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
+				t.Errorf("%s links %s (whisper.cpp); only yaz-decode may", pkg, engine)
+			}
+			linked++
 		}
-		if !strings.HasPrefix(pkg, module+"cmd/yaz-decode") {
-			t.Errorf("%s links cmd/yaz-decode/internal/asr (whisper.cpp); only yaz-decode may", pkg)
+		if linked == 0 {
+			t.Errorf("nothing links %s: the check above proves nothing", engine)
 		}
-		linked++
-	}
-	if linked == 0 {
-		t.Error("nothing links cmd/yaz-decode/internal/asr: the check above proves nothing")
 	}
 	if n := strings.TrimSpace(goList(t, nil, "-f", "{{len .CgoFiles}}", "./lib/modelfile")); n != "0" {
 		t.Errorf("lib/modelfile has %s cgo files; it must stay pure Go for yazsesd config check", n)
