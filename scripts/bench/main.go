@@ -24,6 +24,10 @@
 // generated whisper models of base.en's and small.en's dimensions; then the
 // resident Parakeet model's decode time for a 3 s utterance in --serve mode.
 // Times are whole runs (model load included) except --serve's.
+//
+// With -gpu, only the GPU table (gpu.go), for a machine with a GPU and a
+// whisper.cpp built for it (scripts/gpu/h200.sh runs it): a generated
+// model of large-v3-turbo's dimensions (1.6 GB, written once into -work).
 package main
 
 import (
@@ -67,6 +71,9 @@ func run() error {
 	pcli := flag.String("parakeet-cli", os.Getenv("YAZ_PARAKEET_CLI"), "parakeet-cli binary; empty: no Parakeet table")
 	pruns := flag.Int("parakeet-runs", 5, "runs per row of the Parakeet table")
 	ponly := flag.Bool("parakeet-only", false, "only the Parakeet table")
+	gpuOnly := flag.Bool("gpu", false, "only the GPU table (gpu.go): yaz-decode on the GPU next to -whisper-cli built with the same backend, the GPU against the CPU, the resident 3 s utterance")
+	gpuSize := flag.String("gpu-size", "large-v3-turbo", "generated model size of the GPU table")
+	cpuRuns := flag.Int("cpu-runs", 2, "runs per CPU row of the GPU table")
 	flag.Parse()
 	if *jfk == "" || (*cli == "" && !*onlyMemory) {
 		return fmt.Errorf("-jfk and -whisper-cli are required")
@@ -81,14 +88,17 @@ func run() error {
 		}
 		return memoryRows(*bin, *work, speech)
 	}
-	sz, err := testmodel.ParseSize(*size)
-	if err != nil {
-		return err
-	}
-	model := filepath.Join(*work, "ggml-"+*size+"-random.bin")
-	if _, err := os.Stat(model); err != nil {
-		if err := testmodel.WriteFile(model, sz, 1); err != nil {
+	model := ""
+	if !*gpuOnly {
+		sz, err := testmodel.ParseSize(*size)
+		if err != nil {
 			return err
+		}
+		model = filepath.Join(*work, "ggml-"+*size+"-random.bin")
+		if _, err := os.Stat(model); err != nil {
+			if err := testmodel.WriteFile(model, sz, 1); err != nil {
+				return err
+			}
 		}
 	}
 	speech, err := readWAV16(*jfk)
@@ -109,6 +119,13 @@ func run() error {
 		return err
 	}
 	t := strconv.Itoa(*threads)
+	if *gpuOnly {
+		gsz, err := testmodel.ParseSize(*gpuSize)
+		if err != nil {
+			return err
+		}
+		return gpuTable(*runs, *cpuRuns, *bin, *cli, *work, t, gsz, []namedFile{{"jfk.wav 11 s", *jfk}, {"60 s", long}}, s3)
+	}
 	if *ponly {
 		return parakeetTable(*pruns, *bin, *pcli, *work, t, []struct{ name, path string }{{"jfk.wav 11 s", *jfk}, {"60 s", long}}, s3)
 	}
