@@ -28,7 +28,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func fakeTool(t *testing.T, name string) (env []string, log string) {
 	t.Helper()
 	dir := t.TempDir()
-	log = filepath.Join(dir, "calls")
 	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$0.calls\"\necho --end-- >> \"$0.calls\"\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
