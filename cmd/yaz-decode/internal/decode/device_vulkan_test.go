@@ -158,6 +158,11 @@ func TestServeAbandonOnVulkan(t *testing.T) {
 	if err := testwait.Recv(t, w.errs, "the short utterance's decode"); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-w.second:
+		t.Fatal("the 3 s utterance had a second window: the long one's would not be told apart")
+	default:
+	}
 	s.utterance(speech(45 * time.Second))
 	testwait.Recv(t, w.second, "the long utterance's second window")
 	s.abandon()
@@ -179,8 +184,7 @@ func TestServeAbandonOnVulkan(t *testing.T) {
 }
 
 // windows passes decodes to inner, says when one reaches its second 30 s
-// window (whisper's progress comes at the start of each), and hands on
-// what each decode returned.
+// window, and hands on what each decode returned.
 type windows struct {
 	inner  Recognizer
 	second chan struct{}
@@ -189,7 +193,12 @@ type windows struct {
 
 func (w *windows) Transcribe(ctx context.Context, s []float32, opt asr.Options) (asr.Result, error) {
 	calls := 0
-	opt.Progress = func(int) {
+	opt.Progress = func(p int) {
+		// Progress comes at the top of each window, and once more at 100
+		// after the last one: a window begins below 100.
+		if p >= 100 {
+			return
+		}
 		if calls++; calls == 2 {
 			w.second <- struct{}{}
 		}
