@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -47,17 +48,19 @@ type fakeDetector struct {
 	released int
 	restarts int
 	waits    []int64
-	// wait answers Wait(pos); nil: it never answers (until ctx ends).
+	// wait answers Wait(pos); nil: it never answers (until ctx ends, or
+	// the use ended with End's default answer, as vadlink's Wait does).
 	wait func(pos int64) (vadlink.State, error)
 	// onEnd answers End; nil: Ended (Said as said, Since the fed audio),
-	// and the channel closes.
-	onEnd func(d *fakeDetector)
-	said  bool
-	once  sync.Once
+	// and the channel closes. A second End does nothing.
+	onEnd   func(d *fakeDetector)
+	said    bool
+	once    sync.Once
+	endedCh chan struct{} // closed by End's default answer
 }
 
 func newDetector(engine string) *fakeDetector {
-	return &fakeDetector{engine: engine, ev: make(chan vadlink.Event, 256)}
+	return &fakeDetector{engine: engine, ev: make(chan vadlink.Event, 256), endedCh: make(chan struct{})}
 }
 
 func (d *fakeDetector) Engine() string               { return d.engine }
@@ -75,14 +78,19 @@ func (d *fakeDetector) Wait(ctx context.Context, pos int64) (vadlink.State, erro
 	w := d.wait
 	d.mu.Unlock()
 	if w == nil {
-		<-ctx.Done()
-		return vadlink.State{}, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return vadlink.State{}, ctx.Err()
+		case <-d.endedCh: // the use ended: the speaker was heard to the end
+			return vadlink.State{Pos: pos, LastVoiced: pos, Ended: true}, nil
+		}
 	}
 	return w(pos)
 }
 
 func (d *fakeDetector) End() {
 	d.mu.Lock()
+	again := d.ended
 	d.ended = true
 	onEnd, said, fed := d.onEnd, d.said, d.fed
 	d.mu.Unlock()
@@ -90,7 +98,11 @@ func (d *fakeDetector) End() {
 		onEnd(d)
 		return
 	}
+	if again {
+		return
+	}
 	d.emit(vadlink.Event{Kind: vadlink.Ended, At: fed, Since: fed, Said: said})
+	close(d.endedCh)
 	d.close()
 }
 
@@ -209,14 +221,42 @@ type rig struct {
 	det    *fakeDetector
 	energy *fakeDetector // the tail's energy detector, once asked for
 	noEn   bool          // Energy gives none
-	dec    *fakeDecoder
-	owner  *fakeOwner
-	ctl    *Control
-	cancel context.CancelFunc
-	res    chan Result
-	sent   int // samples sent
-	start  time.Time
+	// energyWait answers the energy detector's Wait; nil: silentAt(0).
+	energyWait func(pos int64) (vadlink.State, error)
+	dec        *fakeDecoder
+	owner      *fakeOwner
+	ctl        *Control
+	cancel     context.CancelFunc
+	res        chan Result
+	sent       int // samples sent
+	start      time.Time
+	tails      *tailLog // why each tail ended, from the hold's debug log
 }
+
+// tailLog is a slog handler that keeps the why of each "hold tail"
+// record.
+type tailLog struct {
+	mu   sync.Mutex
+	whys []string
+}
+
+func (l *tailLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *tailLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "hold tail" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "why" {
+				l.mu.Lock()
+				l.whys = append(l.whys, a.Value.String())
+				l.mu.Unlock()
+			}
+			return true
+		})
+	}
+	return nil
+}
+func (l *tailLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *tailLog) WithGroup(string) slog.Handler      { return l }
+func (l *tailLog) said() []string                     { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.whys) }
 
 // params of a test hold: no tail unless asked, short utterances kept.
 func params() Params {
@@ -225,17 +265,21 @@ func params() Params {
 
 func start(t *testing.T, p Params, setup func(r *rig)) *rig {
 	r := &rig{t: t, audio: &fakeAudio{ch: make(chan []int16, 4096)}, det: newDetector("silero"),
-		dec: &fakeDecoder{}, owner: &fakeOwner{}, ctl: NewControl(), res: make(chan Result, 1), start: time.Now()}
+		dec: &fakeDecoder{}, owner: &fakeOwner{}, ctl: NewControl(), res: make(chan Result, 1), start: time.Now(),
+		tails: &tailLog{}}
 	if setup != nil {
 		setup(r)
 	}
-	deps := Deps{Audio: r.audio, Detector: r.det, Decoder: r.dec, Owner: r.owner,
+	deps := Deps{Audio: r.audio, Detector: r.det, Decoder: r.dec, Owner: r.owner, Log: slog.New(r.tails),
 		Energy: func() Detector {
 			if r.noEn {
 				return nil
 			}
 			r.energy = newDetector("energy")
 			r.energy.wait = silentAt(0)
+			if r.energyWait != nil {
+				r.energy.wait = r.energyWait
+			}
 			return r.energy
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -328,27 +372,30 @@ func TestTail(t *testing.T) {
 		// atOnce: the hold's result comes with no time passing after the
 		// script (not at the tail's maximum).
 		atOnce bool
+		// why the tail ended (its debug record): quiet, silence, ended,
+		// max.
+		why string
 	}{
-		{name: "quiet at the release: no tail", kept: 10, script: func(r *rig) {
+		{name: "quiet at the release: no tail", kept: 10, why: "quiet", script: func(r *rig) {
 			r.det.setWait(silentAt(tailQuiet))
 			r.release(true)
 			r.speak(5) // after the tail: not kept
 		}},
-		{name: "speech into the tail, then silence", kept: 14, took: 0, script: func(r *rig) {
+		{name: "speech into the tail, then silence", kept: 14, took: 0, why: "silence", script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
 			r.speak(4)
 			r.emit(vadlink.Event{Kind: vadlink.Silence, At: at(14), Since: at(12), For: tailQuiet})
 			r.speak(5)
 		}},
-		{name: "a silence from before the release does not end it", kept: 16, script: func(r *rig) {
+		{name: "a silence from before the release does not end it", kept: 16, why: "silence", script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
 			r.emit(vadlink.Event{Kind: vadlink.Silence, At: at(9), Since: at(7), For: tailQuiet})
 			r.speak(6)
 			r.emit(vadlink.Event{Kind: vadlink.Silence, At: at(16), Since: at(14), For: tailQuiet})
 		}},
-		{name: "speech to the maximum", kept: 15, took: 2 * time.Second, script: func(r *rig) {
+		{name: "speech to the maximum", kept: 15, took: 2 * time.Second, why: "max", script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
 			r.speak(5)
@@ -356,13 +403,13 @@ func TestTail(t *testing.T) {
 			synctest.Wait()
 			r.speak(3) // after the maximum: not kept
 		}},
-		{name: "no answer from the detector: the maximum", kept: 12, took: 2 * time.Second, script: func(r *rig) {
+		{name: "no answer from the detector: the maximum", kept: 12, took: 2 * time.Second, why: "max", script: func(r *rig) {
 			r.release(true) // wait nil: it never answers
 			r.speak(2)
 			time.Sleep(3 * time.Second)
 			synctest.Wait()
 		}},
-		{name: "the capture stream ends", kept: 13, script: func(r *rig) {
+		{name: "the capture stream ends", kept: 13, why: "ended", script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
 			r.speak(3)
@@ -370,21 +417,28 @@ func TestTail(t *testing.T) {
 			synctest.Wait()
 		}},
 		// The energy detector answers a window only once four more have
-		// come (holdBack): when no more audio can come, the tail must not
-		// wait for its answer (a file played as the microphone ends
-		// before the release; a microphone that went away).
-		{name: "the capture stream ended before the release: no tail, no answer awaited", kept: 10, atOnce: true, script: func(r *rig) {
+		// come (holdBack): when no more audio can come, the tail tells
+		// the detector the audio ended (End), so that it answers at once
+		// (a file played as the microphone ends before the release; a
+		// microphone that went away).
+		{name: "the capture stream ended before the release: no tail, answered at the end", kept: 10, atOnce: true, why: "ended", script: func(r *rig) {
 			r.audio.ch <- nil
 			synctest.Wait()
-			r.release(true) // wait nil: the detector never answers
+			r.release(true) // wait nil: it answers only once the use ended
 		}},
-		{name: "the capture stream ends in the tail before the detector answers", kept: 13, atOnce: true, script: func(r *rig) {
-			r.release(true) // wait nil: the detector never answers
+		{name: "the capture stream ended after the speaker stopped: quiet", kept: 10, atOnce: true, why: "quiet", script: func(r *rig) {
+			r.det.setWait(silentAt(tailQuiet))
+			r.audio.ch <- nil
+			synctest.Wait()
+			r.release(true)
+		}},
+		{name: "the capture stream ends in the tail before the detector answers", kept: 13, atOnce: true, why: "ended", script: func(r *rig) {
+			r.release(true) // wait nil: it answers only once the use ended
 			r.speak(3)
 			r.audio.ch <- nil
 			synctest.Wait()
 		}},
-		{name: "the detector fails in the tail: the energy detector's silence", kept: 13, energyFrom: 0, failed: true, script: func(r *rig) {
+		{name: "the detector fails in the tail: the energy detector's silence", kept: 13, energyFrom: 0, failed: true, why: "silence", script: func(r *rig) {
 			r.det.setWait(silentAt(0))
 			r.release(true)
 			r.speak(1)
@@ -395,13 +449,13 @@ func TestTail(t *testing.T) {
 			synctest.Wait()
 			r.speak(3)
 		}},
-		{name: "the detector failed before the release: the energy detector hears the speaker stopped", kept: 10, failed: true, script: func(r *rig) {
+		{name: "the detector failed before the release: the energy detector hears the speaker stopped", kept: 10, failed: true, why: "quiet", script: func(r *rig) {
 			r.det.fail()
 			synctest.Wait()
 			r.release(true)
 			// the energy detector's Wait answers 150 ms of silence
 		}},
-		{name: "no energy detector (the daemon stops): the tail ends", kept: 10, failed: true, script: func(r *rig) {
+		{name: "no energy detector (the daemon stops): the tail ends", kept: 10, failed: true, why: "max", script: func(r *rig) {
 			r.noEn = true
 			r.det.fail()
 			synctest.Wait()
@@ -416,8 +470,8 @@ func TestTail(t *testing.T) {
 				if strings.HasPrefix(tc.name, "the detector failed before") {
 					r.det.fail()
 					synctest.Wait()
+					r.energyWait = silentAt(tailQuiet) // its answer to the release
 					r.release(true)
-					r.energy.setWait(silentAt(tailQuiet))
 					synctest.Wait()
 				} else {
 					t0 := time.Now()
@@ -433,6 +487,9 @@ func TestTail(t *testing.T) {
 				}
 				if want := secs(tc.kept); res.Audio != want {
 					t.Errorf("the hold kept %v of audio, want %v (%d blocks)", res.Audio, want, tc.kept)
+				}
+				if whys := r.tails.said(); len(whys) != 1 || whys[0] != tc.why {
+					t.Errorf("the tail ended for %q, want once for %q", whys, tc.why)
 				}
 				if res.Outcome != Decoded || res.Why != Released || res.DetectorFailed != tc.failed {
 					t.Errorf("Result %+v; want decoded, released, detector failed %v", res, tc.failed)

@@ -47,9 +47,11 @@ func (t *tail) begin(h *hold, max time.Duration) {
 	t.pos = t.released - t.released%vadWindow
 	t.clock = time.NewTimer(max)
 	t.detector = h.deps.Detector.Engine()
-	if h.micEnd { // nothing more can be recorded: no detector answer to await
-		h.tailEnd("ended")
-		return
+	if h.micEnd {
+		// Nothing more can be recorded: the detector is told so, and
+		// answers the release at once (the energy detector holds a
+		// window back until more audio comes): quiet, or ended.
+		h.deps.Detector.End()
 	}
 	t.wait(h, h.deps.Detector, t.pos)
 }
@@ -92,6 +94,8 @@ func (t *tail) waited(h *hold, w *waited) {
 	switch {
 	case w.err == nil && w.st.Silent() >= tailQuiet:
 		h.tailEnd("quiet") // the speaker had stopped: no tail
+	case h.micEnd && (t.energy || w.err != nil || h.quietAt <= t.pos):
+		h.tailEnd("ended") // nothing more to record
 	case t.energy:
 		t.watching = true
 	case w.err != nil: // the detector failed
@@ -114,12 +118,20 @@ func (t *tail) quiet(h *hold, at int64) {
 	}
 }
 
-// micEnded: the capture stream ended. Nothing more can be recorded, so
-// the tail ends whether or not the detector has answered the release
-// (the energy detector answers a window only once more audio came).
+// micEnded: the capture stream ended. Nothing more can be recorded: a
+// tail whose detector answered the release ends; one still waiting for
+// the answer tells the detector deciding that the audio ended (End), so
+// that it answers at once (the energy detector answers a window only once
+// more audio came) and the answer ends the tail.
 func (t *tail) micEnded(h *hold) {
-	if t.clock != nil && !t.done {
+	switch {
+	case t.clock == nil || t.done:
+	case t.w == nil:
 		h.tailEnd("ended")
+	case t.energy:
+		t.e.End()
+	default:
+		h.deps.Detector.End()
 	}
 }
 
