@@ -67,12 +67,15 @@ type Backend struct {
 }
 
 func newBackend(t testing.TB, addr string, opts Options) *Backend {
-	c, err := dbus.Connect(addr)
+	b := &Backend{t: t, layout: opts.Layout, refuse: opts.Refuse, runes: map[uint32]rune{}}
+	// godbus runs each method call on a goroutine of its own: the keys
+	// are taken here instead, in the order they arrive, as mutter does.
+	c, err := dbus.Connect(addr, dbus.WithIncomingInterceptor(b.intercept))
 	if err != nil {
 		t.Fatalf("connect the backend: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := &Backend{t: t, conn: c, layout: opts.Layout, refuse: opts.Refuse, runes: map[uint32]rune{}}
+	b.conn = c
 	if err := c.Export(rdImpl{b}, implPath, implRD); err != nil {
 		t.Fatal(err)
 	}
@@ -372,23 +375,42 @@ func (r rdImpl) Start(handle, sess dbus.ObjectPath, appID, parent string, opts o
 	return 0, options{"devices": dbus.MakeVariant(uint32(1))}, nil
 }
 
-// NotifyKeyboardKeysym types as mutter does (see the package comment).
+// NotifyKeyboardKeysym: the key was taken by intercept.
 func (r rdImpl) NotifyKeyboardKeysym(sess dbus.ObjectPath, opts options, keysym int32, state uint32) *dbus.Error {
-	b := r.b
-	ks := uint32(keysym)
+	return nil
+}
+
+// intercept sees every message the backend receives, in order, on the
+// connection's reader.
+func (b *Backend) intercept(m *dbus.Message) {
+	if m.Type != dbus.TypeMethodCall {
+		return
+	}
+	iface, _ := m.Headers[dbus.FieldInterface].Value().(string)
+	member, _ := m.Headers[dbus.FieldMember].Value().(string)
+	if iface != implRD || member != "NotifyKeyboardKeysym" || len(m.Body) != 4 {
+		return
+	}
+	keysym, _ := m.Body[2].(int32)
+	state, _ := m.Body[3].(uint32)
+	b.key(uint32(keysym), state)
+}
+
+// key types as mutter does (see the package comment).
+func (b *Backend) key(ks, state uint32) {
 	defer b.Changed.Notify()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case ks == ksShiftL:
 		b.shift = state == 1
-		return nil
+		return
 	case state != 1:
-		return nil
+		return
 	case ks == ksInsert && b.shift:
 		b.pastes++
 		b.typed = append(b.typed, []rune(b.clipboard)...)
-		return nil
+		return
 	}
 	b.keysyms++
 	level, ok, err := firstLevel(b.layout, ks)
@@ -403,11 +425,10 @@ func (r rdImpl) NotifyKeyboardKeysym(sess dbus.ObjectPath, opts options, keysym 
 		r, known := b.runes[ks]
 		if !known {
 			b.unknown = append(b.unknown, ks)
-			return nil
+			return
 		}
 		b.typed = append(b.typed, r)
 	}
-	return nil
 }
 
 func (r rdImpl) NotifyKeyboardKeycode(sess dbus.ObjectPath, opts options, keycode int32, state uint32) *dbus.Error {

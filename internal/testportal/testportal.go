@@ -103,7 +103,7 @@ func Start(t testing.TB, opts Options) *Portal {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	p := &Portal{T: t, Dir: dir, opts: opts, FrontendLog: &testwait.Buffer{}}
-	p.Addr = p.startBus()
+	p.Addr = startBus(t, dir)
 	p.Env = append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR"),
 		"DBUS_SESSION_BUS_ADDRESS="+p.Addr)
 	p.watchOwner()
@@ -124,12 +124,25 @@ func Start(t testing.TB, opts Options) *Portal {
 	return p
 }
 
-// startBus runs a private dbus-daemon and returns its address once it
-// listens (it prints the address then).
-func (p *Portal) startBus() string {
-	t := p.T
-	conf := filepath.Join(p.Dir, "bus.conf")
-	sock := filepath.Join(p.Dir, "bus")
+// Bus starts a private session bus alone (for a test's own portal) and
+// returns the environment of its clients; it stops when the test ends.
+func Bus(t testing.TB) []string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ytp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := startBus(t, dir)
+	return append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS"), "DBUS_SESSION_BUS_ADDRESS="+addr)
+}
+
+// startBus runs a private dbus-daemon with its socket in dir and returns
+// its address once it listens (it prints the address then).
+func startBus(t testing.TB, dir string) string {
+	t.Helper()
+	conf := filepath.Join(dir, "bus.conf")
+	sock := filepath.Join(dir, "bus")
 	// No service folders: nothing is activated behind the test's back;
 	// the test starts the frontend itself.
 	busConf := `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"

@@ -20,6 +20,7 @@ import (
 // Backend names: the closed vocabulary that a Typer reports.
 const (
 	Wayland   = "wayland"
+	Portal    = "portal"
 	Wtype     = "wtype"
 	X11       = "x11"
 	Xdotool   = "xdotool"
@@ -40,6 +41,11 @@ var (
 	// the focus, the context ended, the display went away); part of the
 	// text may be in the window, so no other backend types it again.
 	ErrInterrupted = errors.New("typing interrupted")
+	// ErrPasted: the text went through the clipboard and the paste chord,
+	// and whether the window took it cannot be seen (the portal route on
+	// GNOME and KDE, which offer no data control to watch the fetch).
+	// Not typed, and not typed again by another backend.
+	ErrPasted = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
 	// ErrNotPasted: the window did not fetch a paste within [PasteWait].
 	// Nothing of it arrived; another backend may type it.
 	ErrNotPasted = errors.New("the window did not take the paste")
@@ -109,6 +115,13 @@ type Options struct {
 	// Log gets debug lines (backend, focus, durations: never text);
 	// nil discards them.
 	Log *slog.Logger
+	// StateDir is the daemon's state folder, where the portal route
+	// keeps the desktop's restore token (0600); "" is
+	// $XDG_STATE_HOME/yazses of Environ (or ~/.local/state/yazses).
+	StateDir string
+	// Notify shows a desktop notification of a kind (the portal route's
+	// "portal_consent" before its consent dialog); nil shows none.
+	Notify func(kind string)
 }
 
 // WithDefaults fills in what is zero (see each field).
