@@ -83,13 +83,23 @@
 //     bind their keyboard only when the virtual keyboard appears, and
 //     keys before that are lost: "auto" dials (and creates the virtual
 //     keyboard) when the Typer is opened, when the daemon starts.
+//   - "portal" (GNOME, KDE Plasma; in-process, over D-Bus): the XDG
+//     desktop portal's RemoteDesktop interface (package inject/portal):
+//     one session per session bus, started when the Typer opens (the
+//     desktop's consent dialog comes at the daemon's start, after a
+//     notification), with the consent kept where the portal can keep it
+//     (a restore token in the state folder). Characters go as keysyms
+//     where every layout of the compositor's keymap has them at the first
+//     or second level; any other text is pasted whole (Shift+Insert, the
+//     clipboard and the primary selection put back after), which is
+//     [ErrPasted]: whether the window took it cannot be seen there.
 //   - "wtype" (Wayland, virtual-keyboard protocol): `wtype -s 200 -`, the
 //     text on stdin. The short start delay keeps the first key, which a
 //     client can otherwise lose while it takes the new keymap.
 //   - "ydotool" (uinput, any session; needs ydotoold and access to
-//     /dev/uinput): `ydotool type --file /dev/stdin`. The only backend that
-//     types on GNOME's Wayland session, which has no virtual-keyboard
-//     protocol for wtype. Its command line is tested, the typing is not: the
+//     /dev/uinput): `ydotool type --file /dev/stdin`. It types on GNOME's
+//     and KDE's Wayland sessions without the portal, at the price of a
+//     root daemon. Its command line is tested, the typing is not: the
 //     development machine has no /dev/uinput.
 //   - "clipboard": paste through the clipboard and put back what it held.
 //     On X11 (in-process, with XTEST) this process owns the CLIPBOARD (and,
@@ -123,12 +133,16 @@
 //     typed again), the text kept by the daemon.
 //   - "stdout": the text and a newline to Options.Stdout.
 //
-// "auto" (see [Open]) picks from the session: WAYLAND_DISPLAY set: wayland
-// (left out when the compositor answers without the virtual keyboard),
-// then wtype, then ydotool, then the clipboard; otherwise DISPLAY set: x11, then
-// xdotool, then the clipboard; and falls back to the next one when one
-// fails (not after ErrInterrupted: see [Typer.Type]).
-//
+// "auto" (see [Choose]) picks from the session, and says why: an X11
+// session: x11, then xdotool, then the clipboard; a Wayland compositor
+// that offers the virtual keyboard (or cannot be asked yet): wayland,
+// wtype, ydotool when ydotoold runs, the clipboard; one without it
+// (GNOME, KDE) whose RemoteDesktop portal offers a keyboard: portal, then
+// ydotool when ydotoold runs; else ydotool when ydotoold runs; else
+// nothing, and the error says what to install or allow. It falls back to
+// the next backend when one fails before typing (not after
+// ErrInterrupted or ErrPasted: see [Typer.Type]).
+
 // With Options.PasteOverChars a Typer pastes a text longer than that
 // through the clipboard backend (and one that the x11 backend cannot type
 // in one round of bindings), and types it when the paste fails.
@@ -191,6 +205,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/portal"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/lib/untrusted"
@@ -199,6 +214,7 @@ import (
 // Backend names: the closed vocabulary that [Typer.Type] reports.
 const (
 	Wayland   = backend.Wayland
+	Portal    = backend.Portal
 	Wtype     = backend.Wtype
 	X11       = backend.X11
 	Xdotool   = backend.Xdotool
@@ -209,13 +225,14 @@ const (
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
-var Backends = []string{Wayland, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
+var Backends = []string{Wayland, Portal, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
 // Errors (see package backend for each).
 var (
 	ErrNoTarget    = backend.ErrNoTarget
 	ErrUnavailable = backend.ErrUnavailable
 	ErrInterrupted = backend.ErrInterrupted
+	ErrPasted      = backend.ErrPasted
 	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
 	ErrUnknownBackend = errors.New("unknown typing backend")
 )
@@ -252,6 +269,8 @@ func New(name string, opts Options) (Injector, error) {
 		return x11.NewXdotool(opts), nil
 	case Wayland:
 		return wayland.New(opts), nil
+	case Portal:
+		return portal.New(opts), nil
 	case Wtype:
 		return wayland.NewWtype(opts), nil
 	case Ydotool:
@@ -264,18 +283,71 @@ func New(name string, opts Options) (Injector, error) {
 	return nil, fmt.Errorf("new %q: %w", name, ErrUnknownBackend)
 }
 
-// Order is the backends "auto" tries, in order, for a session environment:
-// WAYLAND_DISPLAY set: wayland, wtype, ydotool, clipboard; else DISPLAY
-// set: x11, xdotool, clipboard; else none. ([Open] leaves wayland out
-// when the compositor answers without the virtual keyboard.)
-func Order(environ []string) []string {
-	switch {
-	case backend.Getenv(environ, "WAYLAND_DISPLAY") != "":
-		return []string{Wayland, Wtype, Ydotool, Clipboard}
-	case backend.Getenv(environ, "DISPLAY") != "":
-		return []string{X11, Xdotool, Clipboard}
+// Choice is what "auto" chose for a session: the backends, tried in
+// order, and why the first one.
+type Choice struct {
+	Names []string
+	Why   string
+}
+
+// probes are what "auto" asks the session; tests replace them.
+type probes struct {
+	virtualKeyboard func(ctx context.Context, env []string) (offers, known bool)
+	remoteDesktop   func(ctx context.Context, env []string) (offers, known bool)
+	ydotoold        func(env []string) bool
+}
+
+var probe = probes{
+	virtualKeyboard: wayland.Offers,
+	remoteDesktop:   portal.Offers,
+	ydotoold:        ydotooldRunning,
+}
+
+// Choose is "auto"'s choice, in the order of issue 21: an X11 session
+// (DISPLAY, no WAYLAND_DISPLAY): x11 (XTEST in-process), xdotool, the
+// clipboard. A Wayland session whose compositor offers the virtual
+// keyboard (wlroots: sway, Hyprland, river, labwc, Wayfire), or cannot be
+// asked yet: wayland (in-process), wtype, ydotool when ydotoold runs, the
+// clipboard. One without it (GNOME, KDE Plasma) whose session bus has a
+// RemoteDesktop portal with a keyboard: portal, then ydotool when
+// ydotoold runs. Else ydotool when ydotoold runs. Else nothing can type:
+// ErrUnavailable, saying what to install or allow.
+func Choose(ctx context.Context, opts Options) (Choice, error) {
+	env := opts.Environ
+	ydotool := probe.ydotoold(env)
+	withYdotool := func(names ...string) []string {
+		if ydotool {
+			return append(names, Ydotool)
+		}
+		return names
 	}
-	return nil
+	switch {
+	case backend.Getenv(env, "WAYLAND_DISPLAY") != "":
+		offers, known := probe.virtualKeyboard(ctx, env)
+		switch {
+		case offers:
+			return Choice{append(withYdotool(Wayland, Wtype), Clipboard),
+				"the compositor offers the virtual keyboard (zwp_virtual_keyboard_v1): typed in-process"}, nil
+		case !known:
+			return Choice{append(withYdotool(Wayland, Wtype), Clipboard),
+				"the compositor could not be asked yet: the virtual keyboard first"}, nil
+		}
+		if rd, _ := probe.remoteDesktop(ctx, env); rd {
+			return Choice{withYdotool(Portal),
+				"the compositor has no virtual keyboard (GNOME, KDE Plasma): the RemoteDesktop portal offers a keyboard"}, nil
+		}
+		if ydotool {
+			return Choice{[]string{Ydotool},
+				"the compositor has no virtual keyboard and no RemoteDesktop portal offers a keyboard: ydotoold runs"}, nil
+		}
+		return Choice{}, fmt.Errorf("nothing can type on this desktop: the compositor offers no virtual keyboard, "+
+			"no RemoteDesktop portal offers a keyboard (install xdg-desktop-portal with the desktop's backend, "+
+			"xdg-desktop-portal-gnome or xdg-desktop-portal-kde, and allow its dialog), and ydotoold does not run "+
+			"(ydotool, with access to /dev/uinput): %w", ErrUnavailable)
+	case backend.Getenv(env, "DISPLAY") != "":
+		return Choice{[]string{X11, Xdotool, Clipboard}, "an X11 session (DISPLAY): typed in-process over XTEST"}, nil
+	}
+	return Choice{}, fmt.Errorf("open auto: no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
 }
 
 // Typer types with one backend, or with "auto"'s list of them.
@@ -286,27 +358,53 @@ type Typer struct {
 	// (nil: never).
 	paste     Injector
 	pasteOver int
+	// why the first backend; env of the session (the portal's state).
+	why string
+	env []string
+}
+
+// Status is what a Typer says of itself, for `yazsesd status`.
+type Status struct {
+	Route string // the first backend
+	Why   string // why it was chosen
+	// Consent, for the portal route: whether the desktop keeps the
+	// person's consent, in words; Session its session's state.
+	Consent string
+	Session string
+	Cause   string
+}
+
+// Status says the route, why, and for the portal its consent.
+func (t *Typer) Status() Status {
+	var st Status
+	if len(t.list) > 0 {
+		st.Route = t.list[0].Name()
+	}
+	st.Why = t.why
+	if slices.Contains(t.Backends(), Portal) {
+		ps := portal.State(t.env)
+		st.Consent, st.Session, st.Cause = ps.Consent, ps.Session, ps.Cause
+	}
+	return st
 }
 
 // Open returns a Typer for name: "auto" or one of Backends. "auto" in a
-// session with neither WAYLAND_DISPLAY nor DISPLAY is ErrUnavailable.
+// session where nothing can type is ErrUnavailable (see [Choose]). A
+// Typer with the portal starts its session now (portal.Prepare): the
+// desktop's consent dialog comes at the daemon's start.
 func Open(name string, opts Options) (*Typer, error) {
 	opts = opts.WithDefaults()
 	names := []string{name}
+	why := "named in dictation.inject"
 	if name == Auto {
-		names = Order(opts.Environ)
-		if len(names) == 0 {
-			return nil, fmt.Errorf("open auto: no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
+		c, err := Choose(context.Background(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("open auto: %w", err)
 		}
-		if names[0] == Wayland {
-			offers, known := wayland.Offers(context.Background(), opts.Environ)
-			if known && !offers {
-				names = names[1:] // GNOME, KDE: no virtual keyboard
-			}
-		}
+		names, why = c.Names, c.Why
 	}
-	t := &Typer{log: opts.Log}
-	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout {
+	t := &Typer{log: opts.Log, why: why, env: opts.Environ}
+	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout && name != Portal && names[0] != Portal {
 		t.paste, t.pasteOver = newClipboard(opts), opts.PasteOverChars
 	}
 	for _, n := range names {
@@ -315,6 +413,9 @@ func Open(name string, opts Options) (*Typer, error) {
 			return nil, fmt.Errorf("open: %w", err)
 		}
 		t.list = append(t.list, inj)
+	}
+	if slices.Contains(names, Portal) {
+		portal.Prepare(opts)
 	}
 	return t, nil
 }
@@ -331,9 +432,10 @@ func (t *Typer) Backends() []string {
 // Type types text with the first backend that works and returns its name
 // (the last one tried when all fail). A text longer than
 // Options.PasteOverChars is pasted first (see there). ErrNoTarget,
-// ErrInterrupted and a cancelled context end the attempt at once: another
-// backend would find no target either, or type again what is already in
-// the window. Any other failure moves on to the next backend. A tool that
+// ErrInterrupted, ErrPasted (the portal pasted it: whether it arrived
+// cannot be seen) and a cancelled context end the attempt at once: another
+// backend would find no target either, or type again what may already be
+// in the window. Any other failure moves on to the next backend. A tool that
 // fails half-way through typing (a rare crash of xdotool, wtype or
 // ydotool) can leave part of the text typed before the next one types it
 // all; the in-process X11 backend reports ErrInterrupted instead.
@@ -354,7 +456,7 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(text), "took", time.Since(start))
 			return used, nil
 		}
-		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || ctx.Err() != nil {
+		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || errors.Is(err, ErrPasted) || ctx.Err() != nil {
 			return used, err
 		}
 		t.log.Debug("typing backend failed, trying the next", "backend", used, "err", err)
@@ -395,10 +497,12 @@ func (s *stdoutInjector) Type(ctx context.Context, text string) error {
 
 // Settle puts back what the in-process backends leave between texts: the
 // spare keycodes the x11 backend bound (on every display it typed into,
-// waiting at most a few seconds for each; see package x11) and the
-// wayland backend's connections, whose virtual keyboards go with them.
+// waiting at most a few seconds for each; see package x11), the
+// wayland backend's connections, whose virtual keyboards go with them,
+// and the portal's session (closed, so the desktop stops showing it).
 // A program that typed calls Settle before it exits.
 func Settle() {
+	portal.Settle()
 	wayland.Settle()
 	x11.Settle()
 }

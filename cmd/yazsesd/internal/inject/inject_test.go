@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -116,21 +115,7 @@ func TestStdout(t *testing.T) {
 	}
 }
 
-func TestOrderAndOpen(t *testing.T) {
-	tests := []struct {
-		env  []string
-		want []string
-	}{
-		{[]string{"WAYLAND_DISPLAY=wayland-0", "DISPLAY=:0"}, []string{Wayland, Wtype, Ydotool, Clipboard}},
-		{[]string{"DISPLAY=:0"}, []string{X11, Xdotool, Clipboard}},
-		{[]string{"DISPLAY="}, nil},
-		{nil, nil},
-	}
-	for _, tt := range tests {
-		if got := Order(tt.env); !slices.Equal(got, tt.want) {
-			t.Errorf("Order(%q) = %v, want %v", tt.env, got, tt.want)
-		}
-	}
+func TestOpen(t *testing.T) {
 	if _, err := Open(Auto, Options{Environ: []string{"PATH=/bin"}}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open(auto) without a display = %v, want ErrUnavailable", err)
 	}

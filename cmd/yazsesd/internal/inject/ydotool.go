@@ -3,6 +3,8 @@ package inject
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
@@ -54,4 +56,28 @@ func (y *ydotool) Type(ctx context.Context, text string) error {
 		return fmt.Errorf("ydotool: %w", err)
 	}
 	return nil
+}
+
+// ydotooldRunning reports whether ydotoold runs: its socket
+// ($YDOTOOL_SOCKET, else $XDG_RUNTIME_DIR/.ydotool_socket as ydotool 1.0
+// makes it, else /tmp/.ydotool_socket as older ones did) takes a
+// datagram. A socket file whose daemon is gone refuses the connection.
+func ydotooldRunning(env []string) bool {
+	var paths []string
+	if p := backend.Getenv(env, "YDOTOOL_SOCKET"); p != "" {
+		paths = append(paths, p)
+	} else {
+		if rt := backend.Getenv(env, "XDG_RUNTIME_DIR"); rt != "" {
+			paths = append(paths, filepath.Join(rt, ".ydotool_socket"))
+		}
+		paths = append(paths, "/tmp/.ydotool_socket")
+	}
+	for _, p := range paths {
+		c, err := net.Dial("unixgram", p)
+		if err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }

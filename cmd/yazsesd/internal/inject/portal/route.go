@@ -153,6 +153,22 @@ func State(env []string) Status {
 	return s.status
 }
 
+// Changes returns a channel closed at the next change of the state of
+// env's session (nil when there is none: Prepare makes it).
+func Changes(env []string) <-chan struct{} {
+	addr, err := xdp.BusAddress(env)
+	if err != nil {
+		addr = ""
+	}
+	sessionsMu.Lock()
+	s := sessions[addr]
+	sessionsMu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.changed.C()
+}
+
 // Settle closes every session (the portal's Session.Close, so the desktop
 // stops showing that the daemon may type) and waits for their goroutines.
 // The daemon calls it before it exits.
