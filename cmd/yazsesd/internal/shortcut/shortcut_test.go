@@ -1,0 +1,170 @@
+package shortcut
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/cmd/yazsesd/internal/xdp"
+	"github.com/yazses/yazses/internal/testportal"
+	"github.com/yazses/yazses/internal/testwait"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The tests run Debian's real xdg-desktop-portal 1.16 frontend with the
+// test backend of internal/testportal, which binds the shortcut as a
+// desktop would and emits Activated and Deactivated when told.
+
+// listener runs Run until the test ends and gathers what it calls.
+type listener struct {
+	holds    chan bool
+	triggers chan string
+	err      chan error
+	cancel   context.CancelFunc
+}
+
+func listen(t *testing.T, p *testportal.Portal, mode string) *listener {
+	t.Helper()
+	l := &listener{holds: make(chan bool, 16), triggers: make(chan string, 16), err: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.err <- Run(ctx, Options{Environ: p.Env, Key: "KEY_F13", Mode: mode,
+			Bound: func(trigger string) { l.triggers <- trigger }},
+			func(start bool) { l.holds <- start })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		testwait.Group(t, &wg, "Run to return")
+	})
+	return l
+}
+
+func (l *listener) next(t *testing.T, want bool, what string) {
+	t.Helper()
+	if got := testwait.Recv(t, l.holds, what); got != want {
+		t.Fatalf("%s: hold(%v), want hold(%v)", what, got, want)
+	}
+}
+
+// bound waits until the shortcut is bound, and returns the trigger the
+// desktop described.
+func (l *listener) bound(t *testing.T) string {
+	t.Helper()
+	return testwait.Recv(t, l.triggers, "the shortcut to be bound")
+}
+
+// TestPressRelease: BindShortcuts with a description and the preferred
+// trigger; Activated starts a hold and Deactivated stops it, each at its
+// own signal, in order.
+func TestPressRelease(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{})
+	l := listen(t, p, "hold")
+	if trig := l.bound(t); trig != "Press F13" {
+		t.Errorf("trigger %q, want the desktop's description", trig)
+	}
+	b := p.Backend.Bound()
+	if len(b) != 1 || b[0].ID != ID || b[0].Description != Description || b[0].PreferredTrigger != "F13" {
+		t.Errorf("bound %+v, want %s (%q) on F13", b, ID, Description)
+	}
+	for i := range 2 {
+		p.Backend.Activate(ID)
+		l.next(t, true, "the press")
+		if n := len(l.holds); n != 0 {
+			t.Fatalf("press %d: %d more calls before the release", i, n)
+		}
+		p.Backend.Deactivate(ID)
+		l.next(t, false, "the release")
+	}
+	// A shortcut of another id is not ours.
+	p.Backend.Activate("something-else")
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press after another shortcut's")
+	p.Backend.Deactivate(ID)
+	l.next(t, false, "its release")
+}
+
+// TestToggle: in toggle mode each activation starts or stops in turn;
+// the releases do nothing.
+func TestToggle(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{})
+	l := listen(t, p, "toggle")
+	l.bound(t)
+	p.Backend.Activate(ID)
+	l.next(t, true, "the first press")
+	p.Backend.Deactivate(ID)
+	p.Backend.Activate(ID)
+	l.next(t, false, "the second press")
+	p.Backend.Deactivate(ID)
+	p.Backend.Activate(ID)
+	l.next(t, true, "the third press")
+}
+
+// TestPortalGoesAwayWhileHeld: the portal leaving the bus while the key
+// is held stops the hold (it never stays open by accident); when the
+// portal is back the shortcut is bound again and works.
+func TestPortalGoesAwayWhileHeld(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{})
+	l := listen(t, p, "hold")
+	l.bound(t)
+	first := p.Backend.ShortcutSession()
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press")
+	p.StopFrontend()
+	l.next(t, false, "the stop when the portal went away")
+	p.StartFrontend()
+	l.bound(t)
+	if s := p.Backend.ShortcutSession(); s == first {
+		t.Errorf("bound again in the old session %s", s)
+	}
+	p.Backend.Activate(ID)
+	l.next(t, true, "a press after the portal came back")
+	p.Backend.Deactivate(ID)
+	l.next(t, false, "its release")
+}
+
+// TestStopWhileHeld: Run ending while the key is held stops the hold.
+func TestStopWhileHeld(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{})
+	l := listen(t, p, "hold")
+	l.bound(t)
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press")
+	l.cancel()
+	l.next(t, false, "the stop at the end")
+	if err := testwait.Recv(t, l.err, "Run to return"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// TestNoGlobalShortcuts: a desktop whose portal lacks the interface is a
+// clear error at once, naming what to use instead.
+func TestNoGlobalShortcuts(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{Interfaces: []string{"RemoteDesktop"}})
+	err := Run(testwait.Context(t), Options{Environ: p.Env, Key: "KEY_F13", Mode: "hold"}, func(bool) {})
+	if !errors.Is(err, xdp.ErrNoPortal) || !strings.Contains(err.Error(), "evdev") {
+		t.Errorf("Run = %v, want ErrNoPortal naming hotkey.source = \"evdev\"", err)
+	}
+}
+
+func TestTrigger(t *testing.T) {
+	for key, want := range map[string]string{
+		"KEY_F13": "F13", "KEY_RIGHTCTRL": "Control_R", "KEY_PAUSE": "Pause", "KEY_A": "a",
+		"KEY_5": "5", "KEY_SCROLLLOCK": "Scroll_Lock", "BTN_EXTRA": "", "KEY_NOPE": "",
+	} {
+		if got := Trigger(key); got != want {
+			t.Errorf("Trigger(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if Description != "Hold to dictate (YazSes)" {
+		t.Errorf("Description = %q", Description)
+	}
+}
