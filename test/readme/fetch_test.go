@@ -2,12 +2,12 @@ package readme
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,9 +54,13 @@ type result struct {
 	code           int
 }
 
+// runScript runs prog to its end, within hang (demo.sh transcribes with a
+// generated model; a fetch reads from a local server).
 func runScript(t *testing.T, env []string, dir, prog string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(prog, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	cmd := bounded(ctx, prog, args...)
 	cmd.Env = env
 	cmd.Dir = dir
 	var stdout, stderr strings.Builder
@@ -64,6 +68,9 @@ func runScript(t *testing.T, env []string, dir, prog string, args ...string) res
 	err := cmd.Run()
 	if cmd.ProcessState == nil {
 		t.Fatalf("%s: %v", prog, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %q: still running after %v (killed)\nstderr:\n%s", prog, args, hang, tail(stderr.String()))
 	}
 	return result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
 }

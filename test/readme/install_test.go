@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // helpFlags are the long flags a program's --help lists.
 func helpFlags(t *testing.T, prog string, args ...string) []string {
 	t.Helper()
-	out, err := exec.Command(prog, append(args, "--help")...).Output()
+	out, err := bounded(testwait.Context(t), prog, append(args, "--help")...).Output()
 	if err != nil {
 		t.Fatalf("%s --help: %v", prog, err)
 	}
@@ -48,7 +50,7 @@ func TestManPages(t *testing.T) {
 			}
 			var text string
 			if haveMan == nil {
-				cmd := exec.Command("man", "-l", "-Tutf8", page)
+				cmd := bounded(testwait.Context(t), "man", "-l", "-Tutf8", page)
 				cmd.Env = append(os.Environ(), "MANWIDTH=80", "MAN_KEEP_FORMATTING=0", "MANPAGER=cat", "PAGER=cat", "LANG=C.UTF-8")
 				out, err := cmd.CombinedOutput()
 				if err != nil {
@@ -57,12 +59,12 @@ func TestManPages(t *testing.T) {
 				text = string(out)
 			}
 			if haveGroff == nil {
-				cmd := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z", page)
+				cmd := bounded(testwait.Context(t), "groff", "-man", "-Tutf8", "-ww", "-z", page)
 				if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 					t.Errorf("groff -ww %s: %v\n%s", page, err, out)
 				}
 				if text == "" {
-					out, err := exec.Command("groff", "-man", "-Tutf8", "-P-c", page).Output()
+					out, err := bounded(testwait.Context(t), "groff", "-man", "-Tutf8", "-P-c", page).Output()
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -95,7 +97,7 @@ func TestManPages(t *testing.T) {
 // returns the program bash will run to complete name (complete -C).
 func completeSpec(t *testing.T, file, name string) string {
 	t.Helper()
-	out, err := exec.Command("bash", "--norc", "--noprofile", "-c", `source "$1" && complete -p "$2"`, "bash", file, name).CombinedOutput()
+	out, err := bounded(testwait.Context(t), "bash", "--norc", "--noprofile", "-c", `source "$1" && complete -p "$2"`, "bash", file, name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bash: source %s; complete -p %s: %v\n%s", file, name, err, out)
 	}
@@ -124,7 +126,7 @@ func bashComplete(t *testing.T, prog, line string) []string {
 			prev = words[len(words)-2]
 		}
 	}
-	cmd := exec.Command(prog, words[0], cur, prev)
+	cmd := bounded(testwait.Context(t), prog, words[0], cur, prev)
 	cmd.Env = append(os.Environ(), "COMP_LINE="+line, "COMP_POINT="+strconv.Itoa(len(line)), "COMP_TYPE=9", "COMP_KEY=9")
 	out, err := cmd.Output()
 	if err != nil {
@@ -170,7 +172,7 @@ func TestCompletion(t *testing.T) {
 		})
 	}
 	t.Run("yaz-fetch-model", func(t *testing.T) {
-		out, err := exec.Command("bash", "--norc", "--noprofile", "-c",
+		out, err := bounded(testwait.Context(t), "bash", "--norc", "--noprofile", "-c",
 			`source "$1" && spec=$(complete -p yaz-fetch-model) && spec=${spec#complete } && eval "compgen ${spec% yaz-fetch-model} -- tiny"`,
 			"bash", filepath.Join(dir, "yaz-fetch-model")).CombinedOutput()
 		if err != nil {
@@ -192,7 +194,7 @@ func TestInstallUninstall(t *testing.T) {
 	dest := t.TempDir()
 	vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
 		"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses"}
-	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
+	if _, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
 		t.Fatal(err)
 	}
 	var files []string
@@ -236,7 +238,7 @@ func TestInstallUninstall(t *testing.T) {
 		}
 	}
 
-	if _, err := run(world.root, makeEnv(), "make", append([]string{"-s", "uninstall"}, vars...)...); err != nil {
+	if _, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "uninstall"}, vars...)...); err != nil {
 		t.Fatal(err)
 	}
 	files = files[:0]

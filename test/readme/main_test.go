@@ -2,6 +2,7 @@ package readme
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // world is what the tests share; each part is made on first use.
@@ -55,14 +58,44 @@ func makeEnv() []string {
 	return env
 }
 
-// run runs a command and returns its output, or an error with its stderr.
-func run(dir string, env []string, name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
+// bounded is exec.CommandContext for a command that may start children
+// (make, the scripts, the installed programs): when ctx ends, the
+// command's whole process group is killed, and Wait returns soon after
+// even if something still holds its output open.
+func bounded(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// buildHang bounds a make run. It is a guard against one that never ends,
+// not a speed requirement: make install may build whisper.cpp first, which
+// took 7 min 51 s on an idle 2-core machine (issue 19), and several times
+// that on a loaded one.
+const buildHang = 30 * time.Minute
+
+// buildContext is a context for a make run: it ends after buildHang or
+// with the test.
+func buildContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), buildHang)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// run runs a command until it ends or ctx does and returns its output, or
+// an error with its stderr.
+func run(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
+	cmd := bounded(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (killed: it did not end within its bound)", err)
+		}
 		return stdout.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
@@ -73,7 +106,10 @@ func run(dir string, env []string, name string, args ...string) (string, error) 
 var installation = sync.OnceValues(func() (inst installed, err error) {
 	inst.prefix = filepath.Join(world.tmp, "prefix")
 	inst.build = filepath.Join(world.tmp, "build")
-	_, err = run(world.root, makeEnv(), "make", "-s", "install",
+	ctx, cancel := context.WithTimeout(context.Background(), buildHang)
+	defer cancel()
+	inst.version = checkoutVersion(ctx, world.root)
+	_, err = run(ctx, world.root, makeEnv(), "make", "-s", "install",
 		"PREFIX="+inst.prefix, "BIN="+inst.build,
 		"UNITDIR="+filepath.Join(inst.prefix, "systemd-user"),
 		"CONFDIR="+filepath.Join(inst.prefix, "config"))
@@ -99,6 +135,7 @@ type installed struct {
 	bin      string   // prefix/bin
 	build    string   // where make built the binaries (BIN)
 	programs []string // the Go programs (every cmd/*)
+	version  string   // the checkout's version when they were built
 }
 
 func install(t *testing.T) installed {

@@ -51,7 +51,7 @@ func TestMCPSnippetsUseAbsolutePaths(t *testing.T) {
 func TestInstallPrintsMCPSnippets(t *testing.T) {
 	inst := install(t)
 	dest := t.TempDir()
-	out, err := run(world.root, makeEnv(), "make", "-s", "install", "DESTDIR="+dest, "PREFIX=/opt/yazses", "BIN="+inst.build,
+	out, err := run(buildContext(t), world.root, makeEnv(), "make", "-s", "install", "DESTDIR="+dest, "PREFIX=/opt/yazses", "BIN="+inst.build,
 		"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses")
 	if err != nil {
 		t.Fatal(err)

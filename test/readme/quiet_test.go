@@ -3,10 +3,11 @@ package readme
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // TestQuietWithoutSoundServer: yaz-capture and yaz-speak on a machine with
@@ -38,7 +39,7 @@ func TestQuietWithoutSoundServer(t *testing.T) {
 				if debug {
 					argv = append(append([]string{}, argv...), "--log-level", "debug", "--log-format", "json")
 				}
-				cmd := exec.Command(filepath.Join(inst.bin, name), argv...)
+				cmd := bounded(testwait.Context(t), filepath.Join(inst.bin, name), argv...)
 				cmd.Env = env
 				cmd.Dir = home
 				var stderr strings.Builder

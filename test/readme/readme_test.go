@@ -20,6 +20,7 @@ import (
 
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/internal/testvad"
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // example is one shell command of a ```sh block of README.md (continuation
@@ -323,7 +324,7 @@ func newSession(t *testing.T, inst installed) *session {
 	copySource(t, src)
 
 	goEnv := func(k string) string {
-		out, err := exec.Command("go", "env", k).Output()
+		out, err := bounded(testwait.Context(t), "go", "env", k).Output()
 		if err != nil {
 			t.Fatalf("go env %s: %v", k, err)
 		}
@@ -368,11 +369,11 @@ func newSession(t *testing.T, inst installed) *session {
 			t.Fatal(err)
 		}
 	}
-	if out, err := exec.Command("sox", s.jfk, filepath.Join(src, "in.mp3")).CombinedOutput(); err != nil {
+	if out, err := bounded(testwait.Context(t), "sox", s.jfk, filepath.Join(src, "in.mp3")).CombinedOutput(); err != nil {
 		t.Fatalf("sox jfk.wav in.mp3 (libsox-fmt-mp3): %v\n%s", err, out)
 	}
 	if _, err := exec.LookPath("ffmpeg"); err == nil {
-		if out, err := exec.Command("ffmpeg", "-loglevel", "error", "-i", s.jfk, filepath.Join(src, "in.m4a")).CombinedOutput(); err != nil {
+		if out, err := bounded(testwait.Context(t), "ffmpeg", "-loglevel", "error", "-i", s.jfk, filepath.Join(src, "in.m4a")).CombinedOutput(); err != nil {
 			t.Fatalf("ffmpeg jfk.wav in.m4a: %v\n%s", err, out)
 		}
 	}
@@ -410,7 +411,7 @@ func (s *session) copyVADModel(t *testing.T) {
 // ignored) to dst and commits them in a fresh repository there, as a clone.
 func copySource(t *testing.T, dst string) {
 	t.Helper()
-	out, err := exec.Command("git", "-C", world.root, "ls-files", "-z", "-co", "--exclude-standard").Output()
+	out, err := bounded(testwait.Context(t), "git", "-C", world.root, "ls-files", "-z", "-co", "--exclude-standard").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
@@ -439,7 +440,7 @@ func copySource(t *testing.T, dst string) {
 		}
 	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "Build the voice layer"}} {
-		cmd := exec.Command("git", append([]string{"-C", dst, "-c", "user.name=Dev", "-c", "user.email=dev@example.org"}, args...)...)
+		cmd := bounded(testwait.Context(t), "git", append([]string{"-C", dst, "-c", "user.name=Dev", "-c", "user.email=dev@example.org"}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
@@ -449,7 +450,12 @@ func copySource(t *testing.T, dst string) {
 var pulseOnce = sync.OnceValues(func() ([]string, error) {
 	dir := filepath.Join(world.tmp, "pulse")
 	script := filepath.Join(world.root, "scripts", "pulse-test-server.sh")
-	out, err := exec.Command("sh", script, "start", dir).Output()
+	// Not bounded(): the server it starts must outlive it. The script
+	// gives up by itself after 10 s without an answer; the bound is a
+	// guard beyond that.
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", script, "start", dir).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -457,7 +463,11 @@ var pulseOnce = sync.OnceValues(func() ([]string, error) {
 		}
 		return nil, fmt.Errorf("start PulseAudio: %w", err)
 	}
-	cleanups = append(cleanups, func() { exec.Command("sh", script, "stop", dir).Run() })
+	cleanups = append(cleanups, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+		defer cancel()
+		exec.CommandContext(ctx, "sh", script, "stop", dir).Run()
+	})
 	return strings.Fields(string(out)), nil
 })
 
@@ -560,7 +570,7 @@ func (s *session) runUntilOutput(t *testing.T, cmdline string, jsonLines bool) {
 		select {
 		case line = <-firstLine:
 			stopPlaying()
-			<-played
+			testwait.Recv(t, played, "paplay to end once stopped")
 		case err := <-played:
 			stopPlaying()
 			if err != nil {
@@ -568,20 +578,27 @@ func (s *session) runUntilOutput(t *testing.T, cmdline string, jsonLines bool) {
 			}
 		case <-readDone:
 			stopPlaying()
-			<-played
-			cmd.Wait()
+			testwait.Recv(t, played, "paplay to end once stopped")
+			cmd.Wait() // it has ended: its output is closed
 			t.Fatalf("%s ended before it printed anything: %v\n%s", cmdline, cmd.ProcessState, tail(stderr.String()))
+		case <-ctx.Done():
+			stopPlaying()
+			t.Fatalf("waiting for %s to print a line while jfk.wav plays: nothing within %v\n%s", cmdline, hang, tail(stderr.String()))
 		}
 	}
 	if line == "" {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		cmd.Wait()
+		cmd.Wait() // bounded by ctx: its process group is killed at hang
 		t.Fatalf("%s printed nothing while jfk.wav played five times\n%s", cmdline, tail(stderr.String()))
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	<-readDone
+	select {
+	case <-readDone:
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s to end its output after Ctrl-C: not within %v\n%s", cmdline, hang, tail(stderr.String()))
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("%s after Ctrl-C: %v, want exit 0\n%s", cmdline, err, tail(stderr.String()))
 	}
