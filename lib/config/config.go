@@ -177,12 +177,15 @@ type Replacement struct {
 	To   string `toml:"to"`
 }
 
-// Hotkey is the evdev push-to-talk key inside the daemon.
+// Hotkey is the push-to-talk key inside the daemon.
 type Hotkey struct {
-	// Enabled starts the evdev listener (it needs read access to
-	// /dev/input). Off by default: compositor bindings that run
-	// `yazsesd ctl hold …` need no such access.
+	// Enabled starts the daemon's own key source: the evdev listener
+	// (it needs read access to /dev/input), or with Source "portal" the
+	// desktop's GlobalShortcuts portal. Off by default: compositor
+	// bindings that run `yazsesd ctl hold …` need neither.
 	Enabled bool `toml:"enabled"`
+	// Source is HotkeySourceEvdev or HotkeySourcePortal.
+	Source string `toml:"source"`
 	// Key is a Linux input key name such as "KEY_RIGHTCTRL".
 	Key string `toml:"key"`
 	// Mode is HotkeyHold (talk while held) or HotkeyToggle (press to start,
@@ -229,6 +232,9 @@ const (
 	CaptureAlways   = "always"
 	HotkeyHold      = "hold"
 	HotkeyToggle    = "toggle"
+
+	HotkeySourceEvdev  = "evdev"
+	HotkeySourcePortal = "portal"
 	VADAuto         = "auto"
 	VADSilero       = "silero"
 	VADEnergy       = "energy"
@@ -250,7 +256,7 @@ const (
 var CaptureBackends = []string{"auto", "pulseaudio", "alsa", "null"}
 
 // InjectBackends are the values of dictation.inject.
-var InjectBackends = []string{"auto", "wayland", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
+var InjectBackends = []string{"auto", "wayland", "portal", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
 
 // Default returns the configuration used when the file says nothing, with
 // paths expanded for the current environment.
@@ -298,7 +304,7 @@ func rawDefault() Config {
 			Preview:        false,
 			Replace:        nil,
 		},
-		Hotkey: Hotkey{Enabled: false, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},
+		Hotkey: Hotkey{Enabled: false, Source: HotkeySourceEvdev, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},
 		Notify: Notify{Enabled: true, PerMinute: 6},
 		Audit:  Audit{MaxBytes: 1 << 20, Keep: 3},
 		Children: Children{

@@ -85,7 +85,10 @@ pre_roll_ms = 300
 [dictation]
 # Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
 prompt = ""
-# How text is typed: "auto", "wtype", "x11", "xdotool", "ydotool", "clipboard" or "stdout".
+# How text is typed: "auto", "wayland", "portal", "wtype", "x11", "xdotool",
+# "ydotool", "clipboard" or "stdout". "auto" picks from the session and
+# says why in yazsesd status; "portal" types on GNOME and KDE Plasma
+# through the desktop's remote-desktop portal (you allow its dialog once).
 # "stdout" writes what you say to yazsesd's standard output: under the systemd
 # unit that is the journal, so use it only with "yazsesd run" in a terminal.
 inject = "auto"
@@ -116,8 +119,12 @@ preview = false
 # to = "YazSes"
 
 [hotkey]
-# Listen for a push-to-talk key with evdev (needs read access to /dev/input).
+# Listen for a push-to-talk key inside the daemon (source below).
 enabled = false
+# "evdev": read the keyboards (needs read access to /dev/input);
+# "portal": the desktop's global-shortcuts portal (GNOME 48+, KDE Plasma,
+# Hyprland): no access needed, you confirm the key in the desktop's dialog.
+source = "evdev"
 # Linux input key name (see /usr/include/linux/input-event-codes.h).
 key = "KEY_RIGHTCTRL"
 # "hold": talk while the key is held; "toggle": press to start, press to stop.

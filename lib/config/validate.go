@@ -155,6 +155,7 @@ func validate(c Config) []problem {
 		bad("hotkey.key", `unknown key %q: use a name from linux/input-event-codes.h such as "KEY_RIGHTCTRL" or "KEY_F13"`, c.Hotkey.Key)
 	}
 	oneOf("hotkey.mode", c.Hotkey.Mode, []string{HotkeyHold, HotkeyToggle})
+	oneOf("hotkey.source", c.Hotkey.Source, []string{HotkeySourceEvdev, HotkeySourcePortal})
 	if c.Hotkey.Device != "" && !filepath.IsAbs(c.Hotkey.Device) {
 		bad("hotkey.device", "must be an absolute path such as /dev/input/event3, or empty")
 	}
