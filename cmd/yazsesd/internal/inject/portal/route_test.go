@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/internal/testwl"
 )
 
 // The tests run Debian's real xdg-desktop-portal 1.16 frontend with the
@@ -353,5 +355,26 @@ func TestOffers(t *testing.T) {
 	}
 	if offers, known := Offers(context.Background(), []string{"DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/bus"}); offers || known {
 		t.Errorf("Offers without a bus = %v, %v; want false, false", offers, known)
+	}
+}
+
+// TestTypeThroughSeatKeymap: the keymap read as production reads it, from
+// the compositor's seat (internal/testwl: a compositor as GNOME's looks
+// to a client), not given by the test.
+func TestTypeThroughSeatKeymap(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "de"})
+	wl := testwl.Start(t, d.p.Keymap())
+	setHooks(t, wayland.SeatKeymap, func(backend.Options) clipboard { return fakeClipboard{d.p.Backend} })
+	d.o.Environ = append(slices.Clone(d.o.Environ), wl.Env...)
+	const text = "Straße, Öl, Übermut"
+	d.p.Backend.Expect(text)
+	Prepare(d.o)
+	waitState(t, d.o, StateReady)
+	if err := New(d.o).Type(testwait.Context(t), text); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	typed(t, d.p.Backend, text)
+	if n := d.p.Backend.Pastes(); n != 0 {
+		t.Errorf("%d pastes, want none", n)
 	}
 }

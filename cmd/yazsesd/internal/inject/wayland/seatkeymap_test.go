@@ -10,6 +10,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/internal/testwl"
 )
 
 // TestSeatKeymap reads the keymap a compositor hands its clients: under
@@ -36,5 +37,24 @@ func TestSeatKeymapNoCompositor(t *testing.T) {
 	env := []string{"XDG_RUNTIME_DIR=" + t.TempDir(), "WAYLAND_DISPLAY=wayland-none"}
 	if _, err := wayland.SeatKeymap(context.Background(), env); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("SeatKeymap without a compositor: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestGnomeLikeCompositor: internal/testwl, the compositor the portal
+// tests stand GNOME in with, looks like GNOME to this package: no
+// virtual keyboard, and the seat's keymap is the one it was given.
+func TestGnomeLikeCompositor(t *testing.T) {
+	km := testportal.Keymap(t, "de")
+	c := testwl.Start(t, km)
+	if offers, known := wayland.Offers(context.Background(), c.Env); offers || !known {
+		t.Errorf("Offers = %v, %v; want false, true", offers, known)
+	}
+	t.Cleanup(wayland.Settle)
+	got, err := wayland.SeatKeymap(testwait.Context(t), c.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != km {
+		t.Errorf("SeatKeymap returned %d bytes, not the %d given", len(got), len(km))
 	}
 }
