@@ -217,12 +217,27 @@ type TypingStatus struct {
 	Inject   string   `json:"inject"`          // dictation.inject as configured ("auto", "xdotool", …)
 	Backends []string `json:"backends"`        // what it resolves to, tried in order; none: text is kept for last
 	Error    string   `json:"error,omitempty"` // why there is none
+	// Route is the backend tried first, and Why says why: auto's reason
+	// ("the compositor has no virtual keyboard …"), or that
+	// dictation.inject names it.
+	Route string `json:"route,omitempty"`
+	Why   string `json:"why,omitempty"`
+	// For the portal route: Session is its session's state ("ready",
+	// "asking", "refused", "ended", "gone", "unavailable"), Consent
+	// whether the desktop keeps the person's consent, in words, and
+	// Cause why the session is not ready.
+	Session string `json:"session,omitempty"`
+	Consent string `json:"consent,omitempty"`
+	Cause   string `json:"cause,omitempty"`
 }
 
-// HotkeyStatus is the daemon's own evdev hotkey listener.
+// HotkeyStatus is the daemon's own push-to-talk key.
 type HotkeyStatus struct {
-	Enabled   bool   `json:"enabled"`         // hotkey.enabled
-	Listening bool   `json:"listening"`       // the listener runs
+	Enabled bool `json:"enabled"` // hotkey.enabled
+	// Source is hotkey.source: "evdev" (the daemon reads the keyboards)
+	// or "portal" (the desktop's GlobalShortcuts portal).
+	Source    string `json:"source,omitempty"`
+	Listening bool   `json:"listening"`       // the key source runs
 	Key       string `json:"key"`             // hotkey.key
 	Mode      string `json:"mode"`            // hotkey.mode
 	Error     string `json:"error,omitempty"` // why it stopped or did not start
@@ -272,6 +287,8 @@ type HoldResult struct {
 	// Hold is the state after the call: "holding" or "idle".
 	Hold string `json:"hold"`
 	// Outcome of a hold that ended (stop, or toggle to idle): "typed",
+	// "pasted" (the portal route put it on the clipboard and pressed the
+	// paste keys; whether the window took it cannot be seen: see last),
 	// "kept" (no text target or no backend: see last), "empty" (nothing
 	// was said), "too_short", "cancelled", "failed". Empty while holding.
 	Outcome string `json:"outcome,omitempty"`
