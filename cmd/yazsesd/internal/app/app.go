@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -22,6 +23,8 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/shortcut"
+	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -101,7 +104,7 @@ func (r *RunCmd) Run(e *env) error {
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
 		Service:       service{sd: sd, notes: notes},
-		Desktop:       desktop{notes: notes, log: log, hotkey: cfg.Hotkey},
+		Desktop:       desktop{ctx: ctx, notes: notes, log: log, hotkey: cfg.Hotkey},
 	})
 	if err != nil {
 		return err
@@ -133,8 +136,10 @@ func (s service) Reloaded(c config.Config) {
 }
 
 // desktop is the daemon's desktop: notifications, the typing backends
-// (package inject), the evdev hotkey (lib/hotkey).
+// (package inject), the push-to-talk key (the evdev listener of
+// lib/hotkey, or the GlobalShortcuts portal of package shortcut).
 type desktop struct {
+	ctx    context.Context // the daemon's run: notifications the portal route asks for
 	notes  *notify.Notifier
 	log    *slog.Logger
 	hotkey config.Hotkey
@@ -147,16 +152,46 @@ func (d desktop) Notify(ctx context.Context, kind string) {
 }
 
 func (d desktop) OpenInjector(name string, pasteOverChars int) (daemon.Injector, error) {
-	return inject.Open(name, inject.Options{Log: d.log.With("part", "inject"), PasteOverChars: pasteOverChars})
+	t, err := inject.Open(name, inject.Options{
+		Log:            d.log.With("part", "inject"),
+		PasteOverChars: pasteOverChars,
+		StateDir:       filepath.Dir(audit.Path()), // the portal's restore token
+		Notify:         func(kind string) { d.Notify(d.ctx, kind) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return typer{t}, nil
+}
+
+// typer is a Typer that explains its route to status.
+type typer struct{ *inject.Typer }
+
+// Explain fills in the route, why it was chosen, and the portal's
+// session and consent.
+func (t typer) Explain(ts *daemonapi.TypingStatus) {
+	st := t.Status()
+	ts.Route, ts.Why, ts.Session, ts.Consent, ts.Cause = st.Route, st.Why, st.Session, st.Consent, st.Cause
 }
 
 func (d desktop) OpenHotkey() (daemon.Hotkey, error) {
+	if d.hotkey.Source == config.HotkeySourcePortal {
+		return portalKeys{shortcut.Options{Environ: os.Environ(), Key: d.hotkey.Key, Mode: d.hotkey.Mode,
+			Log: d.log.With("part", "shortcut")}}, nil
+	}
 	l, err := hotkey.Open(hotkey.Options{Key: d.hotkey.Key, Mode: d.hotkey.Mode,
 		Device: d.hotkey.Device, Log: d.log.With("part", "hotkey")})
 	if err != nil {
 		return nil, err
 	}
 	return hotkeyKeys{l}, nil
+}
+
+// portalKeys is the GlobalShortcuts portal as the daemon's Hotkey.
+type portalKeys struct{ o shortcut.Options }
+
+func (k portalKeys) Listen(ctx context.Context, press func(down bool)) error {
+	return shortcut.Run(ctx, k.o, press)
 }
 
 // hotkeyKeys is the evdev listener as the daemon's Hotkey.
@@ -212,6 +247,19 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 		typing = st.Typing.Inject + ": none (" + st.Typing.Error + ")"
 	}
 	fmt.Fprintf(w, "typing\t%s\n", typing)
+	if st.Typing.Why != "" {
+		fmt.Fprintf(w, "\t%s: %s\n", st.Typing.Route, st.Typing.Why)
+	}
+	if st.Typing.Session != "" {
+		portal := "session " + st.Typing.Session
+		if st.Typing.Cause != "" {
+			portal += " (" + st.Typing.Cause + ")"
+		}
+		fmt.Fprintf(w, "portal\t%s\n", portal)
+		if st.Typing.Consent != "" {
+			fmt.Fprintf(w, "consent\t%s\n", st.Typing.Consent)
+		}
+	}
 	device := st.CaptureDevice
 	if device == "" {
 		device = "default device"
@@ -222,10 +270,10 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 	case !hk.Enabled:
 		fmt.Fprintf(w, "hotkey\toff (compositor bindings run `yazsesd ctl hold …`)\n")
 	case hk.Listening:
-		fmt.Fprintf(w, "hotkey\t%s (listening), %s\n", hk.Key, hk.Mode)
+		fmt.Fprintf(w, "hotkey\t%s (listening, %s), %s\n", hk.Key, keySource(hk.Source), hk.Mode)
 	default:
 		why, _, _ := strings.Cut(hk.Error, "\n")
-		fmt.Fprintf(w, "hotkey\t%s (not listening: %s)\n", hk.Key, why)
+		fmt.Fprintf(w, "hotkey\t%s (not listening, %s: %s)\n", hk.Key, keySource(hk.Source), why)
 	}
 	fmt.Fprintf(w, "hold\t%s\n", st.Hold)
 	fmt.Fprintf(w, "ask_human\t%s\n", onOff(st.AskHuman))
@@ -270,6 +318,14 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 		}
 		fmt.Fprintf(out, "%s: %s\n", ch.Name, ch.Reason)
 	}
+}
+
+// keySource names a key source for status.
+func keySource(source string) string {
+	if source == config.HotkeySourcePortal {
+		return "the desktop's shortcut portal"
+	}
+	return "evdev"
 }
 
 func onOff(b bool) string {

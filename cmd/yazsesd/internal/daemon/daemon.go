@@ -133,12 +133,13 @@ type Desktop interface {
 	// start and when a reload changes either; an error keeps every
 	// transcript for `last`.
 	OpenInjector(name string, pasteOverChars int) (Injector, error)
-	// OpenHotkey opens the evdev hotkey listener, when hotkey.enabled
-	// is set.
+	// OpenHotkey opens the key source of hotkey.source (the evdev
+	// listener, or the desktop's GlobalShortcuts portal), when
+	// hotkey.enabled is set.
 	OpenHotkey() (Hotkey, error)
 }
 
-// Hotkey is the evdev hotkey listener.
+// Hotkey is the push-to-talk key source.
 type Hotkey interface {
 	// Listen reads the key until ctx ends and calls press with true for
 	// a press (a hold's start) and false for a release (its stop).
@@ -333,7 +334,7 @@ func New(opt Options) (*Daemon, error) {
 		d.health.Watch("vad", d.vad)
 	}
 	d.versions = versions.New(binaries)
-	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
+	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Source: cfg.Hotkey.Source, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
 	return d, nil
 }
 
@@ -739,6 +740,7 @@ func (d *Daemon) openInjector(dc config.Dictation) {
 	if err != nil {
 		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)
 		inj, why = nil, err.Error()
+		d.notify("no_route")
 	}
 	d.injMu.Lock()
 	d.inj, d.injFor, d.injErr = inj, name, why
@@ -755,6 +757,9 @@ func (d *Daemon) typing() daemonapi.TypingStatus {
 	}
 	if d.inj != nil {
 		t.Backends = append(t.Backends, d.inj.Backends()...)
+		if e, ok := d.inj.(interface{ Explain(*daemonapi.TypingStatus) }); ok {
+			e.Explain(&t) // the route, why, and the portal's consent
+		}
 	} else if t.Error == "" {
 		t.Error = "no typing backend: dictated text is kept for `yazsesd ctl last`"
 	}

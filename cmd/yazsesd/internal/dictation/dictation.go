@@ -168,6 +168,10 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		switch {
 		case err == nil:
 			res.Outcome, res.Backend = "typed", backend
+		case errors.Is(err, inject.ErrPasted):
+			// Pasted, and whether the window took it cannot be seen:
+			// never "typed"; the text is in last.
+			res.Outcome, res.Backend = "pasted", backend
 		case errors.Is(err, inject.ErrNoTarget):
 			ev.Reason = "no_target"
 			env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
@@ -182,6 +186,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		}
 	} else {
 		ev.Reason = "no_backend"
+		env.Report.Notify("no_route")
 	}
 	ev.Kind = "dictation." + res.Outcome
 	env.Report.Audit(ev)

@@ -82,6 +82,11 @@ var (
 	Lost            = Text(AppName, "Dictation failed: the speech could not be transcribed.")
 	TypingFailed    = Text(AppName, "The text could not be typed here: it is kept (yazsesd ctl last).")
 
+	// Said before the desktop's remote-desktop dialog (the portal
+	// route), and when nothing on this desktop can type.
+	PortalConsent = Text(AppName, "YazSes asks to type into your windows: allow the desktop's remote-desktop dialog so that dictation can type here.")
+	NoRoute       = Text(AppName, "Nothing can type on this desktop: the text is kept (yazsesd ctl last). `yazsesd status` says what to install or allow.")
+
 	// Said once when a child is left down for a cause a restart cannot
 	// fix; `yazsesd status` names the file and the fix.
 	ModelMissing        = Text(AppName, "No speech model: dictation cannot work. `yazsesd status` says which file is missing and how to fetch one.")
@@ -107,6 +112,8 @@ var Kinds = map[string]Message{
 	"question_waiting": QuestionWaiting,
 	"lost":             Lost,
 	"typing_failed":    TypingFailed,
+	"portal_consent":   PortalConsent,
+	"no_route":         NoRoute,
 
 	"model_missing":        ModelMissing,
 	"model_invalid":        ModelInvalid,
