@@ -113,6 +113,9 @@ func Run(ctx context.Context, o Options, hold func(start bool)) error {
 			r.release()
 		}
 		first = false
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if _, ok := conn.Owner(); !ok {
 			return fmt.Errorf("shortcut: the session bus connection ended: %w", xdp.ErrGone)
 		}
