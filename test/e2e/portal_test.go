@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testwl"
+	"github.com/yazses/yazses/lib/daemonapi"
 )
 
 // The portal proofs (issue 21) run the real yazsesd on a desktop as GNOME
