@@ -235,9 +235,9 @@ const (
 
 	HotkeySourceEvdev  = "evdev"
 	HotkeySourcePortal = "portal"
-	VADAuto         = "auto"
-	VADSilero       = "silero"
-	VADEnergy       = "energy"
+	VADAuto            = "auto"
+	VADSilero          = "silero"
+	VADEnergy          = "energy"
 
 	// MaxAskHumanPerHour is the highest budget.ask_human_per_hour.
 	MaxAskHumanPerHour = 60
