@@ -51,7 +51,12 @@
 // calls in flight together reach the desktop in any order. When every
 // call has been answered, the portal has passed every key on, in order.
 // Every call is bounded (5 s); a failure before the first key is
-// ErrUnavailable, after it ErrInterrupted.
+// ErrUnavailable, after it ErrInterrupted. That costs a round trip to the
+// frontend per key press and per release: 0.7 ms each measured here (the
+// bus alone 0.16 ms), 170–290 ms for 58 characters (BenchmarkPortalType,
+// Debian's frontend and the test backend, 2 busy cores). A text longer
+// than Options.PasteOverChars is pasted instead (the paste costs about
+// RestoreDelay, 300 ms, whatever its length).
 //
 // # What is not here
 //

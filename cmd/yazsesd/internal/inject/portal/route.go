@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/godbus/dbus/v5"
 
@@ -590,9 +591,10 @@ func (r *route) Type(ctx context.Context, text string) error {
 	}
 	start := time.Now()
 	km, kerr := r.keymap(ctx)
+	long := r.o.PasteOverChars > 0 && utf8.RuneCountInString(text) > r.o.PasteOverChars
 	if kerr != nil {
 		r.o.Log.Debug("portal: the compositor's keymap cannot be read: the text is pasted", "err", kerr)
-	} else if keys, ok := km.plan(text); ok {
+	} else if keys, ok := km.plan(text); ok && !long {
 		err := r.keys(ctx, conn, handle, keys)
 		r.o.Log.Debug("portal: typed", "runes", len(keys), "took", time.Since(start), "err", err)
 		return err

@@ -64,7 +64,7 @@ func (c fakeClipboard) Put(ctx context.Context, text string) (func(context.Conte
 
 // start starts a desktop and points the route at its keymap and
 // clipboard. Every session is closed when the test ends.
-func start(t *testing.T, opts testportal.Options) *desktop {
+func start(t testing.TB, opts testportal.Options) *desktop {
 	t.Helper()
 	p := testportal.Start(t, opts)
 	d := &desktop{p: p}
@@ -82,13 +82,13 @@ func start(t *testing.T, opts testportal.Options) *desktop {
 }
 
 // setHooks replaces the keymap and clipboard until the test ends.
-func setHooks(t *testing.T, km func(context.Context, []string) (string, error), clip func(backend.Options) clipboard) {
+func setHooks(t testing.TB, km func(context.Context, []string) (string, error), clip func(backend.Options) clipboard) {
 	oldK, oldC := keymapSource, newClipboard
 	keymapSource, newClipboard = km, clip
 	t.Cleanup(func() { keymapSource, newClipboard = oldK, oldC })
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
@@ -96,7 +96,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // waitState waits until the route's session for o is in state want.
-func waitState(t *testing.T, o backend.Options, want string) Status {
+func waitState(t testing.TB, o backend.Options, want string) Status {
 	t.Helper()
 	s := sessionFor(o)
 	var st Status
@@ -376,5 +376,23 @@ func TestTypeThroughSeatKeymap(t *testing.T) {
 	typed(t, d.p.Backend, text)
 	if n := d.p.Backend.Pastes(); n != 0 {
 		t.Errorf("%d pastes, want none", n)
+	}
+}
+
+// TestLongTextPasted: a text over Options.PasteOverChars is pasted even
+// where every character has its key (keys cost about 3 ms each here).
+func TestLongTextPasted(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "de"})
+	d.o.PasteOverChars = 10
+	const text = "ein langer Text"
+	d.p.Backend.Expect(text)
+	Prepare(d.o)
+	waitState(t, d.o, StateReady)
+	if err := New(d.o).Type(testwait.Context(t), text); !errors.Is(err, backend.ErrPasted) {
+		t.Fatalf("Type: %v, want ErrPasted", err)
+	}
+	typed(t, d.p.Backend, text)
+	if n := d.p.Backend.Keysyms(); n != 0 {
+		t.Errorf("%d keys besides the chord", n)
 	}
 }
