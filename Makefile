@@ -125,13 +125,14 @@ test-load: ## make test LOAD_RUNS (3) times in a row with every core kept busy (
 test-short: whisper ## quick unit tests only
 	$(GO) test -short ./...
 
-bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp
+bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp; release to last character by typing route (x11, wayland, wtype, portal)
 	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -parakeet-cli $(PARAKEET_CLI) -jfk $(JFK) -work $(GEN)/bench
 	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonIdleCPU' -benchtime 20x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'MCPTranscribeOverhead' -benchtime 5x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
+	$(GO) test -count=1 -run '^$$' -bench 'ReleaseToLastChar' -benchtime 5x ./test/e2e
 
 demo: setup ## set up, fetch tiny.en (offline: a generated model), transcribe jfk.wav and a spoken sentence
 	@$(MAKE) --no-print-directory build # after setup: the build folder it made (see test)
