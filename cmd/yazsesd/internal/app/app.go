@@ -270,10 +270,10 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 	case !hk.Enabled:
 		fmt.Fprintf(w, "hotkey\toff (compositor bindings run `yazsesd ctl hold …`)\n")
 	case hk.Listening:
-		fmt.Fprintf(w, "hotkey\t%s (listening, %s), %s\n", hk.Key, keySource(hk.Source), hk.Mode)
+		fmt.Fprintf(w, "hotkey\t%s (listening), %s, from %s\n", hk.Key, hk.Mode, keySource(hk.Source))
 	default:
 		why, _, _ := strings.Cut(hk.Error, "\n")
-		fmt.Fprintf(w, "hotkey\t%s (not listening, %s: %s)\n", hk.Key, keySource(hk.Source), why)
+		fmt.Fprintf(w, "hotkey\t%s (not listening: %s), from %s\n", hk.Key, why, keySource(hk.Source))
 	}
 	fmt.Fprintf(w, "hold\t%s\n", st.Hold)
 	fmt.Fprintf(w, "ask_human\t%s\n", onOff(st.AskHuman))

@@ -25,7 +25,7 @@ func TestPrintStatusPortal(t *testing.T) {
 		"portal: the compositor has no virtual keyboard (GNOME, KDE Plasma): the RemoteDesktop portal offers a keyboard",
 		"portal session ready",
 		"consent stored: the desktop restores it",
-		"hotkey KEY_F13 (listening, the desktop's shortcut portal), hold",
+		"hotkey KEY_F13 (listening), hold, from the desktop's shortcut portal",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status has no %q:\n%s", want, out)
@@ -35,7 +35,7 @@ func TestPrintStatusPortal(t *testing.T) {
 	st.Hotkey = daemonapi.HotkeyStatus{Enabled: true, Source: "evdev", Key: "KEY_RIGHTCTRL", Mode: "hold", Error: "permission denied"}
 	b.Reset()
 	printStatus(&b, st)
-	for _, want := range []string{"auto: none (open auto: nothing can type on this desktop)", "(not listening, evdev: permission denied)"} {
+	for _, want := range []string{"auto: none (open auto: nothing can type on this desktop)", "(not listening: permission denied), from evdev"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status has no %q:\n%s", want, b.String())
 		}
