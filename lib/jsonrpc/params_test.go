@@ -20,7 +20,8 @@ type nestedLike struct {
 	Inner *askLike `json:"inner"`
 	List  []askLike
 	Skip  string `json:"-"`
-	Dash  int    `json:"-,"`
+	//lint:ignore SA5008 "-," names the field "-" (encoding/json's rule), which the strict decoder must follow too
+	Dash int `json:"-,"`
 	embedded
 }
 
