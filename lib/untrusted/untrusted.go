@@ -24,7 +24,7 @@
 //     rule lists, with spaces where it says so.
 //
 // Each rule is checked by a Go fuzz test whose seed corpus runs with the
-// package's tests, and by FuzzRulesAgree: Transcript(Typed(s)) is
+// package's tests, and by FuzzRulesAgree: Transcript(Typed(s).Text()) is
 // Transcript(s), Line(Transcript(s)) is Line(s), and an accepted question
 // is a fixed point of Line.
 package untrusted
@@ -56,12 +56,27 @@ func Line(text string, max int) string { return fold(text, max, isLineStripped) 
 // bidirectional and other format characters stay.
 func Transcript(text string) string { return fold(text, 0, isControl) }
 
+// A TypedText is text that [Typed] cleaned, which is what a typing
+// backend types. No other function makes one (its field is unexported),
+// so a backend that takes a TypedText cannot be handed a text that was
+// not cleaned, and has no cause to clean it again. The zero TypedText is
+// the empty text: nothing to type.
+type TypedText struct{ text string }
+
+// Text is the cleaned text, which is what is typed.
+func (t TypedText) Text() string { return t.text }
+
 // Typed makes text safe to type into a window (cmd/yazsesd/internal/inject): CR LF, CR,
 // LF, TAB, VT, FF, NEL and U+2028, U+2029 each become one space; other
 // control characters and invalid UTF-8 bytes are removed. Nothing else
 // changes: spaces are neither folded nor trimmed, so the caller's text is
-// typed as given.
-func Typed(text string) string {
+// typed as given. It is the one way to make a [TypedText]: the daemon's
+// Typer calls it once, where a text enters typing, and every backend
+// takes the TypedText.
+func Typed(text string) TypedText { return TypedText{text: cleanTyped(text)} }
+
+// cleanTyped is Typed's rule on plain strings.
+func cleanTyped(text string) string {
 	var b strings.Builder
 	b.Grow(len(text))
 	for i := 0; i < len(text); {

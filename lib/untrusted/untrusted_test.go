@@ -98,7 +98,7 @@ func TestTyped(t *testing.T) {
 		{"emoji 😀 and RTL \u200fמילה", "emoji 😀 and RTL \u200fמילה"},
 	}
 	for _, tt := range tests {
-		if got := Typed(tt.in); got != tt.want {
+		if got := Typed(tt.in).Text(); got != tt.want {
 			t.Errorf("Typed(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -119,7 +119,7 @@ func TestControlsAgree(t *testing.T) {
 	rules := map[string]func(string) string{
 		"Line":       func(s string) string { return Line(s, 0) },
 		"Transcript": Transcript,
-		"Typed":      Typed,
+		"Typed":      func(s string) string { return Typed(s).Text() },
 		"Question":   question,
 	}
 	for r := rune(0); r <= 0x9f; r++ {
@@ -219,7 +219,7 @@ func FuzzTyped(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		got := Typed(in)
+		got := Typed(in).Text()
 		if !utf8.ValidString(got) {
 			t.Fatalf("Typed(%+q) = %+q: invalid UTF-8", in, got)
 		}
@@ -228,7 +228,7 @@ func FuzzTyped(f *testing.F) {
 				t.Fatalf("Typed(%+q) = %+q: kept %U", in, got, r)
 			}
 		}
-		if again := Typed(got); again != got {
+		if again := Typed(got).Text(); again != got {
 			t.Fatalf("Typed(%+q) = %+q, again %+q", in, got, again)
 		}
 		if stripped(got, never) != stripped(in, never) {
@@ -249,7 +249,7 @@ func FuzzRulesAgree(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		if a, b := Transcript(Typed(in)), Transcript(in); a != b {
+		if a, b := Transcript(Typed(in).Text()), Transcript(in); a != b {
 			t.Fatalf("Transcript(Typed(%+q)) = %+q, Transcript = %+q", in, a, b)
 		}
 		if a, b := Line(Transcript(in), 0), Line(in, 0); a != b {

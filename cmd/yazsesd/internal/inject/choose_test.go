@@ -14,6 +14,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/portal"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // fakeProbes replaces what "auto" asks the session until the test ends.
@@ -107,7 +108,7 @@ type pastes struct{}
 
 func (pastes) Name() string                         { return Portal }
 func (pastes) Focus(context.Context) (Focus, error) { return FocusUnknown, nil }
-func (pastes) Type(context.Context, string) error {
+func (pastes) Type(context.Context, untrusted.TypedText) error {
 	return errors.Join(errors.New("portal"), ErrPasted)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // clipboard is the "clipboard" backend: the session's own, picked at
@@ -41,7 +42,7 @@ func (c *clipboard) Focus(ctx context.Context) (Focus, error) {
 	return inj.Focus(ctx)
 }
 
-func (c *clipboard) Type(ctx context.Context, text string) error {
+func (c *clipboard) Type(ctx context.Context, text untrusted.TypedText) error {
 	inj, err := c.session()
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)

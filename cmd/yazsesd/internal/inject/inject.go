@@ -159,6 +159,10 @@
 // untrusted.Typed (package lib/untrusted) runs on every text first: line
 // breaks and tabs become a space and other control characters are
 // removed, so no Enter (and no other control key) is ever typed. Everything else, all of Unicode, arrives as it was.
+// It runs once, in [Typer.Type], where a text enters typing: every
+// backend's Type takes the untrusted.TypedText it makes, which nothing
+// else can make, so no backend can be handed a text that was not cleaned,
+// and none cleans it again.
 //
 // # No text target
 //
@@ -440,9 +444,11 @@ func (t *Typer) Backends() []string {
 // ydotool) can leave part of the text typed before the next one types it
 // all; the in-process X11 backend reports ErrInterrupted instead.
 func (t *Typer) Type(ctx context.Context, text string) (used string, err error) {
+	// Cleaned here, once, for every backend: they take only a TypedText.
+	typed := untrusted.Typed(text)
 	var errs []error
 	list := t.list
-	if t.paste != nil && t.pasteFirst(ctx, text) {
+	if t.paste != nil && t.pasteFirst(ctx, typed) {
 		// Pasted first, and not again: "auto"'s clipboard is the same.
 		list = append([]Injector{t.paste}, slices.DeleteFunc(slices.Clone(list), func(i Injector) bool {
 			return i.Name() == Clipboard
@@ -451,9 +457,9 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 	for _, inj := range list {
 		used = inj.Name()
 		start := time.Now()
-		err := inj.Type(ctx, text)
+		err := inj.Type(ctx, typed)
 		if err == nil {
-			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(text), "took", time.Since(start))
+			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(typed.Text()), "took", time.Since(start))
 			return used, nil
 		}
 		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || errors.Is(err, ErrPasted) || ctx.Err() != nil {
@@ -468,8 +474,8 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 // pasteFirst reports whether text is pasted before it is typed: it is
 // longer than Options.PasteOverChars, or the first backend cannot type
 // it.
-func (t *Typer) pasteFirst(ctx context.Context, text string) bool {
-	if utf8.RuneCountInString(untrusted.Typed(text)) > t.pasteOver {
+func (t *Typer) pasteFirst(ctx context.Context, text untrusted.TypedText) bool {
+	if utf8.RuneCountInString(text.Text()) > t.pasteOver {
 		return true
 	}
 	p, ok := t.list[0].(backend.Pauser)
@@ -481,8 +487,8 @@ type stdoutInjector struct{ w io.Writer }
 
 func (s *stdoutInjector) Name() string                         { return Stdout }
 func (s *stdoutInjector) Focus(context.Context) (Focus, error) { return FocusWindow, nil }
-func (s *stdoutInjector) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (s *stdoutInjector) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +35,7 @@ func TestToolErrorsDoNotShowText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = inj.Type(context.Background(), "confidential medical notes")
+	err = inj.Type(context.Background(), untrusted.Typed("confidential medical notes"))
 	if err == nil {
 		t.Fatal("Type succeeded with a failing tool")
 	}
@@ -72,7 +74,7 @@ func TestArgvAndStdin(t *testing.T) {
 			if err != nil || f != FocusUnknown {
 				t.Errorf("Focus = %v, %v; want unknown", f, err)
 			}
-			if err := inj.Type(context.Background(), "-- --help\n"+unicodeText); err != nil {
+			if err := inj.Type(context.Background(), untrusted.Typed("-- --help\n"+unicodeText)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			argv, _ := os.ReadFile(tool + ".argv")
@@ -87,7 +89,7 @@ func TestArgvAndStdin(t *testing.T) {
 			os.Remove(tool + ".argv")
 			tt.opts.RequireFocus = true
 			strict, _ := New(tt.name, tt.opts)
-			if err := strict.Type(context.Background(), "x"); !errors.Is(err, ErrNoTarget) {
+			if err := strict.Type(context.Background(), untrusted.Typed("x")); !errors.Is(err, ErrNoTarget) {
 				t.Errorf("RequireFocus: Type = %v, want ErrNoTarget", err)
 			}
 			if _, err := os.Stat(tool + ".argv"); err == nil {
@@ -130,7 +132,7 @@ func TestOpen(t *testing.T) {
 	// No display at all: the X11 and Wayland backends are unavailable.
 	for _, name := range []string{X11, Xdotool, Wtype, Clipboard} {
 		inj, _ := New(name, Options{Environ: []string{"PATH=/usr/bin:/bin"}})
-		if err := inj.Type(context.Background(), "x"); !errors.Is(err, ErrUnavailable) {
+		if err := inj.Type(context.Background(), untrusted.Typed("x")); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s without a display: %v, want ErrUnavailable", name, err)
 		}
 	}

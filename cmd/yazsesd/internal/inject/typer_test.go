@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testx"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The Typer's own policy over real X11 backends (a list "auto" would not
@@ -60,7 +61,7 @@ func TestXdotoolRefusesManyDistinctCharacters(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := inj.Type(ctx, text); !errors.Is(err, ErrUnavailable) {
+	if err := inj.Type(ctx, untrusted.Typed(text)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want ErrUnavailable", err)
 	}
 	typer := &Typer{list: []Injector{inj, newClipboard(Options{Environ: env}.WithDefaults())}, log: Options{}.WithDefaults().Log}

@@ -43,8 +43,8 @@ func (y *ydotool) Focus(ctx context.Context) (backend.Focus, error) {
 // ydotoolArgs: the text comes on stdin, read as a file.
 var ydotoolArgs = []string{"type", "--file", "/dev/stdin"}
 
-func (y *ydotool) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (y *ydotool) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

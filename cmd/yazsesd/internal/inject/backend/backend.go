@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Backend names: the closed vocabulary that a Typer reports.
@@ -163,17 +165,19 @@ type Injector interface {
 	// cannot run here (it wraps ErrUnavailable when it is not installed or
 	// the session lacks its display).
 	Focus(ctx context.Context) (Focus, error)
-	// Type types text (after untrusted.Typed) into the focused window. It checks
-	// Focus first and returns ErrNoTarget, typing nothing, when there is no
-	// target. Text that is empty or only spaces after untrusted.Typed types nothing and is no error.
-	Type(ctx context.Context, text string) error
+	// Type types text into the focused window. It checks Focus first and
+	// returns ErrNoTarget, typing nothing, when there is no target. Text
+	// that is empty or only spaces types nothing and is no error. The
+	// text is cleaned already (only untrusted.Typed makes a TypedText,
+	// and a Typer makes it once): a backend never cleans it again.
+	Type(ctx context.Context, text untrusted.TypedText) error
 }
 
 // Pauser is a backend that can tell before typing that it cannot type a
 // text (the x11 backend, for more characters than its spare keycodes
 // hold): a Typer pastes such a text when pasting is on.
 type Pauser interface {
-	Pauses(ctx context.Context, text string) bool
+	Pauses(ctx context.Context, text untrusted.TypedText) bool
 }
 
 // Gate applies the focus policy: nil to type, ErrNoTarget not to.

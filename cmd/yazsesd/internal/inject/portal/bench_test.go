@@ -8,6 +8,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // BenchmarkPortalType types 58 characters through Debian's real
@@ -29,14 +30,14 @@ func BenchmarkPortalType(b *testing.B) {
 	inj := New(d.o)
 	b.Run("keys58", func(b *testing.B) {
 		for b.Loop() {
-			if err := inj.Type(testwait.Context(b), text); err != nil {
+			if err := inj.Type(testwait.Context(b), untrusted.Typed(text)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("paste", func(b *testing.B) {
 		for b.Loop() {
-			if err := inj.Type(testwait.Context(b), mixed); !errors.Is(err, backend.ErrPasted) {
+			if err := inj.Type(testwait.Context(b), untrusted.Typed(mixed)); !errors.Is(err, backend.ErrPasted) {
 				b.Fatal(err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The restore token cannot be tried with this machine's frontend:
@@ -161,7 +162,7 @@ func TestRestoreToken(t *testing.T) {
 	if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != "tok-1" {
 		t.Errorf("token file holds %q, want tok-1", b)
 	}
-	if err := New(o).Type(testwait.Context(t), "ok"); err != nil {
+	if err := New(o).Type(testwait.Context(t), untrusted.Typed("ok")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 

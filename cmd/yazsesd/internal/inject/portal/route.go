@@ -565,8 +565,8 @@ func (r *route) Focus(context.Context) (backend.Focus, error) {
 	return backend.FocusUnknown, nil
 }
 
-func (r *route) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testwl"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The tests run Debian's real xdg-desktop-portal 1.16 frontend with the
@@ -138,7 +139,7 @@ func TestTypeExact(t *testing.T) {
 	d.p.Backend.Expect(text)
 	Prepare(d.o)
 	st := waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), text); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -166,7 +167,7 @@ func TestTypeMixedScriptsPasted(t *testing.T) {
 	d.p.Backend.SetClipboard("what the person copied")
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	err := New(d.o).Type(testwait.Context(t), mixed)
+	err := New(d.o).Type(testwait.Context(t), untrusted.Typed(mixed))
 	if !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
@@ -189,7 +190,7 @@ func TestTypeGreek(t *testing.T) {
 	d.p.Backend.Expect(text)
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), text); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -204,7 +205,7 @@ func TestNoKeymap(t *testing.T) {
 	d.p.Backend.Expect("hello")
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), "hello"); !errors.Is(err, backend.ErrPasted) {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("hello")); !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
 	typed(t, d.p.Backend, "hello")
@@ -220,7 +221,7 @@ func TestConsentRefused(t *testing.T) {
 		t.Errorf("status %+v: does not say the dialog was refused", st)
 	}
 	for range 2 {
-		err := New(d.o).Type(testwait.Context(t), "hello")
+		err := New(d.o).Type(testwait.Context(t), untrusted.Typed("hello"))
 		if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("Type after a refusal: %v, want ErrUnavailable saying it was refused", err)
 		}
@@ -241,13 +242,13 @@ func TestTypeWhileAsking(t *testing.T) {
 	d.p.Backend.Expect("jetzt")
 	Prepare(d.o)
 	waitState(t, d.o, StateAsking)
-	err := New(d.o).Type(testwait.Context(t), "zu früh")
+	err := New(d.o).Type(testwait.Context(t), untrusted.Typed("zu früh"))
 	if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "dialog") {
 		t.Errorf("Type while the dialog is open: %v, want ErrUnavailable naming the dialog", err)
 	}
 	d.p.Backend.Answer(true)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), "jetzt"); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("jetzt")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "jetzt")
@@ -287,12 +288,12 @@ func TestPortalGoesAway(t *testing.T) {
 	d.p.Backend.Expect("vorher nachher")
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), "vorher"); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("vorher")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "vorher")
 	d.p.StopFrontend()
-	err := New(d.o).Type(testwait.Context(t), "verloren")
+	err := New(d.o).Type(testwait.Context(t), untrusted.Typed("verloren"))
 	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type with the portal gone: %v, want ErrUnavailable", err)
 	}
@@ -302,7 +303,7 @@ func TestPortalGoesAway(t *testing.T) {
 	if n := d.p.Backend.Dialogs(); n != 2 {
 		t.Errorf("%d dialogs, want 2 (a new session after the portal came back)", n)
 	}
-	if err := New(d.o).Type(testwait.Context(t), "nachher"); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("nachher")); err != nil {
 		t.Fatalf("Type after the portal came back: %v", err)
 	}
 	typed(t, d.p.Backend, "nachher")
@@ -317,11 +318,11 @@ func TestDesktopEndsSession(t *testing.T) {
 	waitState(t, d.o, StateReady)
 	d.p.Backend.EndSession(d.p.Backend.RemoteDesktopSessions()[0])
 	waitState(t, d.o, StateEnded)
-	if err := New(d.o).Type(testwait.Context(t), "wieder"); !errors.Is(err, backend.ErrUnavailable) {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("wieder")); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type after the desktop ended the session: %v, want ErrUnavailable", err)
 	}
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), "wieder"); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("wieder")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "wieder")
@@ -340,7 +341,7 @@ func TestNoRemoteDesktop(t *testing.T) {
 	}
 	Prepare(d.o)
 	st := waitState(t, d.o, StateUnavailable)
-	if err := New(d.o).Type(testwait.Context(t), "x"); !errors.Is(err, backend.ErrUnavailable) {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("x")); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type: %v, want ErrUnavailable", err)
 	}
 	if st.Cause == "" {
@@ -370,7 +371,7 @@ func TestTypeThroughSeatKeymap(t *testing.T) {
 	d.p.Backend.Expect(text)
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), text); err != nil {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -388,7 +389,7 @@ func TestLongTextPasted(t *testing.T) {
 	d.p.Backend.Expect(text)
 	Prepare(d.o)
 	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), text); !errors.Is(err, backend.ErrPasted) {
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
 	typed(t, d.p.Backend, text)

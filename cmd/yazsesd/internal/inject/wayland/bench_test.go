@@ -15,6 +15,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // benchText58 is the 58 characters BenchmarkDictationLatency types for a
@@ -125,7 +126,7 @@ func BenchmarkInjectWayland(b *testing.B) {
 					arrived := make(chan time.Time, 1)
 					t0 := time.Now()
 					go func() { arrived <- g.wait(before+int64(len(text)), 60*time.Second) }()
-					err := inj.Type(context.Background(), text)
+					err := inj.Type(context.Background(), untrusted.Typed(text))
 					at := <-arrived
 					if err != nil {
 						b.Fatalf("Type: %v", err)

@@ -50,8 +50,8 @@ func (c *clipboard) Focus(ctx context.Context) (backend.Focus, error) {
 	return f, err
 }
 
-func (c *clipboard) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 func withoutLocale(env []string, extra ...string) []string {
@@ -21,7 +23,7 @@ func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 		inj, _ := New(Wtype, Options{Environ: withoutLocale(env, "LC_ALL=C")})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := inj.Type(ctx, text); err != nil {
+		if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
 			t.Fatalf("Type: %v", err)
 		}
 		rec.WaitFor(t, text)

@@ -15,6 +15,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testx"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The sentence the issue names, with a check mark outside every legacy
@@ -211,7 +212,7 @@ func TestWaylandNoTarget(t *testing.T) {
 		if f, err := inj.Focus(ctx); err != nil || f != FocusNone {
 			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
 		}
-		if err := inj.Type(ctx, "secret"); !errors.Is(err, ErrNoTarget) {
+		if err := inj.Type(ctx, untrusted.Typed("secret")); !errors.Is(err, ErrNoTarget) {
 			t.Errorf("%s: Type = %v, want ErrNoTarget", name, err)
 		}
 	}
@@ -239,11 +240,11 @@ func TestWaylandUnknownFocus(t *testing.T) {
 	if f, err := strict.Focus(ctx); err != nil || f != FocusUnknown {
 		t.Fatalf("Focus = %v, %v; want unknown", f, err)
 	}
-	if err := strict.Type(ctx, "no"); !errors.Is(err, ErrNoTarget) {
+	if err := strict.Type(ctx, untrusted.Typed("no")); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("RequireFocus: Type = %v, want ErrNoTarget", err)
 	}
 	inj, _ := New(Wtype, Options{Environ: env})
-	if err := inj.Type(ctx, "yes"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("yes")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, "yes")
@@ -262,7 +263,7 @@ func TestWaylandClipboardPastesAndRestores(t *testing.T) {
 		t.Fatalf("wl-copy: %v", err)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
-	if err := inj.Type(ctx, unicodeText+"\r\nend"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText+"\r\nend")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	// foot is a terminal: ctrl+shift+v.

@@ -118,8 +118,8 @@ func (w *wayland) Focus(ctx context.Context) (backend.Focus, error) {
 	return focusFromTree(tree).focus, nil
 }
 
-func (w *wayland) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (w *wayland) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/wayland"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // cLocale is env in the C locale (no LANG, no LC_*) with a PATH that has
@@ -97,7 +98,7 @@ func TestWaylandCompositorGoneMidText(t *testing.T) {
 		t.Errorf("the window received all %d bytes", len(got))
 	}
 	inj, _ := New(Wayland, Options{Environ: env})
-	if err := inj.Type(context.Background(), "next"); !errors.Is(err, ErrUnavailable) {
+	if err := inj.Type(context.Background(), untrusted.Typed("next")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Type after sway exited = %v, want ErrUnavailable", err)
 	}
 }
@@ -112,7 +113,7 @@ func TestWaylandSettleAndReconnect(t *testing.T) {
 	inj, _ := New(Wayland, Options{Environ: env})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := inj.Type(ctx, "one "); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("one ")); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, "one ")
@@ -120,7 +121,7 @@ func TestWaylandSettleAndReconnect(t *testing.T) {
 	if n := wayland.Clients(); n != 0 {
 		t.Fatalf("%d Wayland clients open after Settle", n)
 	}
-	if err := inj.Type(ctx, "two ✓"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("two ✓")); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, "one two ✓")
@@ -138,7 +139,7 @@ func TestWaylandFocusInProcess(t *testing.T) {
 	inj, _ := New(Wayland, Options{Environ: env, RequireFocus: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := inj.Type(ctx, "ok"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("ok")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, "ok")
@@ -146,7 +147,7 @@ func TestWaylandFocusInProcess(t *testing.T) {
 	if f, err := inj.Focus(ctx); err != nil || f != FocusNone {
 		t.Errorf("Focus on an empty workspace = %v, %v; want none", f, err)
 	}
-	if err := inj.Type(ctx, "secret"); !errors.Is(err, ErrNoTarget) {
+	if err := inj.Type(ctx, untrusted.Typed("secret")); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("Type on an empty workspace = %v, want ErrNoTarget", err)
 	}
 }
@@ -166,7 +167,7 @@ func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
 		t.Errorf("Open(auto) = %v, want ErrUnavailable saying what to install", err)
 	}
 	inj, _ := New(Wayland, Options{Environ: f.Env})
-	err = inj.Type(context.Background(), "text")
+	err = inj.Type(context.Background(), untrusted.Typed("text"))
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrUnavailable", err)
 	}
@@ -233,7 +234,7 @@ func TestWaylandPasteInProcess(t *testing.T) {
 	env = append(withoutEnv(env, "PATH"), "PATH="+toolsPath(t, "wl-copy", "wl-paste", "swaymsg", "cat", "sh"))
 	inj, _ := New(Clipboard, Options{Environ: env})
 	text := wayland.MixedOf(500)
-	if err := inj.Type(ctx, text); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, text)
@@ -253,7 +254,7 @@ func TestWaylandPasteNotFetched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(Clipboard, Options{Environ: env})
-	err := inj.Type(ctx, "pasted text")
+	err := inj.Type(ctx, untrusted.Typed("pasted text"))
 	if !errors.Is(err, backend.ErrNotPasted) || errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Type = %v, want errNotPasted", err)
 	}
@@ -299,7 +300,7 @@ func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
 	}
 	env := append(withoutEnv(f.Env, "PATH"), "PATH="+dir+":/usr/bin:/bin")
 	inj, _ := New(Clipboard, Options{Environ: env, RestoreDelay: time.Millisecond})
-	err := inj.Type(context.Background(), "some text")
+	err := inj.Type(context.Background(), untrusted.Typed("some text"))
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrInterrupted (delivery cannot be told)", err)
 	}

@@ -96,8 +96,8 @@ func (w *wtype) Focus(ctx context.Context) (backend.Focus, error) {
 	return t.focus, err
 }
 
-func (w *wtype) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (w *wtype) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // benchText58 is the 58 characters BenchmarkDictationLatency types for a
@@ -106,7 +108,7 @@ func BenchmarkInject(b *testing.B) {
 					// The text can arrive before the call returns (the paste
 					// waits before it restores the clipboard).
 					go func() { arrived <- g.wait(before+int64(len(text)), 30*time.Second) }()
-					err := inj.Type(ctx, text)
+					err := inj.Type(ctx, untrusted.Typed(text))
 					call := time.Since(t0)
 					at := <-arrived
 					b.StopTimer()

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/internal/testx"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // stockTerminals are the terminals the paste tests open as a user runs
@@ -101,7 +102,7 @@ func TestClipboardIntoStockTerminals(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			inj, _ := New(Clipboard, Options{Environ: env})
-			if err := inj.Type(ctx, unicodeText); err != nil {
+			if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			rec.WaitFor(t, unicodeText)
@@ -142,12 +143,12 @@ func TestX11LateWindowGetsTheText(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resume := x.stop(t)
-	if err := inj.Type(ctx, unicodeText); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	// The next text (ASCII, no binding) comes after whatever the last one
 	// left to do with the map.
-	if err := inj.Type(ctx, " ok"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(" ok")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	resume()
@@ -168,11 +169,11 @@ func TestX11NeverRebindsWithinText(t *testing.T) {
 	defer cancel()
 	text := distinctText(60)
 	resume := x.stop(t)
-	err := inj.Type(ctx, text)
+	err := inj.Type(ctx, untrusted.Typed(text))
 	if err != nil && !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want nil or ErrUnavailable", err)
 	}
-	if err := inj.Type(ctx, "end"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("end")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	resume()
@@ -212,7 +213,7 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
-	err := inj.Type(ctx, "private words")
+	err := inj.Type(ctx, untrusted.Typed("private words"))
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Type = %v, want ErrUnavailable (the clipboard holds no text)", err)
 	}
@@ -221,7 +222,7 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 	}
 	// Nothing was pasted: a key typed now is the first thing to arrive.
 	x11, _ := New(X11, Options{Environ: env})
-	if err := x11.Type(ctx, "end"); err != nil {
+	if err := x11.Type(ctx, untrusted.Typed("end")); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, "end")
@@ -247,7 +248,7 @@ func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 			inj, _ := New(Xdotool, Options{Environ: withoutLocale(env, loc...)})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := inj.Type(ctx, text); err != nil {
+			if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			rec.WaitFor(t, text)

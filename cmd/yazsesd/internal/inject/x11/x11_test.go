@@ -16,6 +16,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testx"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // The sentence the issue names, with a check mark outside every legacy
@@ -113,7 +114,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 		if err != nil || f != FocusNone {
 			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
 		}
-		if err := inj.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) {
+		if err := inj.Type(ctx, untrusted.Typed("secret words")); !errors.Is(err, ErrNoTarget) {
 			t.Errorf("%s: Type = %v, want ErrNoTarget", name, err)
 		} else if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "words") {
 			t.Errorf("%s: error %q shows the text", name, err)
@@ -161,7 +162,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := inj.Type(ctx, unicodeText+"\nsecond line"); err != nil {
+			if err := inj.Type(ctx, untrusted.Typed(unicodeText+"\nsecond line")); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			// xterm is a terminal: Shift+Insert pasted, no newline (so no Enter).
@@ -184,7 +185,7 @@ func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inj.Type(ctx, "private words"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("private words")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, "private words")
@@ -227,7 +228,7 @@ func TestCancelKillsTool(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	// 2000 keys at 12 ms each take 24 s.
-	err = inj.Type(ctx, strings.Repeat("a", 2000))
+	err = inj.Type(ctx, untrusted.Typed(strings.Repeat("a", 2000)))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Type = %v, want deadline exceeded", err)
 	}
@@ -307,13 +308,13 @@ func TestX11WindowManager(t *testing.T) {
 	rec := startRecorder(t, env)
 	runTool(ctx, t, env, "xdotool", "windowactivate", "--sync", rec.Win)
 	focus(FocusWindow)
-	if err := inj.Type(ctx, unicodeText); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, unicodeText)
 	runTool(ctx, t, env, "xdotool", "windowminimize", "--sync", rec.Win)
 	focus(FocusNone)
-	if err := inj.Type(ctx, "hidden"); !errors.Is(err, ErrNoTarget) {
+	if err := inj.Type(ctx, untrusted.Typed("hidden")); !errors.Is(err, ErrNoTarget) {
 		t.Fatalf("Type while minimised = %v, want ErrNoTarget", err)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -351,7 +352,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 		t.Fatalf("ctrl+shift+v pasted: %q", before)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
-	if err := inj.Type(ctx, unicodeText); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, before+unicodeText)

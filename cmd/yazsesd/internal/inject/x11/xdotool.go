@@ -175,8 +175,8 @@ func (x *xdotool) Focus(ctx context.Context) (backend.Focus, error) {
 	return t.focus, err
 }
 
-func (x *xdotool) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

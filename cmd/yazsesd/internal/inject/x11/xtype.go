@@ -568,7 +568,7 @@ func Settle() {
 // more characters to bind than the spare keycodes hold at once (see
 // xplan). A Typer pastes such a text when pasting is on (see
 // Options.PasteOverChars).
-func (x *x11) Pauses(ctx context.Context, text string) bool {
+func (x *x11) Pauses(ctx context.Context, text untrusted.TypedText) bool {
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
 	c, err := dialX(ctx, x.o.Environ)
@@ -584,12 +584,12 @@ func (x *x11) Pauses(ctx context.Context, text string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = planX(untrusted.Typed(text), st.m, st.shiftKC != 0, held)
+	_, err = planX(text.Text(), st.m, st.shiftKC != 0, held)
 	return errors.Is(err, errTooMany)
 }
 
-func (x *x11) Type(ctx context.Context, text string) error {
-	text = untrusted.Typed(text)
+func (x *x11) Type(ctx context.Context, typed untrusted.TypedText) error {
+	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

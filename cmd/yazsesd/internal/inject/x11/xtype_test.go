@@ -24,6 +24,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/backend"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/inject/x11"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // mixedText is 500 characters of ASCII, accented Latin, Greek, CJK, an
@@ -302,13 +303,13 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 			before := probeX(t, env)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			if err := inj.Type(ctx, text); !errors.Is(err, ErrUnavailable) {
+			if err := inj.Type(ctx, untrusted.Typed(text)); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Type of the whole text = %v, want ErrUnavailable (more characters than fit)", err)
 			}
 			want := ""
 			for run := range 20 {
 				for _, piece := range pieces {
-					if err := inj.Type(ctx, piece); err != nil {
+					if err := inj.Type(ctx, untrusted.Typed(piece)); err != nil {
 						t.Fatalf("run %d: Type: %v", run, err)
 					}
 					want += piece
@@ -393,7 +394,7 @@ func TestX11CancelMidText(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := make(chan error, 1)
-	go func() { res <- inj.Type(ctx, text) }()
+	go func() { res <- inj.Type(ctx, untrusted.Typed(text)) }()
 	if g.wait(3, 20*time.Second).IsZero() {
 		t.Fatal("nothing arrived")
 	}
@@ -406,7 +407,7 @@ func TestX11CancelMidText(t *testing.T) {
 	// the text is ahead of the marker.
 	mctx, mcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer mcancel()
-	if err := inj.Type(mctx, "@END@"); err != nil {
+	if err := inj.Type(mctx, untrusted.Typed("@END@")); err != nil {
 		t.Fatal(err)
 	}
 	var got string
@@ -442,7 +443,7 @@ func TestX11HeldControlAndCapsLock(t *testing.T) {
 		t.Fatal("Control is not down")
 	}
 	inj, _ := New(X11, Options{Environ: env})
-	if err := inj.Type(ctx, unicodeText+" Abc"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText+" Abc")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, unicodeText+" Abc")
@@ -534,7 +535,7 @@ func TestX11OtherLayout(t *testing.T) {
 			const text = "Hello, world: Привет"
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := inj.Type(ctx, text); err != nil {
+			if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			x.waitFor(t, "ф"+text)
@@ -552,7 +553,7 @@ func TestX11WithoutXTEST(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(X11, Options{Environ: env})
-	if err := inj.Type(ctx, "secret"); !errors.Is(err, ErrUnavailable) {
+	if err := inj.Type(ctx, untrusted.Typed("secret")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want ErrUnavailable", err)
 	}
 	if _, err := inj.Focus(ctx); !errors.Is(err, ErrUnavailable) {
@@ -614,7 +615,7 @@ func TestX11ServerNotAnswering(t *testing.T) {
 	defer syscall.Kill(pid, syscall.SIGCONT)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*x11.XIOTimeout)
 	defer cancel()
-	if err := inj.Type(ctx, unicodeText); err == nil || ctx.Err() != nil {
+	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err == nil || ctx.Err() != nil {
 		t.Fatalf("Type with a stopped server = %v (context: %v), want an error of its own", err, ctx.Err())
 	}
 	if _, err := inj.Focus(ctx); err == nil || ctx.Err() != nil {
@@ -624,7 +625,7 @@ func TestX11ServerNotAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Once it answers again, typing works.
-	if err := inj.Type(ctx, "back"); err != nil {
+	if err := inj.Type(ctx, untrusted.Typed("back")); err != nil {
 		t.Fatalf("Type after the server resumed: %v", err)
 	}
 	rec.WaitFor(t, "back")
