@@ -165,78 +165,118 @@ func (m *keymap) plan(text string) (keysyms []uint32, ok bool) {
 var errKeymap = errors.New("unreadable XKB keymap")
 
 // parseKeymap reads the xkb_keycodes and xkb_symbols sections of a keymap
-// in text format v1 (as xkb_keymap_get_as_string writes it).
+// in text format v1 (as xkb_keymap_get_as_string writes it), in order:
+// the keycode of each key name ([keycodes.read]), the keysyms of each key
+// that has one ([keycodes.symbols]), and then for each layout the level
+// of the first key of each keysym ([firstLevels]).
 func parseKeymap(text string) (*keymap, error) {
 	toks := lexXKB(text)
-	codes := map[string]int{}
-	aliases := map[string]string{}
-	type key struct {
-		code   int
-		groups [][][]uint32 // group, level, keysyms
-	}
-	var keys []key
+	codes := keycodes{byName: map[string]int{}, aliases: map[string]string{}}
+	var keys []symKey
 	groups := 0
-	i := 0
-	for i < len(toks) {
+	for i := 0; i < len(toks); {
 		switch toks[i] {
 		case "xkb_keycodes":
 			end := blockEnd(toks, i)
-			for j := i; j < end; j++ {
-				switch {
-				case toks[j] == "alias" && j+3 < end && toks[j+2] == "=":
-					aliases[toks[j+1]] = toks[j+3]
-				case isKeyName(toks[j]) && j+2 < end && toks[j+1] == "=" && (j == 0 || toks[j-1] != "alias"):
-					if n, err := strconv.Atoi(toks[j+2]); err == nil {
-						codes[toks[j]] = n
-					}
-				}
-			}
+			codes.read(toks[i:end])
 			i = end
 		case "xkb_symbols":
 			end := blockEnd(toks, i)
-			for j := i; j < end; j++ {
-				if toks[j] != "key" || j+2 >= end || !isKeyName(toks[j+1]) || toks[j+2] != "{" {
-					continue
-				}
-				name := toks[j+1]
-				bodyEnd := matching(toks, j+2)
-				gs := keyGroups(toks[j+3 : bodyEnd])
-				if len(gs) > groups {
-					groups = len(gs)
-				}
-				code, ok := codes[name]
-				if !ok {
-					code, ok = codes[aliases[name]]
-				}
-				if ok && len(gs) > 0 {
-					keys = append(keys, key{code, gs})
-				}
-				j = bodyEnd
-			}
+			ks, n := codes.symbols(toks[i:end])
+			keys, groups = append(keys, ks...), max(groups, n)
 			i = end
 		default:
 			i++
 		}
 	}
-	if len(codes) == 0 || len(keys) == 0 {
+	if len(codes.byName) == 0 || len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no keycodes or no symbols", errKeymap)
 	}
-	slices.SortStableFunc(keys, func(a, b key) int { return a.code - b.code })
+	return firstLevels(keys, groups), nil
+}
+
+// keycodes are what the xkb_keycodes sections read so far name: the
+// keycode of each key name, and the aliases of key names.
+type keycodes struct {
+	byName  map[string]int
+	aliases map[string]string
+}
+
+// read adds an xkb_keycodes section's "<NAME> = 38;" and
+// "alias <ALIAS> = <NAME>;" statements.
+func (c keycodes) read(sec []string) {
+	for j, t := range sec {
+		switch {
+		case t == "alias" && j+3 < len(sec) && sec[j+2] == "=":
+			c.aliases[sec[j+1]] = sec[j+3]
+		case isKeyName(t) && j+2 < len(sec) && sec[j+1] == "=" && (j == 0 || sec[j-1] != "alias"):
+			if n, err := strconv.Atoi(sec[j+2]); err == nil {
+				c.byName[t] = n
+			}
+		}
+	}
+}
+
+// code is the keycode of a key name or of the name it is an alias of.
+func (c keycodes) code(name string) (int, bool) {
+	if n, ok := c.byName[name]; ok {
+		return n, true
+	}
+	n, ok := c.byName[c.aliases[name]]
+	return n, ok
+}
+
+// symKey is a key of xkb_symbols with its keycode.
+type symKey struct {
+	code   int
+	groups [][][]uint32 // group, level, keysyms
+}
+
+// symbols reads an xkb_symbols section's "key <NAME> { … };" statements:
+// the keys with a keycode and keysyms, and the most groups any key of
+// it has (a key without a keycode counts there too).
+func (c keycodes) symbols(sec []string) (keys []symKey, groups int) {
+	for j := 0; j < len(sec); j++ {
+		if sec[j] != "key" || j+2 >= len(sec) || !isKeyName(sec[j+1]) || sec[j+2] != "{" {
+			continue
+		}
+		bodyEnd := matching(sec, j+2)
+		gs := keyGroups(sec[j+3 : bodyEnd])
+		groups = max(groups, len(gs))
+		if code, ok := c.code(sec[j+1]); ok && len(gs) > 0 {
+			keys = append(keys, symKey{code, gs})
+		}
+		j = bodyEnd
+	}
+	return keys, groups
+}
+
+// firstLevels is the keymap of keys with groups layouts: in each, the
+// level of the first key (lowest keycode first) that has each keysym.
+func firstLevels(keys []symKey, groups int) *keymap {
+	slices.SortStableFunc(keys, func(a, b symKey) int { return a.code - b.code })
 	m := &keymap{first: make([]map[uint32]int, groups)}
 	for g := range m.first {
-		m.first[g] = map[uint32]int{}
-		for _, k := range keys {
-			kg := k.groups[g%len(k.groups)] // XKB wraps a layout the key lacks
-			for level, syms := range kg {
-				for _, ks := range syms {
-					if _, seen := m.first[g][ks]; !seen {
-						m.first[g][ks] = level
-					}
+		m.first[g] = firstLevelsOf(keys, g)
+	}
+	return m
+}
+
+// firstLevelsOf is group g's level of the first of keys that has each
+// keysym.
+func firstLevelsOf(keys []symKey, g int) map[uint32]int {
+	first := map[uint32]int{}
+	for _, k := range keys {
+		kg := k.groups[g%len(k.groups)] // XKB wraps a layout the key lacks
+		for level, syms := range kg {
+			for _, ks := range syms {
+				if _, seen := first[ks]; !seen {
+					first[ks] = level
 				}
 			}
 		}
 	}
-	return m, nil
+	return first
 }
 
 // keyGroups reads a key's body: "symbols[GroupN]= [ … ]" entries, or bare
