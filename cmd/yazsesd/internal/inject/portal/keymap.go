@@ -240,7 +240,7 @@ func (c keycodes) symbols(sec []string) (keys []symKey, groups int) {
 		if sec[j] != "key" || j+2 >= len(sec) || !isKeyName(sec[j+1]) || sec[j+2] != "{" {
 			continue
 		}
-		bodyEnd := matching(sec, j+2)
+		bodyEnd := max(matching(sec, j+2), j+3) // an unclosed "{" at the end: no body
 		gs := keyGroups(sec[j+3 : bodyEnd])
 		groups = max(groups, len(gs))
 		if code, ok := c.code(sec[j+1]); ok && len(gs) > 0 {

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,6 +120,23 @@ func TestParseKeymapBroken(t *testing.T) {
 		if _, err := parseKeymap(s); err == nil {
 			t.Errorf("parseKeymap(%q): no error", s)
 		}
+	}
+}
+
+// TestParseKeymapCutShort: a keymap that ends inside a key's "{" is an
+// error, not a panic (the slice of its body ran backwards).
+func TestParseKeymapCutShort(t *testing.T) {
+	full := testportal.Keymap(t, "us")
+	i := strings.Index(full, "key <AE01>")
+	if i < 0 {
+		t.Fatal("no key <AE01> in the us keymap")
+	}
+	cut := full[:i] + "key <AE01> {"
+	if _, err := parseKeymap(cut); err != nil {
+		t.Errorf("parseKeymap(cut after key <AE01> {) = %v, want the keys before it", err)
+	}
+	if _, err := parseKeymap("xkb_keycodes { <A> = 9; }; xkb_symbols { key <A> {"); !errors.Is(err, errKeymap) {
+		t.Errorf("parseKeymap(only an unclosed key) = %v, want errKeymap", err)
 	}
 }
 
