@@ -58,6 +58,7 @@ const (
 	errNoProperty = "org.freedesktop.DBus.Error.InvalidArgs"
 	errUnknownIf  = "org.freedesktop.DBus.Error.UnknownInterface"
 	errUnknownPr  = "org.freedesktop.DBus.Error.UnknownProperty"
+	errNoReply    = "org.freedesktop.DBus.Error.NoReply"
 )
 
 // closeWait bounds the Close of a Request whose wait was cancelled.
@@ -289,6 +290,10 @@ func portalErr(op string, err error) error {
 		case errNoService, errNoName, errUnknownIf, errUnknownPr, errNoProperty,
 			"org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject":
 			return fmt.Errorf("%s: %w (%s)", op, ErrNoPortal, de.Name)
+		case errNoReply:
+			// The portal left the bus with the call unanswered (or kept
+			// it past the bus's timeout): gone, as a closed connection.
+			return fmt.Errorf("%s: %w (%s)", op, ErrGone, de.Name)
 		}
 		return fmt.Errorf("%s: %s", op, de.Name)
 	}

@@ -148,3 +148,28 @@ func TestNoPortal(t *testing.T) {
 		t.Errorf("Version of GlobalShortcuts = %d, %v", v, err)
 	}
 }
+
+// TestPortalErr: how a bus error of a call to the portal reads. A portal
+// that leaves the bus while a call waits for its reply (killed, or
+// restarted by the session) is answered by the bus with NoReply: that is
+// the portal gone, as a closed connection is, so callers recover the same
+// way (TestRequestGone met it when the frontend died between taking Start
+// and replying).
+func TestPortalErr(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{
+		{dbus.Error{Name: "org.freedesktop.DBus.Error.NoReply"}, ErrGone},
+		{dbus.ErrClosed, ErrGone},
+		{dbus.Error{Name: errNoService}, ErrNoPortal},
+		{dbus.Error{Name: "org.freedesktop.DBus.Error.UnknownMethod"}, ErrNoPortal},
+	} {
+		if got := portalErr("Start", tc.err); !errors.Is(got, tc.want) {
+			t.Errorf("portalErr(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if got := portalErr("Start", dbus.Error{Name: "org.example.Other"}); errors.Is(got, ErrGone) || errors.Is(got, ErrNoPortal) || !strings.Contains(got.Error(), "org.example.Other") {
+		t.Errorf("another error = %v, want it named, neither gone nor no portal", got)
+	}
+}
