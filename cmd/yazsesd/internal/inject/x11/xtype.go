@@ -344,8 +344,14 @@ func (s *xsession) setShift(on bool) {
 // (spare keycodes are rarely adjacent, and rewriting a used key through
 // the core protocol could lose what XKB knows about it) and the record of
 // what the spare keycodes now hold (x11Held), then one round trip, after
-// which the server has applied all of them and every client has its
-// MappingNotify ahead of the keys that follow.
+// which the server has applied all of them and every client that asked
+// for map notifications has its MappingNotify ahead of the keys that
+// follow. (A core client always gets them. An Xlib client that uses XKB
+// asks for them only at its first key lookup, in a request it sends when
+// it next flushes, and hears of no change made in between: bindings made
+// within moments of a window's very first key. No request tells another
+// client's selection, so the typer cannot wait for it; the tests prove
+// it of xev first, see xevRecorder.readsMapChanges.)
 func (s *xsession) bind(p xplan) error {
 	if len(p.bind) == 0 {
 		return nil
