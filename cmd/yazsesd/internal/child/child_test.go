@@ -339,3 +339,50 @@ func TestLevel(t *testing.T) {
 		t.Fatal("closed after the condition ended")
 	}
 }
+
+// A capture child that ends by itself (exit 0: a replayed file ran out)
+// tells each listener with a nil chunk. A listener that arrives after that
+// nil was sent, but before the ended supervision has been cleared, is
+// owed a new start: it was not told of the end, and nobody else will start
+// the child for it. The old Mic started nothing, and that listener waited
+// for audio that never came (a second hold pressed while the first was in
+// its tail).
+func TestMicListenerAfterTheEndGetsANewStart(t *testing.T) {
+	const script = `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero`
+	m := NewMic(supervise.Spec{Name: "capture", Argv: []string{"sh", "-c", script}}, false, 0, slog.New(slog.DiscardHandler))
+	late := make(chan *Listener, 1)
+	var once sync.Once
+	m.OnState(func(st supervise.Status) {
+		if st.State != supervise.StateStopped {
+			return
+		}
+		once.Do(func() {
+			m.goroutines.Wait() // the reader has read the end and told its listeners
+			late <- m.Listen(false)
+		})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := testwait.Recv(t, ran, "the microphone's Run to return"); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	first := m.Listen(false)
+	got := 0
+	for s := testwait.Recv(t, first.Audio(), "the first start's audio"); s != nil; s = testwait.Recv(t, first.Audio(), "the first start's end") {
+		got += len(s)
+	}
+	if got != 1600 {
+		t.Errorf("the first listener got %d samples before the end, want 1600", got)
+	}
+	second := testwait.Recv(t, late, "a listener added after the end")
+	if s := testwait.Recv(t, second.Audio(), "audio for the listener that came after the end"); len(s) == 0 {
+		t.Errorf("the late listener got %v, want the new start's audio", s)
+	}
+	m.Unlisten(first)
+	m.Unlisten(second)
+}

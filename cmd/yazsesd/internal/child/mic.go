@@ -41,6 +41,7 @@ type Mic struct {
 type Listener struct {
 	ch      chan []int16
 	dropped int
+	told    bool // a nil chunk (the stream's end) was sent to it
 }
 
 // Audio delivers the microphone's audio as it arrives; a nil chunk means
@@ -149,6 +150,7 @@ func (m *Mic) ended() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for l := range m.subs {
+		l.told = true
 		select {
 		case l.ch <- nil:
 		default:
@@ -191,16 +193,32 @@ func (m *Mic) Run(ctx context.Context) error {
 		m.stop = stop
 		m.mu.Unlock()
 		err := m.process.Run(sctx)
+		byItself := sctx.Err() == nil
 		stop()
 		m.mu.Lock()
-		if m.stop != nil && sctx.Err() == nil {
+		if m.stop != nil && byItself {
 			m.stop = nil // ended by itself: the next listen starts it again
+			if m.untold() {
+				m.want() // and one that came after the end starts it now
+			}
 		}
 		m.mu.Unlock()
 		if err != nil {
 			m.log.Error("capture stopped", "err", err)
 		}
 	}
+}
+
+// untold reports whether a listener joined after the stream's end was
+// told: it found the supervision still set, so started nothing, and no
+// nil chunk will come to it. The caller holds mu.
+func (m *Mic) untold() bool {
+	for l := range m.subs {
+		if !l.told {
+			return true
+		}
+	}
+	return false
 }
 
 // want asks Run for a supervision.
