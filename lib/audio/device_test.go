@@ -229,8 +229,11 @@ func TestToneLoop(t *testing.T) {
 	if startedAt.IsZero() {
 		t.Error("Play returned without calling started")
 	}
-	if playTook < 900*time.Millisecond || playTook > 3*time.Second {
-		t.Errorf("Play of 1 s took %v, want about 1 s (it must wait for the device)", playTook)
+	// Play waits until the device has played the audio: it cannot return
+	// sooner than the audio lasts. (A floor only: a loaded machine may
+	// take longer, and testwait's context bounds a hang.)
+	if playTook < 900*time.Millisecond {
+		t.Errorf("Play of 1 s took %v, want at least 0.9 s (it must wait for the device)", playTook)
 	}
 	// The monitor lags the sink a little: the whole tone is recorded once
 	// 200 ms of quiet have come after it.
@@ -348,16 +351,16 @@ func TestPlayCancel(t *testing.T) {
 	if n <= 0 || n >= len(samples) {
 		t.Errorf("Play handed %d of %d samples, want some but not all", n, len(samples))
 	}
-	if took > 2*time.Second {
-		t.Errorf("Play took %v after a cancel at 0.3 s of 3 s", took)
-	}
 	// The cut tone has come through the monitor once 200 ms of quiet
 	// follow it there.
 	waitToneEnd(t, &rec.mu, &rec.samples, &rec.got, 200*time.Millisecond)
 	loud := pcm.Duration(len(loudPart(rec.stop(t), 0.1)))
 	t.Logf("cancelled Play returned after %v with %d samples; %v audible", took, n, loud)
-	if loud > time.Second || loud == 0 {
-		t.Errorf("audible part after a cancel at 0.3 s = %v, want about 0.3 s", loud)
+	// Measured in audio, not wall time: a Play that ignored the cancel
+	// plays all 3 s; a loaded machine may let some more than 0.3 s out
+	// before the cancel lands, never most of it.
+	if loud >= 2*time.Second || loud == 0 {
+		t.Errorf("audible part after a cancel at 0.3 s of 3 s = %v, want some, well under 3 s", loud)
 	}
 }
 
