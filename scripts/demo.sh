@@ -48,11 +48,11 @@ fi
 say "yaz-decode jfk.wav"
 time "$bin/yaz-decode" -m "$model" "$jfk"
 
-say "yaz-decode -o srt jfk.wav"
-"$bin/yaz-decode" -m "$model" -o srt "$jfk"
+say "yaz-decode -f srt jfk.wav"
+"$bin/yaz-decode" -m "$model" -f srt "$jfk"
 
-say "yaz-speak --out - 'Ask not what your country can do for you' | yaz-decode"
-time "$bin/yaz-speak" --out - "Ask not what your country can do for you." | "$bin/yaz-decode" -m "$model"
+say "yaz-speak -o - 'Ask not what your country can do for you' | yaz-decode"
+time "$bin/yaz-speak" -o - "Ask not what your country can do for you." | "$bin/yaz-decode" -m "$model"
 
-say "yaz-decode --json < jfk.wav (stream mode: one JSON object per utterance)"
-"$bin/yaz-decode" -m "$model" --json < "$jfk"
+say "yaz-decode -f json < jfk.wav (stream mode: one JSON object per utterance)"
+"$bin/yaz-decode" -m "$model" -f json < "$jfk"

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -61,5 +64,54 @@ func TestFlagScheme(t *testing.T) {
 				t.Errorf("%s %s --help: %v, want the old spelling accepted", name, strings.Join(old, " "), err)
 			}
 		}
+	}
+}
+
+// TestDocsUseCurrentSpellings: what a user reads and copies (the README,
+// docs/, the man pages' examples in each program's doc.go, make demo's
+// script) shows the current spelling of each flag. The old ones still
+// work, and only docs/flags.md names them, as old. make demo once showed
+// a new user yaz-decode --json, -o srt and yaz-speak --out.
+func TestDocsUseCurrentSpellings(t *testing.T) {
+	files := []string{"../../README.md", "../../scripts/demo.sh"}
+	for _, glob := range []string{"../../docs/*.md", "../../cmd/*/doc.go"} {
+		m, err := filepath.Glob(glob)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("glob %s: %v, %d files", glob, err, len(m))
+		}
+		files = append(files, m...)
+	}
+	old := []struct {
+		prog string
+		re   *regexp.Regexp
+	}{
+		{"yaz-decode", regexp.MustCompile(`(^|\s)(-o|--output)[ =](txt|text|srt|vtt|json)\b`)},
+		{"yaz-decode", regexp.MustCompile(`(^|\s)--json\b`)},
+		{"yaz-speak", regexp.MustCompile(`(^|\s)--out([ =]|$)`)},
+		{"yazsesd status", regexp.MustCompile(`(^|\s)--json\b`)},
+	}
+	checked := 0
+	for _, f := range files {
+		if filepath.Base(f) == "flags.md" {
+			continue // the one place the old spellings are listed, as old
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, o := range old {
+				if !strings.Contains(line, o.prog) {
+					continue
+				}
+				checked++
+				if o.re.MatchString(line) {
+					t.Errorf("%s:%d shows an old spelling of a %s flag (docs/flags.md has the current one):\n%s", f, i+1, o.prog, line)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d lines that name a program were checked: the files moved?", checked)
 	}
 }
