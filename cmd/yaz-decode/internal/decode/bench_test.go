@@ -63,7 +63,7 @@ func BenchmarkStreamDetector(b *testing.B) {
 		{"half-quiet", half[:minute]},
 		{"quiet-room", floor(minute)},
 	}
-	m, err := silero.Load(sileroModel(b), silero.Options{Gate: silero.Gate{Level: streamGateDB}})
+	m, err := silero.Load(sileroModel(b), silero.Options{Skip: silero.QuietSkip{Level: streamGateDB}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ const (
 	streamPad = 200 * time.Millisecond
 	// streamGateDB: on a live stream, 32 ms windows at or below this RMS
 	// level (a quiet room's noise floor) skip the network once the
-	// detector has idled for 512 ms (silero.Gate). The energy detector
+	// detector has idled for 512 ms (silero.QuietSkip). The energy detector
 	// never takes anything below −50 dBFS for speech.
 	streamGateDB = -60
 	// filePad widens each speech span of a file (whisper.cpp's default is
@@ -95,9 +95,9 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 	}
 	gate := silero.DigitalSilence
 	if stream {
-		gate = silero.Gate{Level: streamGateDB}
+		gate = silero.QuietSkip{Level: streamGateDB}
 	}
-	m, err := silero.Load(c.VADModel, silero.Options{Threads: 1, Verbose: c.Debug(), Gate: gate})
+	m, err := silero.Load(c.VADModel, silero.Options{Threads: 1, Verbose: c.Debug(), Skip: gate})
 	if err != nil {
 		cause := causeVADModelInvalid
 		if errors.Is(err, modelfile.ErrMissing) {

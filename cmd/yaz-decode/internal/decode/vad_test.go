@@ -211,7 +211,7 @@ func jfkSamples(t testing.TB) []int16 {
 // empty result and never reaches whisper; speech (also under that noise)
 // is decoded.
 func TestServeSpeechCheckSilero(t *testing.T) {
-	m, err := silero.Load(sileroModel(t), silero.Options{Gate: silero.DigitalSilence})
+	m, err := silero.Load(sileroModel(t), silero.Options{Skip: silero.DigitalSilence})
 	if err != nil {
 		t.Fatal(err)
 	}

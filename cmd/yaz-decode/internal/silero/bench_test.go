@@ -109,24 +109,24 @@ func BenchmarkDetector(b *testing.B) {
 	}
 }
 
-// BenchmarkGate: what the pre-gate saves on a two-minute file that is
+// BenchmarkQuietSkip: what the pre-gate saves on a two-minute file that is
 // about half quiet (digital silence, or a −70 dBFS noise floor), in one
 // shot: CPU per second of audio without the gate and with it, and the
 // share of windows it skipped.
-func BenchmarkGate(b *testing.B) {
+func BenchmarkQuietSkip(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		floorDB float64
-		gate    Gate
+		gate    QuietSkip
 	}{
-		{"zeros/off", 0, Gate{}},
+		{"zeros/off", 0, QuietSkip{}},
 		{"zeros/digital-silence", 0, DigitalSilence},
-		{"floor-70dB/off", -70, Gate{}},
-		{"floor-70dB/level-60", -70, Gate{Level: -60}},
+		{"floor-70dB/off", -70, QuietSkip{}},
+		{"floor-70dB/level-60", -70, QuietSkip{Level: -60}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			audio := halfQuiet(b, tc.floorDB)
-			m, err := Load(modelPath(b), Options{Gate: tc.gate})
+			m, err := Load(modelPath(b), Options{Skip: tc.gate})
 			if err != nil {
 				b.Fatal(err)
 			}

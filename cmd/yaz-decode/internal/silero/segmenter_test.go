@@ -145,24 +145,24 @@ func TestSegmenterMemory(t *testing.T) {
 	}
 }
 
-// TestGate: with the gate on, digital silence is skipped (no network run
+// TestQuietSkip: with the gate on, digital silence is skipped (no network run
 // for it) and the spans stay those of the ungated detector, within a
 // window; with a level gate over a quiet noise floor as well.
-func TestGate(t *testing.T) {
+func TestQuietSkip(t *testing.T) {
 	speech := jfk(t)
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, tc := range []struct {
 		name  string
-		gate  Gate
+		gate  QuietSkip
 		quiet []float32
 	}{
 		{"digital silence", DigitalSilence, silence(20)},
-		{"noise floor -70 dBFS, level -60", Gate{Level: -60}, quantize(white(rng, 20, -70))},
+		{"noise floor -70 dBFS, level -60", QuietSkip{Level: -60}, quantize(white(rng, 20, -70))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			audio := concat(speech, tc.quiet, speech, tc.quiet[:5*sr])
 			want := spans(t, model(t), audio, vadspan.DefaultParams())
-			gm, err := Load(modelPath(t), Options{Gate: tc.gate})
+			gm, err := Load(modelPath(t), Options{Skip: tc.gate})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@
 //
 // Invariants:
 //   - The probabilities depend only on the audio, the thread count and the
-//     Gate, not on how a stream is cut into blocks: a Stream buffers partial windows,
+//     QuietSkip, not on how a stream is cut into blocks: a Stream buffers partial windows,
 //     runs whole ones, and zero-pads only the last at Flush, as whisper.cpp
 //     pads a file's last window. So a Stream's events are exactly
 //     Model.Spans of the same audio.
@@ -37,11 +37,11 @@
 //
 // Cost and the pre-gate: every window is a small network run (an STFT, four
 // convolutions, an LSTM step), about 0.08 ms of CPU. Quiet never holds
-// speech, so Options.Gate can skip the windows whose level is below a
+// speech, so Options.Skip can skip the windows whose level is below a
 // threshold (digital silence, or a quiet room's noise floor), reporting
-// probability 0 for them; see Gate. On a two-minute file that is half quiet
+// probability 0 for them; see QuietSkip. On a two-minute file that is half quiet
 // it skips 44 % of the windows and saves 42–48 % of the CPU
-// (BenchmarkGate), with the same spans (TestGate).
+// (BenchmarkQuietSkip), with the same spans (TestQuietSkip).
 //
 // For callers: "was anything said?" is len(Spans) > 0; the end of an
 // answer is a Stream's SpeechEnd with Params.MinSilence set to the pause
@@ -77,9 +77,9 @@ const maxFileBytes = 16 << 20
 
 // Options set up a Model.
 type Options struct {
-	Threads int  // whisper.cpp threads per detector; 0: 1
-	Verbose bool // let whisper.cpp's log lines through to stderr (process-wide: pass what cmd/yaz-decode/internal/asr's Load gets)
-	Gate    Gate // skip windows that are quiet by level; the zero Gate is off
+	Threads int       // whisper.cpp threads per detector; 0: 1
+	Verbose bool      // let whisper.cpp's log lines through to stderr (process-wide: pass what cmd/yaz-decode/internal/asr's Load gets)
+	Skip    QuietSkip // skip windows that are quiet by level; the zero QuietSkip is off
 }
 
 // Model is a loaded Silero VAD model file.
@@ -122,7 +122,7 @@ func Load(path string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{path: path, info: info, threads: max(1, opt.Threads), gate: opt.Gate.resolve(), buf: newCBuf(data)}
+	m := &Model{path: path, info: info, threads: max(1, opt.Threads), gate: opt.Skip.resolve(), buf: newCBuf(data)}
 	if m.one, err = newVctx(m.buf, m.threads); err != nil {
 		m.buf.free()
 		return nil, fmt.Errorf("load VAD model %s: %w", path, err)
@@ -154,7 +154,7 @@ const oneShotBlock = 30 * vadspan.SampleRate / Window * Window
 
 // Probs returns the speech probability of each window of samples (16 kHz
 // mono float32 in [-1, 1]), the last window zero-padded: what whisper.cpp's
-// whisper_vad_detect_speech computes (with Options.Gate, 0 for the windows
+// whisper_vad_detect_speech computes (with Options.Skip, 0 for the windows
 // the gate skips). It stops early once ctx is done, returning ctx.Err().
 func (m *Model) Probs(ctx context.Context, samples []float32) ([]float32, error) {
 	m.mu.Lock()

@@ -105,7 +105,7 @@ func (s *Stream) Reset() {
 // Probs are the probabilities of the windows the last Write or Flush ran.
 func (s *Stream) Probs() []float32 { return s.probs }
 
-// Skipped is the number of windows the gate did not run (Options.Gate).
+// Skipped is the number of windows the gate did not run (Options.Skip).
 func (s *Stream) Skipped() int64 { return s.r.skipped }
 
 // Pos is the number of samples written since the start.

@@ -48,7 +48,7 @@ func (y *ydotool) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if err := backend.Gate(ctx, y, y.o.RequireFocus, y.o.Log); err != nil {
+	if err := backend.CheckFocus(ctx, y, y.o.RequireFocus, y.o.Log); err != nil {
 		return err
 	}
 	c := tool.Call{Env: y.o.Environ, Secret: text, Stdin: []byte(text)}

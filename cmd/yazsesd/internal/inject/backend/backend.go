@@ -1,7 +1,7 @@
 // Package backend is what every typing backend of package inject shares:
 // the names, the [Options], the [Focus] a backend reports, the errors that
 // decide whether a Typer goes on to the next backend, and the focus
-// policy ([Gate]). Package inject re-exports what its callers use; the
+// policy ([CheckFocus]). Package inject re-exports what its callers use; the
 // backends (inject/x11, inject/wayland and inject's own) import this one.
 package backend
 
@@ -180,8 +180,8 @@ type Pauser interface {
 	Pauses(ctx context.Context, text untrusted.TypedText) bool
 }
 
-// Gate applies the focus policy: nil to type, ErrNoTarget not to.
-func Gate(ctx context.Context, inj Injector, requireFocus bool, log *slog.Logger) error {
+// CheckFocus applies the focus policy: nil to type, ErrNoTarget not to.
+func CheckFocus(ctx context.Context, inj Injector, requireFocus bool, log *slog.Logger) error {
 	f, err := inj.Focus(ctx)
 	if err != nil {
 		return err

@@ -570,7 +570,7 @@ func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if err := backend.Gate(ctx, r, r.o.RequireFocus, r.o.Log); err != nil {
+	if err := backend.CheckFocus(ctx, r, r.o.RequireFocus, r.o.Log); err != nil {
 		return err
 	}
 	s := sessionFor(r.o)

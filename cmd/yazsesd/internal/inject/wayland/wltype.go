@@ -123,7 +123,7 @@ func (w *wayland) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if err := backend.Gate(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
+	if err := backend.CheckFocus(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
 		return err
 	}
 	wlMu.Lock()

@@ -182,7 +182,7 @@ func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
 	}
 	x11Mu.Lock()
 	defer x11Mu.Unlock()
-	if err := backend.Gate(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
+	if err := backend.CheckFocus(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
 		return err
 	}
 	if err := typeX11(ctx, tool.Call{Env: x.o.Environ, Secret: text}, text, x.o.RestoreDelay); err != nil {

@@ -4,8 +4,8 @@ import (
 	"math"
 )
 
-// Gate is the cheap pre-gate: windows that are quiet by level alone are not
-// run through the network. The zero Gate is off (every window runs, and
+// QuietSkip is the cheap pre-gate: windows that are quiet by level alone are not
+// run through the network. The zero QuietSkip is off (every window runs, and
 // the results are whisper.cpp's to the bit).
 //
 // A window is quiet when its RMS level is at or below Level dBFS. After
@@ -20,16 +20,16 @@ import (
 // edited or generated files) and, with Level some dB above a quiet room's
 // noise floor (−60 over a −70 dBFS floor, say), the idle stretches of an
 // always-open microphone. Speech quieter than Level is lost, so keep it
-// well below the quietest speech. Measured effect: see BenchmarkGate and
+// well below the quietest speech. Measured effect: see BenchmarkQuietSkip and
 // the README.
-type Gate struct {
+type QuietSkip struct {
 	Level    float64 // dBFS; 0: the gate is off
 	Hangover int     // quiet windows that still run after a loud one; 0: 16 (512 ms)
 	Warmup   int     // quiet windows run again before a loud one after idling; 0: 8 (256 ms)
 }
 
-// DigitalSilence is a Gate that skips only (near) digital silence.
-var DigitalSilence = Gate{Level: -90}
+// DigitalSilence is a QuietSkip that skips only (near) digital silence.
+var DigitalSilence = QuietSkip{Level: -90}
 
 type gate struct {
 	on         bool
@@ -37,7 +37,7 @@ type gate struct {
 	hang, warm int
 }
 
-func (g Gate) resolve() gate {
+func (g QuietSkip) resolve() gate {
 	if g.Level == 0 {
 		return gate{}
 	}
