@@ -30,8 +30,10 @@ const dictationTailMs = 200
 // text in the recording window (the xterm's file holds every byte of it),
 // with the real yazsesd, the real yaz-decode --serve on the tiny.en-sized
 // generated model (2 threads), the Silero detector child with the real
-// model, and the in-process x11 typing under Xvfb. ns/op is that
-// release-to-text time.
+// model, and the daemon's in-process typing on two desktops: x11 (XTEST
+// into an xterm under Xvfb) and wayland (its virtual keyboard into foot
+// under headless sway; the release after the last word only: the tail is
+// not the desktop's). ns/op is that release-to-text time.
 //
 // Two releases: "after" lets the key up releaseLag after the last word
 // (the person has finished; the detector has heard the silence), and
@@ -63,136 +65,147 @@ const dictationTailMs = 200
 // -benchtime=5x: one iteration takes the utterance's length plus a few
 // seconds.
 func BenchmarkDictationLatency(b *testing.B) {
-	x := startX(b)
-	rec := startRecorder(b, x)
-	rec.Focus(b)
 	rows := map[string]string{}
 	cold := map[string]time.Duration{}
-	for _, release := range []string{"after", "mid-word"} {
-		for _, mode := range []string{"whole", "eager"} {
-			for _, u := range dictationUtterances {
-				capture, recorded, at := u.files(b, release)
-				dur := u.length()
-				b.Run(fmt.Sprintf("release=%s/mode=%s/utterance=%ds", release, mode, u.label), func(b *testing.B) {
-					if _, ok := cold[recorded]; !ok {
-						cold[recorded] = coldWhisperCLI(b, recorded, 3)
+	for _, desktop := range []string{"x11", "wayland"} {
+		b.Run("desktop="+desktop, func(b *testing.B) {
+			desk := benchDesktop(b, desktop)
+			for _, release := range []string{"after", "mid-word"} {
+				if desktop == "wayland" && release != "after" {
+					continue // the tail is the desktop's no more than the decode is
+				}
+				for _, mode := range []string{"whole", "eager"} {
+					for _, u := range dictationUtterances {
+						dictationLatency(b, desktop, desk, release, mode, u, rows, cold)
 					}
-					d := newDaemon(b, baseConfig().
-						With("children.capture", arr(bin("yaz-capture"), "--file", capture)).
-						With("decode.model", q(world.tinyEn)).
-						With("decode.threads", "2").
-						With("dictation.tail_ms", fmt.Sprint(dictationTailMs)).
-						With("vad.engine", q("silero")).
-						With("vad.model", q(sileroModel(b))).
-						With("dictation.eager_pause_ms", map[string]string{"whole": "0", "eager": "300"}[mode]),
-						x.DaemonEnv()...)
-					d.Start()
-					d.WaitRunning("gate", "speak", "decode")
-					c := d.Client()
-					var total, first, decode, typing, over, tails []time.Duration
-					chars := 0
-					b.ResetTimer()
-					b.StopTimer()
-					for range b.N {
-						d.holdUntil(c, at)
-						before := fileSize(rec.File)
-						w := watchSize(rec, rec.File, before)
-						nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
-						b.StartTimer()
-						t0 := time.Now()
-						r := d.stopHold(c)
-						if r.Outcome != "typed" {
-							w.stop()
-							b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.LogTail(20))
-						}
-						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						l, err := c.Last(ctx)
-						cancel()
-						if err != nil {
-							w.stop()
-							b.Fatal(err)
-						}
-						firstAt, doneAt := w.wait(before+int64(len(l.Text)), 20*time.Second)
-						b.StopTimer()
-						if doneAt.IsZero() {
-							b.Fatalf("the window never received the %d bytes of the text", len(l.Text))
-						}
-						got, _ := os.ReadFile(rec.File)
-						if s := string(got[before:]); s != l.Text {
-							b.Fatalf("window received %q, last is %q", s, l.Text)
-						}
-						dec := d.Records("decode", "utterance")
-						typ := d.Records("", "typed")
-						if len(dec) > nDecode+1 && mode == "whole" || len(typ) != nTyped+1 {
-							b.Fatalf("log has %d new decoder results and %d new typed records, want at most 1 and 1", len(dec)-nDecode, len(typ)-nTyped)
-						}
-						// The decoder's time after the release: the one utterance,
-						// or (eager) what of the pieces was still to decode then
-						// (a piece that began before t0 counts from t0).
-						var dm time.Duration
-						for _, r := range dec[nDecode:] {
-							end, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r["time"]))
-							if err != nil {
-								b.Fatalf("decoder record time: %v", err)
-							}
-							took := time.Duration(num(r["decode_ms"])) * time.Millisecond
-							dm += max(0, min(took, end.Sub(t0)))
-						}
-						// Typing started "took" before the daemon logged "typed"
-						// (the same wall clock as the test's).
-						typedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(typ[len(typ)-1]["time"]))
-						if err != nil {
-							b.Fatalf("typed record time: %v", err)
-						}
-						injectStart := typedAt.Add(-time.Duration(num(typ[len(typ)-1]["took"])))
-						tt := doneAt.Sub(t0)
-						tk := doneAt.Sub(injectStart)
-						total, first, decode, typing = append(total, tt), append(first, firstAt.Sub(t0)), append(decode, dm), append(typing, tk)
-						// The tail the daemon recorded (dictation.tail_ms is its
-						// maximum; it ends sooner once the detector hears silence).
-						tl := dictationTailMs * time.Millisecond
-						if recs := d.Records("", "hold tail"); len(recs) > 0 {
-							tl = time.Duration(num(recs[len(recs)-1]["tail_ms"])) * time.Millisecond
-						}
-						tails = append(tails, tl)
-						over = append(over, injectStart.Sub(t0)-tl-dm)
-						chars = r.Chars
-						if testing.Verbose() {
-							b.Logf("%v utterance: release→text %s ms, first char %s, decode %d ms, daemon overhead %s ms, inject %s ms, %d chars",
-								dur, formatMs(tt), formatMs(firstAt.Sub(t0)), dm.Milliseconds(), formatMs(over[len(over)-1]), formatMs(tk), r.Chars)
-						}
-					}
-					coldT := cold[recorded]
-					tot := median(total)
-					b.ReportMetric(ms(tot), "release-to-text-ms")
-					b.ReportMetric(ms(median(first)), "release-to-first-char-ms")
-					b.ReportMetric(ms(median(tails)), "tail-ms")
-					b.ReportMetric(ms(median(decode)), "decode-ms")
-					b.ReportMetric(ms(median(typing)), "inject-ms")
-					b.ReportMetric(ms(median(over)), "overhead-ms")
-					b.ReportMetric(ms(coldT), "whisper-cli-cold-ms")
-					b.ReportMetric(float64(tot)/float64(coldT), "text/cold")
-					rows[fmt.Sprintf("%s %s %05.1f", release, mode, dur.Seconds())] = fmt.Sprintf("| %s | %s | %.1f s | %d | %s | %s | %s | %s | %s | %s (%d chars) | %s | %s | %.2f |",
-						release, mode, dur.Seconds(), len(total), formatMs(tot), formatMs(median(first)), formatMs(median(tails)),
-						formatMs(median(decode)), formatMs(median(over)), formatMs(median(typing)), chars,
-						formatMs(coldT), formatMs(median(decode)+median(over)), float64(tot)/float64(coldT))
-					if b.N == 1 {
-						return // the first probing run of the sub-benchmark: the table comes with the real one
-					}
-					var table []string
-					for _, k := range slices.Sorted(maps.Keys(rows)) {
-						table = append(table, rows[k])
-					}
-					// On stdout: the test framework cuts a benchmark's log
-					// after ten lines.
-					fmt.Printf("BenchmarkDictationLatency, the table so far:\n| release | decoding | audio | runs | release→text ms | release→1st char ms | tail ms | decode ms | daemon overhead ms | inject ms | cold whisper-cli ms | decode+overhead ms | text/cold |\n"+
-						"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s\n"+
-						"(medians; inject = backend start → last byte in the window; overhead = release → backend start − tail − decode; whisper-cli: -t 2 -bs 1 -sns -np, model load and full audio context included)\n",
-						strings.Join(table, "\n"))
-				})
+				}
+			}
+		})
+	}
+}
+
+// dictationLatency is one sub-benchmark of BenchmarkDictationLatency.
+func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mode string, u dictationUtterance, rows map[string]string, cold map[string]time.Duration) {
+	capture, recorded, at := u.files(b, release)
+	dur := u.length()
+	b.Run(fmt.Sprintf("release=%s/mode=%s/utterance=%ds", release, mode, u.label), func(b *testing.B) {
+		if _, ok := cold[recorded]; !ok {
+			cold[recorded] = coldWhisperCLI(b, recorded, 3)
+		}
+		d := newDaemon(b, baseConfig().
+			With("children.capture", arr(bin("yaz-capture"), "--file", capture)).
+			With("decode.model", q(world.tinyEn)).
+			With("decode.threads", "2").
+			With("dictation.tail_ms", fmt.Sprint(dictationTailMs)).
+			With("vad.engine", q("silero")).
+			With("vad.model", q(sileroModel(b))).
+			With("dictation.eager_pause_ms", map[string]string{"whole": "0", "eager": "300"}[mode]).
+			With("dictation.inject", q(desk.inject)),
+			desk.env...)
+		d.Start()
+		d.WaitRunning("gate", "speak", "decode")
+		c := d.Client()
+		var total, first, decode, typing, over, tails []time.Duration
+		chars := 0
+		b.ResetTimer()
+		b.StopTimer()
+		for range b.N {
+			d.holdUntil(c, at)
+			before := fileSize(desk.file)
+			w := watchSize(desk.src, desk.file, before)
+			nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
+			b.StartTimer()
+			t0 := time.Now()
+			r := d.stopHold(c)
+			if r.Outcome != "typed" {
+				w.stop()
+				b.Fatalf("hold.stop = %+v, want typed\n%s", r, d.LogTail(20))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			l, err := c.Last(ctx)
+			cancel()
+			if err != nil {
+				w.stop()
+				b.Fatal(err)
+			}
+			firstAt, doneAt := w.wait(before+int64(len(l.Text)), 20*time.Second)
+			b.StopTimer()
+			if doneAt.IsZero() {
+				b.Fatalf("the window never received the %d bytes of the text", len(l.Text))
+			}
+			got, _ := os.ReadFile(desk.file)
+			if s := string(got[before:]); s != l.Text {
+				b.Fatalf("window received %q, last is %q", s, l.Text)
+			}
+			dec := d.Records("decode", "utterance")
+			typ := d.Records("", "typed")
+			if len(dec) > nDecode+1 && mode == "whole" || len(typ) != nTyped+1 {
+				b.Fatalf("log has %d new decoder results and %d new typed records, want at most 1 and 1", len(dec)-nDecode, len(typ)-nTyped)
+			}
+			// The decoder's time after the release: the one utterance,
+			// or (eager) what of the pieces was still to decode then
+			// (a piece that began before t0 counts from t0).
+			var dm time.Duration
+			for _, r := range dec[nDecode:] {
+				end, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r["time"]))
+				if err != nil {
+					b.Fatalf("decoder record time: %v", err)
+				}
+				took := time.Duration(num(r["decode_ms"])) * time.Millisecond
+				dm += max(0, min(took, end.Sub(t0)))
+			}
+			// Typing started "took" before the daemon logged "typed"
+			// (the same wall clock as the test's).
+			typedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(typ[len(typ)-1]["time"]))
+			if err != nil {
+				b.Fatalf("typed record time: %v", err)
+			}
+			injectStart := typedAt.Add(-time.Duration(num(typ[len(typ)-1]["took"])))
+			tt := doneAt.Sub(t0)
+			tk := doneAt.Sub(injectStart)
+			total, first, decode, typing = append(total, tt), append(first, firstAt.Sub(t0)), append(decode, dm), append(typing, tk)
+			// The tail the daemon recorded (dictation.tail_ms is its
+			// maximum; it ends sooner once the detector hears silence).
+			tl := dictationTailMs * time.Millisecond
+			if recs := d.Records("", "hold tail"); len(recs) > 0 {
+				tl = time.Duration(num(recs[len(recs)-1]["tail_ms"])) * time.Millisecond
+			}
+			tails = append(tails, tl)
+			over = append(over, injectStart.Sub(t0)-tl-dm)
+			chars = r.Chars
+			if testing.Verbose() {
+				b.Logf("%v utterance: release→text %s ms, first char %s, decode %d ms, daemon overhead %s ms, inject %s ms, %d chars",
+					dur, formatMs(tt), formatMs(firstAt.Sub(t0)), dm.Milliseconds(), formatMs(over[len(over)-1]), formatMs(tk), r.Chars)
 			}
 		}
-	}
+		coldT := cold[recorded]
+		tot := median(total)
+		b.ReportMetric(ms(tot), "release-to-text-ms")
+		b.ReportMetric(ms(median(first)), "release-to-first-char-ms")
+		b.ReportMetric(ms(median(tails)), "tail-ms")
+		b.ReportMetric(ms(median(decode)), "decode-ms")
+		b.ReportMetric(ms(median(typing)), "inject-ms")
+		b.ReportMetric(ms(median(over)), "overhead-ms")
+		b.ReportMetric(ms(coldT), "whisper-cli-cold-ms")
+		b.ReportMetric(float64(tot)/float64(coldT), "text/cold")
+		rows[fmt.Sprintf("%s %s %s %05.1f", desktop, release, mode, dur.Seconds())] = fmt.Sprintf("| %s | %s | %s | %.1f s | %d | %s | %s | %s | %s | %s | %s (%d chars) | %s | %s | %.2f |",
+			desktop, release, mode, dur.Seconds(), len(total), formatMs(tot), formatMs(median(first)), formatMs(median(tails)),
+			formatMs(median(decode)), formatMs(median(over)), formatMs(median(typing)), chars,
+			formatMs(coldT), formatMs(median(decode)+median(over)), float64(tot)/float64(coldT))
+		if b.N == 1 {
+			return // the first probing run of the sub-benchmark: the table comes with the real one
+		}
+		var table []string
+		for _, k := range slices.Sorted(maps.Keys(rows)) {
+			table = append(table, rows[k])
+		}
+		// On stdout: the test framework cuts a benchmark's log
+		// after ten lines.
+		fmt.Printf("BenchmarkDictationLatency, the table so far:\n| desktop | release | decoding | audio | runs | release→text ms | release→1st char ms | tail ms | decode ms | daemon overhead ms | inject ms | cold whisper-cli ms | decode+overhead ms | text/cold |\n"+
+			"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s\n"+
+			"(medians; inject = backend start → last byte in the window; overhead = release → backend start − tail − decode; whisper-cli: -t 2 -bs 1 -sns -np, model load and full audio context included)\n",
+			strings.Join(table, "\n"))
+	})
 }
 
 // coldWhisperCLI is the median wall time of runs cold runs of whisper-cli

@@ -38,10 +38,11 @@ const text58 = "And so, my fellow Americans, ask not what your country can"
 func BenchmarkReleaseToLastChar(b *testing.B) {
 	for _, route := range []string{"x11", "wayland", "wtype", "portal"} {
 		b.Run("route="+route, func(b *testing.B) {
-			env, inject, content, src := benchDesktop(b, route)
+			desk := benchDesktop(b, route)
+			content, src := desk.content, desk.src
 			size := func() int { return len(content()) }
-			cfg := dictationConfig(answerWAV(), true).With("dictation.inject", q(inject))
-			d := newDaemon(b, cfg, append(env, "YAZ_FAKE_TEXT="+text58)...)
+			cfg := dictationConfig(answerWAV(), true).With("dictation.inject", q(desk.inject))
+			d := newDaemon(b, cfg, append(desk.env, "YAZ_FAKE_TEXT="+text58)...)
 			d.Level = "info"
 			d.Start()
 			d.WaitRunning("gate", "speak", "decode")
@@ -85,39 +86,47 @@ func BenchmarkReleaseToLastChar(b *testing.B) {
 	}
 }
 
-// benchDesktop starts the desktop a route types into and returns the
-// daemon's environment, its dictation.inject, what has arrived so far
-// (the window's file, or the text the portal backend took) and a source
-// that changes when that grows.
-func benchDesktop(b *testing.B, route string) (env []string, inject string, content func() string, src testwait.Source) {
+// benchDesk is a desktop a route types into: the daemon's environment,
+// its dictation.inject, the window's file ("" for the portal, whose test
+// backend holds what it took), what has arrived so far and a source that
+// changes when that grows.
+type benchDesk struct {
+	env     []string
+	inject  string
+	file    string
+	content func() string
+	src     testwait.Source
+}
+
+// benchDesktop starts the desktop route types into.
+func benchDesktop(b *testing.B, route string) benchDesk {
 	b.Helper()
 	switch route {
 	case "x11":
 		x := startX(b)
 		rec := startRecorder(b, x)
 		rec.Focus(b)
-		return x.DaemonEnv(), route, func() string { return readFile(rec.File) }, rec
+		return benchDesk{x.DaemonEnv(), route, rec.File, func() string { return readFile(rec.File) }, rec}
 	case "portal":
 		p := testportal.Start(b, testportal.Options{Layout: "us"})
 		p.Backend.Expect(text58)
 		wl := testwl.Start(b, p.Keymap())
-		return []string{"DBUS_SESSION_BUS_ADDRESS=" + p.Addr, wl.Env[0], "DISPLAY="}, route,
-			p.Backend.Typed, &p.Backend.Changed
+		return benchDesk{[]string{"DBUS_SESSION_BUS_ADDRESS=" + p.Addr, wl.Env[0], "DISPLAY="}, route, "",
+			p.Backend.Typed, &p.Backend.Changed}
 	}
 	sway := startBenchSway(b)
 	file := startBenchFoot(b, sway)
 	rec := testx.NewRecorder(b, sway, "", file)
-	env = []string{"DISPLAY=", "SWAYSOCK=" + getenv(sway, "SWAYSOCK"),
+	env := []string{"DISPLAY=", "SWAYSOCK=" + getenv(sway, "SWAYSOCK"),
 		"WAYLAND_DISPLAY=" + filepath.Join(getenv(sway, "XDG_RUNTIME_DIR"), getenv(sway, "WAYLAND_DISPLAY"))}
+	inject := route
 	if route == "wayland" {
 		// auto: the daemon makes its virtual keyboard when it starts, as
 		// on a desktop, so the terminal has bound its keyboard before the
 		// first text (the headless seat has no keyboard of its own).
 		inject = "auto"
-	} else {
-		inject = route
 	}
-	return env, inject, func() string { return readFile(file) }, rec
+	return benchDesk{env, inject, file, func() string { return readFile(file) }, rec}
 }
 
 func readFile(path string) string {
