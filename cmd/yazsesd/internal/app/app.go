@@ -504,6 +504,13 @@ func (c ConfigCheckCmd) Run(e *env) error {
 				c.File, cfg.VAD.Model, modelfile.DefaultVADName)
 		}
 	}
+	if cfg.Hotkey.Source != config.HotkeySourceEvdev && !cfg.Hotkey.Enabled {
+		// A note, not an error: the file is valid, but what it chose does
+		// nothing (Source's default is evdev, so this one was written).
+		note := config.KeyError(data, c.File, "hotkey.source",
+			fmt.Sprintf("%q has no effect while hotkey.enabled is false: no key source runs; set enabled = true in [hotkey]", cfg.Hotkey.Source))
+		fmt.Fprintln(e.stdout, note)
+	}
 	if err := checkDevice(e.ctx, cfg, data, c.File, e.stdout); err != nil { // device.go
 		return err
 	}

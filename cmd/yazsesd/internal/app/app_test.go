@@ -122,10 +122,15 @@ func TestConfigCheck(t *testing.T) {
 			"vadkind.toml:6: vad.model: " + model + " is a whisper model"},
 		{"vad header only", "[decode]\nmodel = " + strconv.Quote(model) + "\n[vad]\nmodel = " + strconv.Quote(vad) + "\n", 1,
 			"vadcut.toml:4: vad.model: " + vad + ": model file is truncated"},
+		// A key source chosen but not switched on runs nothing: said, as a
+		// note (the file is valid), on the line that chose it.
+		{"portal source, hotkey off", "[decode]\nmodel = " + strconv.Quote(model) + "\n[hotkey]\nsource = \"portal\"\n", 0,
+			"keyoff.toml:4: hotkey.source: \"portal\" has no effect while hotkey.enabled is false: no key source runs; set enabled = true in [hotkey]"},
 	}
 	names := map[string]string{"bad value": "bad", "good": "good", "default model missing": "missing", "model missing": "gone",
 		"not a model": "notes", "a VAD model": "vad", "language": "de", "unknown hotkey": "nope",
-		"vad auto, no model": "vadnone", "vad silero, no model": "vadgone", "vad whisper model": "vadkind", "vad header only": "vadcut"}
+		"vad auto, no model": "vadnone", "vad silero, no model": "vadgone", "vad whisper model": "vadkind", "vad header only": "vadcut",
+		"portal source, hotkey off": "keyoff"}
 	for _, tt := range tests {
 		path := filepath.Join(dir, names[tt.name]+".toml")
 		writeFile(t, path, tt.src)
@@ -137,6 +142,12 @@ func TestConfigCheck(t *testing.T) {
 		if code != tt.code || !strings.Contains(got, tt.out) {
 			t.Errorf("%s: config check: exit %d, stdout %q, stderr %q; want exit %d and %q", tt.name, code, out, stderr, tt.code, tt.out)
 		}
+	}
+	// Switched on, the same source is not remarked on.
+	on := filepath.Join(dir, "keyon.toml")
+	writeFile(t, on, "[decode]\nmodel = "+strconv.Quote(model)+"\n[hotkey]\nenabled = true\nsource = \"portal\"\n")
+	if out, stderr, code := run("config", "check", on); code != 0 || strings.Contains(out, "no effect") {
+		t.Errorf("config check with the portal key source on: exit %d, stdout %q, stderr %q; want 0 and no note", code, out, stderr)
 	}
 	// No file at all: every key has its default, and the default model is
 	// checked.
