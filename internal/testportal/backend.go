@@ -39,9 +39,10 @@ type Shortcut struct {
 // Backend is the test desktop's portal backend (see the package comment).
 // Its methods are safe to call from the test while the frontend calls it.
 type Backend struct {
-	t      testing.TB
-	conn   *dbus.Conn
-	layout string
+	t        testing.TB
+	conn     *dbus.Conn
+	exportMu sync.Mutex // see export
+	layout   string
 	// Changed is notified after every call from the frontend.
 	Changed testwait.Signal
 
@@ -300,7 +301,7 @@ func (s session) Close() *dbus.Error {
 	s.b.mu.Lock()
 	s.b.closed = append(s.b.closed, s.path)
 	s.b.mu.Unlock()
-	_ = s.b.conn.Export(nil, s.path, implSession)
+	_ = s.b.export(nil, s.path, implSession)
 	s.b.note("Session.Close")
 	return nil
 }
@@ -316,17 +317,26 @@ func (r request) Close() *dbus.Error {
 	return nil
 }
 
+// export is the connection's Export, one at a time: godbus (5.2.4) reads
+// its table of objects there without its lock, and the calls that export
+// and take away run on goroutines of their own (TestBackendOverlappingCalls).
+func (b *Backend) export(v any, path dbus.ObjectPath, iface string) error {
+	b.exportMu.Lock()
+	defer b.exportMu.Unlock()
+	return b.conn.Export(v, path, iface)
+}
+
 func (b *Backend) exportSession(path dbus.ObjectPath) {
-	if err := b.conn.Export(session{b, path}, path, implSession); err != nil {
+	if err := b.export(session{b, path}, path, implSession); err != nil {
 		b.t.Errorf("export session: %v", err)
 	}
 }
 
 func (b *Backend) exportRequest(path dbus.ObjectPath) func() {
-	if err := b.conn.Export(request{b, path}, path, implRequest); err != nil {
+	if err := b.export(request{b, path}, path, implRequest); err != nil {
 		b.t.Errorf("export request: %v", err)
 	}
-	return func() { _ = b.conn.Export(nil, path, implRequest) }
+	return func() { _ = b.export(nil, path, implRequest) }
 }
 
 type rdImpl struct{ b *Backend }
