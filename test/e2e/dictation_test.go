@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/wav"
 )
 
 // The dictation proofs (issue 6) run the real yazsesd with its real
@@ -543,6 +544,41 @@ func TestDictationRepressDuringTailOpensNewHold(t *testing.T) {
 	if n := d.Count("dictation.typed", ""); n != 2 {
 		t.Errorf("audit has %d dictation.typed, want 2", n)
 	}
+}
+
+// TestDictationRepressRightAfterRelease: the key pressed again as soon as
+// the last hold is typed opens a hold that hears what is said next. The
+// first hold's release stops the capture child while it still runs (here
+// 4 s of quiet follow the speech in its file), and a microphone takes a
+// moment to close (here half a second: a shell around yaz-capture that
+// waits before it exits on SIGTERM). The end of that child's stream, read
+// after the new hold began listening, was taken for the new hold's end,
+// and the new hold ended empty at once.
+func TestDictationRepressRightAfterRelease(t *testing.T) {
+	t.Parallel()
+	const text = "again"
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.Focus(t)
+	speech := answerWAV()
+	s, _, err := wav.ReadFile16k(speech, 16000*60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := writeWAVFile(t, filepath.Join(t.TempDir(), "speech-then-quiet.wav"), append(s, make([]float32, 4*16000)...))
+	slowClose := arr("sh", "-c", `trap 'sleep 0.5; exit 0' TERM; "$0" --file "$1" & wait`, bin("yaz-capture"), capture)
+	d := startDaemon(t, dictationConfig(capture, true).With("children.capture", slowClose),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+text)...)
+	c := d.Client()
+	said := wavDuration(t, speech) + 300*time.Millisecond
+	const holds = 4
+	for i := range holds {
+		d.holdUntil(c, said) // the child still runs: quiet follows
+		if r := d.stopHold(c); r.Outcome != "typed" {
+			t.Fatalf("hold %d of %d, pressed as the last was typed: hold.stop = %+v, want typed\n%s", i+1, holds, r, d.LogTail(20))
+		}
+	}
+	rec.WaitFor(t, strings.Repeat(text, holds))
 }
 
 // TestDictationTypingFailureKeepsText: when the backend fails for another

@@ -232,7 +232,7 @@ func TestMicListenEndsIdleNap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := NewMic(supervise.Spec{Name: "capture"}, true, 1600, slog.New(slog.DiscardHandler))
 		pr, pw := io.Pipe()
-		m.goroutines.Go(func() { m.read(pr) })
+		m.goroutines.Go(func() { m.read(pr, 1) })
 		samples := func(from, n int) []int16 {
 			s := make([]int16, n)
 			for i := range s {
@@ -385,4 +385,35 @@ func TestMicListenerAfterTheEndGetsANewStart(t *testing.T) {
 	}
 	m.Unlisten(first)
 	m.Unlisten(second)
+}
+
+// The last listener's leaving stops the capture child; a listener that
+// comes at once (the key pressed again just after a release) starts a new
+// one. The old child's end, read after that listener came, is not its
+// end: the old Mic told it so with a nil chunk, and the new hold ended
+// before it began ("hold tail" why ended, nothing said).
+func TestMicOldChildsEndIsNotTheNextListeners(t *testing.T) {
+	const script = `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero; exec sleep 60`
+	m := NewMic(supervise.Spec{Name: "capture", Argv: []string{"sh", "-c", script}}, false, 0, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := testwait.Recv(t, ran, "the microphone's Run to return"); err != nil {
+			t.Error(err)
+		}
+	}()
+	for i := range 3 {
+		l := m.Listen(false)
+		got := 0
+		for got < 1600 {
+			s := testwait.Recv(t, l.Audio(), "a start's audio")
+			if s == nil {
+				t.Fatalf("listener %d: the stream ended after %d samples, want 1600 from its own start", i, got)
+			}
+			got += len(s)
+		}
+		m.Unlisten(l) // the child is stopped; the next listener comes at once
+	}
 }

@@ -35,6 +35,11 @@ type Mic struct {
 	users   int
 	stop    context.CancelFunc // ends the current supervision; nil when none is wanted
 	subs    map[*Listener]struct{}
+	// starts counts the child's starts (a reader each); the readers of
+	// starts up to retired belong to a supervision stopped because nobody
+	// listened: what they still read (the last audio, the end) is nobody's,
+	// and above all not that of a listener that came meanwhile.
+	starts, retired int
 }
 
 // Listener receives audio from the microphone.
@@ -71,16 +76,21 @@ func (m *Mic) stdout() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture stdout: %w", err)
 	}
-	m.goroutines.Go(func() { m.read(r) })
+	m.mu.Lock()
+	m.starts++
+	start := m.starts
+	m.mu.Unlock()
+	m.goroutines.Go(func() { m.read(r, start) })
 	return w, nil
 }
 
-// read hands the audio of one start to deliver until the stream ends.
+// read hands the audio of one start (the start-th) to deliver until the
+// stream ends.
 // While nobody listens it naps idleNap between reads, letting the pipe
 // gather audio rather than waking for every few milliseconds of it; a
 // listener that arrives ends the nap at once, and gets the ring, then
 // what the pipe holds, in order.
-func (m *Mic) read(r io.ReadCloser) {
+func (m *Mic) read(r io.ReadCloser, start int) {
 	defer r.Close()
 	nap := time.NewTimer(idleNap)
 	nap.Stop()
@@ -100,13 +110,13 @@ func (m *Mic) read(r io.ReadCloser) {
 				carry = b[len(b)-1]
 				b = b[:len(b)-1]
 			}
-			m.deliver(b)
+			m.deliver(b, start)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				m.log.Debug("capture read ended", "err", err)
 			}
-			m.ended()
+			m.ended(start)
 			return
 		}
 		if listened := m.listened.C(); m.idle() {
@@ -120,11 +130,15 @@ func (m *Mic) read(r io.ReadCloser) {
 	}
 }
 
-// deliver hands wire-format bytes to the ring and every listener. With no
-// listener (idle, always mode) nothing is allocated.
-func (m *Mic) deliver(b []byte) {
+// deliver hands wire-format bytes of the start-th start to the ring and
+// every listener, unless that start was retired. With no listener (idle,
+// always mode) nothing is allocated.
+func (m *Mic) deliver(b []byte, start int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if start <= m.retired {
+		return
+	}
 	var s []int16
 	if len(m.subs) == 0 {
 		m.scratch = pcm.Decode(m.scratch[:0], b)
@@ -145,10 +159,14 @@ func (m *Mic) deliver(b []byte) {
 }
 
 // ended tells every listener that the capture stream ended (the child
-// exited: a replayed file ran out, or it crashed) with a nil chunk.
-func (m *Mic) ended() {
+// exited: a replayed file ran out, or it crashed) with a nil chunk, unless
+// the start-th start was retired.
+func (m *Mic) ended(start int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if start <= m.retired {
+		return
+	}
 	for l := range m.subs {
 		l.told = true
 		select {
@@ -265,6 +283,7 @@ func (m *Mic) Unlisten(l *Listener) {
 	if m.users == 0 && !m.always && m.stop != nil {
 		m.stop()
 		m.stop = nil
+		m.retired = m.starts
 	}
 }
 
