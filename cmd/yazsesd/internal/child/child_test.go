@@ -361,15 +361,7 @@ func TestMicListenerAfterTheEndGetsANewStart(t *testing.T) {
 			late <- m.Listen(false)
 		})
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := testwait.Recv(t, ran, "the microphone's Run to return"); err != nil {
-			t.Error(err)
-		}
-	}()
+	runMic(t, m)
 
 	first := m.Listen(false)
 	got := 0
@@ -395,15 +387,7 @@ func TestMicListenerAfterTheEndGetsANewStart(t *testing.T) {
 func TestMicOldChildsEndIsNotTheNextListeners(t *testing.T) {
 	const script = `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero; exec sleep 60`
 	m := NewMic(supervise.Spec{Name: "capture", Argv: []string{"sh", "-c", script}}, false, 0, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := testwait.Recv(t, ran, "the microphone's Run to return"); err != nil {
-			t.Error(err)
-		}
-	}()
+	runMic(t, m)
 	for i := range 3 {
 		l := m.Listen(false)
 		got := 0
@@ -416,4 +400,17 @@ func TestMicOldChildsEndIsNotTheNextListeners(t *testing.T) {
 		}
 		m.Unlisten(l) // the child is stopped; the next listener comes at once
 	}
+}
+
+// runMic runs m until the test ends, and waits for its Run to return.
+func runMic(t *testing.T, m *Mic) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := testwait.Recv(t, ran, "the microphone's Run to return"); err != nil {
+			t.Error(err)
+		}
+	})
 }
