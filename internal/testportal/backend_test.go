@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/yazses/yazses/internal/testwait"
 )
 
 // The backend exports a Request (and a Session) on each call and takes
@@ -23,6 +25,7 @@ func TestBackendOverlappingCalls(t *testing.T) {
 	}
 	defer c.Close()
 	obj := c.Object(BackendName, implPath)
+	ctx := testwait.Context(t) // each call is bounded, and says so when it is not answered
 	const callers, rounds = 16, 8
 	var wg sync.WaitGroup
 	errs := make(chan error, callers*rounds)
@@ -33,18 +36,18 @@ func TestBackendOverlappingCalls(t *testing.T) {
 				sess := dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/portal/desktop/session/t/s%d_%d", i, r))
 				var code uint32
 				var res map[string]dbus.Variant
-				if err := obj.Call(implRD+".CreateSession", 0, handle, sess, "", map[string]dbus.Variant{}).Store(&code, &res); err != nil {
+				if err := obj.CallWithContext(ctx, implRD+".CreateSession", 0, handle, sess, "", map[string]dbus.Variant{}).Store(&code, &res); err != nil {
 					errs <- err
 					return
 				}
-				if err := c.Object(BackendName, sess).Call(implSession+".Close", 0).Err; err != nil {
+				if err := c.Object(BackendName, sess).CallWithContext(ctx, implSession+".Close", 0).Err; err != nil {
 					errs <- err
 					return
 				}
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Group(t, &wg, "the overlapping calls to be answered")
 	close(errs)
 	for err := range errs {
 		t.Error(err)
