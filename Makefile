@@ -19,15 +19,17 @@ WHISPER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/yazses/whisper.cpp-$(WHI
 # the CPU and Vulkan backends into one set of binaries where glslc,
 # libvulkan-dev and spirv-headers are installed (make setup installs them
 # on Debian), the CPU alone where they are not; none builds the CPU alone;
-# vulkan / cuda / cuda,vulkan by name (CUDA never under auto). Each
-# configuration has a build folder of its own in the cache. The Vulkan
-# build takes about 10 minutes from a clean folder on a 2-core machine
-# shared with other builds (the CPU alone: about 3 idle).
+# vulkan / cuda / cuda,vulkan by name. CUDA is a module the binaries open
+# at run time (yaz-ggml-cuda.so: build puts it next to them, install in
+# $(PREFIX)/lib/yazses), built under auto where nvcc is found and nvidia-smi
+# lists a GPU. Each configuration has a build folder of its own in the
+# cache. The Vulkan build takes about 10 minutes from a clean folder on a
+# 2-core machine shared with other builds (the CPU alone: about 3 idle).
 YAZ_GPU ?= auto
 export YAZ_GPU
 # YAZ_CUDA_ARCH=90 builds ggml-cuda for that one architecture (an H100 or
 # H200) in a folder of its own, in minutes instead of the hour every
-# architecture takes.
+# architecture takes (without it: this machine's GPUs).
 export YAZ_CUDA_ARCH
 # make test runs the lavapipe tests (Mesa's Vulkan driver on the CPU) in
 # every configuration that asks for Vulkan: a build without it fails
@@ -35,6 +37,13 @@ export YAZ_CUDA_ARCH
 export YAZ_TEST_VULKAN := $(if $(or $(filter auto,$(YAZ_GPU)),$(findstring vulkan,$(YAZ_GPU))),1,0)
 WHISPER_BUILD := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --build-dir 2>/dev/null || echo '$(WHISPER_CACHE)/build')
 WHISPER_FEATURES := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --features 2>/dev/null || echo cpu)
+# The CUDA module of this configuration ("" when it has none). The tests'
+# binaries are not next to it: YAZ_CUDA_MODULE names it for them, and
+# YAZ_TEST_CUDA makes asr's TestCUDAModuleBuilt fail in one line if it is
+# missing.
+CUDA_MODULE := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --cuda-module 2>/dev/null)
+export YAZ_CUDA_MODULE := $(CUDA_MODULE)
+export YAZ_TEST_CUDA := $(if $(CUDA_MODULE),1,0)
 WHISPER_LIB := $(WHISPER_BUILD)/src/libwhisper.a
 WHISPER_CLI := $(WHISPER_BUILD)/bin/whisper-cli
 # Parakeet TDT, the second engine in the same source: its library and CLI
@@ -43,14 +52,15 @@ PARAKEET_LIB := $(WHISPER_BUILD)/src/libparakeet.a
 PARAKEET_CLI := $(WHISPER_BUILD)/bin/parakeet-cli
 export WHISPER_CACHE
 export C_INCLUDE_PATH := $(WHISPER_CACHE)/src/include:$(WHISPER_CACHE)/src/ggml/include
-export LIBRARY_PATH := $(WHISPER_BUILD)/src:$(WHISPER_BUILD)/ggml/src:$(WHISPER_BUILD)/ggml/src/ggml-vulkan:$(WHISPER_BUILD)/ggml/src/ggml-cuda
-# internal/ggmlgpu links the GPU backends the build has (vulkan.go, cuda.go).
+export LIBRARY_PATH := $(WHISPER_BUILD)/src:$(WHISPER_BUILD)/ggml/src:$(WHISPER_BUILD)/ggml/src/ggml-vulkan
+# internal/ggmlgpu links the Vulkan backend when the build has it
+# (vulkan.go; CUDA is the module, in every build).
 comma := ,
 empty :=
 space := $(empty) $(empty)
 # Tags from an earlier configuration (make env, the make that runs make
 # test-run) are replaced, never added to.
-GO_TAGS := $(strip $(if $(findstring vulkan,$(WHISPER_FEATURES)),yaz_vulkan) $(if $(findstring cuda,$(WHISPER_FEATURES)),yaz_cuda))
+GO_TAGS := $(strip $(if $(findstring vulkan,$(WHISPER_FEATURES)),yaz_vulkan))
 export GOFLAGS := $(strip $(filter-out -tags=yaz_%,$(GOFLAGS)) $(if $(GO_TAGS),-tags=$(subst $(space),$(comma),$(GO_TAGS))))
 export YAZ_WHISPER_CLI := $(WHISPER_CLI)
 export YAZ_PARAKEET_CLI := $(PARAKEET_CLI)
@@ -99,6 +109,8 @@ $(INSPECTOR)/.installed-$(INSPECTOR_VERSION):
 build: whisper ## all binaries into bin/ (BIN=dir for elsewhere)
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	@# The CUDA module beside the binaries, where yaz-decode looks for it.
+	$(if $(CUDA_MODULE),install -m 0644 $(CUDA_MODULE) $(BIN)/,@rm -f $(BIN)/yaz-ggml-cuda.so)
 
 test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-ng (and lavapipe, the Vulkan build's tests)
 	@# A make of its own: the build folder and tags it links (WHISPER_BUILD,
@@ -141,6 +153,8 @@ demo: setup ## set up, fetch tiny.en (offline: a generated model), transcribe jf
 # Where install puts things; PREFIX=/usr/local make install for elsewhere,
 # DESTDIR=... for a staging root.
 BINDIR ?= $(PREFIX)/bin
+# yaz-decode looks for the CUDA module in ../lib/yazses beside its folder.
+LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man/man1
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
@@ -149,6 +163,10 @@ CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
 install: build ## binaries, yaz-fetch-model, man pages, bash completion, the systemd user unit, a default config (kept if present)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
+	@if [ -f $(BIN)/yaz-ggml-cuda.so ]; then \
+		echo "install -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/"; \
+		install -d $(DESTDIR)$(LIBDIR)/yazses && install -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/; \
+	else rm -f $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so; fi
 	sed 's/^version=.*/version=$(VERSION)/' scripts/fetch-model.sh > $(DESTDIR)$(BINDIR)/yaz-fetch-model
 	chmod 0755 $(DESTDIR)$(BINDIR)/yaz-fetch-model
 	@# Man pages from each program's kong model; bash completion answered by
@@ -176,7 +194,8 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 	@echo '  Codex (~/.codex/config.toml): [mcp_servers.yazses] command = "$(BINDIR)/yaz-mcp"'
 
 uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so
+	-rmdir $(DESTDIR)$(LIBDIR)/yazses 2>/dev/null
 	rm -f $(foreach b,$(BINS) yaz-fetch-model,$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
 lint:
@@ -184,7 +203,7 @@ lint:
 	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
-	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS) YAZ_GPU=$(YAZ_GPU) YAZ_TEST_VULKAN=$(YAZ_TEST_VULKAN)"
+	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS) YAZ_GPU=$(YAZ_GPU) YAZ_TEST_VULKAN=$(YAZ_TEST_VULKAN) YAZ_CUDA_MODULE=$(YAZ_CUDA_MODULE) YAZ_TEST_CUDA=$(YAZ_TEST_CUDA)"
 	@echo "export GOFLAGS='$(GOFLAGS)'"
 
 clean:

@@ -14,19 +14,25 @@
 # $build is the configuration's own folder:
 #   build               the CPU backend alone
 #   build-vulkan        the CPU and Vulkan backends
-#   build-cuda          the CPU and CUDA backends (build-cuda-sm90 with
-#                       YAZ_CUDA_ARCH=90, below; untested: no nvcc here)
-#   build-cuda-vulkan   all three
+# and, where CUDA is built, the module $WHISPER_CACHE/$cuda/yaz-ggml-cuda.so
+# (ggml's CUDA backend, which the binaries open at run time), in a folder of
+# its own that names the GPU architectures it was built for:
+#   build-cuda-native   the GPUs of this machine (nvidia-smi lists them)
+#   build-cuda-sm90     YAZ_CUDA_ARCH=90 (H100, H200): one architecture
+#   build-cuda          every architecture ggml-cuda supports (many times
+#                       longer: a machine with nvcc and no GPU, asked by name)
 # YAZ_GPU chooses: auto (the default) builds Vulkan where glslc, the Vulkan
 # loader and headers (pkg-config vulkan) and SPIRV-Headers are installed
-# (Debian: glslc libvulkan-dev spirv-headers; scripts/install-deps.sh);
-# none builds the CPU alone; vulkan, cuda or cuda,vulkan ask for those and
-# fail when their tools are missing (CUDA: nvcc on PATH; never under auto,
-# since binaries linked with it need the CUDA libraries to start). Every
-# configuration has the CPU backend. The GPU backends are linked into the
-# static libraries; the binaries open the Vulkan loader at run time
-# (internal/ggmlgpu, yaz_vulkan.c). `setup-whisper.sh --build-dir` prints the chosen folder and
-# builds nothing; `--features` prints the backends ("cpu vulkan"). A cache
+# (Debian: glslc libvulkan-dev spirv-headers; scripts/install-deps.sh), and
+# the CUDA module where nvcc is found (on PATH or in /usr/local/cuda/bin) and
+# nvidia-smi lists a GPU; none builds the CPU alone; vulkan, cuda or
+# cuda,vulkan ask for those and fail when their tools are missing. Every
+# configuration has the CPU backend. Vulkan is linked into the static
+# libraries, and the binaries open the Vulkan loader at run time; CUDA is
+# the module (internal/ggmlgpu: yaz_vulkan.c, yaz_cuda.c), so one set of
+# binaries starts on any machine. `setup-whisper.sh --build-dir` prints the
+# chosen folder and builds nothing; `--features` prints the backends ("cpu
+# vulkan"); `--cuda-module` the module's path, or nothing. A cache
 # that has some of these (an older setup built whisper only) gets the missing
 # ones: cmake's own dependency check leaves what is built alone. Prints nothing
 # on stdout but the cache path.
@@ -57,55 +63,69 @@ vulkan_tools() {
   command -v glslc >/dev/null && pkg-config --exists vulkan SPIRV-Headers 2>/dev/null &&
     { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-vulkan/CMakeLists.txt" ]; }
 }
+# nvcc: on PATH, or where NVIDIA's installer puts it.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then PATH=/usr/local/cuda/bin:$PATH; fi
 cuda_tools() { command -v nvcc >/dev/null && { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-cuda/CMakeLists.txt" ]; }; }
-gpu_vulkan=0 gpu_cuda=0
+# The NVIDIA GPUs of this machine, as the driver sees them.
+nvidia_gpus() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+gpu_vulkan=0 gpu_cuda=0 cuda_skipped=
 case "${YAZ_GPU:-auto}" in
   auto)
-    # CUDA is asked for by name only: a static ggml-cuda makes every binary
-    # need the CUDA runtime and driver libraries to start at all.
-    if vulkan_tools; then gpu_vulkan=1; fi ;;
+    if vulkan_tools; then gpu_vulkan=1; fi
+    # CUDA where it can be used: nvcc with no NVIDIA GPU would build every
+    # architecture (an hour or more) for a module this machine cannot use.
+    if cuda_tools; then
+      if nvidia_gpus; then gpu_cuda=1; else cuda_skipped=1; fi
+    fi ;;
   none|cpu) ;;
   *)
     IFS=', ' read -r -a want <<<"$YAZ_GPU"
     for w in "${want[@]}"; do
       case "$w" in
         vulkan) vulkan_tools || { log "YAZ_GPU=$YAZ_GPU: the Vulkan build needs glslc, libvulkan-dev and spirv-headers (scripts/install-deps.sh)"; exit 1; }; gpu_vulkan=1 ;;
-        cuda) cuda_tools || { log "YAZ_GPU=$YAZ_GPU: the CUDA build needs nvcc on PATH"; exit 1; }; gpu_cuda=1 ;;
+        cuda) cuda_tools || { log "YAZ_GPU=$YAZ_GPU: the CUDA build needs nvcc (the CUDA toolkit) on PATH or in /usr/local/cuda/bin"; exit 1; }; gpu_cuda=1 ;;
         *) log "YAZ_GPU=$YAZ_GPU: want auto, none, vulkan, cuda or cuda,vulkan"; exit 1 ;;
       esac
     done ;;
 esac
 # YAZ_CUDA_ARCH (a number: 90 for an H100 or H200) builds ggml-cuda for
-# that one GPU architecture instead of every one it supports, which takes
-# many times longer; the folder's name says so (build-cuda-sm90), since a
-# folder keeps the architectures it was configured with.
+# that one GPU architecture; without it, for the GPUs nvidia-smi lists, or
+# every architecture ggml-cuda supports where it lists none. A folder keeps
+# the architectures it was configured with, so its name says which.
 cuda_arch=${YAZ_CUDA_ARCH:-}
 case "$cuda_arch" in
   ''|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]) ;;
-  *) log "YAZ_CUDA_ARCH=$cuda_arch: want the architecture's number (90 for sm_90), or nothing for every one"; exit 1 ;;
+  *) log "YAZ_CUDA_ARCH=$cuda_arch: want the architecture's number (90 for sm_90), or nothing for this machine's GPUs"; exit 1 ;;
 esac
 features=cpu gpu_flags=()
 bdir=build
-if [ $gpu_cuda = 1 ]; then
-  features+=" cuda"
-  gpu_flags+=(-DGGML_CUDA=ON)
-  bdir+=-cuda
-  if [ -n "$cuda_arch" ]; then
-    gpu_flags+=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_arch")
-    bdir+=-sm$cuda_arch
-  fi
-fi
 if [ $gpu_vulkan = 1 ]; then
   features+=" vulkan"
   gpu_flags+=(-DGGML_VULKAN=ON)
   bdir+=-vulkan
 fi
+cuda_dir= cuda_flags=()
+if [ $gpu_cuda = 1 ]; then
+  features+=" cuda"
+  if [ -n "$cuda_arch" ]; then
+    cuda_dir=build-cuda-sm$cuda_arch cuda_flags=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_arch")
+  elif nvidia_gpus; then
+    cuda_dir=build-cuda-native cuda_flags=(-DCMAKE_CUDA_ARCHITECTURES=native)
+  else
+    cuda_dir=build-cuda cuda_flags=(-DGGML_NATIVE=OFF)
+  fi
+fi
+cuda_module=${cuda_dir:+$cache/$cuda_dir/yaz-ggml-cuda.so}
 case "${1:-}" in
   --build-dir) echo "$cache/$bdir"; exit 0 ;;
   --features) echo "$features"; exit 0 ;;
+  --cuda-module) echo "$cuda_module"; exit 0 ;;
   "") ;;
-  *) log "unknown argument $1 (want --build-dir, --features or none)"; exit 2 ;;
+  *) log "unknown argument $1 (want --build-dir, --features, --cuda-module or none)"; exit 2 ;;
 esac
+if [ -n "$cuda_skipped" ]; then
+  log "nvcc is here but nvidia-smi lists no NVIDIA GPU: the CUDA module is not built (YAZ_GPU=cuda,vulkan YAZ_CUDA_ARCH=<N> builds it for GPU architecture N)"
+fi
 build=$cache/$bdir
 
 mkdir -p "$(dirname "$cache")"
@@ -120,7 +140,7 @@ printf 'pid %s, %s, since %s' "$$" "$(pwd)" "$(date +%H:%M:%S)" > "$cache.lock"
 
 gpu_libs_built() {
   { [ $gpu_vulkan = 0 ] || [ -f "$build/ggml/src/ggml-vulkan/libggml-vulkan.a" ]; } &&
-    { [ $gpu_cuda = 0 ] || [ -f "$build/ggml/src/ggml-cuda/libggml-cuda.a" ]; }
+    { [ -z "$cuda_module" ] || [ -f "$cuda_module" ]; }
 }
 if [ -f "$build/src/libwhisper.a" ] && [ -x "$build/bin/whisper-cli" ] && [ -f "$cache/src/include/whisper.h" ] &&
   [ -f "$build/src/libparakeet.a" ] && [ -x "$build/bin/parakeet-cli" ] && [ -f "$cache/src/include/parakeet.h" ] && gpu_libs_built; then
@@ -178,8 +198,13 @@ failed() {
 # the Vulkan shader generator's own small build (an ExternalProject with
 # percentages of its own) and of the later targets (which count from 0
 # again) are left out.
+# mawk (Debian's awk) reads its input in large blocks unless -W interactive,
+# which held the lines back until the build had ended; other awks take
+# lines as they come.
+awk_lines=()
+if awk -W interactive 'BEGIN { exit 0 }' </dev/null >/dev/null 2>&1; then awk_lines=(-W interactive); fi
 progress() {
-  awk -v last=-1 -v lib=1 '
+  awk ${awk_lines[@]+"${awk_lines[@]}"} -v last=-1 -v lib=1 '
     /vulkan-shaders-gen/ { next }
     lib && /Built target whisper$/ {
       print "setup-whisper: compiling the tools (whisper-cli, parakeet, parakeet-cli)"; fflush(); lib = 0; next
@@ -221,5 +246,44 @@ else
 fi
 cmake --build "$build" -j"$jobs" --target whisper whisper-cli parakeet parakeet-cli 2>&1 |
   tee -a "$buildlog" | progress || failed "building whisper.cpp"
+
+# The CUDA module: ggml-cuda alone, in a folder of its own (position-
+# independent, for a shared object), linked into yaz-ggml-cuda.so against
+# the CUDA runtime, cuBLAS and the driver's libcuda.so.1 (through the
+# toolkit's stub at link time). Everything it needs of ggml itself is left
+# to the program that opens it, which exports it; two symbols are exported:
+# ggml_backend_cuda_reg and yaz_ggml_cuda_source, the ggml version the
+# program checks before it trusts the module with its structures.
+if [ -n "$cuda_module" ] && [ ! -f "$cuda_module" ]; then
+  cbuild=$cache/$cuda_dir
+  cudalog=$cbuild.log
+  : > "$cudalog"
+  buildlog=$cudalog
+  if ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$cbuild/CMakeCache.txt" 2>/dev/null; then
+    log "configuring ggml's CUDA backend in $cbuild (log: $cudalog)"
+    cmake -S "$src" -B "$cbuild" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+      -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_SDL2=OFF -DGGML_CUDA=ON "${cuda_flags[@]}" >>"$cudalog" 2>&1 ||
+      failed "configuring ggml's CUDA backend"
+  fi
+  log "compiling ggml's CUDA backend ($cuda_dir) with $jobs jobs: each GPU architecture takes about 40 minutes on a 2-core machine"
+  cstart=$(date +%s)
+  cmake --build "$cbuild" -j"$jobs" --target ggml-cuda 2>&1 | tee -a "$cudalog" | progress || failed "building ggml's CUDA backend"
+  # The CUDA libraries' folder, from nvcc's own toolkit (Debian puts them
+  # in the system's; NVIDIA's installer in /usr/local/cuda/lib64, which the
+  # module then names as its run path).
+  culib=$(sed -n 's/^CUDAToolkit_LIBRARY_DIR:[A-Z]*=//p' "$cbuild/CMakeCache.txt")
+  [ -n "$culib" ] || culib=$(dirname "$(dirname "$(command -v nvcc)")")/lib64
+  rpath=()
+  case "$culib" in /usr/lib|/usr/lib64|/usr/lib/*-linux-gnu) ;; *) rpath=(-Wl,-rpath,"$culib") ;; esac
+  ggml_version=$(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))$/\2/p' "$src/ggml/CMakeLists.txt" | paste -sd.)
+  printf '%s\n' "const char *yaz_ggml_cuda_source(void) { return \"ggml $ggml_version\"; }" > "$cbuild/yaz-ggml-cuda-source.c"
+  printf '%s\n' '{ global: ggml_backend_cuda_reg; yaz_ggml_cuda_source; local: *; };' > "$cbuild/yaz-ggml-cuda.map"
+  g++ -shared -fPIC -o "$cuda_module.tmp" "$cbuild/yaz-ggml-cuda-source.c" \
+    -Wl,--whole-archive "$cbuild/ggml/src/ggml-cuda/libggml-cuda.a" -Wl,--no-whole-archive \
+    -Wl,--version-script="$cbuild/yaz-ggml-cuda.map" -Wl,-Bsymbolic -L"$culib" -L"$culib/stubs" "${rpath[@]}" \
+    -lcudart -lcublas -lcublasLt -lcuda -lpthread -ldl >>"$cudalog" 2>&1 || failed "linking $cuda_module"
+  mv "$cuda_module.tmp" "$cuda_module"
+  log "ggml's CUDA backend built in $(( $(date +%s) - cstart )) s: $cuda_module"
+fi
 log "whisper.cpp $WHISPER_VERSION built in $(( $(date +%s) - start )) s: $build ($features)"
 echo "$cache"

@@ -178,9 +178,14 @@
 // # Devices
 //
 // A build with a GPU backend (make setup: Vulkan, where glslc,
-// libvulkan-dev and spirv-headers are installed) runs the model on a GPU
-// when --device says so; every build runs on the CPU, and one binary runs
-// with or without a Vulkan loader and driver. --list-devices prints every
+// libvulkan-dev and spirv-headers are installed; CUDA, a module
+// yaz-ggml-cuda.so opened at run time from beside the binary,
+// ../lib/yazses or $YAZ_CUDA_MODULE, where nvcc and an NVIDIA GPU are)
+// runs the model on a GPU when --device says so; every build runs on the
+// CPU, and one binary runs with or without a Vulkan loader and driver, the
+// CUDA libraries and the NVIDIA driver. A backend installed but unable to
+// run says why on a line of --list-devices ("not available: CUDA: ...") and
+// in --device gpu's error. --list-devices prints every
 // device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
 // (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
 // total memory in MiB and its own name, then "auto: NAME", and for a

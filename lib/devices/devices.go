@@ -45,4 +45,7 @@ type List struct {
 	Device  string `json:"device"`           // --device as given: auto, cpu, gpu or gpu:N
 	Chosen  *Info  `json:"chosen,omitempty"` // the device --device takes; nil when none
 	Error   string `json:"error,omitempty"`  // why --device takes none
+	// Notes: a GPU backend installed but not available, one line each
+	// ("CUDA: libcuda.so.1: cannot open shared object file ...").
+	Notes []string `json:"notes,omitempty"`
 }

@@ -4,11 +4,14 @@
 # no Go, no network), in one call, after scripts/gpu/prepare.sh made
 # .cache/gpu-run here and the call carried it.
 #
-#   build    whisper.cpp with the CPU and CUDA backends for sm_90 alone,
+#   build    whisper.cpp for the CPU and the CUDA module for sm_90 alone,
 #            through make setup's own script (YAZ_GPU=cuda YAZ_CUDA_ARCH=90,
 #            into ~/.cache/yazses on that machine, outside the carried
-#            folder, so a second call on a warm machine keeps it); then
-#            yaz-decode's final link against it (relink.sh)
+#            folder, so a second call on a warm machine keeps it), and
+#            whisper-cli with CUDA linked in (the reference); then
+#            yaz-decode's final link against that machine's CPU build
+#            (relink.sh: ggml-cpu compiled for its own processor), with
+#            the module next to it, where yaz-decode looks
 #   measure  yaz-decode --list-devices, then scripts/bench -gpu: yaz-decode
 #            next to whisper-cli of the same build on the same files and
 #            generated large-v3-turbo-sized model, the GPU against the CPU of
@@ -57,34 +60,43 @@ export WHISPER_CACHE=${HOME:-/root}/.cache/yazses/whisper.cpp-1.9.1
 export WHISPER_CPP_DIR=${HOME:-/root}/.cache/yazses/gpu-src YAZ_GPU=cuda YAZ_CUDA_ARCH=90 JOBS=$(nproc)
 bin=$run/bin
 build=$(scripts/setup-whisper.sh --build-dir) || { log "setup-whisper.sh --build-dir failed"; exit 1; }
+module=$(scripts/setup-whisper.sh --cuda-module)
+cbuild=$(dirname "$module")
 
 build_stage() {
   if [ ! -f "$WHISPER_CPP_DIR/include/whisper.h" ]; then
     mkdir -p "$WHISPER_CPP_DIR"
     tar -C "$WHISPER_CPP_DIR" -xzf "$run/whisper.cpp.tar.gz" || { log "unpacking the source failed"; return 1; }
   fi
-  log "building whisper.cpp (CPU and CUDA, sm_90) in $build with $JOBS jobs"
+  log "building whisper.cpp (CPU in $build) and the CUDA module (sm_90, $cbuild) with $JOBS jobs"
   local s=$(date +%s)
-  timeout 480 scripts/setup-whisper.sh > /dev/null 2>> "$OUT/log.txt"
+  timeout 420 scripts/setup-whisper.sh > /dev/null 2>> "$OUT/log.txt"
   local rc=$?
-  tail -n 40 "$build.log" > "$OUT/build.txt" 2>/dev/null
+  tail -n 40 "$cbuild.log" > "$OUT/build.txt" 2>/dev/null
   if [ $rc -ne 0 ]; then
+    tail -n 20 "$build.log" >> "$OUT/build.txt" 2>/dev/null
     log "the whisper.cpp build failed or ran out of time (exit $rc) after $(( $(date +%s) - s )) s; build.txt has its end"
     return 1
   fi
-  log "whisper.cpp built in $(( $(date +%s) - s )) s (0 s: it was there)"
+  log "whisper.cpp and the CUDA module built in $(( $(date +%s) - s )) s (0 s: they were there)"
+  # The reference: whisper-cli with CUDA linked in, from the module's folder.
+  if ! timeout 240 cmake --build "$cbuild" -j"$JOBS" --target whisper-cli >> "$cbuild.log" 2>&1; then
+    tail -n 40 "$cbuild.log" > "$OUT/build.txt"
+    log "building whisper-cli with CUDA failed or ran out of time; build.txt has its end"
+    return 1
+  fi
   mkdir -p "$bin"
-  export LIBRARY_PATH=$build/src:$build/ggml/src:$build/ggml/src/ggml-cuda:$culib:$culib/stubs
-  if ! YAZ_RELINK_LIBS="-lggml-cuda -L$culib -L$culib/stubs -lcudart -lcublas -lcublasLt -lcuda -fopenmp" \
-    scripts/gpu/relink.sh "$run/yaz-decode.link" "$bin/yaz-decode" 2> "$OUT/link.txt"; then
+  export LIBRARY_PATH=$build/src:$build/ggml/src
+  if ! YAZ_RELINK_LIBS="-fopenmp" scripts/gpu/relink.sh "$run/yaz-decode.link" "$bin/yaz-decode" 2> "$OUT/link.txt"; then
     log "linking yaz-decode failed: link.txt"
     return 1
   fi
+  cp "$module" "$bin/"
   log "yaz-decode linked: $("$bin/yaz-decode" --version 2>&1)"
 }
 
 measure_stage() {
-  [ -x "$bin/yaz-decode" ] && [ -x "$build/bin/whisper-cli" ] || { log "nothing built yet: run the build stage"; return 1; }
+  [ -x "$bin/yaz-decode" ] && [ -f "$bin/yaz-ggml-cuda.so" ] && [ -x "$cbuild/bin/whisper-cli" ] || { log "nothing built yet: run the build stage"; return 1; }
   "$bin/yaz-decode" --list-devices > "$OUT/devices.txt" 2>&1
   log "devices: $(tr '\n' ' ' < "$OUT/devices.txt")"
   local left=$(( 590 - ($(date +%s) - t0) ))
@@ -93,7 +105,7 @@ measure_stage() {
     return 1
   fi
   log "benchmark (at most $left s): yaz-decode and whisper-cli on CUDA, large-v3-turbo-sized model"
-  timeout "$left" "$run/bench" -gpu -bin "$bin" -whisper-cli "$build/bin/whisper-cli" -jfk "$run/jfk.wav" \
+  timeout "$left" "$run/bench" -gpu -bin "$bin" -whisper-cli "$cbuild/bin/whisper-cli" -jfk "$run/jfk.wav" \
     -work "${HOME:-/root}/.cache/yazses/gpu-bench" -threads 8 -runs 5 -cpu-runs 2 > "$OUT/gpu-bench.md" 2> "$OUT/bench.log"
   local rc=$?
   log "benchmark ended (exit $rc); gpu-bench.md holds what it measured"

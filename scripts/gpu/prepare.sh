@@ -7,9 +7,10 @@
 #   whisper.cpp.tar.gz  the pinned whisper.cpp 1.9.1 source, from make
 #                       setup's cache (checked against its SHA-256 there)
 #   yaz-decode.link/    yaz-decode's objects and final link arguments,
-#                       compiled here with -tags yaz_cuda: h200.sh links
-#                       them against the CUDA build it makes
-#                       (scripts/gpu/extld.sh, relink.sh)
+#                       compiled here: h200.sh links them against the CPU
+#                       build it makes for that machine's processor
+#                       (scripts/gpu/extld.sh, relink.sh), and yaz-decode
+#                       opens the CUDA module built there
 #   bench               scripts/bench, pure Go (CGO_ENABLED=0)
 #   jfk.wav             the 11 s sample of whisper.cpp's Go bindings
 #   version             the commit these were made from
@@ -31,13 +32,13 @@ src=$cache/src
 say "packing the whisper.cpp source"
 tar -C "$src/" -czhf "$out/whisper.cpp.tar.gz" --exclude=./models --exclude=./samples --exclude=./media --exclude=./tests .
 
-say "compiling yaz-decode with -tags yaz_cuda (its final link is left for the GPU machine)"
+say "compiling yaz-decode (its final link is left for the GPU machine)"
 version=$(scripts/version.sh)
-GOFLAGS="$(echo "${GOFLAGS:-}" | sed 's/-tags=[^ ]*//') -tags=yaz_cuda" YAZ_LINK_BUNDLE="$PWD/$out/yaz-decode.link" \
+YAZ_LINK_BUNDLE="$PWD/$out/yaz-decode.link" \
   go build -trimpath -ldflags "-s -w -X github.com/yazses/yazses/lib/version.Version=$version -linkmode=external -extld=$PWD/scripts/gpu/extld.sh" \
   -o "$out/yaz-decode.unlinked" ./cmd/yaz-decode
 rm -f "$out/yaz-decode.unlinked"
-grep -q -- '-lggml-cuda' "$out/yaz-decode.link/args" || { say "the link arguments name no -lggml-cuda: not a CUDA build of yaz-decode"; exit 1; }
+grep -qx -- '-Wl,--export-dynamic' "$out/yaz-decode.link/args" || { say "the link arguments lack -Wl,--export-dynamic: this yaz-decode could not open the CUDA module"; exit 1; }
 
 say "building the benchmark (pure Go)"
 CGO_ENABLED=0 GOFLAGS= go build -trimpath -o "$out/bench" ./scripts/bench

@@ -107,43 +107,79 @@ func writeExe(t *testing.T, path, body string) {
 	}
 }
 
-// TestSetupWhisperCUDAArch: YAZ_CUDA_ARCH builds ggml-cuda for that one
-// GPU architecture (CMAKE_CUDA_ARCHITECTURES), in a folder of its own, so
-// a build for every architecture and one for a single one never share a
-// folder; without it the folder and the flags are as before.
-func TestSetupWhisperCUDAArch(t *testing.T) {
-	w := newWorld(t, "YAZ_GPU=cuda")
+// cudaWorld is a world with nvcc on PATH (a stub), a source with
+// ggml-cuda and ggml's version, and a g++ that records how the CUDA module
+// is linked (into $STUB/link-args) and makes it.
+func cudaWorld(t *testing.T, extra ...string) (*world, string) {
+	t.Helper()
+	w := newWorld(t, extra...)
 	src := w.getenv("WHISPER_CPP_DIR")
 	bin := strings.Split(w.getenv("PATH"), ":")[0]
 	writeExe(t, filepath.Join(bin, "nvcc"), "#!/bin/sh\nexit 0\n")
+	writeExe(t, filepath.Join(bin, "g++"), `#!/bin/sh
+echo "$@" > "$STUB/link-args"
+while [ $# -gt 0 ]; do
+  if [ "$1" = -o ]; then : > "$2"; fi
+  shift
+done
+`)
 	if err := os.MkdirAll(filepath.Join(src, "ggml", "src", "ggml-cuda"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(src, "ggml", "src", "ggml-cuda", "CMakeLists.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	version := "set(GGML_VERSION_MAJOR 0)\nset(GGML_VERSION_MINOR 15)\nset(GGML_VERSION_PATCH 1)\n"
+	if err := os.WriteFile(filepath.Join(src, "ggml", "CMakeLists.txt"), []byte(version), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return w, bin
+}
+
+// query runs setup-whisper.sh with one argument (--build-dir, --features,
+// --cuda-module) in w's environment plus env.
+func (w *world) query(t *testing.T, arg string, env ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(script(), arg)
+	cmd.Env = append(append([]string{}, w.env...), env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	return strings.TrimSpace(out.String()), errb.String(), err
+}
+
+// TestSetupWhisperCUDAArch: CUDA is a module of its own, built in a folder
+// named for the GPU architectures it was built for (YAZ_CUDA_ARCH's one,
+// or every one on a machine whose nvidia-smi lists no GPU), beside the
+// usual CPU (and Vulkan) build, which never gets ggml-cuda; the module is
+// ggml-cuda linked position-independent against the CUDA libraries,
+// exporting two symbols, with the ggml version it was built from.
+func TestSetupWhisperCUDAArch(t *testing.T) {
+	w, _ := cudaWorld(t, "YAZ_GPU=cuda")
 	for _, tc := range []struct{ arch, dir string }{{"", "build-cuda"}, {"90", "build-cuda-sm90"}} {
-		cmd := exec.Command(script(), "--build-dir")
-		cmd.Env = append(append([]string{}, w.env...), "YAZ_CUDA_ARCH="+tc.arch)
-		out, err := cmd.Output()
-		if got := strings.TrimSpace(string(out)); err != nil || got != filepath.Join(w.cache, tc.dir) {
-			t.Errorf("YAZ_CUDA_ARCH=%q --build-dir = %q, %v; want %s", tc.arch, got, err, filepath.Join(w.cache, tc.dir))
+		got, stderr, err := w.query(t, "--cuda-module", "YAZ_CUDA_ARCH="+tc.arch)
+		if want := filepath.Join(w.cache, tc.dir, "yaz-ggml-cuda.so"); err != nil || got != want {
+			t.Errorf("YAZ_CUDA_ARCH=%q --cuda-module = %q, %v (%s); want %s", tc.arch, got, err, stderr, want)
+		}
+		if got, _, err := w.query(t, "--build-dir", "YAZ_CUDA_ARCH="+tc.arch); err != nil || got != filepath.Join(w.cache, "build") {
+			t.Errorf("YAZ_CUDA_ARCH=%q --build-dir = %q, %v; want the CPU build %s", tc.arch, got, err, filepath.Join(w.cache, "build"))
 		}
 	}
-	cmd := exec.Command(script(), "--build-dir")
-	cmd.Env = append(append([]string{}, w.env...), "YAZ_CUDA_ARCH=sm_90")
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "YAZ_CUDA_ARCH") {
+	if got, _, err := w.query(t, "--features"); err != nil || got != "cpu cuda" {
+		t.Errorf("--features = %q, %v; want cpu cuda", got, err)
+	}
+	if _, out, err := w.query(t, "--build-dir", "YAZ_CUDA_ARCH=sm_90"); err == nil || !strings.Contains(out, "YAZ_CUDA_ARCH") {
 		t.Errorf("YAZ_CUDA_ARCH=sm_90: %v, %q; want one line asking for the number (90)", err, out)
 	}
 
-	cmake := filepath.Join(bin, "cmake")
+	cmake := filepath.Join(strings.Split(w.getenv("PATH"), ":")[0], "cmake")
 	orig, err := os.ReadFile(cmake)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := filepath.Join(w.stub, "configure-args")
 	writeExe(t, cmake, strings.Replace(string(orig), `if [ "$1" = "-S" ]; then`, `if [ "$1" = "-S" ]; then
-  echo "$@" > "`+args+`"`, 1))
+  echo "$@" >> "`+args+`"`, 1))
 	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +187,82 @@ func TestSetupWhisperCUDAArch(t *testing.T) {
 	r := w.start(t)
 	r.wait(t, "setup-whisper.sh (CUDA, sm_90)")
 	got, err := os.ReadFile(args)
-	if err != nil || !strings.Contains(string(got), "-DGGML_CUDA=ON") || !strings.Contains(string(got), "-DCMAKE_CUDA_ARCHITECTURES=90") ||
-		!strings.Contains(string(got), w.cache+"/build-cuda-sm90") {
-		t.Errorf("configure arguments %q (%v): want -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 in build-cuda-sm90", got, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cbuild := filepath.Join(w.cache, "build-cuda-sm90")
+	var main, cuda string
+	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
+		switch {
+		case strings.Contains(line, "-B "+cbuild+" "):
+			cuda = line
+		case strings.Contains(line, "-B "+filepath.Join(w.cache, "build")+" "):
+			main = line
+		}
+	}
+	if main == "" || strings.Contains(main, "GGML_CUDA") {
+		t.Errorf("the CPU build's configure arguments %q: want the build folder and no CUDA (all configures: %q)", main, got)
+	}
+	for _, want := range []string{"-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON"} {
+		if !strings.Contains(cuda, want) {
+			t.Errorf("the CUDA module's configure arguments %q lack %s", cuda, want)
+		}
+	}
+	link, err := os.ReadFile(filepath.Join(w.stub, "link-args"))
+	if err != nil {
+		t.Fatalf("the module was never linked: %v\nstderr:\n%s", err, r.stderr.String())
+	}
+	for _, want := range []string{"-shared", "-o " + cbuild + "/yaz-ggml-cuda.so.tmp", "--whole-archive " + cbuild + "/ggml/src/ggml-cuda/libggml-cuda.a",
+		"--version-script=" + cbuild + "/yaz-ggml-cuda.map", "-lcudart -lcublas -lcublasLt -lcuda"} {
+		if !strings.Contains(string(link), want) {
+			t.Errorf("the module's link %q lacks %q", link, want)
+		}
+	}
+	if src, err := os.ReadFile(filepath.Join(cbuild, "yaz-ggml-cuda-source.c")); err != nil || !strings.Contains(string(src), `"ggml 0.15.1"`) {
+		t.Errorf("the module's source identity %q, %v: want ggml 0.15.1", src, err)
+	}
+	if m, err := os.ReadFile(filepath.Join(cbuild, "yaz-ggml-cuda.map")); err != nil || string(m) != "{ global: ggml_backend_cuda_reg; yaz_ggml_cuda_source; local: *; };\n" {
+		t.Errorf("the module's exports %q, %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(cbuild, "yaz-ggml-cuda.so")); err != nil {
+		t.Errorf("no module: %v", err)
+	}
+	if errs := r.stderr.String(); !strings.Contains(errs, "compiling ggml's CUDA backend (build-cuda-sm90)") || !strings.Contains(errs, "ggml's CUDA backend built in") {
+		t.Errorf("stderr does not say the CUDA module was built:\n%s", errs)
+	}
+	// Built: a second run builds nothing.
+	again := w.start(t)
+	again.wait(t, "the second run")
+	if b, _ := os.ReadFile(filepath.Join(w.stub, "cuda-builds")); strings.Count(string(b), "\n") != 1 || again.stderr.String() != "" {
+		t.Errorf("second run: CUDA builds %q, stderr %q; want one build, nothing said", b, again.stderr.String())
+	}
+}
+
+// TestSetupWhisperCUDAAuto: under auto, nvcc builds the CUDA module for
+// this machine's GPUs when nvidia-smi lists one; with no NVIDIA GPU it is
+// not built (every architecture, an hour or more, for a module the machine
+// cannot use), and the run says so and how to ask for it.
+func TestSetupWhisperCUDAAuto(t *testing.T) {
+	w, bin := cudaWorld(t)
+	if got, _, err := w.query(t, "--features"); err != nil || got != "cpu" {
+		t.Errorf("nvcc, no nvidia-smi: --features = %q, %v; want cpu", got, err)
+	}
+	if got, _, err := w.query(t, "--cuda-module"); err != nil || got != "" {
+		t.Errorf("nvcc, no nvidia-smi: --cuda-module = %q, %v; want nothing", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := w.start(t)
+	r.wait(t, "setup-whisper.sh (nvcc, no GPU)")
+	if errs := r.stderr.String(); !strings.Contains(errs, "nvidia-smi lists no NVIDIA GPU: the CUDA module is not built (YAZ_GPU=cuda,vulkan YAZ_CUDA_ARCH=") {
+		t.Errorf("stderr does not say why CUDA was left out:\n%s", errs)
+	}
+	writeExe(t, filepath.Join(bin, "nvidia-smi"), "#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
+	if got, _, err := w.query(t, "--features"); err != nil || got != "cpu cuda" {
+		t.Errorf("nvcc and a GPU: --features = %q, %v; want cpu cuda", got, err)
+	}
+	if got, _, err := w.query(t, "--cuda-module"); err != nil || got != filepath.Join(w.cache, "build-cuda-native", "yaz-ggml-cuda.so") {
+		t.Errorf("nvcc and a GPU: --cuda-module = %q, %v; want build-cuda-native's", got, err)
 	}
 }

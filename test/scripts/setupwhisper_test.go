@@ -28,6 +28,14 @@ if [ "$1" = "-S" ]; then
 fi
 [ "$1" = "--build" ] || exit 2
 build=$2
+# The CUDA module's own build: ggml-cuda alone, in its folder.
+case " $* " in *" --target ggml-cuda "*)
+  mkdir -p "$build/ggml/src/ggml-cuda"
+  echo "[ 40%] Building CUDA object ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/mmq.cu.o"
+  touch "$build/ggml/src/ggml-cuda/libggml-cuda.a"
+  echo "$build" >> "$stub/cuda-builds"
+  exit 0 ;;
+esac
 echo "$$" >> "$stub/builds"
 if ! mkdir "$stub/building" 2>/dev/null; then
   echo "ar: unable to copy file 'libparakeet.a': another build is writing it" >&2
@@ -252,4 +260,36 @@ func TestSetupWhisperFailure(t *testing.T) {
 	if r.stdout.String() != "" {
 		t.Errorf("stdout %q, want nothing", r.stdout.String())
 	}
+}
+
+// TestSetupWhisperProgressWhileBuilding: a progress line reaches the
+// terminal while the build is still compiling, not when it has ended.
+// Debian's awk (mawk) read the compiler's output in blocks of its own, so
+// a 10-minute build showed nothing until its end and then every line at
+// once.
+func TestSetupWhisperProgressWhileBuilding(t *testing.T) {
+	w := newWorld(t)
+	r := w.start(t)
+	inBuild, err := testwait.WatchFile(filepath.Join(w.stub, "in-build"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inBuild.Close()
+	ctx := testwait.Context(t)
+	if err := testwait.Until(ctx, func() bool {
+		_, err := os.Stat(filepath.Join(w.stub, "in-build"))
+		return err == nil
+	}, inBuild, &r.ended); err != nil {
+		t.Fatalf("the run did not reach its build: %v\nstderr:\n%s", err, r.stderr.String())
+	}
+	// The stub build has printed its 5% and waits for release.
+	if err := testwait.Until(ctx, func() bool {
+		return strings.Contains(r.stderr.String(), "setup-whisper: compiling: 0%")
+	}, r.stderr, &r.ended); err != nil {
+		t.Errorf("no progress line while the build ran: %v\nstderr:\n%s", err, r.stderr.String())
+	}
+	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "setup-whisper.sh")
 }

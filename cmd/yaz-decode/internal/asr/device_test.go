@@ -16,6 +16,10 @@ func TestSelectDevice(t *testing.T) {
 	igpu := Device{Index: 1, Backend: "Vulkan", Name: "Vulkan1", Kind: KindIntegrated, slot: 2}
 	dgpu := Device{Index: 2, Backend: "Vulkan", Name: "Vulkan2", Kind: KindDiscrete, slot: 3}
 	blas := Device{Index: 3, Backend: "BLAS", Name: "BLAS", Kind: KindAccel}
+	// One NVIDIA GPU as a Vulkan driver and CUDA both list it (CUDA's
+	// module registers after the CPU).
+	cuda := Device{Index: 10, Backend: "CUDA", Name: "CUDA0", Kind: KindDiscrete, slot: 4}
+	cudaIGPU := Device{Index: 10, Backend: "CUDA", Name: "CUDA0", Kind: KindIntegrated, slot: 4}
 	for _, tc := range []struct {
 		name string
 		list []Device
@@ -31,6 +35,9 @@ func TestSelectDevice(t *testing.T) {
 		{"gpu: software when nothing else", []Device{soft, cpu}, "gpu", "Vulkan0"},
 		{"gpu: discrete first", []Device{soft, igpu, dgpu, cpu}, "GPU", "Vulkan2"},
 		{"gpu: none", []Device{blas, cpu}, "gpu", ""},
+		{"auto: CUDA before Vulkan for one kind", []Device{soft, dgpu, cpu, cuda}, "auto", "CUDA0"},
+		{"gpu: CUDA before Vulkan for one kind", []Device{dgpu, cpu, cuda}, "gpu", "CUDA0"},
+		{"auto: a discrete Vulkan GPU before an integrated CUDA one", []Device{dgpu, cpu, cudaIGPU}, "auto", "Vulkan2"},
 		{"gpu:N", []Device{soft, igpu, dgpu, cpu}, "gpu:0", "Vulkan0"},
 		{"gpu:N past the end", []Device{soft, cpu}, "gpu:2", ""},
 		{"gpu:N is the CPU", []Device{soft, cpu}, "gpu:1", ""},
@@ -54,13 +61,18 @@ func TestSelectDevice(t *testing.T) {
 	}
 }
 
-// TestDevicesHaveCPU: every build lists the CPU, and Load's zero Device is
-// the CPU.
+// TestDevicesHaveCPU: every build lists the CPU, after the backends linked
+// in and before CUDA's (its module registers last), and Load's zero Device
+// is the CPU.
 func TestDevicesHaveCPU(t *testing.T) {
 	list := Devices()
 	cpu := cpuDevice(list)
-	if cpu.Index != len(list)-1 || cpu.Kind != KindCPU || cpu.GPU() {
-		t.Fatalf("Devices() = %+v: want the CPU last", list)
+	last := len(list) - 1
+	for last > 0 && list[last].Backend == "CUDA" {
+		last--
+	}
+	if cpu.Index != last || cpu.Kind != KindCPU || cpu.GPU() {
+		t.Fatalf("Devices() = %+v: want the CPU last but for CUDA's", list)
 	}
 	if (Device{}).GPU() {
 		t.Error("the zero Device is a GPU")

@@ -98,15 +98,6 @@ func TestVulkanDecode(t *testing.T) {
 	}
 }
 
-func writeModel(t *testing.T, size testmodel.Size) string {
-	t.Helper()
-	path := t.TempDir() + "/model.bin"
-	if err := testmodel.WriteFile(path, size, 1); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestVulkanAbortOnDevice: the abort flag is read inside graphs that run
 // on the device (the eval hook of yaz.c), and once it is set no further
 // graph begins: the decode stops within the graph it was in.

@@ -26,6 +26,8 @@ const causeDeviceMissing = "device_missing"
 // own ("gpu: Vulkan0"), for the model --model names when its file is
 // there (a GPU it does not fit is passed over, as a decode would). A
 // --device that finds none is the error (exit 1) once the list is out.
+// A backend that is installed but cannot run (the CUDA module without the
+// NVIDIA driver) has a line "not available: CUDA: why".
 // With -f json it is one object instead (devices.List), the error in it
 // too.
 func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
@@ -40,7 +42,7 @@ func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 		need = uint64(st.Size())
 	}
 	chosen, _, cerr := asr.SelectDeviceFor(c.Device, need)
-	out := devices.List{Auto: auto.Name, Device: c.Device, Devices: []devices.Info{}}
+	out := devices.List{Auto: auto.Name, Device: c.Device, Devices: []devices.Info{}, Notes: asr.Notes()}
 	for _, d := range list {
 		out.Devices = append(out.Devices, info(d))
 	}
@@ -69,6 +71,11 @@ func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 	}
 	if c.Device != "auto" && cerr == nil {
 		if _, err := fmt.Fprintf(w, "%s: %s\n", c.Device, chosen.Name); err != nil {
+			return err
+		}
+	}
+	for _, n := range out.Notes {
+		if _, err := fmt.Fprintf(w, "not available: %s\n", n); err != nil {
 			return err
 		}
 	}

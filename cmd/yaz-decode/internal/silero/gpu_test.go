@@ -1,4 +1,4 @@
-//go:build yaz_vulkan || yaz_cuda
+//go:build yaz_vulkan
 
 package silero
 
