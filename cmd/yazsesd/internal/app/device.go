@@ -32,7 +32,8 @@ const deviceCheckTime = 30 * time.Second
 
 // checkDevice asks the decoder (children.decode, --list-devices -f json)
 // where decode.device = "gpu" or "gpu:N" would run the model: the device
-// is named on out, and none is the key's error. auto and cpu always have
+// is named on out (with a line for each GPU backend installed that cannot
+// run), and none is the key's error. auto and cpu always have
 // a device (the CPU at worst) and are not asked about. A decoder that
 // cannot be run or answers no list leaves the key unchecked, said on out:
 // the daemon would fail at start, where the decoder's own line says why.
@@ -72,5 +73,10 @@ func checkDevice(ctx context.Context, cfg config.Config, data []byte, file strin
 		return config.KeyError(data, file, "decode.device", fmt.Sprintf("%q: %s", spec, msg))
 	}
 	fmt.Fprintf(out, "%s: decode.device %q → %s\n", file, spec, list.Chosen)
+	// A backend installed that cannot run (the CUDA module without the
+	// NVIDIA driver): the device above may not be the one meant.
+	for _, n := range list.Notes {
+		fmt.Fprintf(out, "%s: decode.device %q: not available: %s\n", file, spec, n)
+	}
 	return nil
 }

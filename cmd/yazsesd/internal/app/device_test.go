@@ -44,6 +44,10 @@ func TestConfigCheckDevice(t *testing.T) {
 	}{
 		{"gpu found", "gpu", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu","chosen":` + lavapipe + `}`, "0", 0,
 			`decode.device "gpu" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)`, true},
+		{"gpu found, CUDA not available", "gpu", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu","chosen":` + lavapipe +
+			`,"notes":["CUDA: libcuda.so.1: cannot open shared object file: No such file or directory"]}`, "0", 0,
+			`decode.device "gpu" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)` + "\n" +
+				dir + `/dev.toml: decode.device "gpu": not available: CUDA: libcuda.so.1: cannot open shared object file`, true},
 		{"gpu missing", "gpu", `{"devices":[` + cpu + `],"auto":"CPU","device":"gpu","error":"--device gpu: no GPU found: no Vulkan loader, driver or device"}`, "1", 1,
 			`dev.toml:3: decode.device: "gpu": no GPU found: no Vulkan loader, driver or device`, true},
 		{"gpu:N missing", "gpu:3", `{"devices":[` + cpu + `],"auto":"CPU","device":"gpu:3","error":"--device gpu:3: no device 3: ggml finds 1 (see --list-devices)"}`, "1", 1,
