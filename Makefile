@@ -35,13 +35,13 @@ export YAZ_CUDA_ARCH
 # every configuration that asks for Vulkan: a build without it fails
 # asr's TestVulkanBuilt in one line instead of leaving them out unseen.
 export YAZ_TEST_VULKAN := $(if $(or $(filter auto,$(YAZ_GPU)),$(findstring vulkan,$(YAZ_GPU))),1,0)
-WHISPER_BUILD := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --build-dir 2>/dev/null || echo '$(WHISPER_CACHE)/build')
-WHISPER_FEATURES := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --features 2>/dev/null || echo cpu)
+WHISPER_BUILD := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' YAZ_CUDA_ARCH='$(YAZ_CUDA_ARCH)' scripts/setup-whisper.sh --build-dir 2>/dev/null || echo '$(WHISPER_CACHE)/build')
+WHISPER_FEATURES := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' YAZ_CUDA_ARCH='$(YAZ_CUDA_ARCH)' scripts/setup-whisper.sh --features 2>/dev/null || echo cpu)
 # The CUDA module of this configuration ("" when it has none). The tests'
 # binaries are not next to it: YAZ_CUDA_MODULE names it for them, and
 # YAZ_TEST_CUDA makes asr's TestCUDAModuleBuilt fail in one line if it is
 # missing.
-CUDA_MODULE := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' scripts/setup-whisper.sh --cuda-module 2>/dev/null)
+CUDA_MODULE := $(shell WHISPER_CACHE='$(WHISPER_CACHE)' YAZ_GPU='$(YAZ_GPU)' YAZ_CUDA_ARCH='$(YAZ_CUDA_ARCH)' scripts/setup-whisper.sh --cuda-module 2>/dev/null)
 export YAZ_CUDA_MODULE := $(CUDA_MODULE)
 export YAZ_TEST_CUDA := $(if $(CUDA_MODULE),1,0)
 WHISPER_LIB := $(WHISPER_BUILD)/src/libwhisper.a

@@ -268,20 +268,25 @@ if [ -n "$cuda_module" ] && [ ! -f "$cuda_module" ]; then
   log "compiling ggml's CUDA backend ($cuda_dir) with $jobs jobs: each GPU architecture takes about 40 minutes on a 2-core machine"
   cstart=$(date +%s)
   cmake --build "$cbuild" -j"$jobs" --target ggml-cuda 2>&1 | tee -a "$cudalog" | progress || failed "building ggml's CUDA backend"
-  # The CUDA libraries' folder, from nvcc's own toolkit (Debian puts them
-  # in the system's; NVIDIA's installer in /usr/local/cuda/lib64, which the
-  # module then names as its run path).
-  culib=$(sed -n 's/^CUDAToolkit_LIBRARY_DIR:[A-Z]*=//p' "$cbuild/CMakeCache.txt")
-  [ -n "$culib" ] || culib=$(dirname "$(dirname "$(command -v nvcc)")")/lib64
+  # The CUDA libraries CMake found for ggml-cuda (Debian puts them in the
+  # system's folder, NVIDIA's installer in /usr/local/cuda/lib64, which the
+  # module then names as its run path); the driver's is the toolkit's stub.
+  culibs=()
+  for v in cudart cublas cublasLt cuda_driver; do
+    f=$(sed -n "s/^CUDA_${v}_LIBRARY:FILEPATH=//p" "$cbuild/CMakeCache.txt")
+    [ -n "$f" ] && [ -f "$f" ] || { log "CMake found no CUDA library $v (CUDA_${v}_LIBRARY in $cbuild/CMakeCache.txt)"; exit 1; }
+    culibs+=("$f")
+  done
   rpath=()
+  culib=$(dirname "${culibs[0]}")
   case "$culib" in /usr/lib|/usr/lib64|/usr/lib/*-linux-gnu) ;; *) rpath=(-Wl,-rpath,"$culib") ;; esac
   ggml_version=$(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))$/\2/p' "$src/ggml/CMakeLists.txt" | paste -sd.)
   printf '%s\n' "const char *yaz_ggml_cuda_source(void) { return \"ggml $ggml_version\"; }" > "$cbuild/yaz-ggml-cuda-source.c"
   printf '%s\n' '{ global: ggml_backend_cuda_reg; yaz_ggml_cuda_source; local: *; };' > "$cbuild/yaz-ggml-cuda.map"
-  g++ -shared -fPIC -o "$cuda_module.tmp" "$cbuild/yaz-ggml-cuda-source.c" \
+  g++ -shared -fPIC -o "$cuda_module.tmp" -x c "$cbuild/yaz-ggml-cuda-source.c" -x none \
     -Wl,--whole-archive "$cbuild/ggml/src/ggml-cuda/libggml-cuda.a" -Wl,--no-whole-archive \
-    -Wl,--version-script="$cbuild/yaz-ggml-cuda.map" -Wl,-Bsymbolic -L"$culib" -L"$culib/stubs" "${rpath[@]}" \
-    -lcudart -lcublas -lcublasLt -lcuda -lpthread -ldl >>"$cudalog" 2>&1 || failed "linking $cuda_module"
+    -Wl,--version-script="$cbuild/yaz-ggml-cuda.map" -Wl,-Bsymbolic ${rpath[@]+"${rpath[@]}"} \
+    "${culibs[@]}" -lpthread -ldl >>"$cudalog" 2>&1 || failed "linking $cuda_module"
   mv "$cuda_module.tmp" "$cuda_module"
   log "ggml's CUDA backend built in $(( $(date +%s) - cstart )) s: $cuda_module"
 fi

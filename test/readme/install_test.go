@@ -187,8 +187,9 @@ func TestCompletion(t *testing.T) {
 }
 
 // TestInstallUninstall: make install into a staging root (DESTDIR) puts
-// every file where the README says, with paths inside them that name the
-// final prefix, and make uninstall removes them all but the configuration.
+// every file where the README says (the CUDA module too, where the
+// configuration has one), with paths inside them that name the final
+// prefix, and make uninstall removes them all but the configuration.
 func TestInstallUninstall(t *testing.T) {
 	inst := install(t)
 	dest := t.TempDir()
@@ -209,6 +210,16 @@ func TestInstallUninstall(t *testing.T) {
 	for _, p := range inst.programs {
 		want = append(want, "/opt/yazses/bin/"+p, "/opt/yazses/share/man/man1/"+p+".1",
 			"/opt/yazses/share/bash-completion/completions/"+p)
+	}
+	// The CUDA module, where the configuration builds one (make test sets
+	// YAZ_CUDA_MODULE then): in lib/yazses, where yaz-decode looks.
+	if cuda := os.Getenv("YAZ_CUDA_MODULE"); cuda != "" && cuda != "none" {
+		want = append(want, "/opt/yazses/lib/yazses/yaz-ggml-cuda.so")
+		if !inst.module {
+			t.Errorf("make build did not put the CUDA module %s beside the programs in %s", cuda, inst.build)
+		}
+	} else if inst.module {
+		t.Errorf("make build put a CUDA module in %s, and the configuration has none", inst.build)
 	}
 	slices.Sort(files)
 	slices.Sort(want)

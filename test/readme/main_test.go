@@ -122,6 +122,10 @@ var installation = sync.OnceValues(func() (inst installed, err error) {
 		return inst, err
 	}
 	for _, e := range entries {
+		if e.Name() == "yaz-ggml-cuda.so" { // the CUDA module, where the configuration builds one
+			inst.module = true
+			continue
+		}
 		inst.programs = append(inst.programs, e.Name())
 	}
 	if len(inst.programs) == 0 {
@@ -135,6 +139,7 @@ type installed struct {
 	bin      string   // prefix/bin
 	build    string   // where make built the binaries (BIN)
 	programs []string // the Go programs (every cmd/*)
+	module   bool     // make build put the CUDA module beside them
 	version  string   // the checkout's version when they were built
 }
 

@@ -212,8 +212,9 @@ func TestSetupWhisperCUDAArch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the module was never linked: %v\nstderr:\n%s", err, r.stderr.String())
 	}
-	for _, want := range []string{"-shared", "-o " + cbuild + "/yaz-ggml-cuda.so.tmp", "--whole-archive " + cbuild + "/ggml/src/ggml-cuda/libggml-cuda.a",
-		"--version-script=" + cbuild + "/yaz-ggml-cuda.map", "-lcudart -lcublas -lcublasLt -lcuda"} {
+	for _, want := range []string{"-shared", "-o " + cbuild + "/yaz-ggml-cuda.so.tmp", "-x c " + cbuild + "/yaz-ggml-cuda-source.c -x none", "--whole-archive " + cbuild + "/ggml/src/ggml-cuda/libggml-cuda.a",
+		"--version-script=" + cbuild + "/yaz-ggml-cuda.map", "-Wl,-rpath," + w.stub + "/cuda/lib64 ",
+		w.stub + "/cuda/lib64/libcudart.so " + w.stub + "/cuda/lib64/libcublas.so " + w.stub + "/cuda/lib64/libcublasLt.so " + w.stub + "/cuda/lib64/stubs/libcuda.so"} {
 		if !strings.Contains(string(link), want) {
 			t.Errorf("the module's link %q lacks %q", link, want)
 		}
@@ -264,5 +265,29 @@ func TestSetupWhisperCUDAAuto(t *testing.T) {
 	}
 	if got, _, err := w.query(t, "--cuda-module"); err != nil || got != filepath.Join(w.cache, "build-cuda-native", "yaz-ggml-cuda.so") {
 		t.Errorf("nvcc and a GPU: --cuda-module = %q, %v; want build-cuda-native's", got, err)
+	}
+}
+
+// TestMakeEnvCUDA: the Makefile passes YAZ_CUDA_ARCH from its own command
+// line to setup-whisper.sh, as it passes YAZ_GPU: make -s env YAZ_GPU=cuda
+// YAZ_CUDA_ARCH=90 names the sm_90 module for the tests (GNU make 4.3 does
+// not export its variables to $(shell), so it named the every-architecture
+// folder's module, which was not there).
+func TestMakeEnvCUDA(t *testing.T) {
+	w, _ := cudaWorld(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-s", "--no-print-directory", "env", "YAZ_GPU=cuda", "YAZ_CUDA_ARCH=90")
+	cmd.Dir = filepath.Join(filepath.Dir(script()), "..")
+	cmd.Env = append(append([]string{}, w.env...), "PATH="+w.getenv("PATH")+":"+filepath.Dir(goBin), "GOFLAGS=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make env: %v\n%s", err, out)
+	}
+	want := "YAZ_CUDA_MODULE=" + filepath.Join(w.cache, "build-cuda-sm90", "yaz-ggml-cuda.so") + " YAZ_TEST_CUDA=1"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("make env YAZ_GPU=cuda YAZ_CUDA_ARCH=90:\n%s\nwant %s", out, want)
 	}
 }

@@ -33,6 +33,11 @@ case " $* " in *" --target ggml-cuda "*)
   mkdir -p "$build/ggml/src/ggml-cuda"
   echo "[ 40%] Building CUDA object ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/mmq.cu.o"
   touch "$build/ggml/src/ggml-cuda/libggml-cuda.a"
+  # The CUDA libraries CMake found (NVIDIA's installer's folder).
+  mkdir -p "$stub/cuda/lib64/stubs"
+  for v in cudart cublas cublasLt; do touch "$stub/cuda/lib64/lib$v.so"; echo "CUDA_${v}_LIBRARY:FILEPATH=$stub/cuda/lib64/lib$v.so" >> "$build/CMakeCache.txt"; done
+  touch "$stub/cuda/lib64/stubs/libcuda.so"
+  echo "CUDA_cuda_driver_LIBRARY:FILEPATH=$stub/cuda/lib64/stubs/libcuda.so" >> "$build/CMakeCache.txt"
   echo "$build" >> "$stub/cuda-builds"
   exit 0 ;;
 esac

@@ -203,7 +203,8 @@ func TestCUDAModuleBuilt(t *testing.T) {
 }
 
 // stubDriver is a folder with libcuda.so.1 standing for the NVIDIA
-// driver: the CUDA toolkit's own stub library (lib64/stubs/libcuda.so),
+// driver: the CUDA toolkit's own stub library (stubs/libcuda.so, which
+// the module was linked against),
 // every call of which fails as a machine with no GPU would. With it on
 // LD_LIBRARY_PATH the real module opens, its CUDA runtime starts and finds
 // no device.
@@ -213,11 +214,11 @@ func stubDriver(t *testing.T, module string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^CUDAToolkit_LIBRARY_DIR:[A-Z]+=(.+)$`).FindSubmatch(cache)
+	m := regexp.MustCompile(`(?m)^CUDA_cuda_driver_LIBRARY:FILEPATH=(.+)$`).FindSubmatch(cache)
 	if m == nil {
-		t.Fatal("the module's CMakeCache.txt names no CUDAToolkit_LIBRARY_DIR")
+		t.Fatal("the module's CMakeCache.txt names no CUDA_cuda_driver_LIBRARY")
 	}
-	stub := filepath.Join(string(m[1]), "stubs", "libcuda.so")
+	stub := string(m[1])
 	if _, err := os.Stat(stub); err != nil {
 		t.Fatalf("the CUDA toolkit's driver stub: %v", err)
 	}
