@@ -164,7 +164,6 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
 	@if [ -f $(BIN)/yaz-ggml-cuda.so ]; then \
-		echo "install -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/"; \
 		install -d $(DESTDIR)$(LIBDIR)/yazses && install -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/; \
 	else rm -f $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so; fi
 	sed 's/^version=.*/version=$(VERSION)/' scripts/fetch-model.sh > $(DESTDIR)$(BINDIR)/yaz-fetch-model
@@ -203,7 +202,7 @@ lint:
 	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
-	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS) YAZ_GPU=$(YAZ_GPU) YAZ_TEST_VULKAN=$(YAZ_TEST_VULKAN) YAZ_CUDA_MODULE=$(YAZ_CUDA_MODULE) YAZ_TEST_CUDA=$(YAZ_TEST_CUDA)"
+	@echo "export C_INCLUDE_PATH=$(C_INCLUDE_PATH) LIBRARY_PATH=$(LIBRARY_PATH) YAZ_WHISPER_CLI=$(YAZ_WHISPER_CLI) YAZ_PARAKEET_CLI=$(YAZ_PARAKEET_CLI) YAZ_TEST_MODELS=$(YAZ_TEST_MODELS) YAZ_GPU=$(YAZ_GPU) YAZ_CUDA_ARCH=$(YAZ_CUDA_ARCH) YAZ_TEST_VULKAN=$(YAZ_TEST_VULKAN) YAZ_CUDA_MODULE=$(YAZ_CUDA_MODULE) YAZ_TEST_CUDA=$(YAZ_TEST_CUDA)"
 	@echo "export GOFLAGS='$(GOFLAGS)'"
 
 clean:

@@ -107,10 +107,23 @@ fi
 cuda_dir= cuda_flags=()
 if [ $gpu_cuda = 1 ]; then
   features+=" cuda"
+  # CUDA before 12 (Debian 12's nvcc is 11.8) cannot build whisper.cpp
+  # 1.9.1's ggml-cuda for sm_90 and later: it calls Hopper's programmatic
+  # launch functions, which 11.8's headers lack.
+  nvcc_major=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  old_nvcc=0
+  if [ -n "$nvcc_major" ] && [ "$nvcc_major" -lt 12 ]; then old_nvcc=1; fi
   if [ -n "$cuda_arch" ]; then
+    if [ $old_nvcc = 1 ] && [ "$cuda_arch" -ge 90 ]; then
+      log "YAZ_CUDA_ARCH=$cuda_arch: nvcc $nvcc_major cannot build ggml-cuda for sm_$cuda_arch (whisper.cpp $WHISPER_VERSION needs CUDA 12 or later there)"
+      exit 1
+    fi
     cuda_dir=build-cuda-sm$cuda_arch cuda_flags=(-DCMAKE_CUDA_ARCHITECTURES="$cuda_arch")
   elif nvidia_gpus; then
     cuda_dir=build-cuda-native cuda_flags=(-DCMAKE_CUDA_ARCHITECTURES=native)
+  elif [ $old_nvcc = 1 ]; then
+    # ggml's own list, less 90-virtual.
+    cuda_dir=build-cuda cuda_flags=(-DGGML_NATIVE=OFF "-DCMAKE_CUDA_ARCHITECTURES=50-virtual;61-virtual;70-virtual;75-virtual;80-virtual;86-real;89-real")
   else
     cuda_dir=build-cuda cuda_flags=(-DGGML_NATIVE=OFF)
   fi

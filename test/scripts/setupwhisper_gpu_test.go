@@ -115,7 +115,8 @@ func cudaWorld(t *testing.T, extra ...string) (*world, string) {
 	w := newWorld(t, extra...)
 	src := w.getenv("WHISPER_CPP_DIR")
 	bin := strings.Split(w.getenv("PATH"), ":")[0]
-	writeExe(t, filepath.Join(bin, "nvcc"), "#!/bin/sh\nexit 0\n")
+	// nvcc --version as NVIDIA's says it, of the release in $NVCC_RELEASE (12.4).
+	writeExe(t, filepath.Join(bin, "nvcc"), "#!/bin/sh\necho \"Cuda compilation tools, release ${NVCC_RELEASE:-12.4}, V${NVCC_RELEASE:-12.4}.99\"\n")
 	writeExe(t, filepath.Join(bin, "g++"), `#!/bin/sh
 echo "$@" > "$STUB/link-args"
 while [ $# -gt 0 ]; do
@@ -289,5 +290,41 @@ func TestMakeEnvCUDA(t *testing.T) {
 	want := "YAZ_CUDA_MODULE=" + filepath.Join(w.cache, "build-cuda-sm90", "yaz-ggml-cuda.so") + " YAZ_TEST_CUDA=1"
 	if !strings.Contains(string(out), want) {
 		t.Errorf("make env YAZ_GPU=cuda YAZ_CUDA_ARCH=90:\n%s\nwant %s", out, want)
+	}
+}
+
+// TestSetupWhisperOldNVCC: CUDA 11 (Debian 12's nvcc 11.8) cannot build
+// whisper.cpp 1.9.1's ggml-cuda for sm_90 or later (Hopper's programmatic
+// launch calls): asking for one is one line naming CUDA 12, at once, not a
+// failed build minutes in; every architecture is ggml's list less
+// 90-virtual. CUDA 12 takes sm_90.
+func TestSetupWhisperOldNVCC(t *testing.T) {
+	w, _ := cudaWorld(t, "YAZ_GPU=cuda", "NVCC_RELEASE=11.8")
+	if _, stderr, err := w.query(t, "--cuda-module", "YAZ_CUDA_ARCH=90"); err == nil || !strings.Contains(stderr, "nvcc 11 cannot build ggml-cuda for sm_90") || !strings.Contains(stderr, "CUDA 12 or later") {
+		t.Errorf("nvcc 11.8, YAZ_CUDA_ARCH=90: %v, stderr %q; want one line naming CUDA 12", err, stderr)
+	}
+	if got, _, err := w.query(t, "--cuda-module", "YAZ_CUDA_ARCH=86"); err != nil || got != filepath.Join(w.cache, "build-cuda-sm86", "yaz-ggml-cuda.so") {
+		t.Errorf("nvcc 11.8, YAZ_CUDA_ARCH=86: %q, %v; want build-cuda-sm86's module", got, err)
+	}
+	if got, _, err := w.query(t, "--cuda-module", "YAZ_CUDA_ARCH=90", "NVCC_RELEASE=12.4"); err != nil || got != filepath.Join(w.cache, "build-cuda-sm90", "yaz-ggml-cuda.so") {
+		t.Errorf("nvcc 12.4, YAZ_CUDA_ARCH=90: %q, %v; want build-cuda-sm90's module", got, err)
+	}
+
+	cmake := filepath.Join(strings.Split(w.getenv("PATH"), ":")[0], "cmake")
+	orig, err := os.ReadFile(cmake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := filepath.Join(w.stub, "configure-args")
+	writeExe(t, cmake, strings.Replace(string(orig), `if [ "$1" = "-S" ]; then`, `if [ "$1" = "-S" ]; then
+  echo "$@" >> "`+args+`"`, 1))
+	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := w.start(t)
+	r.wait(t, "setup-whisper.sh (CUDA 11.8, every architecture)")
+	got, err := os.ReadFile(args)
+	if want := "-DCMAKE_CUDA_ARCHITECTURES=50-virtual;61-virtual;70-virtual;75-virtual;80-virtual;86-real;89-real"; err != nil || !strings.Contains(string(got), want) {
+		t.Errorf("configure arguments %q (%v): want %s", got, err, want)
 	}
 }
