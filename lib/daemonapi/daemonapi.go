@@ -210,6 +210,9 @@ type DeviceStatus struct {
 	// Device is nil until the decoder is ready, and from a decoder that
 	// names none.
 	Device *devices.Info `json:"device,omitempty"`
+	// Notes: a GPU backend installed that the decoder could not use, one
+	// line each ("CUDA: libcuda.so.1: cannot open shared object file ...").
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TypingStatus is how dictated text is typed.

@@ -36,6 +36,9 @@ func (i Info) String() string {
 // Ready is the readiness line of yaz-decode --serve.
 type Ready struct {
 	Device Info `json:"device"` // where the model loaded
+	// Notes: a GPU backend installed but not available, one line each (as
+	// in List).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // List is yaz-decode --list-devices -f json.

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yazses/yazses/internal/testwait"
 )
@@ -32,4 +35,26 @@ func configWithDevice(t *testing.T, device string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestStatusSaysWhyCUDAIsNotThere: a CUDA module the daemon's decoder
+// cannot use (here YAZ_CUDA_MODULE names none; on a user's machine, the
+// module with no NVIDIA driver) leaves the decoder on the CPU, and yazsesd
+// status says why beside the device, as the decoder said on its readiness
+// line: the user who built CUDA sees why it is not used where they look.
+func TestStatusSaysWhyCUDAIsNotThere(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "yaz-ggml-cuda.so")
+	d := startDaemon(t, baseConfig(), "YAZ_CUDA_MODULE="+missing, "VK_ICD_FILENAMES=/nonexistent")
+	d.WaitRunning("decode") // ready: it has named its device
+	note := "CUDA: YAZ_CUDA_MODULE=" + missing + ": no such file"
+	if dd := d.Status().DecodeDevice; dd.Device == nil || dd.Device.Name != "CPU" || !slices.Equal(dd.Notes, []string{note}) {
+		t.Errorf("status decode_device = %+v (device %+v), want the CPU and the note %q", dd, dd.Device, note)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	text, err := execIn(ctx, d, "status").Output()
+	if want := "auto → CPU; not available: " + note; err != nil || !strings.Contains(string(text), want) {
+		t.Errorf("yazsesd status: %v; want %q in\n%s", err, want, text)
+	}
 }

@@ -59,6 +59,7 @@ type CLI struct {
 	lang     string     // the language the model decodes for --language ("auto": detected)
 	det      *detector  // the voice-activity detector (vad.go); nil: energy
 	dev      asr.Device // where the model loaded (--serve says so on its readiness line)
+	devNotes []string   // why a GPU backend installed is not available (asr.Notes; the readiness line too)
 	// promptUnused, when set, is called for a prompt the engine has no use
 	// for (a Prompt frame under --serve with a Parakeet model).
 	promptUnused func()
@@ -168,6 +169,7 @@ func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout
 	}
 	defer m.Close()
 	c.dev = m.Device()
+	c.devNotes = asr.Notes()
 	if c.lang, err = m.Language(c.Language); err != nil {
 		if m.Engine() == asr.Parakeet {
 			return err

@@ -45,8 +45,9 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
 func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
-	// The readiness line names the device (yazsesd status shows it).
-	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev)}); err != nil {
+	// The readiness line names the device, and why a GPU backend installed
+	// is not available (yazsesd status shows both).
+	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes}); err != nil {
 		return err
 	}
 	c.det.announce()

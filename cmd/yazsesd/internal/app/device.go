@@ -17,12 +17,18 @@ import (
 
 // deviceLine is the decoder's device in yazsesd status: decode.device and
 // the device the running decoder loaded the model on ("auto → CPU",
-// "gpu → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)").
+// "gpu → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)"), and why a
+// GPU backend installed is not available ("auto → CPU; not available:
+// CUDA: libcuda.so.1: ...").
 func deviceLine(d daemonapi.DeviceStatus) string {
 	if d.Device == nil {
 		return d.Setting + " (not known until the decoder is ready)"
 	}
-	return d.Setting + " → " + d.Device.String()
+	line := d.Setting + " → " + d.Device.String()
+	for _, n := range d.Notes {
+		line += "; not available: " + n
+	}
+	return line
 }
 
 // deviceCheckTime bounds the decoder's answer to config check: it starts

@@ -12,10 +12,25 @@ import (
 // ready, and for one that names none (a bare newline: an older yaz-decode,
 // a test's fake).
 func (d *Decoder) Device() *devices.Info {
-	return readyDevice(d.Status())
+	r := readyDevice(d.Status())
+	if r == nil {
+		return nil
+	}
+	return &r.Device
 }
 
-func readyDevice(st supervise.Status) *devices.Info {
+// DeviceNotes says why a GPU backend the running decoder could use is not
+// available ("CUDA: libcuda.so.1: cannot open shared object file ..."), as
+// it said on its readiness line; nil when none is missing, or no decoder
+// is ready.
+func (d *Decoder) DeviceNotes() []string {
+	if r := readyDevice(d.Status()); r != nil {
+		return r.Notes
+	}
+	return nil
+}
+
+func readyDevice(st supervise.Status) *devices.Ready {
 	if st.State != supervise.StateRunning || st.Ready == "" {
 		return nil
 	}
@@ -23,5 +38,5 @@ func readyDevice(st supervise.Status) *devices.Info {
 	if json.Unmarshal([]byte(st.Ready), &r) != nil || r.Device.Name == "" {
 		return nil
 	}
-	return &r.Device
+	return &r
 }

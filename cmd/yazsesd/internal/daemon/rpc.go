@@ -175,7 +175,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		StateFailing:   d.stateFailing(),
 		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
 		Language:       d.opt.Config.Decode.Language,
-		DecodeDevice:   daemonapi.DeviceStatus{Setting: d.opt.Config.Decode.Device, Device: d.decode.Device()},
+		DecodeDevice:   daemonapi.DeviceStatus{Setting: d.opt.Config.Decode.Device, Device: d.decode.Device(), Notes: d.decode.DeviceNotes()},
 		CaptureBackend: d.opt.Config.Capture.Backend,
 		CaptureDevice:  d.opt.Config.Capture.Device,
 		Typing:         d.typing(),
