@@ -110,7 +110,8 @@ build: whisper ## all binaries into bin/ (BIN=dir for elsewhere)
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	@# The CUDA module beside the binaries, where yaz-decode looks for it.
-	$(if $(CUDA_MODULE),install -m 0644 $(CUDA_MODULE) $(BIN)/,@rm -f $(BIN)/yaz-ggml-cuda.so)
+	@# -C: 200 MB are not copied again when they have not changed.
+	$(if $(CUDA_MODULE),install -C -m 0644 $(CUDA_MODULE) $(BIN)/,@rm -f $(BIN)/yaz-ggml-cuda.so)
 
 test: setup inspector ## every test, with real whisper.cpp, PulseAudio, espeak-ng (and lavapipe, the Vulkan build's tests)
 	@# A make of its own: the build folder and tags it links (WHISPER_BUILD,
@@ -164,7 +165,7 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
 	@if [ -f $(BIN)/yaz-ggml-cuda.so ]; then \
-		install -d $(DESTDIR)$(LIBDIR)/yazses && install -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/; \
+		install -d $(DESTDIR)$(LIBDIR)/yazses && install -C -m 0644 $(BIN)/yaz-ggml-cuda.so $(DESTDIR)$(LIBDIR)/yazses/; \
 	else rm -f $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so; fi
 	sed 's/^version=.*/version=$(VERSION)/' scripts/fetch-model.sh > $(DESTDIR)$(BINDIR)/yaz-fetch-model
 	chmod 0755 $(DESTDIR)$(BINDIR)/yaz-fetch-model

@@ -67,7 +67,15 @@ vulkan_tools() {
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then PATH=/usr/local/cuda/bin:$PATH; fi
 cuda_tools() { command -v nvcc >/dev/null && { [ ! -d "$srcdir" ] || [ -f "$srcdir/ggml/src/ggml-cuda/CMakeLists.txt" ]; }; }
 # The NVIDIA GPUs of this machine, as the driver sees them.
-nvidia_gpus() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+# Asked once (the Makefile runs this script three times per make).
+nvidia_gpu_seen=
+nvidia_gpus() {
+  if [ -z "$nvidia_gpu_seen" ]; then
+    nvidia_gpu_seen=no
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then nvidia_gpu_seen=yes; fi
+  fi
+  [ "$nvidia_gpu_seen" = yes ]
+}
 gpu_vulkan=0 gpu_cuda=0 cuda_skipped=
 case "${YAZ_GPU:-auto}" in
   auto)

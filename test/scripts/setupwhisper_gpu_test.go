@@ -18,18 +18,9 @@ func TestSetupWhisperGPUChoice(t *testing.T) {
 	w := newWorld(t, "YAZ_GPU=auto")
 	src := w.getenv("WHISPER_CPP_DIR")
 	bin := strings.Split(w.getenv("PATH"), ":")[0] // the stub cmake's folder
-	query := func(t *testing.T, extra ...string) (string, string, error) {
-		t.Helper()
-		cmd := exec.Command(script(), extra[0])
-		cmd.Env = append(append([]string{}, w.env...), extra[1:]...)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return strings.TrimSpace(out.String()), errb.String(), err
-	}
 	expect := func(t *testing.T, what, env, want string) {
 		t.Helper()
-		got, stderr, err := query(t, what, env)
+		got, stderr, err := w.query(t, what, env)
 		if err != nil || got != want {
 			t.Errorf("%s %s = %q, %v (%s); want %q", env, what, got, err, stderr, want)
 		}
@@ -39,7 +30,7 @@ func TestSetupWhisperGPUChoice(t *testing.T) {
 	writeExe(t, filepath.Join(bin, "pkg-config"), "#!/bin/sh\nexit 1\n")
 	expect(t, "--build-dir", "YAZ_GPU=auto", w.cache+"/build")
 	expect(t, "--features", "YAZ_GPU=auto", "cpu")
-	if _, stderr, err := query(t, "--build-dir", "YAZ_GPU=vulkan"); err == nil || !strings.Contains(stderr, "glslc, libvulkan-dev and spirv-headers") || strings.Count(stderr, "\n") != 1 {
+	if _, stderr, err := w.query(t, "--build-dir", "YAZ_GPU=vulkan"); err == nil || !strings.Contains(stderr, "glslc, libvulkan-dev and spirv-headers") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("YAZ_GPU=vulkan without the tools: %v, stderr %q; want one line naming them and a failure", err, stderr)
 	}
 	// The tools, but a source without ggml-vulkan: auto builds the CPU.
@@ -56,26 +47,16 @@ func TestSetupWhisperGPUChoice(t *testing.T) {
 	expect(t, "--build-dir", "YAZ_GPU=auto", w.cache+"/build-vulkan")
 	expect(t, "--features", "YAZ_GPU=auto", "cpu vulkan")
 	expect(t, "--build-dir", "YAZ_GPU=none", w.cache+"/build")
-	if _, stderr, err := query(t, "--build-dir", "YAZ_GPU=cuda"); err == nil || !strings.Contains(stderr, "nvcc") {
+	if _, stderr, err := w.query(t, "--build-dir", "YAZ_GPU=cuda"); err == nil || !strings.Contains(stderr, "nvcc") {
 		t.Errorf("YAZ_GPU=cuda without nvcc: %v, stderr %q; want a failure naming nvcc", err, stderr)
 	}
-	if _, stderr, err := query(t, "--build-dir", "YAZ_GPU=metal"); err == nil || !strings.Contains(stderr, "want auto, none, vulkan") {
+	if _, stderr, err := w.query(t, "--build-dir", "YAZ_GPU=metal"); err == nil || !strings.Contains(stderr, "want auto, none, vulkan") {
 		t.Errorf("YAZ_GPU=metal: %v, stderr %q; want a failure listing the values", err, stderr)
 	}
 
 	// A build: the stub cmake records its arguments; the CPU folder stays
 	// untouched.
-	cmake := filepath.Join(bin, "cmake")
-	orig, err := os.ReadFile(cmake)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := filepath.Join(w.stub, "configure-args")
-	writeExe(t, cmake, strings.Replace(string(orig), `if [ "$1" = "-S" ]; then`, `if [ "$1" = "-S" ]; then
-  echo "$@" > "`+args+`"`, 1))
-	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	args := w.recordConfigure(t)
 	r := w.start(t)
 	r.wait(t, "setup-whisper.sh (Vulkan)")
 	got, err := os.ReadFile(args)
@@ -173,17 +154,7 @@ func TestSetupWhisperCUDAArch(t *testing.T) {
 		t.Errorf("YAZ_CUDA_ARCH=sm_90: %v, %q; want one line asking for the number (90)", err, out)
 	}
 
-	cmake := filepath.Join(strings.Split(w.getenv("PATH"), ":")[0], "cmake")
-	orig, err := os.ReadFile(cmake)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := filepath.Join(w.stub, "configure-args")
-	writeExe(t, cmake, strings.Replace(string(orig), `if [ "$1" = "-S" ]; then`, `if [ "$1" = "-S" ]; then
-  echo "$@" >> "`+args+`"`, 1))
-	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	args := w.recordConfigure(t)
 	w.env = append(w.env, "YAZ_CUDA_ARCH=90")
 	r := w.start(t)
 	r.wait(t, "setup-whisper.sh (CUDA, sm_90)")
@@ -310,6 +281,20 @@ func TestSetupWhisperOldNVCC(t *testing.T) {
 		t.Errorf("nvcc 12.4, YAZ_CUDA_ARCH=90: %q, %v; want build-cuda-sm90's module", got, err)
 	}
 
+	args := w.recordConfigure(t)
+	r := w.start(t)
+	r.wait(t, "setup-whisper.sh (CUDA 11.8, every architecture)")
+	got, err := os.ReadFile(args)
+	if want := "-DCMAKE_CUDA_ARCHITECTURES=50-virtual;61-virtual;70-virtual;75-virtual;80-virtual;86-real;89-real"; err != nil || !strings.Contains(string(got), want) {
+		t.Errorf("configure arguments %q (%v): want %s", got, err, want)
+	}
+}
+
+// recordConfigure makes w's stub cmake append each configure's arguments,
+// a line each, to a file whose path it returns, and lets builds end at
+// once (the stub's release).
+func (w *world) recordConfigure(t *testing.T) string {
+	t.Helper()
 	cmake := filepath.Join(strings.Split(w.getenv("PATH"), ":")[0], "cmake")
 	orig, err := os.ReadFile(cmake)
 	if err != nil {
@@ -321,10 +306,5 @@ func TestSetupWhisperOldNVCC(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(w.stub, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := w.start(t)
-	r.wait(t, "setup-whisper.sh (CUDA 11.8, every architecture)")
-	got, err := os.ReadFile(args)
-	if want := "-DCMAKE_CUDA_ARCHITECTURES=50-virtual;61-virtual;70-virtual;75-virtual;80-virtual;86-real;89-real"; err != nil || !strings.Contains(string(got), want) {
-		t.Errorf("configure arguments %q (%v): want %s", got, err, want)
-	}
+	return args
 }

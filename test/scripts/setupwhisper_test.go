@@ -162,18 +162,8 @@ func (w *world) builds(t *testing.T) int {
 func TestSetupWhisperLock(t *testing.T) {
 	w := newWorld(t)
 	a := w.start(t)
-	inBuild, err := testwait.WatchFile(filepath.Join(w.stub, "in-build"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inBuild.Close()
+	w.waitInBuild(t, a, "the first run")
 	ctx := testwait.Context(t)
-	if err := testwait.Until(ctx, func() bool {
-		_, err := os.Stat(filepath.Join(w.stub, "in-build"))
-		return err == nil
-	}, inBuild, &a.ended); err != nil {
-		t.Fatalf("the first run did not reach its build: %v\nstderr:\n%s", err, a.stderr.String())
-	}
 	b := w.start(t)
 	if err := testwait.Until(ctx, func() bool {
 		return strings.Contains(b.stderr.String(), "waiting for") || isClosed(b.done)
@@ -275,18 +265,8 @@ func TestSetupWhisperFailure(t *testing.T) {
 func TestSetupWhisperProgressWhileBuilding(t *testing.T) {
 	w := newWorld(t)
 	r := w.start(t)
-	inBuild, err := testwait.WatchFile(filepath.Join(w.stub, "in-build"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inBuild.Close()
+	w.waitInBuild(t, r, "the run")
 	ctx := testwait.Context(t)
-	if err := testwait.Until(ctx, func() bool {
-		_, err := os.Stat(filepath.Join(w.stub, "in-build"))
-		return err == nil
-	}, inBuild, &r.ended); err != nil {
-		t.Fatalf("the run did not reach its build: %v\nstderr:\n%s", err, r.stderr.String())
-	}
 	// The stub build has printed its 5% and waits for release.
 	if err := testwait.Until(ctx, func() bool {
 		return strings.Contains(r.stderr.String(), "setup-whisper: compiling: 0%")
@@ -297,4 +277,21 @@ func TestSetupWhisperProgressWhileBuilding(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait(t, "setup-whisper.sh")
+}
+
+// waitInBuild waits until r's stub build has begun (and printed its first
+// lines), or fails t if r ends first.
+func (w *world) waitInBuild(t *testing.T, r *run, name string) {
+	t.Helper()
+	inBuild, err := testwait.WatchFile(filepath.Join(w.stub, "in-build"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inBuild.Close()
+	if err := testwait.Until(testwait.Context(t), func() bool {
+		_, err := os.Stat(filepath.Join(w.stub, "in-build"))
+		return err == nil
+	}, inBuild, &r.ended); err != nil {
+		t.Fatalf("%s did not reach its build: %v\nstderr:\n%s", name, err, r.stderr.String())
+	}
 }

@@ -3,62 +3,33 @@ package asr
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/yazses/yazses/internal/testmodel"
-	"github.com/yazses/yazses/internal/testwait"
 )
 
 // The CUDA module (yaz-ggml-cuda.so, internal/ggmlgpu's yaz_cuda.c) is
-// opened once per process, before ggml lists its devices, so each case
-// below is a fresh process: this test binary again, running TestCUDAChild
-// in the environment the case gives it. Vulkan is kept out of the children
+// opened once per process, before ggml lists its devices: each case below
+// is a fresh process (deviceChild). Vulkan is kept out of the children
 // (VK_ICD_FILENAMES=/nonexistent), so that --device gpu finds no GPU and
 // its error shows what it says about CUDA.
 
-// cudaReport is what TestCUDAChild found.
-type cudaReport struct {
-	Devices  []string // "Backend Name"
-	Notes    []string
-	Auto     string
-	GPUError string
-}
-
-// cudaChild runs TestCUDAChild as exe (this test binary or a copy of it)
-// with env added, and returns its report.
-func cudaChild(t *testing.T, exe string, env ...string) cudaReport {
+// cudaChild is deviceChild with Vulkan kept out.
+func cudaChild(t *testing.T, exe string, env ...string) deviceReport {
 	t.Helper()
-	cmd := exec.CommandContext(testwait.Context(t), exe, "-test.run=^TestCUDAChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append([]string{"YAZ_ASR_CUDA_CHILD=1", "VK_ICD_FILENAMES=/nonexistent"}, env...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the child (%s): %v\nstdout:\n%s\nstderr:\n%s", strings.Join(env, " "), err, out, stderr.String())
-	}
-	i := bytes.IndexByte(out, '{')
-	var r cudaReport
-	if i < 0 || json.NewDecoder(bytes.NewReader(out[i:])).Decode(&r) != nil {
-		t.Fatalf("the child printed no report: %s", out)
-	}
-	return r
+	return deviceChild(t, exe, append([]string{"VK_ICD_FILENAMES=/nonexistent"}, env...)...)
 }
 
 // noCUDA fails t unless r is a process that runs on the CPU with no CUDA
 // device, and says note about CUDA ("": nothing) in its notes and in
 // --device gpu's error.
-func noCUDA(t *testing.T, r cudaReport, note string) {
+func noCUDA(t *testing.T, r deviceReport, note string) {
 	t.Helper()
 	for _, d := range r.Devices {
-		if strings.HasPrefix(d, "CUDA ") {
+		if strings.HasPrefix(d, "CUDA") {
 			t.Errorf("devices %q: want no CUDA device", r.Devices)
 		}
 	}
@@ -75,53 +46,6 @@ func noCUDA(t *testing.T, r cudaReport, note string) {
 	case !strings.Contains(r.GPUError, "no GPU found"):
 		t.Errorf("--device gpu's error = %q, want no GPU found", r.GPUError)
 	}
-}
-
-// TestCUDAChild is the child process of the CUDA tests.
-func TestCUDAChild(t *testing.T) {
-	if os.Getenv("YAZ_ASR_CUDA_CHILD") != "1" {
-		return // run by the CUDA tests only
-	}
-	if os.Getenv("YAZ_ASR_CUDA_NOGPU") == "1" {
-		NoGPU()
-	}
-	var r cudaReport
-	for _, d := range Devices() {
-		r.Devices = append(r.Devices, d.Backend+" "+d.Name)
-	}
-	r.Notes = Notes()
-	auto, err := SelectDevice("auto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Auto = auto.Name
-	if _, err := SelectDevice("gpu"); err != nil {
-		if !errors.Is(err, ErrNoDevice) {
-			t.Fatal(err)
-		}
-		r.GPUError = err.Error()
-	}
-	// A model loads and decodes on the device auto chose.
-	m, err := LoadOn(writeModel(t, testmodel.Mini), auto, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.Transcribe(context.Background(), speechLike(2), Options{Threads: 2}); err != nil {
-		t.Fatal(err)
-	}
-	json.NewEncoder(os.Stdout).Encode(r)
-}
-
-// writeModel writes a generated whisper model of size into a temporary
-// folder and returns its path.
-func writeModel(t *testing.T, size testmodel.Size) string {
-	t.Helper()
-	path := t.TempDir() + "/model.bin"
-	if err := testmodel.WriteFile(path, size, 1); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // loadedLib is the path of a shared library this process has mapped whose
@@ -167,7 +91,7 @@ func TestCUDAModuleNotThere(t *testing.T) {
 		})
 	}
 	t.Run("NoGPU first", func(t *testing.T) {
-		noCUDA(t, cudaChild(t, os.Args[0], "YAZ_CUDA_MODULE=/nonexistent/yaz-ggml-cuda.so", "YAZ_ASR_CUDA_NOGPU=1"), "")
+		noCUDA(t, cudaChild(t, os.Args[0], "YAZ_CUDA_MODULE=/nonexistent/yaz-ggml-cuda.so", "YAZ_ASR_NOGPU=1"), "")
 	})
 }
 

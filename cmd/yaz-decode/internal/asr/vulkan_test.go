@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -182,68 +181,17 @@ func TestVulkanCancel(t *testing.T) {
 // TestVulkanNoDriver: with no Vulkan driver (VK_ICD_FILENAMES pointing
 // nowhere), with no Vulkan loader at all, and after NoGPU, ggml lists the CPU alone,
 // auto takes it and gpu is ErrNoDevice: the same binary runs on a machine
-// without Vulkan. Each case is a fresh process (ggml finds its devices
-// once per process).
+// without Vulkan. Each case is a fresh process (deviceChild).
 func TestVulkanNoDriver(t *testing.T) {
-	// YAZ_ASR_VK_NOGPU: the child calls NoGPU first (--device cpu,
+	// YAZ_ASR_NOGPU: the child calls NoGPU first (--device cpu,
 	// --vad-stream): lavapipe is there, and Vulkan stays out all the same.
-	for _, env := range []string{"VK_ICD_FILENAMES=/nonexistent", "YAZ_VULKAN_LOADER=/nonexistent/libvulkan.so.1", "YAZ_ASR_VK_NOGPU=1"} {
+	for _, env := range []string{"VK_ICD_FILENAMES=/nonexistent", "YAZ_VULKAN_LOADER=/nonexistent/libvulkan.so.1", "YAZ_ASR_NOGPU=1"} {
 		t.Run(env, func(t *testing.T) {
-			cmd := exec.CommandContext(testwait.Context(t), os.Args[0], "-test.run=^TestVulkanChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "YAZ_ASR_VK_CHILD=1", env)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("the child: %v\n%s", err, out)
-			}
-			i := strings.Index(string(out), "{")
-			var got childReport
-			if i < 0 || json.NewDecoder(strings.NewReader(string(out[i:]))).Decode(&got) != nil {
-				t.Fatalf("the child printed no report: %s", out)
-			}
+			// No CUDA module either: the CPU must be alone.
+			got := deviceChild(t, os.Args[0], env, "YAZ_CUDA_MODULE=none")
 			if len(got.Devices) != 1 || got.Devices[0] != "CPU" || got.Auto != "CPU" || !got.GPUMissing {
 				t.Errorf("with %s: %+v; want the CPU alone, auto on it, gpu refused", env, got)
 			}
 		})
 	}
-}
-
-type childReport struct {
-	Devices    []string
-	Auto       string
-	GPUMissing bool
-	GPUError   string
-}
-
-// TestVulkanChild is TestVulkanNoDriver's child process.
-func TestVulkanChild(t *testing.T) {
-	if os.Getenv("YAZ_ASR_VK_CHILD") != "1" {
-		return // run by TestVulkanNoDriver only
-	}
-	var r childReport
-	if os.Getenv("YAZ_ASR_VK_NOGPU") == "1" {
-		NoGPU()
-	}
-	for _, d := range Devices() {
-		r.Devices = append(r.Devices, d.Name)
-	}
-	auto, err := SelectDevice("auto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Auto = auto.Name
-	_, err = SelectDevice("gpu")
-	r.GPUMissing = errors.Is(err, ErrNoDevice)
-	if err != nil {
-		r.GPUError = err.Error()
-	}
-	// A model loads and decodes on the CPU there.
-	m, err := LoadOn(writeModel(t, testmodel.Mini), auto, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.Transcribe(context.Background(), speechLike(2), Options{Threads: 2}); err != nil {
-		t.Fatal(err)
-	}
-	json.NewEncoder(os.Stdout).Encode(r)
 }
