@@ -13,6 +13,11 @@
 //	YAZ_FAKE_MS_PER_S  more time per second of audio (default 0), so a long
 //	                   file takes long and a short hold is quick
 //	YAZ_FAKE_PIDFILE   if set, its pid is written there at start
+//	YAZ_FAKE_FRAMES    if set, every byte read from stdin is written to
+//	                   this file (created anew) before it is parsed, so
+//	                   an utterance's frames are all there by the time
+//	                   its answer is written (a tee in front would race
+//	                   the answer: GNU tee writes its stdout first)
 //
 // It logs "decoding utterance" on stderr when it starts an utterance,
 // "decoded utterance" when it answers one, and "abandoned utterance" when
@@ -75,11 +80,20 @@ func run() error {
 	if err := cli.Ready(); err != nil {
 		return err
 	}
+	var in io.Reader = os.Stdin
+	if p := os.Getenv("YAZ_FAKE_FRAMES"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = io.TeeReader(in, f)
+	}
 	jobs := make(chan job, 1024)
 	abandon := make(chan int, 1024)
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- read(jobs, abandon)
+		readErr <- read(in, jobs, abandon)
 		close(jobs)
 	}()
 	out := json.NewEncoder(os.Stdout)
@@ -126,9 +140,9 @@ func run() error {
 	return <-readErr
 }
 
-// read turns frames into jobs and abandons.
-func read(jobs chan<- job, abandon chan<- int) error {
-	r := frame.NewReader(bufio.NewReader(os.Stdin))
+// read turns the frames in in into jobs and abandons.
+func read(in io.Reader, jobs chan<- job, abandon chan<- int) error {
+	r := frame.NewReader(bufio.NewReader(in))
 	samples, utt := 0, 0
 	for {
 		f, err := r.Next()

@@ -295,10 +295,12 @@ func (c *Client) write(ctx context.Context, req *Request) error {
 	if err == nil {
 		return nil
 	}
-	if n == 0 && ctx.Err() == nil && errors.Is(err, syscall.EPIPE) {
-		// The server closed the connection before this request: the
-		// reader still has what it said last (a refusal, server busy),
-		// then the end. That reason is the call's.
+	if n == 0 && ctx.Err() == nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)) {
+		// The server closed the connection before this request (EPIPE),
+		// or the reader already saw it close and closed our end
+		// (net.ErrClosed), as Close does too: the reader has or will
+		// have what the server said last (a refusal, server busy), then
+		// the end. That reason is the call's.
 		select {
 		case <-c.done:
 			return c.stopErr()

@@ -370,3 +370,45 @@ func TestRefusedCallSaysServerBusy(t *testing.T) {
 		t.Errorf("call on a refused connection = %v; want server busy (%d)", err, ServerBusy)
 	}
 }
+
+// closeBeforeWrite is a connection whose first write waits until the
+// client has closed it, and whose reads wait until that write has begun:
+// the client's reader sees the server's refusal and the end, and closes
+// the connection, while a call is between its checks and its write.
+type closeBeforeWrite struct {
+	net.Conn
+	writing, closed chan struct{}
+	w, c            sync.Once
+}
+
+func (c *closeBeforeWrite) Read(p []byte) (int, error) {
+	<-c.writing
+	return c.Conn.Read(p)
+}
+
+func (c *closeBeforeWrite) Write(p []byte) (int, error) {
+	c.w.Do(func() { close(c.writing) })
+	<-c.closed
+	return c.Conn.Write(p)
+}
+
+func (c *closeBeforeWrite) Close() error {
+	err := c.Conn.Close()
+	c.c.Do(func() { close(c.closed) })
+	return err
+}
+
+// TestRefusedCallClosedUnderIt: the same refusal, when the client's reader
+// has already closed the connection under the call's write (the write
+// fails with "use of closed network connection"), still says server busy.
+// CI saw this order once in TestFullServerRefusesNewcomer.
+func TestRefusedCallClosedUnderIt(t *testing.T) {
+	client, server := socketPair(t)
+	refuse(server)
+	c := NewClient(&closeBeforeWrite{Conn: client, writing: make(chan struct{}), closed: make(chan struct{})})
+	defer c.Close()
+	var rpcErr *Error
+	if err := c.Call(testwait.Context(t), "ping", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != ServerBusy {
+		t.Errorf("call on a connection closed by its reader = %v; want server busy (%d)", err, ServerBusy)
+	}
+}
