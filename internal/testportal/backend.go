@@ -2,11 +2,14 @@ package testportal
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
@@ -25,8 +28,9 @@ const (
 
 // Keysyms the backend treats as keys, not characters.
 const (
-	ksShiftL = 0xffe1
-	ksInsert = 0xff63
+	ksShiftL   = 0xffe1
+	ksInsert   = 0xff63
+	ksCapsLock = 0xffe5
 )
 
 // Shortcut is one shortcut as BindShortcuts gave it.
@@ -43,6 +47,7 @@ type Backend struct {
 	conn     *dbus.Conn
 	exportMu sync.Mutex // see export
 	layout   string
+	options  string // XKB options
 	// Changed is notified after every call from the frontend.
 	Changed testwait.Signal
 
@@ -58,6 +63,8 @@ type Backend struct {
 	unknown    []uint32
 	wrong      []uint32
 	shift      bool
+	locked     bool   // Caps Lock
+	leds       string // the keyboard LEDs' folder, as /sys/class/leds
 	clipboard  string
 	pastes     int
 	runes      map[uint32]rune
@@ -68,7 +75,16 @@ type Backend struct {
 }
 
 func newBackend(t testing.TB, addr string, opts Options) *Backend {
-	b := &Backend{t: t, layout: opts.Layout, refuse: opts.Refuse, runes: map[uint32]rune{}}
+	b := &Backend{t: t, layout: opts.Layout, options: opts.Options, refuse: opts.Refuse, runes: map[uint32]rune{}, leds: t.TempDir()}
+	for _, led := range []string{"input3::numlock", "input3::capslock", "input3::scrolllock"} {
+		if err := os.MkdirAll(filepath.Join(b.leds, led), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The desktop's lock starts as this machine's keyboards show theirs:
+	// a daemon under test reads the real LEDs, and finds the desktop's.
+	b.locked = hostCapsLocked()
+	b.setLED()
 	// godbus runs each method call on a goroutine of its own: the keys
 	// are taken here instead, in the order they arrive, as mutter does.
 	c, err := dbus.Connect(addr, dbus.WithIncomingInterceptor(b.intercept))
@@ -421,9 +437,17 @@ func (b *Backend) key(ks, state uint32) {
 		b.pastes++
 		b.typed = append(b.typed, []rune(b.clipboard)...)
 		return
+	case ks == ksCapsLock:
+		if _, ok, err := firstLevel(b.layout, b.options, ks); err != nil || !ok {
+			b.dropped = append(b.dropped, ks)
+			return
+		}
+		b.locked = !b.locked
+		b.setLED()
+		return
 	}
 	b.keysyms++
-	level, ok, err := firstLevel(b.layout, ks)
+	level, ok, err := firstLevel(b.layout, b.options, ks)
 	switch {
 	case err != nil:
 		b.t.Errorf("the backend's keymap: %v", err)
@@ -437,8 +461,66 @@ func (b *Backend) key(ks, state uint32) {
 			b.unknown = append(b.unknown, ks)
 			return
 		}
+		if b.locked && level <= 2 {
+			// The letter keys' types (ALPHABETIC and its kin) take
+			// Lock as Shift at the first two levels, and Shift with
+			// Lock as neither: mutter leaves the lock as it is.
+			r = swapCase(r)
+		}
 		b.typed = append(b.typed, r)
 	}
+}
+
+// swapCase is r in its other case, if it has one.
+func swapCase(r rune) rune {
+	switch {
+	case unicode.IsUpper(r):
+		return unicode.ToLower(r)
+	case unicode.IsLower(r) && unicode.ToUpper(r) != r:
+		return unicode.ToUpper(r)
+	}
+	return r
+}
+
+// setLED shows the lock on the keyboard's LED, as the compositor does.
+// Called with b.mu held (or before the backend is shared).
+func (b *Backend) setLED() {
+	v := "0\n"
+	if b.locked {
+		v = "1\n"
+	}
+	if err := os.WriteFile(filepath.Join(b.leds, "input3::capslock", "brightness"), []byte(v), 0o644); err != nil {
+		b.t.Errorf("the Caps Lock LED: %v", err)
+	}
+}
+
+// hostCapsLocked reports whether a Caps Lock LED of this machine is lit.
+func hostCapsLocked() bool {
+	files, _ := filepath.Glob("/sys/class/leds/*::capslock/brightness")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "0" {
+			return true
+		}
+	}
+	return false
+}
+
+// LEDs is the folder of the keyboard's LEDs (the route's /sys/class/leds).
+func (b *Backend) LEDs() string { return b.leds }
+
+// SetCapsLock locks or unlocks Caps Lock, as the person's key would.
+func (b *Backend) SetCapsLock(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.locked = on
+	b.setLED()
+}
+
+// CapsLock reports whether Caps Lock is locked.
+func (b *Backend) CapsLock() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.locked
 }
 
 func (r rdImpl) NotifyKeyboardKeycode(sess dbus.ObjectPath, opts options, keycode int32, state uint32) *dbus.Error {

@@ -13,8 +13,11 @@
 // real XKB keymap (libxkbcommon's, through `xkbcli how-to-type`, package
 // libxkbcommon-tools) in the first layout; one the layout lacks is dropped
 // and counted, as mutter drops it; Shift+Insert pastes what the test's
-// clipboard holds, as a window would. The text that arrives is what a
-// window of that desktop would show.
+// clipboard holds, as a window would. Caps_Lock locks and unlocks Caps
+// Lock, shown on a keyboard LED in a folder laid out as /sys/class/leds
+// ([Backend.LEDs]), and while it is locked a letter typed at the first or
+// second level comes in its other case, as mutter types it. The text that
+// arrives is what a window of that desktop would show.
 //
 // Waits are on events: the backend's [Backend.Changed] signal on every
 // call, and the bus's NameOwnerChanged for the frontend coming and going;
@@ -50,6 +53,8 @@ type Options struct {
 	// Layout is the XKB layout (or layouts, "us,gr") of the desktop's
 	// keyboard; "" is "us".
 	Layout string
+	// Options are XKB options of the keyboard ("ctrl:nocaps").
+	Options string
 	// Refuse makes the consent dialog of RemoteDesktop.Start answer
 	// "cancelled" (response 1).
 	Refuse bool
@@ -302,15 +307,25 @@ func (p *Portal) kill(cmd *exec.Cmd, end chan struct{}) {
 // Keymap is the desktop's keymap as a compositor hands it to its clients
 // (`xkbcli compile-keymap`, libxkbcommon's xkb_keymap_get_as_string).
 func (p *Portal) Keymap() string {
-	return Keymap(p.T, p.opts.Layout)
+	return KeymapWith(p.T, p.opts.Layout, p.opts.Options)
 }
 
 // Keymap compiles the keymap of an XKB layout with libxkbcommon.
 func Keymap(t testing.TB, layout string) string {
 	t.Helper()
-	out, err := exec.Command("xkbcli", "compile-keymap", "--layout", layout).Output()
+	return KeymapWith(t, layout, "")
+}
+
+// KeymapWith compiles the keymap of an XKB layout and options.
+func KeymapWith(t testing.TB, layout, options string) string {
+	t.Helper()
+	args := []string{"compile-keymap", "--layout", layout}
+	if options != "" {
+		args = append(args, "--options", options)
+	}
+	out, err := exec.Command("xkbcli", args...).Output()
 	if err != nil {
-		t.Fatalf("xkbcli compile-keymap --layout %s: %v", layout, err)
+		t.Fatalf("xkbcli %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out)
 }

@@ -30,8 +30,8 @@ type howTo struct {
 }
 
 // howToType runs `xkbcli how-to-type` once per question.
-func howToType(layout, what string, keysym bool) (howTo, error) {
-	key := fmt.Sprint(layout, "|", what, "|", keysym)
+func howToType(layout, options, what string, keysym bool) (howTo, error) {
+	key := fmt.Sprint(layout, "|", options, "|", what, "|", keysym)
 	xkbMu.Lock()
 	h, ok := xkbCache[key]
 	xkbMu.Unlock()
@@ -39,6 +39,9 @@ func howToType(layout, what string, keysym bool) (howTo, error) {
 		return h, nil
 	}
 	args := []string{"how-to-type", "--layout", layout}
+	if options != "" {
+		args = append(args, "--options", options)
+	}
 	if keysym {
 		args = append(args, "--keysym")
 	}
@@ -94,22 +97,22 @@ func must(t testing.TB, h howTo, err error) howTo {
 // (xkb_utf32_to_keysym: a legacy keysym where one exists); 0 for none.
 func Keysym(t testing.TB, r rune) uint32 {
 	t.Helper()
-	h, err := howToType("us", fmt.Sprintf("%#x", r), false)
+	h, err := howToType("us", "", fmt.Sprintf("%#x", r), false)
 	return must(t, h, err).keysym
 }
 
 // Entries are the ways layout types keysym ks.
 func Entries(t testing.TB, layout string, ks uint32) []Entry {
 	t.Helper()
-	h, err := howToType(layout, fmt.Sprintf("%#x", ks), true)
+	h, err := howToType(layout, "", fmt.Sprintf("%#x", ks), true)
 	return must(t, h, err).entries
 }
 
 // firstLevel is the level of the first key (lowest keycode, lowest level)
 // of the first layout that has ks: what mutter presses.
 // It runs on the bus's goroutines: an error is returned, never fatal.
-func firstLevel(layout string, ks uint32) (int, bool, error) {
-	h, err := howToType(layout, fmt.Sprintf("%#x", ks), true)
+func firstLevel(layout, options string, ks uint32) (int, bool, error) {
+	h, err := howToType(layout, options, fmt.Sprintf("%#x", ks), true)
 	if err != nil {
 		return 0, false, err
 	}

@@ -46,6 +46,13 @@
 // fetch): the result is [backend.ErrPasted], never "typed". A keymap that
 // cannot be read pastes too.
 //
+// Caps Lock: mutter presses a keysym's key as it is, with the lock as it
+// is, so a locked Caps Lock would change every letter's case. The route
+// reads the keyboards' Caps Lock LEDs (capslock.go), the compositor's
+// lock as any client may see it, and when one is lit presses Caps_Lock
+// before the keys and again after them; a keymap without Caps_Lock on a
+// key's first level gets the text pasted.
+//
 // The keys go one call after the other, each answered before the next is
 // sent: xdg-desktop-portal handles each call on a thread of a pool, and
 // calls in flight together reach the desktop in any order. When every

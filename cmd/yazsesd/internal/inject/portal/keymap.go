@@ -38,12 +38,13 @@ type keymap struct {
 
 // Keysyms of keys that are not characters, which the paste chord needs.
 const (
-	ksShiftL  = 0xffe1
-	ksInsert  = 0xff63
-	ksControl = 0xffe3
+	ksShiftL   = 0xffe1
+	ksInsert   = 0xff63
+	ksControl  = 0xffe3
+	ksCapsLock = 0xffe5
 )
 
-var namedKeys = map[string]uint32{"Shift_L": ksShiftL, "Insert": ksInsert, "Control_L": ksControl}
+var namedKeys = map[string]uint32{"Shift_L": ksShiftL, "Insert": ksInsert, "Control_L": ksControl, "Caps_Lock": ksCapsLock}
 
 var (
 	tableOnce sync.Once

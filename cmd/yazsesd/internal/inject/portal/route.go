@@ -595,11 +595,37 @@ func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if kerr != nil {
 		r.o.Log.Debug("portal: the compositor's keymap cannot be read: the text is pasted", "err", kerr)
 	} else if keys, ok := km.plan(text); ok && !long {
-		err := r.keys(ctx, conn, handle, keys)
-		r.o.Log.Debug("portal: typed", "runes", len(keys), "took", time.Since(start), "err", err)
-		return err
+		locked := capsLocked(ledDir)
+		if !locked || km.everywhere(ksCapsLock, 0) {
+			err := r.typeKeys(ctx, conn, handle, keys, locked)
+			r.o.Log.Debug("portal: typed", "runes", len(keys), "caps_lock", locked, "took", time.Since(start), "err", err)
+			return err
+		}
+		r.o.Log.Debug("portal: Caps Lock is on and the keymap has no Caps_Lock key to turn it off: the text is pasted")
 	}
 	return r.paste(ctx, conn, handle, km, text)
+}
+
+// typeKeys types keys. Caps Lock on (locked) would change the case of
+// every letter: mutter presses the key of a keysym, with Shift for its
+// second level, and leaves the lock as it is (so "Hello" arrives as
+// "hELLO"). Then Caps_Lock is pressed once before the keys, to turn it
+// off, and once after them, to turn it on again, even when typing stops
+// part way (as the X11 backend does).
+func (r *route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, keys []uint32, locked bool) error {
+	if !locked {
+		return r.keys(ctx, conn, handle, keys)
+	}
+	if err := r.keys(ctx, conn, handle, []uint32{ksCapsLock}); err != nil {
+		return err
+	}
+	err := r.keys(ctx, conn, handle, keys)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
+	defer cancel()
+	if rerr := r.keys(rctx, conn, handle, []uint32{ksCapsLock}); rerr != nil {
+		r.o.Log.Warn("portal: Caps Lock was turned off to type and could not be turned on again", "err", rerr)
+	}
+	return err
 }
 
 // keymap reads and parses the compositor's keymap (a few milliseconds:

@@ -72,6 +72,10 @@ func start(t testing.TB, opts testportal.Options) *desktop {
 	km := p.Keymap()
 	setHooks(t, func(context.Context, []string) (string, error) { return km, nil },
 		func(backend.Options) clipboard { return fakeClipboard{p.Backend} })
+	oldLEDs := ledDir
+	ledDir = p.Backend.LEDs()
+	p.Backend.SetCapsLock(false) // whatever this machine's keyboard shows
+	t.Cleanup(func() { ledDir = oldLEDs })
 	d.o = backend.Options{
 		Environ:  p.Env,
 		StateDir: filepath.Join(t.TempDir(), "state"),
@@ -194,6 +198,72 @@ func TestTypeGreek(t *testing.T) {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
+}
+
+// TestTypeCapsLockOn: with Caps Lock on (its LED lit), a text of both
+// cases arrives exactly, key by key, in each layout swept, and Caps Lock
+// is on again afterwards. mutter leaves the lock as it is when it presses
+// a keysym's key: before the fix "Grüße" arrived as "gRÜSSE".
+func TestTypeCapsLockOn(t *testing.T) {
+	for _, tc := range []struct{ layout, text string }{
+		{"us", "Hello World: 1+2=3, OK? yes!"},
+		{"de", "Grüße aus Köln, ÄÖÜ äöü ß."},
+		{"gr", "αβγ ΑΒΓ; καλη ΜΕΡΑ 123."},
+	} {
+		t.Run(tc.layout, func(t *testing.T) {
+			d := start(t, testportal.Options{Layout: tc.layout})
+			d.p.Backend.Expect(tc.text)
+			d.p.Backend.SetCapsLock(true)
+			Prepare(d.o)
+			waitState(t, d.o, StateReady)
+			if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(tc.text)); err != nil {
+				t.Fatalf("Type: %v", err)
+			}
+			typed(t, d.p.Backend, tc.text)
+			if !d.p.Backend.CapsLock() {
+				t.Error("Caps Lock is off after typing: it was on before")
+			}
+			if n := d.p.Backend.Pastes(); n != 0 {
+				t.Errorf("%d pastes, want none", n)
+			}
+		})
+	}
+}
+
+// TestTypeCapsLockOff: with the LED dark, no Caps_Lock is pressed (it
+// would lock it) and the text arrives exactly.
+func TestTypeCapsLockOff(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "us"})
+	const text = "Hello World"
+	d.p.Backend.Expect(text)
+	Prepare(d.o)
+	waitState(t, d.o, StateReady)
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	typed(t, d.p.Backend, text)
+	if d.p.Backend.CapsLock() {
+		t.Error("Caps Lock is on after typing: it was off before")
+	}
+}
+
+// TestTypeCapsLockNoKey: Caps Lock on while the keymap has no Caps_Lock
+// key to turn it off (caps:none; the lock came from another keyboard):
+// the text is pasted, exactly, and says so.
+func TestTypeCapsLockNoKey(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "us", Options: "caps:none"})
+	const text = "Hello World"
+	d.p.Backend.Expect(text)
+	d.p.Backend.SetCapsLock(true)
+	Prepare(d.o)
+	waitState(t, d.o, StateReady)
+	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
+		t.Fatalf("Type: %v, want ErrPasted", err)
+	}
+	typed(t, d.p.Backend, text)
+	if n := d.p.Backend.Keysyms(); n != 0 {
+		t.Errorf("%d keysyms typed besides the paste chord, want none", n)
+	}
 }
 
 // TestNoKeymap: when the compositor's keymap cannot be read, no keysym
