@@ -27,6 +27,7 @@ type deviceReport struct {
 	Auto       string   // the device auto takes
 	GPUMissing bool     // gpu is ErrNoDevice
 	GPUError   string
+	Lavapipe   bool // Mesa's lavapipe driver is mapped into the process
 }
 
 // deviceChild runs TestDevicesChild as exe (os.Args[0], or a copy of this
@@ -60,13 +61,24 @@ func TestDevicesChild(t *testing.T) {
 	if os.Getenv("YAZ_ASR_NOGPU") == "1" {
 		NoGPU()
 	}
+	if g, ok := os.LookupEnv("YAZ_ASR_GPU_NODES"); ok {
+		gpuNodes = []string{g}
+	}
 	var r deviceReport
+	var auto Device
+	var err error
+	if os.Getenv("YAZ_ASR_AUTO_FIRST") == "1" {
+		// As a decode under --device auto: auto chooses before anything
+		// has listed the devices.
+		if auto, err = SelectDevice("auto"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, d := range Devices() {
 		r.Devices = append(r.Devices, d.Name)
 	}
 	r.Notes = Notes()
-	auto, err := SelectDevice("auto")
-	if err != nil {
+	if auto, err = SelectDevice("auto"); err != nil {
 		t.Fatal(err)
 	}
 	r.Auto = auto.Name
@@ -84,6 +96,11 @@ func TestDevicesChild(t *testing.T) {
 	if _, err := m.Transcribe(context.Background(), speechLike(2), Options{Threads: 2}); err != nil {
 		t.Fatal(err)
 	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Lavapipe = bytes.Contains(maps, []byte("libvulkan_lvp"))
 	json.NewEncoder(os.Stdout).Encode(r)
 }
 

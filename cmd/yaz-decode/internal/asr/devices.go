@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,10 +263,33 @@ func SelectDeviceFor(spec string, need uint64) (d Device, skipped []Device, err 
 	if err != nil {
 		return Device{}, nil, err
 	}
-	if what == "cpu" {
+	switch {
+	case what == "cpu":
 		NoGPU()
+	case what == "auto" && !gpuNode():
+		disableVulkan()
 	}
 	return selectFrom(Devices(), what, n, need)
+}
+
+// gpuNodes are the device nodes a hardware Vulkan driver opens: a DRM
+// render node (Mesa's radv, anv, nvk, v3dv, panvk, turnip; NVIDIA's with
+// nvidia-drm) or NVIDIA's control device. A test points it elsewhere.
+var gpuNodes = []string{"/dev/dri/renderD*", "/dev/nvidiactl"}
+
+// gpuNode reports whether this machine has one of gpuNodes. Without one,
+// every Vulkan device ggml could list is a software one (lavapipe), which
+// auto never takes: auto then keeps Vulkan out of the process before ggml
+// lists its devices, which saves the driver's start and its memory (60 MiB
+// for lavapipe, for the life of a resident decoder). --list-devices,
+// gpu and gpu:N still look.
+func gpuNode() bool {
+	for _, g := range gpuNodes {
+		if m, _ := filepath.Glob(g); len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // fits reports whether need bytes fit d's free memory (a device that

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,6 +176,40 @@ func TestVulkanCancel(t *testing.T) {
 				t.Errorf("after a cancelled call the same audio decodes differently (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAutoWithoutGPUNode: on a machine with no GPU device node (no
+// /dev/dri/renderD*, no /dev/nvidiactl: a server, most virtual machines,
+// this CI), a decode under auto keeps Vulkan out of the process, since
+// every Vulkan device there is a software one that auto would not take:
+// lavapipe is never started nor mapped, and auto is the CPU. With a node
+// (here a file the test names as one) auto looks, lists lavapipe, and
+// still keeps the CPU. --device gpu and --list-devices, in a process of
+// their own, still look (the last case).
+func TestAutoWithoutGPUNode(t *testing.T) {
+	node := t.TempDir() + "/renderD128"
+	if err := os.WriteFile(node, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, nodes string
+		vulkan      bool
+	}{
+		{"no node", t.TempDir() + "/renderD*", false},
+		{"a render node", node, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := deviceChild(t, os.Args[0], "YAZ_ASR_AUTO_FIRST=1", "YAZ_ASR_GPU_NODES="+tc.nodes, "YAZ_CUDA_MODULE=none")
+			listed := slices.ContainsFunc(got.Devices, func(n string) bool { return strings.HasPrefix(n, "Vulkan") })
+			if got.Auto != "CPU" || listed != tc.vulkan || got.Lavapipe != tc.vulkan {
+				t.Errorf("%+v: want auto on the CPU, Vulkan listed and lavapipe mapped: %v", got, tc.vulkan)
+			}
+		})
+	}
+	// Without the auto-first choice the list is whole: --list-devices.
+	if got := deviceChild(t, os.Args[0], "YAZ_ASR_GPU_NODES="+t.TempDir()+"/none", "YAZ_CUDA_MODULE=none"); !got.Lavapipe || got.GPUMissing {
+		t.Errorf("listed first, with no node: %+v; want lavapipe listed and taken by gpu", got)
 	}
 }
 

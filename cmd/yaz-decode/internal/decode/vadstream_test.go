@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
@@ -42,6 +43,12 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// The tests share this process, and ggml lists its devices once per
+	// process. Listed now, they are all there for every test: a decode
+	// under auto first, on a machine with no GPU device node, would keep
+	// Vulkan out (asr.SelectDeviceFor) and take lavapipe from the Vulkan
+	// tests after it.
+	asr.Devices()
 	os.Exit(m.Run())
 }
 
