@@ -195,7 +195,9 @@
 // device is a Vulkan driver that runs on the CPU (Mesa's lavapipe,
 // "llvmpipe"): slower than the CPU backend, listed for tests. --device auto
 // (the default) takes the best real GPU, discrete before integrated, and
-// the CPU when there is none, never a software device; cpu the CPU; gpu the
+// the CPU when there is none, never a software device (on a machine with
+// no GPU device node, /dev/dri/renderD* or /dev/nvidiactl, it does not
+// start Vulkan at all: every device there is a software one); cpu the CPU; gpu the
 // best GPU, a software one last; gpu:N device N of the list. gpu or gpu:N
 // with no such device is one line naming it, and exit 1 (125 under a
 // supervisor: cause device_missing). A decode on a GPU says so in one INFO
