@@ -56,8 +56,12 @@ export LD_LIBRARY_PATH=$culib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "CUDA: $cuda"
 } > "$OUT/machine.txt" 2>&1
 
-export WHISPER_CACHE=${HOME:-/root}/.cache/yazses/whisper.cpp-1.9.1
-export WHISPER_CPP_DIR=${HOME:-/root}/.cache/yazses/gpu-src YAZ_GPU=cuda YAZ_CUDA_ARCH=90 JOBS=$(nproc)
+# Set beforehand, the three below rehearse the run on a build machine
+# with nvcc and no GPU (docs/gpu.md): its cache, its source, its nvcc's
+# architecture.
+export WHISPER_CACHE=${WHISPER_CACHE:-${HOME:-/root}/.cache/yazses/whisper.cpp-1.9.1}
+export WHISPER_CPP_DIR=${WHISPER_CPP_DIR:-${HOME:-/root}/.cache/yazses/gpu-src}
+export YAZ_CUDA_ARCH=${YAZ_CUDA_ARCH:-90} YAZ_GPU=cuda JOBS=$(nproc)
 bin=$run/bin
 build=$(scripts/setup-whisper.sh --build-dir) || { log "setup-whisper.sh --build-dir failed"; exit 1; }
 module=$(scripts/setup-whisper.sh --cuda-module)
@@ -68,7 +72,7 @@ build_stage() {
     mkdir -p "$WHISPER_CPP_DIR"
     tar -C "$WHISPER_CPP_DIR" -xzf "$run/whisper.cpp.tar.gz" || { log "unpacking the source failed"; return 1; }
   fi
-  log "building whisper.cpp (CPU in $build) and the CUDA module (sm_90, $cbuild) with $JOBS jobs"
+  log "building whisper.cpp (CPU in $build) and the CUDA module (sm_$YAZ_CUDA_ARCH, $cbuild) with $JOBS jobs"
   local s=$(date +%s)
   timeout 420 scripts/setup-whisper.sh > /dev/null 2>> "$OUT/log.txt"
   local rc=$?
