@@ -15,8 +15,9 @@ import "C"
 //
 // The module's references to ggml resolve against the program:
 // -Wl,--export-dynamic puts the program's symbols in its dynamic symbol
-// table. cuda_exports.c keeps every part of ggml the module uses linked
-// in, used by the program or not.
+// table. The module is opened with RTLD_NOW, so a ggml symbol the program
+// lacks fails the open, with its name (asr's TestCUDAModule opens the real
+// module that way).
 
 // LoadCUDA opens the CUDA module and adds its backend to ggml's devices,
 // once per process, before ggml lists them (package asr calls it first). It
@@ -25,9 +26,6 @@ import "C"
 // error (the module cannot open libcuda.so.1, was built from another ggml,
 // finds no device).
 func LoadCUDA() string { return C.GoString(C.yaz_cuda_load()) }
-
-// CUDAModule is the module LoadCUDA opened or tried ("" if none was found).
-func CUDAModule() string { return C.GoString(C.yaz_cuda_path()) }
 
 // DisableCUDA keeps the CUDA module out of the process if LoadCUDA has not
 // run yet (--device cpu).

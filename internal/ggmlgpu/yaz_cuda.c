@@ -115,8 +115,3 @@ const char *yaz_cuda_load(void) {
 	pthread_once(&yaz_cuda_once, yaz_cuda_load_once);
 	return yaz_cuda_why;
 }
-
-const char *yaz_cuda_path(void) {
-	pthread_once(&yaz_cuda_once, yaz_cuda_load_once);
-	return yaz_cuda_file;
-}

@@ -9,7 +9,5 @@ const char *yaz_cuda_load(void);
 // yaz_cuda_disable keeps the module out of the process if yaz_cuda_load
 // has not run yet.
 void yaz_cuda_disable(void);
-// yaz_cuda_path is the module yaz_cuda_load opened or tried ("" if none).
-const char *yaz_cuda_path(void);
 
 #endif
