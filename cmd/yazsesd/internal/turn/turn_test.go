@@ -151,6 +151,8 @@ func TestQueueMaxWaiting(t *testing.T) {
 				t.Errorf("the waiter that went away entered")
 			}
 		}
+		// The last one in releases its turn after it says it entered.
+		synctest.Wait()
 		if busy, w := q.State(); busy || w != 0 {
 			t.Errorf("queue not free at the end: busy %v, %d waiting", busy, w)
 		}
