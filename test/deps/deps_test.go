@@ -77,7 +77,7 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./cmd/yaz-decode/internal/transcript", "./lib/cli",
-		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yazsesd/internal/inject", "./lib/untrusted",
+		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yaz-type/internal/inject", "./lib/untrusted",
 		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."

@@ -20,7 +20,7 @@ import (
 )
 
 // The X server and the recording xterm are internal/testx's (shared with
-// cmd/yazsesd/internal/inject's tests).
+// cmd/yaz-type/internal/inject's tests).
 
 // xserver is a private Xvfb.
 type xserver = *testx.X

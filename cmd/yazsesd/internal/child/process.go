@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/xdp"
+	"github.com/yazses/yazses/lib/xdp"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
 )
