@@ -296,12 +296,12 @@ type HoldResult struct {
 	// typing failed, Cause "typing_…" says why: see last), "empty" (nothing
 	// was said), "too_short", "cancelled", "failed". Empty while holding.
 	Outcome string `json:"outcome,omitempty"`
-	Chars   int    `json:"chars,omitempty"`   // characters typed or kept
+	Chars   int    `json:"chars,omitempty"` // characters typed or kept
 	// Arrived, for "partial" (typing stopped part-way: the focus moved,
 	// the window went away), is how many of Chars arrived, in the window
 	// that had the focus; nothing after them went anywhere, and the whole
 	// text is in last.
-	Arrived int `json:"arrived,omitempty"`
+	Arrived int    `json:"arrived,omitempty"`
 	Backend string `json:"backend,omitempty"` // injection backend used
 	// Cause and Reason say why a hold "failed" (hold.start too, refused
 	// while the decoder is down for good): a word ("model_missing",

@@ -11,11 +11,11 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
-	"github.com/yazses/yazses/lib/xdp"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/untrusted"
+	"github.com/yazses/yazses/lib/xdp"
 )
 
 // The RemoteDesktop portal's names and values.
