@@ -48,6 +48,9 @@ var (
 	// GNOME and KDE, which offer no data control to watch the fetch).
 	// Not typed, and not typed again by another backend.
 	ErrPasted = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
+	// ErrDisplayGone: the display server closed the connection or
+	// stopped answering part-way; what arrived cannot be told.
+	ErrDisplayGone = errors.New("the display server is gone")
 	// ErrNotPasted: the window did not fetch a paste within [PasteWait].
 	// Nothing of it arrived; another backend may type it.
 	ErrNotPasted = errors.New("the window did not take the paste")

@@ -27,6 +27,8 @@ func Outcome(used string, err error, chars int) typewire.Event {
 			// Nothing arrived: stopped before the first key.
 			ev.Outcome = typewire.OutcomeFailed
 		}
+	case errors.Is(err, backend.ErrDisplayGone):
+		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseDisplayGone
 	case errors.Is(err, ErrInterrupted):
 		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseInterrupted
 	case errors.Is(err, ErrUnavailable):

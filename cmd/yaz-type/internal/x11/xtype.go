@@ -44,6 +44,9 @@ type xtarget struct {
 	class  []string // WM_CLASS instance and class
 	win    xproto.Window
 	active xproto.Atom // _NET_ACTIVE_WINDOW when a window manager keeps it, else 0
+	// input is the X input focus when the target was read: a change of it
+	// (or of the active window) before a batch of keys stops typing.
+	input xproto.Window
 }
 
 // atoms interns names (0 for a name the server does not know).
@@ -141,7 +144,7 @@ func (x *xclient) focus(watch bool) (xtarget, error) {
 	if err != nil {
 		return xtarget{}, fmt.Errorf("x11: input focus: %w", err)
 	}
-	t := xtarget{}
+	t := xtarget{input: fr.Focus}
 	win, activeSet := windowProp(active)
 	wmCheck, _ := windowProp(check)
 	switch {
@@ -391,30 +394,87 @@ func (s *xsession) typeText(ctx context.Context, text string) error {
 	if err := s.bind(p); err != nil {
 		return err
 	}
+	for start := 0; start < len(p.text); start += xBatch {
+		// With the server held, no other client's request (a window
+		// manager's or a person's focus change) runs between the proof
+		// of the focus and the batch's keys: every key of the batch goes
+		// to the window that had the focus when typing began.
+		if err := s.proveFocus(ctx); err != nil {
+			return s.stopped(start, err)
+		}
+		for _, r := range p.text[start:min(start+xBatch, len(p.text))] {
+			k := p.keys[r]
+			s.setShift(k.shift)
+			s.key(true, k.kc)
+			s.pressd = k.kc
+			s.sent = true
+			s.key(false, k.kc)
+			s.pressd = 0
+		}
+		s.setShift(false)
+		xproto.UngrabServer(s.c.c)
+	}
+	// The server has queued every key to the window once this returns.
+	if _, err := s.c.sync(); err != nil {
+		return s.stopped(len(p.text), err)
+	}
+	return s.interrupted(ctx)
+}
+
+// xBatch is how many characters go between two proofs of the focus.
+const xBatch = 16
+
+// proveFocus grabs the server and proves, in a round trip, that the focus
+// is where typing began; it returns with the server grabbed (the caller
+// ungrabs it after the batch) or with an error and the server let go.
+// The round trip also proves that every key sent before it was processed.
+func (s *xsession) proveFocus(ctx context.Context) error {
 	if err := s.interrupted(ctx); err != nil {
 		return err
 	}
-	for j, r := range p.text {
-		if j%16 == 0 {
-			if err := s.interrupted(ctx); err != nil {
-				return err
-			}
-			s.c.extend(0)
-		}
-		k := p.keys[r]
-		s.setShift(k.shift)
-		s.key(true, k.kc)
-		s.pressd = k.kc
-		s.sent = true
-		s.key(false, k.kc)
-		s.pressd = 0
+	s.c.extend(0)
+	xproto.GrabServer(s.c.c)
+	var activeC xproto.GetPropertyCookie
+	if s.t.active != 0 {
+		activeC = xproto.GetProperty(s.c.c, false, s.c.root, s.t.active, xproto.AtomWindow, 0, 1)
 	}
-	s.setShift(false)
-	// The server has queued every key to the window once this returns.
-	if _, err := s.c.sync(); err != nil {
+	fr, err := xproto.GetInputFocus(s.c.c).Reply()
+	if err == nil && s.t.active != 0 {
+		var r *xproto.GetPropertyReply
+		if r, err = activeC.Reply(); err == nil {
+			if w, _ := windowProp(r); w != s.t.win {
+				err = errWindowChanged
+			}
+		}
+	}
+	if err == nil && fr.Focus != s.t.input {
+		err = errWindowChanged
+	}
+	if err == nil {
+		// Events that came before the round trip (the window unmapped).
+		err = s.interrupted(ctx)
+	}
+	if err != nil {
+		xproto.UngrabServer(s.c.c)
+		if isXGone(err) {
+			return fmt.Errorf("x11: %w", err)
+		}
 		return err
 	}
-	return s.interrupted(ctx)
+	return nil
+}
+
+// stopped is the error of typing that stopped before character n: every
+// character before n was processed by the server and went to the target
+// (proveFocus), nothing after went anywhere.
+func (s *xsession) stopped(n int, err error) error {
+	switch {
+	case isXGone(err):
+		return fmt.Errorf("%w: %w", backend.ErrDisplayGone, err)
+	case errors.Is(err, errWindowChanged):
+		return &backend.PartialError{Arrived: n, Cause: "focus_moved", Err: err}
+	}
+	return err
 }
 
 // release leaves nothing pressed: the key of a press whose release was not
