@@ -29,6 +29,12 @@
 // in-process routes speak the same protocols, bounded and exact); name
 // them with --backend where only they work.
 //
+// On X11 a character the keyboard map lacks is bound to a spare keycode
+// (one with no keysyms) for the text; the bindings stay after yaz-type
+// ends, because a window looks each key up when it reads it, which can
+// be after yaz-type has exited. The next text, of yaz-type or yazsesd,
+// reuses them.
+//
 // A text longer than --paste-over-chars is pasted through the clipboard,
 // and the clipboard is put back after.
 //

@@ -79,17 +79,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	} else if len(c.Text) == 0 && cli.IsTerminal(stdin) {
 		return cli.Report(name, stderr, cli.Usagef("no text: give it as arguments, or pipe lines on stdin"))
 	}
-	// What the routes bound stays until the text arrived; put back at the
-	// end (the X11 spare keycodes, the Wayland virtual keyboard, the
-	// portal's session).
-	defer inject.Settle()
 	if c.Serve {
+		// The daemon's child: what the routes hold is put back when it
+		// ends (the X11 spare keycodes, the Wayland virtual keyboard, the
+		// portal's session).
+		defer inject.Settle()
 		err := c.serve(ctx, log, stdin, stdout)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			err = nil
 		}
 		return cli.Report(name, stderr, err)
 	}
+	// The window reads the last keys after yaz-type has ended: the X11
+	// spare keycodes stay bound (the next text reuses them).
+	defer inject.SettleKeepingKeys()
 	t, err := c.open(log, nil)
 	if c.Route {
 		return route(stdout, stderr, c.Backend, t, err)
@@ -272,7 +275,7 @@ func readLine(r *bufio.Reader) (string, error) {
 		}
 		switch {
 		case err == nil:
-			return strings.TrimSuffix(string(b), "\n"), nil
+			return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		}

@@ -508,7 +508,16 @@ func (s *stdoutInjector) Type(ctx context.Context, typed untrusted.TypedText) er
 // and the portal's session (closed, so the desktop stops showing it).
 // A program that typed calls Settle before it exits.
 func Settle() {
+	SettleKeepingKeys()
+	x11.Settle()
+}
+
+// SettleKeepingKeys is Settle without giving the X11 spare keycodes back:
+// for a program that ends right after its text (yaz-type in a pipeline).
+// A window looks a key up when it reads it, which can be after the typer
+// has ended; freed keycodes would then type nothing. The bindings are
+// recorded on the display, and the next text (of any process) reuses them.
+func SettleKeepingKeys() {
 	portal.Settle()
 	wayland.Settle()
-	x11.Settle()
 }

@@ -93,9 +93,11 @@ func (r *RunCmd) Run(e *env) error {
 	sd := sdnotify.FromEnv(true) // children do not inherit NOTIFY_SOCKET
 	notes := notify.New(notify.Options{Enabled: cfg.Notify.Enabled, PerMinute: cfg.Notify.PerMinute, Log: log})
 	defer notes.Wait()
-	// The typing child outlives the daemon's run: the texts of holds
-	// still finishing are typed before it is told to end.
-	typing, err := startTyping(ctx, cfg, e.log.LogLevel, log, func(kind string) {
+	// The typing child starts when the daemon first opens its route (it
+	// has its lock then: a second daemon starts none), and outlives the
+	// daemon's run: the texts of holds still finishing are typed before
+	// it is told to end.
+	typing, err := newTyping(cfg, e.log.LogLevel, log, func(kind string) {
 		if m, ok := notify.ByKind(kind); ok {
 			notes.Post(ctx, m)
 		}
@@ -112,6 +114,7 @@ func (r *RunCmd) Run(e *env) error {
 		ChildLogLevel: e.log.LogLevel,
 		Service:       service{sd: sd, notes: notes},
 		Desktop:       desktop{ctx: ctx, notes: notes, log: log, hotkey: cfg.Hotkey, typing: typing, stdout: e.stdout},
+		Typing:        typing.t,
 	})
 	if err != nil {
 		return err

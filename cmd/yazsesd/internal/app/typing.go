@@ -28,12 +28,14 @@ const openWait = 30 * time.Second
 // supervised from the daemon's start until after its run has ended.
 type typing struct {
 	t      *child.Typer
+	log    *slog.Logger
+	once   sync.Once
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// startTyping starts the supervision of the typing child.
-func startTyping(ctx context.Context, cfg config.Config, level string, log *slog.Logger, notify func(kind string)) (*typing, error) {
+// newTyping makes the end of the typing child; start starts it.
+func newTyping(cfg config.Config, level string, log *slog.Logger, notify func(kind string)) (*typing, error) {
 	argv, err := config.ResolveCommand(cfg.Children.Type, config.SelfDir())
 	if err != nil {
 		return nil, fmt.Errorf("children.type: %w", err)
@@ -42,21 +44,28 @@ func startTyping(ctx context.Context, cfg config.Config, level string, log *slog
 	if p := audit.Path(); p != "" {
 		env = append(env, "YAZ_STATE_DIR="+filepath.Dir(p)) // the portal's restore token
 	}
-	ty := &typing{t: child.NewTyper(supervise.Spec{Name: "type", Argv: argv, Env: env}, notify, log)}
-	// Not the daemon's ctx: the child is stopped by stop, after the run.
+	return &typing{t: child.NewTyper(supervise.Spec{Name: "type", Argv: argv, Env: env}, notify, log), log: log}, nil
+}
+
+// start starts the supervision: not bound to ctx's end, stop ends it
+// (after the daemon's run, whose last holds it types).
+func (ty *typing) start(ctx context.Context) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ty.cancel = cancel
 	ty.wg.Go(func() {
 		if err := ty.t.Run(sctx); err != nil {
-			log.Error("child left down", "child", "type", "err", err)
+			ty.log.Error("child left down", "child", "type", "err", err)
 		}
 	})
-	return ty, nil
 }
 
 // stop ends the typing child: EOF on its stdin, then the supervisor's
 // stop.
 func (ty *typing) stop() {
+	ty.once.Do(func() {}) // none starts after this
+	if ty.cancel == nil {
+		return
+	}
 	ty.t.Close()
 	ty.cancel()
 	ty.wg.Wait()
@@ -69,6 +78,7 @@ func (ty *typing) open(ctx context.Context, name string, pasteOverChars int, std
 		return stdoutInjector{stdout}, nil
 	}
 	ty.t.Configure(name, pasteOverChars)
+	ty.once.Do(func() { ty.start(ctx) })
 	ctx, cancel := context.WithTimeout(ctx, openWait)
 	defer cancel()
 	r, err := ty.t.Open(ctx)

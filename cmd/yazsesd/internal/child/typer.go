@@ -294,6 +294,9 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 	}
 }
 
+// Program is the child's executable.
+func (t *Typer) Program() string { return t.argv[0] }
+
 // Backends lists the backends the child tries, in order.
 func (t *Typer) Backends() []string {
 	t.mu.Lock()
