@@ -102,7 +102,7 @@ type Options struct {
 	Service Service
 	// Desktop is the person's desktop: notifications, typing, the evdev
 	// hotkey; nil: none of them (every transcript is kept for `last`).
-	Desktop Desktop	// Typing is the typing child (yaz-type --serve) when the caller runs
+	Desktop Desktop // Typing is the typing child (yaz-type --serve) when the caller runs
 	// one: listed in status and the health line with the others; nil:
 	// none.
 	Typing TypingChild
