@@ -18,7 +18,7 @@ import (
 	"github.com/yazses/yazses/lib/pcm"
 )
 
-// The daemon tests prove DESIGN.md's budget invariants on the real daemon
+// The daemon tests prove docs/design.md's budget invariants on the real daemon
 // with its real children: yaz-gate, yaz-speak into the PulseAudio null
 // sink, yaz-decode on the generated model, and answers played in with
 // yaz-capture --file.
