@@ -275,7 +275,7 @@ func writeSilenceWAV(t *testing.T, path string, d time.Duration) {
 	}
 }
 
-// TestSecondDaemonWithAnotherRuntimeDirRefused (issue 23, item 5): one
+// TestSecondDaemonWithAnotherRuntimeDirRefused: one
 // daemon per user, not per runtime folder. While a daemon runs with its
 // budget spent, a second `yazsesd run` of the same user with another
 // XDG_RUNTIME_DIR (same configuration and state) refuses to start: exit
