@@ -1,6 +1,6 @@
 // Command fakedecode speaks the `yaz-decode --serve` protocol (see package
 // frame) and answers every utterance with a fixed text. The daemon tests
-// use it where exact words matter (DESIGN.md, "Models"): the real decoder
+// use it where exact words matter (docs/design.md, "Models and engines"): the real decoder
 // has its own tests on the generated model.
 //
 // It ignores its arguments (the daemon passes the decoder's flags), except

@@ -24,7 +24,7 @@
 // there is method not found. Each socket serves 256 connections at once;
 // one more is told server busy and closed.
 //
-// The ask_human result is a closed vocabulary (DESIGN.md, invariant 8):
+// The ask_human result is a closed vocabulary (docs/design.md, invariant 8):
 //
 //	{"result":"answered","answer":"…"}
 //	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}

@@ -18,7 +18,7 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// The health proofs (issue 10, item 5): a daemon that cannot decode says
+// The health proofs: a daemon that cannot decode says
 // why, where the person looks: its own ERROR line, `yazsesd status`, the
 // result of hold.stop, one desktop notification, and the systemd status
 // line, which it sends with READY=1 only once its children are up or have

@@ -17,7 +17,7 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// The dictation proofs (issue 6) run the real yazsesd with its real
+// The dictation proofs run the real yazsesd with its real
 // children: yaz-capture --file replays speech in real time as if it were
 // spoken into the microphone, hold.start and hold.stop come over the
 // socket, and the text is typed by the daemon's own injection backend into
@@ -470,7 +470,7 @@ func cmdline(pid int) string {
 }
 
 // TestDictationDecoderDownRefusesHold: with the decoder left down (a
-// crash loop), hold.start is refused at once with the cause (issue 19.13:
+// crash loop), hold.start is refused at once with the cause (so
 // the microphone is not opened and the person is told before speaking, not
 // after), a notification says why, nothing reaches the window, and the
 // daemon still stops cleanly on SIGTERM (checked when the test ends). That

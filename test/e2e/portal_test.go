@@ -12,7 +12,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
-// The portal proofs (issue 21) run the real yazsesd on a desktop as GNOME
+// The portal proofs run the real yazsesd on a desktop as GNOME
 // and KDE look to it: a Wayland compositor without the virtual keyboard
 // (internal/testwl, which hands out a German keymap), and Debian's real
 // xdg-desktop-portal 1.16 on a private session bus with the test backend

@@ -29,7 +29,7 @@ func fakeProbes(t *testing.T, vk, vkKnown, rd, rdKnown, ydotoold bool) {
 	t.Cleanup(func() { probe = old })
 }
 
-// TestChoose: "auto" follows the order (X11's XTEST; a Wayland
+// TestChoose: "auto" follows its order (X11's XTEST; a Wayland
 // compositor's virtual keyboard; the RemoteDesktop portal; ydotool when
 // ydotoold runs) and says why; with none, it says what to install or
 // allow.

@@ -307,7 +307,7 @@ var probe = probes{
 	ydotoold:        ydotooldRunning,
 }
 
-// Choose is "auto"'s choice, in the order of issue 21: an X11 session
+// Choose is "auto"'s choice, in this order: an X11 session
 // (DISPLAY, no WAYLAND_DISPLAY): x11 (XTEST in-process), xdotool, the
 // clipboard. A Wayland session whose compositor offers the virtual
 // keyboard (wlroots: sway, Hyprland, river, labwc, Wayfire), or cannot be

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// The sentence the issue names, with a check mark outside every legacy
+// The sentence the typing tests share, with a check mark outside every legacy
 // keysym set and letters whose upper case xdotool alone gets wrong.
 const unicodeText = "Grüße, Ünïcödé ✓"
 

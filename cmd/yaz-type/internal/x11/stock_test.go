@@ -51,7 +51,7 @@ func sweepText(n int) string {
 
 // A dictation of any length reaches a stock terminal whole, and the call
 // succeeds only when it did: lengths around the paste threshold and the
-// spare keycodes' room, and the 4208 characters over
+// spare keycodes' room, and a text of 4208 characters over
 // paste_over_chars. The clipboard holds what it held before.
 func TestStockTerminalsGetEveryLength(t *testing.T) {
 	for _, term := range stockTerminals {

@@ -19,7 +19,7 @@ import (
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
-// The sentence the issue names, with a check mark outside every legacy
+// The sentence the typing tests share, with a check mark outside every legacy
 // keysym set and letters whose upper case xdotool alone gets wrong.
 const unicodeText = "Grüße, Ünïcödé ✓"
 

@@ -385,7 +385,7 @@ func (before xProbe) checkClean(t *testing.T, env []string, run int) {
 	}
 }
 
-// The proof of exactness at speed: the mixed text, 20 times in a
+// The proof of exactness at speed: the mixed text, 20 times in a
 // row with every CPU busy, into an xterm and into xev; after each run no
 // key is down and the keyboard and modifier maps are as before. The text
 // has more characters than the spare keycodes hold, so the x11 backend
