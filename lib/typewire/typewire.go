@@ -1,5 +1,5 @@
 // Package typewire is the contract between yazsesd and its typing child,
-// `yaz-type --serve` (docs/design.md, "yaz-type"):
+// `yaz-type --serve` (docs/design.md, "Typing child"):
 //
 //   - Readiness: the child's readiness line (lib/cli.ReadyWith) is one
 //     [Ready] object: the route it types with, why, and every backend it
