@@ -53,10 +53,10 @@
 // Max and one buffer more, and is let go after a line longer than the
 // buffer.
 //
-// This is tailscale's util/lineiter with the bound made explicit: a
-// bufio.Scanner with a Buffer of Max fails for good at the first long
-// line, and one without drops to an error that the caller cannot tell
-// from a broken reader.
+// This is tailscale's util/lineiter with the bound made the caller's:
+// lineiter yields the lines of a bufio.Scanner, whose first line over its
+// buffer ends the scan for good (bufio.ErrTooLong), and which cannot
+// resume after a deadline.
 package linebound
 
 import (

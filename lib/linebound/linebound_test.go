@@ -9,7 +9,10 @@ import (
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // res is one ReadLine result, as text.
 type res struct {
