@@ -19,7 +19,10 @@
 //   - Last: whether bytes after the last newline, when the input ends, are
 //     a line ([KeepLast]) or a line cut short that does not count
 //     ([DropLast]: the reader returns [ErrUnterminated], which matches
-//     both io.EOF and io.ErrUnexpectedEOF).
+//     both io.EOF and io.ErrUnexpectedEOF). Either way such a line over
+//     Max is ErrTooLong first under Fail and Truncate, which report a
+//     long line before its end; under Skip it is ErrTooLong with KeepLast
+//     and ErrUnterminated with DropLast.
 //   - CRLF: whether a "\r" before the "\n" belongs to the line ending.
 //
 // An empty line is a line: ReadLine returns an empty, non-nil slice. No
@@ -47,11 +50,11 @@
 //		}
 //	}
 //
-// Memory: a line that fits one read of the underlying buffer (64 KiB at
-// most) is returned in place, without a copy; a longer one is gathered in
-// a buffer of the Reader's that grows to the length of the line, at most
-// Max and one buffer more, and is let go after a line longer than the
-// buffer.
+// Memory: a line that fits the underlying buffer (Max+2 bytes, 16 at
+// least, 64 KiB at most) is returned in place, without a copy; a longer
+// one is gathered in a buffer of the Reader's that grows to the length of
+// the line, at most Max and one underlying buffer more, and is let go
+// before the next line once it has grown past 64 KiB.
 //
 // This is tailscale's util/lineiter with the bound made the caller's:
 // lineiter yields the lines of a bufio.Scanner, whose first line over its
