@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-type/internal/inject"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/serve"
 	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/linebound"
 	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
@@ -235,50 +235,28 @@ func report(stderr io.Writer, ev typewire.Event, err error) int {
 // typeLines types each line of stdin as it arrives, a space between
 // lines, and stops at the first one that is not typed.
 func typeLines(ctx context.Context, stderr io.Writer, t *inject.Typer, stdin io.Reader) int {
-	r := bufio.NewReaderSize(stdin, 64<<10)
+	r := linebound.NewReader(stdin, linebound.Options{Max: MaxLineBytes, Long: linebound.Fail, Last: linebound.KeepLast, CRLF: true})
 	lead := false
 	for {
-		line, err := readLine(r)
-		if line != "" {
-			if code := typeOne(ctx, stderr, t, line, lead); code != 0 {
-				return code
-			}
-			if strings.TrimSpace(untrusted.Typed(line).Text()) != "" {
-				lead = true
-			}
-		}
+		line, err := r.ReadLine()
 		switch {
 		case errors.Is(err, io.EOF):
 			return 0
+		case errors.Is(err, linebound.ErrTooLong):
+			fmt.Fprintf(stderr, "%s: a line of stdin is longer than %d bytes: nothing of it was typed\n", name, MaxLineBytes)
+			return 1
 		case err != nil:
 			fmt.Fprintf(stderr, "%s: read stdin: %v\n", name, err)
 			return 1
 		}
+		if code := typeOne(ctx, stderr, t, string(line), lead); code != 0 {
+			return code
+		}
+		if strings.TrimSpace(untrusted.Typed(string(line)).Text()) != "" {
+			lead = true
+		}
 		if ctx.Err() != nil {
 			return 1
 		}
-	}
-}
-
-// errLineTooLong: a line of stdin longer than MaxLineBytes.
-var errLineTooLong = fmt.Errorf("a line is longer than %d bytes: nothing of it was typed", MaxLineBytes)
-
-// readLine reads one line without its newline; an unterminated last line
-// counts, with io.EOF.
-func readLine(r *bufio.Reader) (string, error) {
-	var b []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		b = append(b, chunk...)
-		if len(b) > MaxLineBytes {
-			return "", errLineTooLong
-		}
-		switch {
-		case err == nil:
-			return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		}
-		return string(b), err
 	}
 }

@@ -5,7 +5,6 @@
 package serve
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/inject"
+	"github.com/yazses/yazses/lib/linebound"
 	"github.com/yazses/yazses/lib/typewire"
 )
 
@@ -91,12 +91,18 @@ func (s *Server) Serve(ctx context.Context, r io.Reader) error {
 }
 
 func (s *Server) read(ctx context.Context, r io.Reader, texts chan<- typewire.Request) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxRequest)
-	for sc.Scan() {
+	lr := linebound.NewReader(r, linebound.Options{Max: MaxRequest, Long: linebound.Fail, Last: linebound.KeepLast})
+	for {
+		line, err := lr.ReadLine()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read request: %w", err)
+		}
 		var req typewire.Request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil || req.ID == "" {
-			s.Log.Warn("request skipped: not a typing request", "bytes", len(sc.Bytes()))
+		if err := json.Unmarshal(line, &req); err != nil || req.ID == "" {
+			s.Log.Warn("request skipped: not a typing request", "bytes", len(line))
 			continue
 		}
 		switch req.Op {
@@ -118,11 +124,4 @@ func (s *Server) read(ctx context.Context, r io.Reader, texts chan<- typewire.Re
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("read request: longer than %d bytes: %w", MaxRequest, err)
-		}
-		return fmt.Errorf("read request: %w", err)
-	}
-	return nil
 }

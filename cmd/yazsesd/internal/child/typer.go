@@ -1,7 +1,6 @@
 package child
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/lib/linebound"
 	"github.com/yazses/yazses/lib/typewire"
 )
 
@@ -172,11 +172,17 @@ func (t *Typer) openStdout() (*os.File, error) {
 // pending is told by closing its channel with no event.
 func (t *Typer) read(r *os.File, gen int) {
 	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), maxEventLine)
-	for sc.Scan() {
+	lr := linebound.NewReader(r, linebound.Options{Max: maxEventLine, Long: linebound.Skip})
+	for {
+		line, err := lr.ReadLine()
+		if errors.Is(err, linebound.ErrTooLong) {
+			continue
+		}
+		if err != nil {
+			break
+		}
 		var ev typewire.Event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+		if json.Unmarshal(line, &ev) != nil {
 			continue
 		}
 		if ev.ID == "" {
