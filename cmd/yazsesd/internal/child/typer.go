@@ -57,6 +57,7 @@ type Typer struct {
 	startGen int // the cfgGen the next start is made with
 	notify   func(kind string)
 	lg       *slog.Logger
+	bound    func(chars int) time.Duration // TypeBound; tests shorten it
 }
 
 // NewTyper returns the end of the typing child run as spec; spec.Argv is
@@ -64,7 +65,7 @@ type Typer struct {
 // settings of the last Configure. notify shows the notifications the
 // child asks for (nil: none).
 func NewTyper(spec supervise.Spec, notify func(kind string), log *slog.Logger) *Typer {
-	t := &Typer{argv: slices.Clone(spec.Argv), pending: make(map[string]chan typewire.Event), name: "auto", notify: notify, lg: log}
+	t := &Typer{argv: slices.Clone(spec.Argv), pending: make(map[string]chan typewire.Event), name: "auto", notify: notify, lg: log, bound: TypeBound}
 	spec.Argv = nil
 	spec.ArgvFor = t.argvFor
 	spec.Stdin, spec.Stdout, spec.Ready = t.openStdin, t.openStdout, true
@@ -161,16 +162,17 @@ func (t *Typer) openStdout() (*os.File, error) {
 	}
 	t.mu.Lock()
 	t.gen++
-	gen := t.gen
+	gen, in := t.gen, t.w
 	t.failPendingLocked()
 	t.mu.Unlock()
-	t.goroutines.Go(func() { t.read(r, gen) })
+	t.goroutines.Go(func() { t.read(r, gen, in) })
 	return w, nil
 }
 
-// read routes the events of one start; at its end every request still
-// pending is told by closing its channel with no event.
-func (t *Typer) read(r *os.File, gen int) {
+// read routes the events of one start (whose stdin is in); at its end
+// every request still pending is told by closing its channel with no
+// event.
+func (t *Typer) read(r *os.File, gen int, in *os.File) {
 	defer r.Close()
 	lr := linebound.NewReader(r, linebound.Options{Max: maxEventLine, Long: linebound.Skip})
 	for {
@@ -202,11 +204,11 @@ func (t *Typer) read(r *os.File, gen int) {
 	t.mu.Lock()
 	if gen == t.gen {
 		t.failPendingLocked()
-		if t.w != nil {
-			t.w.Close()
-			t.w = nil
-		}
 		t.up.set(false)
+	}
+	if t.w != nil && t.w == in {
+		t.w.Close()
+		t.w = nil
 	}
 	t.mu.Unlock()
 }
@@ -261,7 +263,7 @@ func (t *Typer) send(req typewire.Request, deadline time.Time) (<-chan typewire.
 // fails it with cause child_gone. Neither is ever typed.
 func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 	n := utf8.RuneCountInString(text)
-	bound := TypeBound(n)
+	bound := t.bound(n)
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	fail := func(cause string) (string, error) {
@@ -278,7 +280,7 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			t.lg.Warn("typing: the typing child did not take the text in time: it is restarted", "bound_ms", bound.Milliseconds())
-			t.Restart()
+			t.restart()
 			return fail(typewire.CauseTimeout)
 		}
 		return fail(typewire.CauseChildGone)
@@ -295,9 +297,18 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 		// What it was doing is cut off: a restart puts back what its
 		// routes held (the X server's keys, the portal's session) as a
 		// crash would.
-		t.Restart()
+		t.restart()
 		return fail(typewire.CauseTimeout)
 	}
+}
+
+// restart kills a child taken for hung so that it starts again; until the
+// new start is ready no text is sent (Open waits for it).
+func (t *Typer) restart() {
+	t.mu.Lock()
+	t.up.set(false)
+	t.mu.Unlock()
+	t.Restart()
 }
 
 // Program is the child's executable.
