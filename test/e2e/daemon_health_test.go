@@ -300,7 +300,7 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	text, err := execIn(ctx, d, "status").Output()
-	for _, w := range []string{"model\t", world.mini, "auto → CPU", "typing", "auto → x11, xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
+	for _, w := range []string{"model\t", world.mini, "auto → CPU", "typing", "auto → x11, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
 		w = strings.ReplaceAll(w, "\t", "")
 		if err != nil || !strings.Contains(string(text), w) {
 			t.Errorf("yazsesd status: %v; want %q in\n%s", err, w, text)

@@ -43,16 +43,16 @@ func TestChoose(t *testing.T) {
 		want                               []string
 		why                                string // a word of Why, or of the error
 	}{
-		{"x11", x, false, false, true, true, true, []string{X11, Xdotool, Clipboard}, "XTEST"},
-		{"wlroots", wl, true, true, true, true, false, []string{Wayland, Wtype, Clipboard}, "virtual keyboard"},
-		{"wlroots+ydotoold", wl, true, true, false, true, true, []string{Wayland, Wtype, Ydotool, Clipboard}, "virtual keyboard"},
-		{"compositor not answering", wl, false, false, false, true, false, []string{Wayland, Wtype, Clipboard}, "could not be asked"},
+		{"x11", x, false, false, true, true, true, []string{X11, Clipboard}, "XTEST"},
+		{"wlroots", wl, true, true, true, true, false, []string{Wayland, Clipboard}, "virtual keyboard"},
+		{"wlroots+ydotoold", wl, true, true, false, true, true, []string{Wayland, Ydotool, Clipboard}, "virtual keyboard"},
+		{"compositor not answering", wl, false, false, false, true, false, []string{Wayland, Clipboard}, "could not be asked"},
 		{"gnome", wl, false, true, true, true, false, []string{Portal}, "RemoteDesktop portal"},
 		{"gnome+ydotoold", wl, false, true, true, true, true, []string{Portal, Ydotool}, "RemoteDesktop portal"},
 		{"no portal, ydotoold", wl, false, true, false, true, true, []string{Ydotool}, "ydotoold"},
 		{"no bus, ydotoold", wl, false, true, false, false, true, []string{Ydotool}, "ydotoold"},
 		{"nothing", wl, false, true, false, true, false, nil, "xdg-desktop-portal"},
-		{"no session", nil, false, false, false, false, true, nil, "DISPLAY"},
+		{"no session", []string{}, false, false, false, false, true, nil, "DISPLAY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,9 +134,9 @@
 //   - "stdout": the text and a newline to Options.Stdout.
 //
 // "auto" (see [Choose]) picks from the session, and says why: an X11
-// session: x11, then xdotool, then the clipboard; a Wayland compositor
-// that offers the virtual keyboard (or cannot be asked yet): wayland,
-// wtype, ydotool when ydotoold runs, the clipboard; one without it
+// session: x11, then the clipboard; a Wayland compositor that offers the
+// virtual keyboard (or cannot be asked yet): wayland, ydotool when
+// ydotoold runs, the clipboard; one without it
 // (GNOME, KDE) whose RemoteDesktop portal offers a keyboard: portal, then
 // ydotool when ydotoold runs; else ydotool when ydotoold runs; else
 // nothing, and the error says what to install or allow. It falls back to
@@ -307,15 +307,17 @@ var probe = probes{
 	ydotoold:        ydotooldRunning,
 }
 
-// Choose is "auto"'s choice, in this order: an X11 session
-// (DISPLAY, no WAYLAND_DISPLAY): x11 (XTEST in-process), xdotool, the
-// clipboard. A Wayland session whose compositor offers the virtual
-// keyboard (wlroots: sway, Hyprland, river, labwc, Wayfire), or cannot be
-// asked yet: wayland (in-process), wtype, ydotool when ydotoold runs, the
-// clipboard. One without it (GNOME, KDE Plasma) whose session bus has a
-// RemoteDesktop portal with a keyboard: portal, then ydotool when
-// ydotoold runs. Else ydotool when ydotoold runs. Else nothing can type:
-// ErrUnavailable, saying what to install or allow.
+// Choose is "auto"'s choice, in this order: an X11 session (DISPLAY, no
+// WAYLAND_DISPLAY): x11 (XTEST in-process), the clipboard. A Wayland
+// session whose compositor offers the virtual keyboard (wlroots: sway,
+// Hyprland, river, labwc, Wayfire), or cannot be asked yet: wayland
+// (in-process), ydotool when ydotoold runs, the clipboard. One without it
+// (GNOME, KDE Plasma) whose session bus has a RemoteDesktop portal with a
+// keyboard: portal, then ydotool when ydotoold runs. Else ydotool when
+// ydotoold runs. Else nothing can type: ErrUnavailable, saying what to
+// install or allow. xdotool and wtype speak the protocols of x11 and
+// wayland without their bounds, their proof of the focus or their
+// exactness: they are backends a person names, never auto's.
 func Choose(ctx context.Context, opts Options) (Choice, error) {
 	env := opts.Environ
 	ydotool := probe.ydotoold(env)
@@ -330,10 +332,10 @@ func Choose(ctx context.Context, opts Options) (Choice, error) {
 		offers, known := probe.virtualKeyboard(ctx, env)
 		switch {
 		case offers:
-			return Choice{append(withYdotool(Wayland, Wtype), Clipboard),
+			return Choice{append(withYdotool(Wayland), Clipboard),
 				"the compositor offers the virtual keyboard (zwp_virtual_keyboard_v1): typed in-process"}, nil
 		case !known:
-			return Choice{append(withYdotool(Wayland, Wtype), Clipboard),
+			return Choice{append(withYdotool(Wayland), Clipboard),
 				"the compositor could not be asked yet: the virtual keyboard first"}, nil
 		}
 		if rd, _ := probe.remoteDesktop(ctx, env); rd {
@@ -349,7 +351,7 @@ func Choose(ctx context.Context, opts Options) (Choice, error) {
 			"xdg-desktop-portal-gnome or xdg-desktop-portal-kde, and allow its dialog), and ydotoold does not run "+
 			"(ydotool, with access to /dev/uinput): %w", ErrUnavailable)
 	case backend.Getenv(env, "DISPLAY") != "":
-		return Choice{[]string{X11, Xdotool, Clipboard}, "an X11 session (DISPLAY): typed in-process over XTEST"}, nil
+		return Choice{[]string{X11, Clipboard}, "an X11 session (DISPLAY): typed in-process over XTEST"}, nil
 	}
 	return Choice{}, fmt.Errorf("no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
 }
