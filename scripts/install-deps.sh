@@ -18,7 +18,7 @@ pkgs=(
   x11-xserver-utils xclip xsel openbox # cmd/yazsesd/internal/inject: xmodmap (Unicode with xdotool), clipboard, a window manager
   rxvt-unicode                 # cmd/yazsesd/internal/inject: a second stock X terminal for the paste tests
   sway wtype foot wl-clipboard # cmd/yazsesd/internal/inject: Wayland typing tests under headless sway
-  libnotify-bin libglib2.0-bin dbus-daemon dunst # lib/notify: notify-send, gdbus, a test bus and server
+  dbus-daemon dunst            # tests only: a private session bus (internal/testbus) and a real notification server; the daemon posts notifications over D-Bus itself (godbus)
   xdg-desktop-portal libxkbcommon-tools # internal/testportal: the real portal frontend (RemoteDesktop, GlobalShortcuts) and xkbcli, the XKB oracle
   linux-libc-dev               # lib/keyname: input-event-codes.h, checked against the key table
   systemd                      # systemd-analyze verifies packaging/systemd/yazsesd.service
