@@ -78,7 +78,7 @@ func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./cmd/yaz-decode/internal/transcript", "./lib/cli",
 		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yaz-type/internal/inject", "./lib/untrusted",
-		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
+		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink", "./lib/keyname"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -197,6 +197,35 @@ func TestMCPServerDeps(t *testing.T) {
 	}
 	if !slices.Contains(deps, module+"lib/daemonapi") {
 		t.Errorf("yaz-mcp does not import lib/daemonapi: the check above proves nothing")
+	}
+}
+
+// TestConfigWithoutListener: the configuration checks key names with
+// lib/keyname alone, so lib/config does not import the evdev listener
+// (package hotkey, wherever it lives) and yaz-mcp, which loads the
+// configuration, does not link it; yazsesd does.
+func TestConfigWithoutListener(t *testing.T) {
+	isListener := func(pkg string) bool { return strings.HasPrefix(pkg, module) && path.Base(pkg) == "hotkey" }
+	imports := strings.Fields(goList(t, nil, "-f", "{{join .Imports \" \"}}", "./lib/config"))
+	if !slices.Contains(imports, module+"lib/keyname") {
+		t.Errorf("lib/config does not import lib/keyname (imports %v): the check below proves nothing", imports)
+	}
+	for _, pkg := range imports {
+		if isListener(pkg) {
+			t.Errorf("lib/config imports %s; it checks key names with lib/keyname", pkg)
+		}
+	}
+	mcp := strings.Fields(goList(t, nil, "-deps", "./cmd/yaz-mcp"))
+	if !slices.Contains(mcp, module+"lib/config") {
+		t.Errorf("yaz-mcp does not link lib/config: the check below proves nothing")
+	}
+	for _, pkg := range mcp {
+		if isListener(pkg) {
+			t.Errorf("yaz-mcp links the evdev listener %s", pkg)
+		}
+	}
+	if !slices.ContainsFunc(strings.Fields(goList(t, nil, "-deps", "./cmd/yazsesd")), isListener) {
+		t.Errorf("yazsesd does not link a package hotkey: the checks above look for the wrong name")
 	}
 }
 

@@ -124,7 +124,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			sd := listenNotify(t)
-			n := fakeNotifySend(t)
+			n := notificationServer(t)
 			d := newDaemon(t, baseConfig().With("decode.model", q(m.path)), sd.env(), n.env)
 			d.Start()
 			status, _ := sd.ready(t, d)

@@ -19,13 +19,13 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hotkey"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/shortcut"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/hotkey"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -147,7 +147,7 @@ func (s service) Reloaded(c config.Config) {
 
 // desktop is the daemon's desktop: notifications, typing (the typing
 // child, yaz-type), the push-to-talk key (the evdev listener of
-// lib/hotkey, or the GlobalShortcuts portal of package shortcut).
+// package hotkey, or the GlobalShortcuts portal of package shortcut).
 type desktop struct {
 	ctx    context.Context // the daemon's run: notifications the portal route asks for
 	notes  *notify.Notifier

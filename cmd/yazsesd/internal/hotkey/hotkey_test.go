@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/yazses/yazses/lib/keyname"
 )
 
 func TestMain(m *testing.M) {
@@ -50,61 +52,6 @@ func event(typ, code uint16, value int32) []byte {
 func TestEventSize(t *testing.T) {
 	if strconv.IntSize == 64 && eventSize != 24 {
 		t.Fatalf("eventSize = %d on a 64-bit platform, want 24", eventSize)
-	}
-}
-
-func TestKeyCode(t *testing.T) {
-	tests := []struct {
-		name string
-		want uint16
-	}{
-		{"KEY_RIGHTCTRL", 97}, {"key_rightctrl", 97}, {"RIGHTCTRL", 97},
-		{"KEY_RIGHTALT", 100}, {"KEY_F13", 183}, {"KEY_PAUSE", 119},
-		{"KEY_CAPSLOCK", 58}, {"KEY_SCROLLLOCK", 70}, {"BTN_LEFT", 0x110},
-		{"BTN_EXTRA", 0x114}, {"BTN_SOUTH", 0x130}, {"BTN_A", 0x130},
-	}
-	for _, tt := range tests {
-		got, err := KeyCode(tt.name)
-		if err != nil || got != tt.want {
-			t.Errorf("KeyCode(%q) = %d, %v; want %d", tt.name, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "KEY_", "KEY_RIGHTCONTROL", "RCTRL", "97", "KEY_MAX"} {
-		if _, err := KeyCode(bad); !errors.Is(err, ErrUnknownKey) {
-			t.Errorf("KeyCode(%q) = %v, want ErrUnknownKey", bad, err)
-		}
-	}
-}
-
-// The generated table agrees with the kernel header it came from.
-func TestKeyTableMatchesHeader(t *testing.T) {
-	const header = "/usr/include/linux/input-event-codes.h"
-	data, err := os.ReadFile(header)
-	if err != nil {
-		t.Fatalf("%v (package linux-libc-dev)", err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || f[0] != "#define" || !strings.HasPrefix(f[1], "KEY_") || !strings.HasPrefix(f[2], "0x") && (f[2][0] < '0' || f[2][0] > '9') {
-			continue
-		}
-		if strings.HasSuffix(f[1], "_MAX") || strings.HasSuffix(f[1], "_CNT") {
-			continue
-		}
-		got, err := KeyCode(f[1])
-		if err != nil {
-			t.Errorf("%s missing from the table", f[1])
-			continue
-		}
-		var want uint64
-		if _, err := fmtSscan(f[2], &want); err != nil || uint64(got) != want {
-			t.Errorf("KeyCode(%s) = %d, header says %s", f[1], got, f[2])
-		}
-		n++
-	}
-	if n < 400 {
-		t.Fatalf("checked only %d names", n)
 	}
 }
 
@@ -428,7 +375,7 @@ func TestDevicesWithKey(t *testing.T) {
 		{"BTN_EXTRA", nil},
 	}
 	for _, tt := range tests {
-		code, _ := KeyCode(tt.key)
+		code, _ := keyname.Code(tt.key)
 		got, err := DevicesWithKey(strings.NewReader(procSample), "/dev/input", code)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("DevicesWithKey(%s) = %v, %v; want %v", tt.key, got, err, tt.want)
@@ -485,10 +432,4 @@ func TestPermissionError(t *testing.T) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
 	}
-}
-
-func fmtSscan(s string, v *uint64) (int, error) {
-	n, err := strconv.ParseUint(s, 0, 64)
-	*v = n
-	return 1, err
 }

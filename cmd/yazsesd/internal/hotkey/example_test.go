@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/yazses/yazses/lib/hotkey"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hotkey"
 )
 
 // The daemon starts the listener from the [hotkey] table and turns its

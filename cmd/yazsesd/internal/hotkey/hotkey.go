@@ -13,7 +13,7 @@
 //   - "toggle": each press (not a repeat) starts or stops in turn.
 //
 // The key is named as in linux/input-event-codes.h ("KEY_RIGHTCTRL",
-// "KEY_F13", "BTN_EXTRA"). Device "" watches every input device that has
+// "KEY_F13", "BTN_EXTRA"; the table is lib/keyname's). Device "" watches every input device that has
 // the key (from /proc/bus/input/devices); a path watches that device only.
 // A device that goes away is dropped, and every few seconds the listener
 // looks again, so a keyboard plugged in later, or back from a suspend, is
@@ -25,8 +25,6 @@
 // [PermissionError]). Anyone who can read a keyboard device can read every
 // key typed on it: grant that access knowingly.
 package hotkey
-
-//go:generate go run gen_keys.go
 
 import (
 	"bufio"
@@ -46,6 +44,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/yazses/yazses/lib/keyname"
 )
 
 // Modes.
@@ -74,7 +74,8 @@ const (
 
 // Errors.
 var (
-	ErrUnknownKey  = errors.New("unknown key name")
+	// ErrUnknownKey is a key name not in lib/keyname's table.
+	ErrUnknownKey  = keyname.ErrUnknown
 	ErrUnknownMode = errors.New(`unknown hotkey mode (want "hold" or "toggle")`)
 	ErrNoDevice    = errors.New("no input device has the key")
 )
@@ -97,19 +98,6 @@ func (a Action) String() string {
 		return "stop"
 	}
 	return "none"
-}
-
-// KeyCode returns the code of a key name such as "KEY_RIGHTCTRL" (case
-// does not matter; the KEY_ prefix may be left out).
-func KeyCode(name string) (uint16, error) {
-	n := strings.ToUpper(strings.TrimSpace(name))
-	if c, ok := keyCodes[n]; ok {
-		return c, nil
-	}
-	if c, ok := keyCodes["KEY_"+n]; ok && n != "" {
-		return c, nil
-	}
-	return 0, fmt.Errorf("key %q: %w", name, ErrUnknownKey)
 }
 
 // PermissionError is a device the user may not read, with the way to fix
@@ -178,7 +166,7 @@ type Listener struct {
 // device with the key, or no device that may be read is an error; a device
 // that cannot be read while another can is logged and left out.
 func Open(opts Options) (*Listener, error) {
-	code, err := KeyCode(opts.Key)
+	code, err := keyname.Code(opts.Key)
 	if err != nil {
 		return nil, fmt.Errorf("hotkey: %w", err)
 	}
