@@ -255,3 +255,23 @@ func TestLibSharedOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTypingOnlyInYazType: typing is yaz-type's (the daemon's child): no
+// other program links an X11 client, the Wayland or portal typing code,
+// and yaz-type does (so the check proves something).
+func TestTypingOnlyInYazType(t *testing.T) {
+	typing := []string{"github.com/jezek/xgb", module + "cmd/yaz-type/internal/x11",
+		module + "cmd/yaz-type/internal/wayland", module + "cmd/yaz-type/internal/portal"}
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(pkg, module+"cmd/") || strings.Count(strings.TrimPrefix(pkg, module+"cmd/"), "/") > 0 {
+			continue // the programs only
+		}
+		for _, p := range typing {
+			linked := strings.Contains(","+deps+",", ","+p+",")
+			if yazType := pkg == module+"cmd/yaz-type"; linked != yazType {
+				t.Errorf("%s links %s: %v; only yaz-type may, and it must", pkg, p, linked)
+			}
+		}
+	}
+}
