@@ -138,4 +138,3 @@ func getenv(env []string, key string) string {
 	}
 	return v
 }
-
