@@ -218,9 +218,10 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 	@echo '  VS Code (.vscode/mcp.json): {"servers": {"yazses": {"type": "stdio", "command": "$(BINDIR)/yaz-mcp", "args": []}}}'
 	@echo '  Codex (~/.codex/config.toml): [mcp_servers.yazses] command = "$(BINDIR)/yaz-mcp"'
 
-uninstall: ## binaries, man pages, completion and the unit; your configuration and models stay
+uninstall: ## stops the running daemon, then removes the binaries, man pages, completion and the unit; your configuration and models stay
+	@scripts/stop-daemon.sh $(DESTDIR)$(BINDIR)
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so
-	-rmdir $(DESTDIR)$(LIBDIR)/yazses 2>/dev/null
+	@if [ -d $(DESTDIR)$(LIBDIR)/yazses ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(LIBDIR)/yazses; fi
 	rm -f $(foreach b,$(BINS) yaz-fetch-model,$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
 lint:
