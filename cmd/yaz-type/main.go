@@ -131,42 +131,28 @@ func route(stdout, stderr io.Writer, backend string, t *inject.Typer, err error)
 // serve is --serve: the readiness line says the route, then requests
 // until EOF or a signal.
 func (c *CLI) serve(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
-	var srv *serve.Server
-	notify := func(kind string) {
-		if srv != nil {
-			srv.Notify(kind)
+	// The notifications a route asks for (the portal's, before its
+	// consent dialog) go out on stdout with the answers, through srv,
+	// which exists before any route is opened.
+	srv := serve.New(nil, nil, stdout, log)
+	route := serve.NewRoute(func() (serve.Typer, func() typewire.Status, error) {
+		t, err := c.open(log, srv.Notify)
+		if err != nil {
+			log.Warn("no route can type here yet: each text tries again", "err", err)
+			return nil, nil, err
 		}
-	}
-	t, err := c.open(log, notify)
-	ready := typewire.Ready{Backends: []string{}}
-	status := func() typewire.Status {
-		return typewire.Status{Backends: ready.Backends, Error: ready.Error}
-	}
-	var typer serve.Typer = unavailable{}
-	if err != nil {
-		ready.Error = err.Error()
-		log.Warn("no route can type here: every text is answered failed", "err", err)
-	} else {
-		st := t.Status()
-		ready = typewire.Ready{Backends: t.Backends(), Route: st.Route, Why: st.Why}
-		typer = t
-		status = func() typewire.Status {
+		return t, func() typewire.Status {
 			st := t.Status()
 			return typewire.Status{Route: st.Route, Why: st.Why, Backends: t.Backends(),
 				Session: st.Session, Consent: st.Consent, Cause: st.Cause}
-		}
-	}
-	srv = serve.New(typer, status, stdout, log)
-	if err := cli.ReadyWith(ready); err != nil {
+		}, nil
+	})
+	srv.Typer, srv.Status = route, route.Status
+	if err := cli.ReadyWith(route.Ready()); err != nil {
 		return err
 	}
 	return srv.Serve(ctx, stdin)
 }
-
-// unavailable is the typer where no route can type.
-type unavailable struct{}
-
-func (unavailable) Type(context.Context, string) (string, error) { return "", inject.ErrUnavailable }
 
 // typeOne types one text and reports what it came to: the exit status,
 // and on stderr one line for anything but typed. lead puts a space before

@@ -142,8 +142,9 @@ type Desktop interface {
 	Notify(ctx context.Context, kind string)
 	// OpenInjector opens the injection backend named by
 	// dictation.inject, pasting texts over dictation.paste_over_chars, at
-	// start and when a reload changes either; an error keeps every
-	// transcript for `last`.
+	// start and when a reload changes either; an error with no Injector
+	// keeps every transcript for `last`, one with an Injector says that
+	// nothing can type now and the Injector tries again at each text.
 	OpenInjector(name string, pasteOverChars int) (Injector, error)
 	// OpenHotkey opens the key source of hotkey.source (the evdev
 	// listener, or the desktop's GlobalShortcuts portal), when
@@ -758,8 +759,10 @@ func (d *Daemon) openInjector(dc config.Dictation) {
 	inj, err := d.opt.Desktop.OpenInjector(name, dc.PasteOverChars)
 	why := ""
 	if err != nil {
-		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)
-		inj, why = nil, err.Error()
+		// An injector returned with the error tries again at each text
+		// (the typing child: a route that comes up after the start).
+		d.log.Warn("no way to type here now: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err, "tries_again", inj != nil)
+		why = err.Error()
 		d.notify("no_route")
 	}
 	d.injMu.Lock()
