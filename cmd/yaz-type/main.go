@@ -80,20 +80,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cli.Report(name, stderr, cli.Usagef("no text: give it as arguments, or pipe lines on stdin"))
 	}
 	if c.Serve {
-		// The daemon's child: what the routes hold is put back when it
-		// ends (the X11 spare keycodes, the Wayland virtual keyboard, the
-		// portal's session).
-		defer inject.Settle()
 		err := c.serve(ctx, log, stdin, stdout)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			err = nil
 		}
 		return cli.Report(name, stderr, err)
 	}
-	// The window reads the last keys after yaz-type has ended: the X11
-	// spare keycodes stay bound (the next text reuses them).
-	defer inject.SettleKeepingKeys()
 	t, err := c.open(log, nil)
+	if err == nil {
+		// The window reads the last keys after yaz-type has ended: the
+		// X11 spare keycodes stay bound (the next text reuses them).
+		defer t.CloseKeepingKeys()
+	}
 	if c.Route {
 		return route(stdout, stderr, c.Backend, t, err)
 	}
@@ -147,6 +145,10 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, stdin io.Reader, stdo
 		ready.Error = err.Error()
 		log.Warn("no route can type here: every text is answered failed", "err", err)
 	} else {
+		// The daemon's child: what the Typer holds is put back when it
+		// ends (the X11 spare keycodes, the Wayland virtual keyboard, the
+		// portal's session).
+		defer t.Close()
 		st := t.Status()
 		ready = typewire.Ready{Backends: t.Backends(), Route: st.Route, Why: st.Why}
 		typer = t

@@ -16,10 +16,10 @@ import (
 // where the compositor offers data control and the virtual keyboard (see
 // pasteWl), else wl-copy and wtype's chord; wl-paste saves the
 // clipboard's text first and wl-copy puts it back after.
-type clipboard struct{ o backend.Options }
-
-// NewClipboard returns the Wayland "clipboard" backend.
-func NewClipboard(o backend.Options) backend.Injector { return &clipboard{o: o.WithDefaults()} }
+type clipboard struct {
+	o backend.Options
+	r *Route
+}
 
 func (c *clipboard) Name() string { return backend.Clipboard }
 
@@ -105,9 +105,9 @@ func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {
 // data control and the virtual keyboard, and then restores the clipboard;
 // done is false when it cannot (nothing was changed).
 func (c *clipboard) pasteWayland(ctx context.Context, text string, terminal bool, restore func() error) (done bool, err error) {
-	wlMu.Lock()
-	defer wlMu.Unlock()
-	wc, err := wlClient(ctx, c.o.Environ)
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	wc, err := c.r.client(ctx)
 	if err != nil {
 		return false, nil
 	}

@@ -366,10 +366,11 @@ func probeX(t *testing.T, env []string) xProbe {
 	return p
 }
 
-// checkClean fails unless no key is down and the maps equal before's.
-func (before xProbe) checkClean(t *testing.T, env []string, run int) {
+// checkClean closes typer and fails unless no key is down and the maps
+// equal before's.
+func (before xProbe) checkClean(t *testing.T, env []string, run int, typer interface{ Close() }) {
 	t.Helper()
-	Settle()
+	typer.Close()
 	after := probeX(t, env)
 	if len(after.down) > 0 {
 		t.Errorf("run %d: keys still down after typing: %v", run, after.down)
@@ -407,6 +408,7 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	clients := []struct {
 		name  string
 		start func(t *testing.T) (focus func(testing.TB), waitFor func(testing.TB, string))
@@ -442,7 +444,7 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 					want += piece
 					waitFor(t, want)
 				}
-				before.checkClean(t, env, run)
+				before.checkClean(t, env, run, inj)
 			}
 		})
 	}
@@ -476,6 +478,7 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -500,7 +503,7 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	if got := rec.Contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
 		t.Errorf("window received %d of %d bytes, want a part of the text", len(got), len(text))
 	}
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, typer)
 }
 
 // Cancelling the context mid-text stops the typing at once: the call
@@ -516,6 +519,7 @@ func TestX11CancelMidText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	text := longText()
 	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -548,7 +552,7 @@ func TestX11CancelMidText(t *testing.T) {
 	if len(got) >= len(text) || !strings.HasPrefix(text, got) {
 		t.Fatalf("before the marker the window received %d of %d bytes, want a part of the text", len(got), len(text))
 	}
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, inj)
 }
 
 // A held Control would turn letters into shortcuts and Caps Lock would
@@ -570,11 +574,12 @@ func TestX11HeldControlAndCapsLock(t *testing.T) {
 		t.Fatal("Control is not down")
 	}
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText+" Abc")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, unicodeText+" Abc")
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, inj)
 }
 
 // qwertyCyrillic are the letter keys of a US map (keycode, Latin letter)
@@ -681,6 +686,7 @@ func TestX11OtherLayout(t *testing.T) {
 			x.readsMapChanges(t)
 			before := probeX(t, env)
 			inj, _ := New(X11, Options{Environ: env})
+			t.Cleanup(inj.Close)
 			const text = "Hello, world: Привет"
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -688,7 +694,7 @@ func TestX11OtherLayout(t *testing.T) {
 				t.Fatalf("Type: %v", err)
 			}
 			x.waitFor(t, text)
-			before.checkClean(t, env, 0)
+			before.checkClean(t, env, 0, inj)
 		})
 	}
 }
@@ -723,6 +729,7 @@ func TestX11XevHeldAfterItsFirstKey(t *testing.T) {
 		t.Fatalf("the first change of the test's keycode reached xev (it took %d): xev was not held where the race is lost", n)
 	}
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
@@ -740,6 +747,7 @@ func TestX11WithoutXTEST(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed("secret")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want ErrUnavailable", err)
 	}
@@ -747,6 +755,7 @@ func TestX11WithoutXTEST(t *testing.T) {
 		t.Fatalf("Focus = %v, want ErrUnavailable", err)
 	}
 	typer, _ := Open(Auto, Options{Environ: env})
+	t.Cleanup(typer.Close)
 	used, _ := typer.Type(ctx, "x")
 	if used == X11 {
 		t.Fatalf("auto stopped at x11")
@@ -764,6 +773,7 @@ func TestPasteOverChars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	short, long := "ten chars!", strings.Repeat(" long", 31)
 	if used, err := typer.Type(ctx, long); !errors.Is(err, ErrNoTarget) || used != Clipboard {
 		t.Errorf("no focus: Type = %q, %v; want clipboard, ErrNoTarget", used, err)
@@ -796,6 +806,7 @@ func TestX11ServerNotAnswering(t *testing.T) {
 	rec := startRecorder(t, env)
 	rec.Focus(t)
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
