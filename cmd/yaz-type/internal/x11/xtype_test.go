@@ -869,3 +869,64 @@ func chunks(s string, n int) []string {
 	}
 	return append(out, s[start:])
 }
+
+// heldRecord reports whether the display records keycodes that the x11
+// backend holds (the root window's _YAZSES_HELD_KEYCODES).
+func heldRecord(t *testing.T, env []string) bool {
+	t.Helper()
+	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	defer c.Close()
+	const name = "_YAZSES_HELD_KEYCODES"
+	a, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Atom == 0 {
+		return false
+	}
+	r, err := xproto.GetProperty(c, false, xproto.Setup(c).DefaultScreen(c).Root, a.Atom, xproto.AtomCardinal, 0, 1).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Format != 0
+}
+
+// A Typer holds what it bound and nothing of another's: two Typers in one
+// process, one of which types; closing the other leaves the bound
+// keycodes (the window may still read them), closing the one that typed
+// gives them back (the keyboard map as before, no record left on the
+// display), and it types again after, binding anew.
+func TestX11TypersCloseWhatTheyHold(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.Focus(t)
+	before := probeX(t, env)
+	typed, _ := Open(X11, Options{Environ: env})
+	t.Cleanup(typed.Close)
+	idle, _ := Open(X11, Options{Environ: env})
+	t.Cleanup(idle.Close)
+	ctx := testwait.Context(t)
+	if _, err := typed.Type(ctx, "Grüße ☃"); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.WaitFor(t, "Grüße ☃")
+	if slices.Equal(probeX(t, env).keymap, before.keymap) || !heldRecord(t, env) {
+		t.Fatal("typing bound no spare keycode: the test proves nothing")
+	}
+	idle.Close()
+	if slices.Equal(probeX(t, env).keymap, before.keymap) || !heldRecord(t, env) {
+		t.Fatal("closing a Typer that typed nothing gave back the other Typer's keycodes")
+	}
+	before.checkClean(t, env, 0, typed)
+	if heldRecord(t, env) {
+		t.Error("the display still records held keycodes after the Typer that bound them closed")
+	}
+	if _, err := typed.Type(ctx, " ✓"); err != nil {
+		t.Fatalf("Type after Close: %v", err)
+	}
+	rec.WaitFor(t, "Grüße ☃ ✓")
+	before.checkClean(t, env, 1, typed)
+}
