@@ -67,7 +67,9 @@ type Status struct {
 // The compositor's keymap and the desktop's clipboard; tests replace them.
 var (
 	keymapSource = wayland.SeatKeymap
-	newClipboard = func(o backend.Options) clipboard { return wlClipboard{o} }
+	newClipboard = func(o backend.Options) clipboard {
+		return wayland.Selections{Env: o.Environ, Primary: true, Log: o.Log}
+	}
 )
 
 // session is the Route's RemoteDesktop session, kept from Prepare to
