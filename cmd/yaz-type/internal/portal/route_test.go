@@ -481,3 +481,52 @@ func TestLongTextPasted(t *testing.T) {
 		t.Errorf("%d keys besides the chord", n)
 	}
 }
+
+// TestRoutesHoldTheirOwnSessions: two routes in one process (two Typers)
+// hold a session each; closing one closes its session at the portal (the
+// desktop stops showing it) and leaves the other's, which types on.
+func TestRoutesHoldTheirOwnSessions(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "de"})
+	a := d.route()
+	b := New(d.o)
+	t.Cleanup(b.Close)
+	a.Prepare()
+	waitState(t, a, StateReady)
+	b.Prepare()
+	waitState(t, b, StateReady)
+	sessions := d.p.Backend.RemoteDesktopSessions()
+	if len(sessions) != 2 {
+		t.Fatalf("%d sessions for two routes, want 2", len(sessions))
+	}
+	if n := len(d.p.Backend.Closed()); n != 0 {
+		t.Fatalf("%d sessions closed before any route closed", n)
+	}
+	a.Close()
+	waitClosed(t, d.p.Backend, 1)
+	if closed := d.p.Backend.Closed(); closed[0] != sessions[0] {
+		t.Fatalf("closed %v after the first route closed, want [%s]", closed, sessions[0])
+	}
+	if st := b.State(); st.Session != StateReady {
+		t.Fatalf("the other route is %q after the first closed, want ready", st.Session)
+	}
+	d.p.Backend.Expect("weiter")
+	if err := b.Type(testwait.Context(t), untrusted.Typed("weiter")); err != nil {
+		t.Fatalf("Type on the other route: %v", err)
+	}
+	typed(t, d.p.Backend, "weiter")
+	b.Close()
+	waitClosed(t, d.p.Backend, 2)
+}
+
+// waitClosed waits until the portal has closed n sessions (the frontend
+// passes a Session.Close on to the backend after it answered the route),
+// and fails if it closes more.
+func waitClosed(t *testing.T, b *testportal.Backend, n int) {
+	t.Helper()
+	if err := testwait.Until(testwait.Context(t), func() bool { return len(b.Closed()) >= n }, &b.Changed); err != nil {
+		t.Fatalf("%d sessions closed, want %d", len(b.Closed()), n)
+	}
+	if got := len(b.Closed()); got != n {
+		t.Fatalf("%d sessions closed, want %d", got, n)
+	}
+}
