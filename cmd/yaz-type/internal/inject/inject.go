@@ -69,7 +69,7 @@
 //     the focused client in the order it got them, after the keymap.
 //     A text with more than 247 distinct characters (keycodes 9-255) is
 //     typed in pieces, each with its keymap. The connection and the
-//     virtual keyboard stay between texts (one client per compositor; a
+//     virtual keyboard stay between texts (one client per Typer; a
 //     failed one is dialled again at the next text), so the seat's own
 //     keyboard and its keymap are never touched; [Typer.Close] closes it,
 //     which destroys the virtual keyboard. No process is spawned: the
@@ -85,7 +85,7 @@
 //     keyboard) when the Typer is opened, when the daemon starts.
 //   - "portal" (GNOME, KDE Plasma; in-process, over D-Bus): the XDG
 //     desktop portal's RemoteDesktop interface (package portal):
-//     one session per session bus, started when the Typer opens (the
+//     one session per Typer, started when the Typer opens (the
 //     desktop's consent dialog comes at the daemon's start, after a
 //     notification), with the consent kept where the portal can keep it
 //     (a restore token in the state folder). Characters go as keysyms
