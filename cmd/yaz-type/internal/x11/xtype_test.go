@@ -332,12 +332,19 @@ type xProbe struct {
 	lockedOn bool
 }
 
-func probeX(t *testing.T, env []string) xProbe {
+// dialProbe is a connection of the test's own to the display of env.
+func dialProbe(t *testing.T, env []string) *xgb.Conn {
 	t.Helper()
 	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
+	return c
+}
+
+func probeX(t *testing.T, env []string) xProbe {
+	t.Helper()
+	c := dialProbe(t, env)
 	defer c.Close()
 	setup := xproto.Setup(c)
 	root := setup.DefaultScreen(c).Root
@@ -874,10 +881,7 @@ func chunks(s string, n int) []string {
 // backend holds (the root window's _YAZSES_HELD_KEYCODES).
 func heldRecord(t *testing.T, env []string) bool {
 	t.Helper()
-	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
-	if err != nil {
-		t.Fatalf("probe: %v", err)
-	}
+	c := dialProbe(t, env)
 	defer c.Close()
 	const name = "_YAZSES_HELD_KEYCODES"
 	a, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
