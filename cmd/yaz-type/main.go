@@ -80,20 +80,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cli.Report(name, stderr, cli.Usagef("no text: give it as arguments, or pipe lines on stdin"))
 	}
 	if c.Serve {
-		// The daemon's child: what the routes hold is put back when it
-		// ends (the X11 spare keycodes, the Wayland virtual keyboard, the
-		// portal's session).
-		defer inject.Settle()
 		err := c.serve(ctx, log, stdin, stdout)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			err = nil
 		}
 		return cli.Report(name, stderr, err)
 	}
-	// The window reads the last keys after yaz-type has ended: the X11
-	// spare keycodes stay bound (the next text reuses them).
-	defer inject.SettleKeepingKeys()
 	t, err := c.open(log, nil)
+	if err == nil {
+		// The window reads the last keys after yaz-type has ended: the
+		// X11 spare keycodes stay bound (the next text reuses them).
+		defer t.CloseKeepingKeys()
+	}
 	if c.Route {
 		return route(stdout, stderr, c.Backend, t, err)
 	}
@@ -135,12 +133,19 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, stdin io.Reader, stdo
 	// consent dialog) go out on stdout with the answers, through srv,
 	// which exists before any route is opened.
 	srv := serve.New(nil, nil, stdout, log)
+	// The daemon's child: what the Typer holds is put back when it ends
+	// (the X11 spare keycodes, the Wayland virtual keyboard, the portal's
+	// session). Opened by the route's owner (the serving goroutine), read
+	// here once Serve has returned.
+	var opened *inject.Typer
+	defer func() { opened.Close() }()
 	route := serve.NewRoute(func() (serve.Typer, func() typewire.Status, error) {
 		t, err := c.open(log, srv.Notify)
 		if err != nil {
 			log.Warn("no route can type here yet: each text tries again", "err", err)
 			return nil, nil, err
 		}
+		opened = t
 		return t, func() typewire.Status {
 			st := t.Status()
 			return typewire.Status{Route: st.Route, Why: st.Why, Backends: t.Backends(),

@@ -14,3 +14,20 @@ func TestIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// The keysym rule that X11 and xkbcommon share: Latin-1 its own, others
+// Unicode keysyms, control characters none.
+func TestKeysym(t *testing.T) {
+	for _, tt := range []struct {
+		r    rune
+		want uint32
+		ok   bool
+	}{
+		{'a', 0x61, true}, {'\u00a0', 0xa0, true}, {'ÿ', 0xff, true}, {'Ā', 0x1000100, true},
+		{'😀', 0x101f600, true}, {'\n', 0, false}, {'\u007f', 0, false}, {'\u0085', 0, false},
+	} {
+		if got, ok := Keysym(tt.r); got != tt.want || ok != tt.ok {
+			t.Errorf("Keysym(%U) = %#x, %v; want %#x, %v", tt.r, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/yazses/yazses/cmd/yaz-type/internal/portal"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/untrusted"
@@ -22,7 +22,7 @@ func fakeProbes(t *testing.T, vk, vkKnown, rd, rdKnown, ydotoold bool) {
 	t.Helper()
 	old := probe
 	probe = probes{
-		virtualKeyboard: func(context.Context, []string) (bool, bool) { return vk, vkKnown },
+		virtualKeyboard: func(*wayland.Route, context.Context) (bool, bool) { return vk, vkKnown },
 		remoteDesktop:   func(context.Context, []string) (bool, bool) { return rd, rdKnown },
 		ydotoold:        func([]string) bool { return ydotoold },
 	}
@@ -160,14 +160,13 @@ func TestYdotooldRunning(t *testing.T) {
 // next backend it has (ydotool, here a fake that records its input).
 func TestRefusedFallsBack(t *testing.T) {
 	p := testportal.Start(t, testportal.Options{Refuse: true})
-	t.Cleanup(Settle)
 	dir := t.TempDir()
 	tool := filepath.Join(dir, "ydotool")
 	if err := os.WriteFile(tool, []byte("#!/bin/sh\ncat > \"$0.stdin\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	old := probe
-	probe.virtualKeyboard = func(context.Context, []string) (bool, bool) { return false, true }
+	probe.virtualKeyboard = func(*wayland.Route, context.Context) (bool, bool) { return false, true }
 	probe.ydotoold = func([]string) bool { return true }
 	t.Cleanup(func() { probe = old })
 	env := append(slices.Clone(p.Env), "WAYLAND_DISPLAY=wayland-none", "PATH="+dir+":/usr/bin:/bin")
@@ -175,6 +174,7 @@ func TestRefusedFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(ty.Close)
 	if got := ty.Backends(); !slices.Equal(got, []string{Portal, Ydotool}) {
 		t.Fatalf("Backends = %v, want portal, ydotool", got)
 	}
@@ -182,7 +182,7 @@ func TestRefusedFallsBack(t *testing.T) {
 	err = testwait.Until(testwait.Context(t), func() bool {
 		st = ty.Status()
 		return strings.Contains(st.Consent, "refused")
-	}, portalChanges{env})
+	}, portalChanges{ty})
 	if err != nil {
 		t.Fatalf("status never said the dialog was refused: %+v", st)
 	}
@@ -197,6 +197,6 @@ func TestRefusedFallsBack(t *testing.T) {
 
 // portalChanges is the portal session's state changes as a
 // testwait.Source.
-type portalChanges struct{ env []string }
+type portalChanges struct{ ty *Typer }
 
-func (p portalChanges) Changed() <-chan struct{} { return portal.Changes(p.env) }
+func (p portalChanges) Changed() <-chan struct{} { return p.ty.rs.pt.Changes() }

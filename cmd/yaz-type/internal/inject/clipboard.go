@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
-	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
-	"github.com/yazses/yazses/cmd/yaz-type/internal/x11"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -17,8 +15,8 @@ type clipboard struct {
 	wl, xc Injector
 }
 
-func newClipboard(o Options) *clipboard {
-	return &clipboard{o: o, wl: wayland.NewClipboard(o), xc: x11.NewClipboard(o)}
+func newClipboard(o Options, rs *routes) *clipboard {
+	return &clipboard{o: o, wl: rs.wl.Clipboard(), xc: rs.x.Clipboard()}
 }
 
 func (c *clipboard) Name() string { return Clipboard }

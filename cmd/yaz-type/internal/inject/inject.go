@@ -28,9 +28,9 @@
 //     the root window's _YAZSES_HELD_KEYCODES property, so that a window
 //     still reading the keys finds them; a later text types on them what
 //     they hold and binds the keycodes again only when none is free, the
-//     least recently used first; [Settle] empties them (the daemon calls
-//     it when it exits; one killed before finds them again through the
-//     property). Modifier
+//     least recently used first; [Typer.Close] empties them (the daemon
+//     calls it when it exits; one killed before finds them again through
+//     the property). Modifier
 //     keys held down are released first (and never pressed again), Caps
 //     Lock is turned off for the text and on again after, and nothing is
 //     left pressed, also after an error or a cancelled context. Typing
@@ -69,9 +69,9 @@
 //     the focused client in the order it got them, after the keymap.
 //     A text with more than 247 distinct characters (keycodes 9-255) is
 //     typed in pieces, each with its keymap. The connection and the
-//     virtual keyboard stay between texts (one client per compositor; a
+//     virtual keyboard stay between texts (one client per Typer; a
 //     failed one is dialled again at the next text), so the seat's own
-//     keyboard and its keymap are never touched; [Settle] closes it,
+//     keyboard and its keymap are never touched; [Typer.Close] closes it,
 //     which destroys the virtual keyboard. No process is spawned: the
 //     focus comes from sway's IPC socket in-process. A compositor that
 //     lacks zwp_virtual_keyboard_manager_v1 (GNOME, KDE) or cannot be
@@ -85,7 +85,7 @@
 //     keyboard) when the Typer is opened, when the daemon starts.
 //   - "portal" (GNOME, KDE Plasma; in-process, over D-Bus): the XDG
 //     desktop portal's RemoteDesktop interface (package portal):
-//     one session per session bus, started when the Typer opens (the
+//     one session per Typer, started when the Typer opens (the
 //     desktop's consent dialog comes at the daemon's start, after a
 //     notification), with the consent kept where the portal can keep it
 //     (a restore token in the state folder). Characters go as keysyms
@@ -263,28 +263,84 @@ type Options = backend.Options
 // Injector is one backend.
 type Injector = backend.Injector
 
-// New returns the backend called name (one of Backends).
-func New(name string, opts Options) (Injector, error) {
-	opts = opts.WithDefaults()
+// routes are what the in-process backends of one Typer hold, one per
+// display protocol (see each package's Route): the X11 display's spare
+// keycodes, the Wayland connection and its virtual keyboard, the portal's
+// session. The backends of one Typer share them.
+type routes struct {
+	x  *x11.Route
+	wl *wayland.Route
+	pt *portal.Route
+}
+
+func newRoutes(o Options) *routes {
+	return &routes{x: x11.NewRoute(o), wl: wayland.NewRoute(o), pt: portal.New(o)}
+}
+
+// backend returns the backend called name, on rs.
+func (rs *routes) backend(name string, opts Options) (Injector, error) {
 	switch name {
 	case X11:
-		return x11.New(opts), nil
+		return rs.x.X11(), nil
 	case Xdotool:
-		return x11.NewXdotool(opts), nil
+		return rs.x.Xdotool(), nil
 	case Wayland:
-		return wayland.New(opts), nil
+		return rs.wl.Wayland(), nil
 	case Portal:
-		return portal.New(opts), nil
+		return rs.pt, nil
 	case Wtype:
 		return wayland.NewWtype(opts), nil
 	case Ydotool:
 		return &ydotool{o: opts}, nil
 	case Clipboard:
-		return newClipboard(opts), nil
+		return newClipboard(opts, rs), nil
 	case Stdout:
 		return &stdoutInjector{w: opts.Stdout}, nil
 	}
 	return nil, fmt.Errorf("new %q: %w", name, ErrUnknownBackend)
+}
+
+// close puts back what rs holds; keepKeys leaves the X11 spare keycodes
+// bound.
+func (rs *routes) close(keepKeys bool) {
+	rs.pt.Close()
+	rs.wl.Close()
+	if !keepKeys {
+		rs.x.Close()
+	}
+}
+
+// Backend is one backend with routes of its own: Close puts back what
+// they hold, as [Typer.Close] does.
+type Backend interface {
+	Injector
+	Close()
+}
+
+// New returns the backend called name (one of Backends), on routes of its
+// own: a Typer's backends share theirs (see [Open]).
+func New(name string, opts Options) (Backend, error) {
+	opts = opts.WithDefaults()
+	rs := newRoutes(opts)
+	inj, err := rs.backend(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &single{Injector: inj, rs: rs}, nil
+}
+
+// single is a backend and its routes.
+type single struct {
+	Injector
+	rs *routes
+}
+
+func (s *single) Close() { s.rs.close(false) }
+
+// Pauses is the backend's, when it is a [backend.Pauser].
+func (s *single) Pauses(ctx context.Context, text untrusted.TypedText) bool {
+	p, ok := s.Injector.(backend.Pauser)
+	return ok && p.Pauses(ctx, text)
 }
 
 // Choice is what "auto" chose for a session: the backends, tried in
@@ -296,13 +352,13 @@ type Choice struct {
 
 // probes are what "auto" asks the session; tests replace them.
 type probes struct {
-	virtualKeyboard func(ctx context.Context, env []string) (offers, known bool)
+	virtualKeyboard func(wl *wayland.Route, ctx context.Context) (offers, known bool)
 	remoteDesktop   func(ctx context.Context, env []string) (offers, known bool)
 	ydotoold        func(env []string) bool
 }
 
 var probe = probes{
-	virtualKeyboard: wayland.Offers,
+	virtualKeyboard: (*wayland.Route).Offers,
 	remoteDesktop:   portal.Offers,
 	ydotoold:        ydotooldRunning,
 }
@@ -317,8 +373,17 @@ var probe = probes{
 // ydotoold runs. Else nothing can type: ErrUnavailable, saying what to
 // install or allow. xdotool and wtype speak the protocols of x11 and
 // wayland without their bounds, their proof of the focus or their
-// exactness: they are backends a person names, never auto's.
+// exactness: they are backends a person names, never auto's. Choose holds
+// nothing after it returns ([Open] keeps the Wayland client it dials).
 func Choose(ctx context.Context, opts Options) (Choice, error) {
+	rs := newRoutes(opts)
+	defer rs.close(false)
+	return rs.choose(ctx, opts)
+}
+
+// choose is Choose on rs: the Wayland client that asked the compositor
+// stays in rs.wl, ready for the first text.
+func (rs *routes) choose(ctx context.Context, opts Options) (Choice, error) {
 	env := opts.Environ
 	ydotool := probe.ydotoold(env)
 	withYdotool := func(names ...string) []string {
@@ -329,7 +394,7 @@ func Choose(ctx context.Context, opts Options) (Choice, error) {
 	}
 	switch {
 	case backend.Getenv(env, "WAYLAND_DISPLAY") != "":
-		offers, known := probe.virtualKeyboard(ctx, env)
+		offers, known := probe.virtualKeyboard(rs.wl, ctx)
 		switch {
 		case offers:
 			return Choice{append(withYdotool(Wayland), Clipboard),
@@ -364,9 +429,11 @@ type Typer struct {
 	// (nil: never).
 	paste     Injector
 	pasteOver int
-	// why the first backend; env of the session (the portal's state).
+	// why the first backend.
 	why string
-	env []string
+	// rs is what the backends hold (nil: nothing, a Typer made in a
+	// test from backends of their own).
+	rs *routes
 }
 
 // Status is what a Typer says of itself, for `yazsesd status`.
@@ -388,7 +455,7 @@ func (t *Typer) Status() Status {
 	}
 	st.Why = t.why
 	if slices.Contains(t.Backends(), Portal) {
-		ps := portal.State(t.env)
+		ps := t.rs.pt.State()
 		st.Consent, st.Session, st.Cause = ps.Consent, ps.Session, ps.Cause
 	}
 	return st
@@ -396,32 +463,36 @@ func (t *Typer) Status() Status {
 
 // Open returns a Typer for name: "auto" or one of Backends. "auto" in a
 // session where nothing can type is ErrUnavailable (see [Choose]). A
-// Typer with the portal starts its session now (portal.Prepare): the
-// desktop's consent dialog comes at the daemon's start.
+// Typer with the portal starts its session now (portal.Route.Prepare):
+// the desktop's consent dialog comes at the daemon's start. What the
+// Typer's backends hold stays until [Typer.Close].
 func Open(name string, opts Options) (*Typer, error) {
 	opts = opts.WithDefaults()
+	rs := newRoutes(opts)
 	names := []string{name}
 	why := "named in dictation.inject"
 	if name == Auto {
-		c, err := Choose(context.Background(), opts)
+		c, err := rs.choose(context.Background(), opts)
 		if err != nil {
+			rs.close(false)
 			return nil, fmt.Errorf("open auto: %w", err)
 		}
 		names, why = c.Names, c.Why
 	}
-	t := &Typer{log: opts.Log, why: why, env: opts.Environ}
+	t := &Typer{log: opts.Log, why: why, rs: rs}
 	if opts.PasteOverChars > 0 && name != Clipboard && name != Stdout && name != Portal && names[0] != Portal {
-		t.paste, t.pasteOver = newClipboard(opts), opts.PasteOverChars
+		t.paste, t.pasteOver = newClipboard(opts, rs), opts.PasteOverChars
 	}
 	for _, n := range names {
-		inj, err := New(n, opts)
+		inj, err := rs.backend(n, opts)
 		if err != nil {
+			rs.close(false)
 			return nil, fmt.Errorf("open: %w", err)
 		}
 		t.list = append(t.list, inj)
 	}
 	if slices.Contains(names, Portal) {
-		portal.Prepare(opts)
+		rs.pt.Prepare()
 	}
 	return t, nil
 }
@@ -503,23 +574,26 @@ func (s *stdoutInjector) Type(ctx context.Context, typed untrusted.TypedText) er
 	return nil
 }
 
-// Settle puts back what the in-process backends leave between texts: the
-// spare keycodes the x11 backend bound (on every display it typed into,
-// waiting at most a few seconds for each; see package x11), the
-// wayland backend's connections, whose virtual keyboards go with them,
-// and the portal's session (closed, so the desktop stops showing it).
-// A program that typed calls Settle before it exits.
-func Settle() {
-	SettleKeepingKeys()
-	x11.Settle()
+// Close puts back what the Typer's in-process backends hold between
+// texts: the spare keycodes the x11 backend bound (waiting at most a few
+// seconds for the display; see package x11), the wayland backend's
+// connection, whose virtual keyboard goes with it, and the portal's
+// session (closed, so the desktop stops showing it). A program that typed
+// calls Close (or CloseKeepingKeys) before it exits. A Typer can type
+// again after; it holds them anew. A nil Typer holds nothing.
+func (t *Typer) Close() {
+	if t != nil && t.rs != nil {
+		t.rs.close(false)
+	}
 }
 
-// SettleKeepingKeys is Settle without giving the X11 spare keycodes back:
+// CloseKeepingKeys is Close without giving the X11 spare keycodes back:
 // for a program that ends right after its text (yaz-type in a pipeline).
 // A window looks a key up when it reads it, which can be after the typer
 // has ended; freed keycodes would then type nothing. The bindings are
 // recorded on the display, and the next text (of any process) reuses them.
-func SettleKeepingKeys() {
-	portal.Settle()
-	wayland.Settle()
+func (t *Typer) CloseKeepingKeys() {
+	if t != nil && t.rs != nil {
+		t.rs.close(true)
+	}
 }

@@ -16,12 +16,10 @@ import (
 // internal/testx's; x11's tests drive each backend.
 
 // startX starts a private Xvfb and returns an environment that points at
-// it; the in-process backend's map is put back before the server goes.
+// it.
 func startX(t testing.TB) []string {
 	t.Helper()
-	x := testx.Start(t)
-	t.Cleanup(Settle)
-	return x.Env
+	return testx.Start(t).Env
 }
 
 // distinctNonASCII lists the runes above U+007E of s, each once.
@@ -59,12 +57,16 @@ func TestXdotoolRefusesManyDistinctCharacters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := inj.Type(ctx, untrusted.Typed(text)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want ErrUnavailable", err)
 	}
-	typer := &Typer{list: []Injector{inj, newClipboard(Options{Environ: env}.WithDefaults())}, log: Options{}.WithDefaults().Log}
+	o := Options{Environ: env}.WithDefaults()
+	rs := newRoutes(o)
+	typer := &Typer{list: []Injector{inj, newClipboard(o, rs)}, log: o.Log, rs: rs}
+	t.Cleanup(typer.Close)
 	if used, err := typer.Type(ctx, text+" and more"); err != nil || used != Clipboard {
 		t.Fatalf("Typer.Type = %q, %v; want it pasted", used, err)
 	}
@@ -83,7 +85,9 @@ func TestFallsBackFromMissingXdotool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	xd, _ := New(Xdotool, Options{Environ: env})
+	t.Cleanup(xd.Close)
 	cb, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(cb.Close)
 	typer := &Typer{list: []Injector{xd, cb}, log: Options{}.WithDefaults().Log}
 	if got := typer.Backends(); strings.Join(got, ",") != "xdotool,clipboard" {
 		t.Fatalf("Backends = %v", got)

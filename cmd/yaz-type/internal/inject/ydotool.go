@@ -22,7 +22,7 @@ func sessionFocus(ctx context.Context, o Options) (Focus, error) {
 	case backend.Getenv(o.Environ, "WAYLAND_DISPLAY") != "":
 		return wayland.NewWtype(o).Focus(ctx)
 	case backend.Getenv(o.Environ, "DISPLAY") != "":
-		f, err := x11.NewXdotool(o).Focus(ctx)
+		f, err := x11.NewRoute(o).Xdotool().Focus(ctx) // a route that holds nothing
 		if err != nil {
 			return FocusUnknown, nil // ydotool does not need X to type
 		}

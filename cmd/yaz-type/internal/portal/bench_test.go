@@ -25,9 +25,9 @@ func BenchmarkPortalType(b *testing.B) {
 		b.Fatalf("%d characters", n)
 	}
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	waitState(b, d.o, StateReady)
-	inj := New(d.o)
+	d.route().Prepare()
+	waitState(b, d.route(), StateReady)
+	inj := d.route()
 	b.Run("keys58", func(b *testing.B) {
 		for b.Loop() {
 			if err := inj.Type(testwait.Context(b), untrusted.Typed(text)); err != nil {

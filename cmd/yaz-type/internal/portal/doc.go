@@ -7,8 +7,9 @@
 //
 // # The session
 //
-// One RemoteDesktop session per session bus, kept from the daemon's start
-// ([Prepare]) to its end ([Settle]): CreateSession, SelectDevices (a
+// One RemoteDesktop session per [Route] (the one Typer of the process),
+// kept from the daemon's start ([Route.Prepare]) to its end
+// ([Route.Close]): CreateSession, SelectDevices (a
 // keyboard), then Start, which shows the desktop's consent dialog, right
 // after a notification (kind [NotifyConsent]) says why; the dialog comes
 // while the person is setting up, not at the first dictation. Where the
@@ -18,7 +19,7 @@
 // ([TokenFile], 0600, replaced at each start, as each token restores
 // once); the next start sends it and the desktop starts the session
 // without a dialog. Version 1 (xdg-desktop-portal 1.16, Debian 12) cannot:
-// it asks at each start, and [State] says so.
+// it asks at each start, and [Route.State] says so.
 //
 // A session that is not started types nothing: the text is not typed
 // ([backend.ErrUnavailable], with the cause) and the daemon keeps it for

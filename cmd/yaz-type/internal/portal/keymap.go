@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 )
 
 // What the portal route knows of the compositor's keymap: the XKB keymap
@@ -89,22 +91,9 @@ func keysymOf(name string) (uint32, bool) {
 		if err != nil || n > 0x10ffff {
 			return 0, false
 		}
-		return unicodeKeysym(rune(n))
+		return backend.Keysym(rune(n))
 	}
 	return 0, false
-}
-
-// unicodeKeysym is the keysym xkbcommon gives "U" + the code point:
-// Latin-1 characters are their own keysyms, others 0x01000000 | r;
-// control characters have none.
-func unicodeKeysym(r rune) (uint32, bool) {
-	switch {
-	case r < 0x20 || (r >= 0x7f && r < 0xa0):
-		return 0, false
-	case r < 0x100:
-		return uint32(r), true
-	}
-	return 0x01000000 | uint32(r), true
 }
 
 // candidates are the keysyms that stand for r: its legacy ones (Greek_alpha
@@ -112,7 +101,7 @@ func unicodeKeysym(r rune) (uint32, bool) {
 func candidates(r rune) []uint32 {
 	table()
 	out := slices.Clone(byRune[r])
-	if u, ok := unicodeKeysym(r); ok && !slices.Contains(out, u) {
+	if u, ok := backend.Keysym(r); ok && !slices.Contains(out, u) {
 		out = append(out, u)
 	}
 	return out

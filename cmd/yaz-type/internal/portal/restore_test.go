@@ -145,9 +145,10 @@ func TestRestoreToken(t *testing.T) {
 		Notify:   func(k string) { mu.Lock(); notes = append(notes, k); mu.Unlock() },
 		Log:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}.WithDefaults()
-	t.Cleanup(Settle)
-	Prepare(o)
-	st := waitState(t, o, StateReady)
+	r := New(o)
+	t.Cleanup(r.Close)
+	r.Prepare()
+	st := waitState(t, r, StateReady)
 	if !strings.HasPrefix(st.Consent, consentStored) {
 		t.Errorf("consent %q, want it stored", st.Consent)
 	}
@@ -162,13 +163,13 @@ func TestRestoreToken(t *testing.T) {
 	if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != "tok-1" {
 		t.Errorf("token file holds %q, want tok-1", b)
 	}
-	if err := New(o).Type(testwait.Context(t), untrusted.Typed("ok")); err != nil {
+	if err := r.Type(testwait.Context(t), untrusted.Typed("ok")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 
-	Settle() // the daemon stops, and starts again
-	Prepare(o)
-	waitState(t, o, StateReady)
+	r.Close() // the daemon stops, and starts again
+	r.Prepare()
+	waitState(t, r, StateReady)
 	dialogs, selects, keys := p.state()
 	if dialogs != 1 {
 		t.Errorf("%d dialogs after a restart with the token, want 1", dialogs)

@@ -67,22 +67,17 @@ type Status struct {
 // The compositor's keymap and the desktop's clipboard; tests replace them.
 var (
 	keymapSource = wayland.SeatKeymap
-	newClipboard = func(o backend.Options) clipboard { return wlClipboard{o} }
+	newClipboard = func(o backend.Options) clipboard {
+		return wayland.Selections{Env: o.Environ, Primary: true, Log: o.Log}
+	}
 )
 
-var (
-	sessionsMu sync.Mutex
-	sessions   = map[string]*session{} // by bus address
-)
-
-// session is the daemon's one RemoteDesktop session on a bus, kept from
-// the daemon's start (Prepare) to its end (Settle). A goroutine of its own
-// (run) creates it, waits while it works, and makes a new one when the
-// portal comes back or a dictation needs it.
+// session is the Route's RemoteDesktop session, kept from Prepare to
+// Close. A goroutine of its own (run) creates it, waits while it works,
+// and makes a new one when the portal comes back or a dictation needs it.
 type session struct {
-	addr string
-	o    backend.Options
-	// ctx ends at Settle; done is closed when run has ended.
+	o backend.Options
+	// ctx ends at Close; done is closed when run has ended.
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -101,23 +96,9 @@ type session struct {
 	changed    bcast.Signal
 }
 
-// sessionFor returns the session of o's bus, made (not started) when
-// there is none.
-func sessionFor(o backend.Options) *session {
-	addr, err := xdp.BusAddress(o.Environ)
-	if err != nil {
-		addr = ""
-	}
-	sessionsMu.Lock()
-	defer sessionsMu.Unlock()
-	if s := sessions[addr]; s != nil {
-		return s
-	}
+func newSession(o backend.Options) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{addr: addr, o: o.WithDefaults(), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), kick: make(chan struct{}, 1)}
-	sessions[addr] = s
-	return s
+	return &session{o: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 // begin starts the session's goroutine once.
@@ -130,63 +111,71 @@ func (s *session) begin() {
 	}
 }
 
-// Prepare starts the session of o's bus in the background: the portal's
-// consent dialog appears now (the daemon calls it when it starts, while
-// the person is setting up), after a notification of kind NotifyConsent
-// that says why. A restore token kept in o.StateDir lets the desktop skip
-// the dialog. Settle ends it.
-func Prepare(o backend.Options) { sessionFor(o).begin() }
+// end closes the session (the portal's Session.Close) and waits for its
+// goroutine.
+func (s *session) end() {
+	s.cancel()
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		<-s.done
+	}
+}
 
-// State is the state of the session of env's bus.
-func State(env []string) Status {
-	addr, err := xdp.BusAddress(env)
-	if err != nil {
-		addr = ""
-	}
-	sessionsMu.Lock()
-	s := sessions[addr]
-	sessionsMu.Unlock()
-	if s == nil {
-		return Status{}
-	}
+// Route is the "portal" backend: keys through the RemoteDesktop portal of
+// its session bus (see the package comment). It holds one session, which
+// Prepare starts (or its first text) and Close ends; the consent the
+// desktop keeps for it is the restore token in Options.StateDir.
+type Route struct {
+	o  backend.Options
+	mu sync.Mutex
+	s  *session // never nil; a new one after Close
+}
+
+// New returns the "portal" backend of o's session bus. Nothing starts
+// until Prepare or its first text.
+func New(o backend.Options) *Route {
+	o = o.WithDefaults()
+	return &Route{o: o, s: newSession(o)}
+}
+
+// session is the Route's current session.
+func (r *Route) session() *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.s
+}
+
+// Prepare starts the session in the background: the portal's consent
+// dialog appears now (the daemon calls it when it starts, while the
+// person is setting up), after a notification of kind NotifyConsent that
+// says why. A restore token kept in Options.StateDir lets the desktop skip
+// the dialog. Close ends it.
+func (r *Route) Prepare() { r.session().begin() }
+
+// State is the session's state.
+func (r *Route) State() Status {
+	s := r.session()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
-// Changes returns a channel closed at the next change of the state of
-// env's session (nil when there is none: Prepare makes it).
-func Changes(env []string) <-chan struct{} {
-	addr, err := xdp.BusAddress(env)
-	if err != nil {
-		addr = ""
-	}
-	sessionsMu.Lock()
-	s := sessions[addr]
-	sessionsMu.Unlock()
-	if s == nil {
-		return nil
-	}
-	return s.changed.C()
-}
+// Changes returns a channel closed at the next change of the session's
+// state.
+func (r *Route) Changes() <-chan struct{} { return r.session().changed.C() }
 
-// Settle closes every session (the portal's Session.Close, so the desktop
-// stops showing that the daemon may type) and waits for their goroutines.
-// The daemon calls it before it exits.
-func Settle() {
-	sessionsMu.Lock()
-	all := sessions
-	sessions = map[string]*session{}
-	sessionsMu.Unlock()
-	for _, s := range all {
-		s.cancel()
-		s.mu.Lock()
-		started := s.started
-		s.mu.Unlock()
-		if started {
-			<-s.done
-		}
-	}
+// Close closes the session (the portal's Session.Close, so the desktop
+// stops showing that the daemon may type) and waits for its goroutine.
+// The restore token stays in the state folder. A later Prepare or text
+// starts a new session.
+func (r *Route) Close() {
+	r.mu.Lock()
+	s := r.s
+	r.s = newSession(r.o)
+	r.mu.Unlock()
+	s.end()
 }
 
 // Offers reports whether the session bus of env has a RemoteDesktop portal
@@ -235,7 +224,7 @@ func (s *session) set(state, cause, consent string) {
 	s.o.Log.Debug("portal session", "state", state, "cause", cause)
 }
 
-// run keeps a session until Settle.
+// run keeps a session until Close.
 func (s *session) run() {
 	defer close(s.done)
 	defer s.shutdown()
@@ -467,7 +456,7 @@ func (s *session) lose(state, cause string) {
 
 // waitRetry waits for a reason to try again: a portal that was not tried
 // yet owns its name on the bus (it came back, or was started), or a
-// dictation asks (kick). It returns false when Settle ends the session. A
+// dictation asks (kick). It returns false when Close ends the session. A
 // try follows the last one by retryGap at least.
 func (s *session) waitRetry(last time.Time) bool {
 	for {
@@ -524,7 +513,7 @@ func (s *session) closeSession(conn *xdp.Conn, handle dbus.ObjectPath) {
 	_ = conn.CallObject(ctx, handle, xdp.SessionIface+".Close")
 }
 
-// shutdown closes the started session and the connection (Settle).
+// shutdown closes the started session and the connection (Close).
 func (s *session) shutdown() {
 	s.mu.Lock()
 	conn, handle := s.conn, s.handle
@@ -549,23 +538,15 @@ func (s *session) ready() (*xdp.Conn, dbus.ObjectPath, Status) {
 	return nil, "", s.status
 }
 
-// route is the "portal" backend.
-type route struct{ o backend.Options }
-
-// New returns the "portal" backend: keys through the RemoteDesktop portal
-// of o's session bus (see the package comment). Its session is the one
-// Prepare started, or one started at its first text.
-func New(o backend.Options) backend.Injector { return &route{o: o.WithDefaults()} }
-
-func (r *route) Name() string { return backend.Portal }
+func (r *Route) Name() string { return backend.Portal }
 
 // Focus is unknown: the portal does not say which window has the focus;
 // the compositor delivers the keys to the focused one only.
-func (r *route) Focus(context.Context) (backend.Focus, error) {
+func (r *Route) Focus(context.Context) (backend.Focus, error) {
 	return backend.FocusUnknown, nil
 }
 
-func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
+func (r *Route) Type(ctx context.Context, typed untrusted.TypedText) error {
 	text := typed.Text()
 	if strings.TrimSpace(text) == "" {
 		return nil
@@ -573,7 +554,7 @@ func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if err := backend.CheckFocus(ctx, r, r.o.RequireFocus, r.o.Log); err != nil {
 		return err
 	}
-	s := sessionFor(r.o)
+	s := r.session()
 	s.begin()
 	s.typing.Lock()
 	defer s.typing.Unlock()
@@ -612,7 +593,7 @@ func (r *route) Type(ctx context.Context, typed untrusted.TypedText) error {
 // "hELLO"). Then Caps_Lock is pressed once before the keys, to turn it
 // off, and once after them, to turn it on again, even when typing stops
 // part way (as the X11 backend does).
-func (r *route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, keys []uint32, locked bool) error {
+func (r *Route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, keys []uint32, locked bool) error {
 	if !locked {
 		return r.keys(ctx, conn, handle, keys)
 	}
@@ -630,7 +611,7 @@ func (r *route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.Object
 
 // keymap reads and parses the compositor's keymap (a few milliseconds:
 // read at each text, so that a layout the person adds counts at once).
-func (r *route) keymap(ctx context.Context) (*keymap, error) {
+func (r *Route) keymap(ctx context.Context) (*keymap, error) {
 	kctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
 	text, err := keymapSource(kctx, r.o.Environ)
@@ -648,7 +629,7 @@ func (r *route) keymap(ctx context.Context) (*keymap, error) {
 // every key when it returns nil. Nothing taken is ErrUnavailable
 // (another backend may type the text); part of it ErrInterrupted. Every
 // call is bounded.
-func (r *route) keys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, keys []uint32) error {
+func (r *Route) keys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, keys []uint32) error {
 	none := map[string]dbus.Variant{}
 	for i, ks := range keys {
 		for _, state := range []uint32{keyPressed, keyReleased} {
@@ -673,7 +654,7 @@ func (r *route) keys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath
 // terminals from the primary selection, which holds the same), waits
 // o.RestoreDelay for the window to fetch it and puts back what both held.
 // Whether the window took it cannot be seen: ErrPasted.
-func (r *route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
+func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
 	if km != nil && (!km.everywhere(ksShiftL, 0) || !km.everywhere(ksInsert, 0)) {
 		return fmt.Errorf("portal: the keymap has no Shift_L or Insert to paste with: %w", backend.ErrUnavailable)
 	}
@@ -703,7 +684,7 @@ func (r *route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPat
 }
 
 // chord presses and releases Shift+Insert.
-func (r *route) chord(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath) error {
+func (r *Route) chord(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath) error {
 	cctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
 	none := map[string]dbus.Variant{}

@@ -34,10 +34,23 @@ const mixed = "Grüße, cafe\u0301 Καλημέρα שלום 日本語 🎉"
 type desktop struct {
 	p *testportal.Portal
 	o backend.Options
+	r *Route // made at the first route(), from o as it is then
+	t testing.TB
 
 	mu        sync.Mutex
 	notes     []string // notification kinds
 	atDialogs []int    // the backend's dialogs when each was shown
+}
+
+// route is the desktop's route (one, as a daemon has one), made from d.o
+// at the first call and closed when the test ends.
+func (d *desktop) route() *Route {
+	if d.r == nil {
+		d.r = New(d.o)
+		r := d.r
+		d.t.Cleanup(r.Close)
+	}
+	return d.r
 }
 
 func (d *desktop) notify(kind string) {
@@ -68,7 +81,7 @@ func (c fakeClipboard) Put(ctx context.Context, text string) (func(context.Conte
 func start(t testing.TB, opts testportal.Options) *desktop {
 	t.Helper()
 	p := testportal.Start(t, opts)
-	d := &desktop{p: p}
+	d := &desktop{p: p, t: t}
 	km := p.Keymap()
 	setHooks(t, func(context.Context, []string) (string, error) { return km, nil },
 		func(backend.Options) clipboard { return fakeClipboard{p.Backend} })
@@ -82,7 +95,6 @@ func start(t testing.TB, opts testportal.Options) *desktop {
 		Notify:   d.notify,
 		Log:      slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}.WithDefaults()
-	t.Cleanup(Settle)
 	return d
 }
 
@@ -100,25 +112,24 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// waitState waits until the route's session for o is in state want.
-func waitState(t testing.TB, o backend.Options, want string) Status {
+// waitState waits until r's session is in state want.
+func waitState(t testing.TB, r *Route, want string) Status {
 	t.Helper()
-	s := sessionFor(o)
 	var st Status
 	err := testwait.Until(testwait.Context(t), func() bool {
-		st = State(o.Environ)
+		st = r.State()
 		return st.Session == want
-	}, changes{s})
+	}, changes{r})
 	if err != nil {
 		t.Fatalf("waiting for the portal session to be %q: it is %q (%s)", want, st.Session, st.Cause)
 	}
 	return st
 }
 
-// changes is a session's state changes as a testwait.Source.
-type changes struct{ s *session }
+// changes is a route's state changes as a testwait.Source.
+type changes struct{ r *Route }
 
-func (c changes) Changed() <-chan struct{} { return c.s.changed.C() }
+func (c changes) Changed() <-chan struct{} { return c.r.Changes() }
 
 // typed waits until the backend's window shows want (and fails on
 // anything else once it has as many characters).
@@ -141,9 +152,9 @@ func TestTypeExact(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
 	const text = "Grüße aus Köln: 1+2=3, ÄÖÜ? ß! (ok)"
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	st := waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
+	d.route().Prepare()
+	st := waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -169,9 +180,9 @@ func TestTypeMixedScriptsPasted(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
 	d.p.Backend.Expect(mixed)
 	d.p.Backend.SetClipboard("what the person copied")
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	err := New(d.o).Type(testwait.Context(t), untrusted.Typed(mixed))
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	err := d.route().Type(testwait.Context(t), untrusted.Typed(mixed))
 	if !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
@@ -192,9 +203,9 @@ func TestTypeGreek(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "gr"})
 	const text = "αβγ δεζ ΑΒΓ; 123."
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -214,9 +225,9 @@ func TestTypeCapsLockOn(t *testing.T) {
 			d := start(t, testportal.Options{Layout: tc.layout})
 			d.p.Backend.Expect(tc.text)
 			d.p.Backend.SetCapsLock(true)
-			Prepare(d.o)
-			waitState(t, d.o, StateReady)
-			if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(tc.text)); err != nil {
+			d.route().Prepare()
+			waitState(t, d.route(), StateReady)
+			if err := d.route().Type(testwait.Context(t), untrusted.Typed(tc.text)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
 			typed(t, d.p.Backend, tc.text)
@@ -239,9 +250,9 @@ func TestTypeCapsLockOff(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "us"})
 	const text = "Hello World"
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -258,9 +269,9 @@ func TestTypeCapsLockNoKey(t *testing.T) {
 	const text = "Hello World"
 	d.p.Backend.Expect(text)
 	d.p.Backend.SetCapsLock(true)
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -276,9 +287,9 @@ func TestNoKeymap(t *testing.T) {
 	setHooks(t, func(context.Context, []string) (string, error) { return "", errors.New("no compositor") },
 		func(backend.Options) clipboard { return fakeClipboard{d.p.Backend} })
 	d.p.Backend.Expect("hello")
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("hello")); !errors.Is(err, backend.ErrPasted) {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("hello")); !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
 	typed(t, d.p.Backend, "hello")
@@ -288,13 +299,13 @@ func TestNoKeymap(t *testing.T) {
 // typed, and the route does not ask again at each dictation.
 func TestConsentRefused(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de", Refuse: true})
-	Prepare(d.o)
-	st := waitState(t, d.o, StateRefused)
+	d.route().Prepare()
+	st := waitState(t, d.route(), StateRefused)
 	if !strings.Contains(st.Consent, "refused") || !strings.Contains(st.Cause, "refused") {
 		t.Errorf("status %+v: does not say the dialog was refused", st)
 	}
 	for range 2 {
-		err := New(d.o).Type(testwait.Context(t), untrusted.Typed("hello"))
+		err := d.route().Type(testwait.Context(t), untrusted.Typed("hello"))
 		if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("Type after a refusal: %v, want ErrUnavailable saying it was refused", err)
 		}
@@ -313,15 +324,15 @@ func TestTypeWhileAsking(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
 	d.p.Backend.HoldDialogs()
 	d.p.Backend.Expect("jetzt")
-	Prepare(d.o)
-	waitState(t, d.o, StateAsking)
-	err := New(d.o).Type(testwait.Context(t), untrusted.Typed("zu früh"))
+	d.route().Prepare()
+	waitState(t, d.route(), StateAsking)
+	err := d.route().Type(testwait.Context(t), untrusted.Typed("zu früh"))
 	if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "dialog") {
 		t.Errorf("Type while the dialog is open: %v, want ErrUnavailable naming the dialog", err)
 	}
 	d.p.Backend.Answer(true)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("jetzt")); err != nil {
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("jetzt")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "jetzt")
@@ -332,11 +343,11 @@ func TestTypeWhileAsking(t *testing.T) {
 // again, and the route says so instead of pretending.
 func TestRestartAsksAgainOnVersion1(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	Settle() // the daemon stops
-	Prepare(d.o)
-	st := waitState(t, d.o, StateReady)
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	d.route().Close() // the daemon stops
+	d.route().Prepare()
+	st := waitState(t, d.route(), StateReady)
 	if n := d.p.Backend.Dialogs(); n != 2 {
 		t.Errorf("%d dialogs after a restart, want 2 (version 1 cannot restore)", n)
 	}
@@ -359,24 +370,24 @@ func TestRestartAsksAgainOnVersion1(t *testing.T) {
 func TestPortalGoesAway(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
 	d.p.Backend.Expect("vorher nachher")
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("vorher")); err != nil {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("vorher")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "vorher")
 	d.p.StopFrontend()
-	err := New(d.o).Type(testwait.Context(t), untrusted.Typed("verloren"))
+	err := d.route().Type(testwait.Context(t), untrusted.Typed("verloren"))
 	if !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type with the portal gone: %v, want ErrUnavailable", err)
 	}
 	d.p.Backend.Reset()
 	d.p.StartFrontend()
-	waitState(t, d.o, StateReady)
+	waitState(t, d.route(), StateReady)
 	if n := d.p.Backend.Dialogs(); n != 2 {
 		t.Errorf("%d dialogs, want 2 (a new session after the portal came back)", n)
 	}
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("nachher")); err != nil {
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("nachher")); err != nil {
 		t.Fatalf("Type after the portal came back: %v", err)
 	}
 	typed(t, d.p.Backend, "nachher")
@@ -387,15 +398,15 @@ func TestPortalGoesAway(t *testing.T) {
 func TestDesktopEndsSession(t *testing.T) {
 	d := start(t, testportal.Options{Layout: "de"})
 	d.p.Backend.Expect("wieder")
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
 	d.p.Backend.EndSession(d.p.Backend.RemoteDesktopSessions()[0])
-	waitState(t, d.o, StateEnded)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("wieder")); !errors.Is(err, backend.ErrUnavailable) {
+	waitState(t, d.route(), StateEnded)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("wieder")); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type after the desktop ended the session: %v, want ErrUnavailable", err)
 	}
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("wieder")); err != nil {
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("wieder")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, "wieder")
@@ -412,9 +423,9 @@ func TestNoRemoteDesktop(t *testing.T) {
 	if offers || !known {
 		t.Errorf("Offers = %v, %v; want false, true", offers, known)
 	}
-	Prepare(d.o)
-	st := waitState(t, d.o, StateUnavailable)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed("x")); !errors.Is(err, backend.ErrUnavailable) {
+	d.route().Prepare()
+	st := waitState(t, d.route(), StateUnavailable)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed("x")); !errors.Is(err, backend.ErrUnavailable) {
 		t.Errorf("Type: %v, want ErrUnavailable", err)
 	}
 	if st.Cause == "" {
@@ -442,9 +453,9 @@ func TestTypeThroughSeatKeymap(t *testing.T) {
 	d.o.Environ = append(slices.Clone(d.o.Environ), wl.Env...)
 	const text = "Straße, Öl, Übermut"
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	typed(t, d.p.Backend, text)
@@ -460,13 +471,62 @@ func TestLongTextPasted(t *testing.T) {
 	d.o.PasteOverChars = 10
 	const text = "ein langer Text"
 	d.p.Backend.Expect(text)
-	Prepare(d.o)
-	waitState(t, d.o, StateReady)
-	if err := New(d.o).Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
+	d.route().Prepare()
+	waitState(t, d.route(), StateReady)
+	if err := d.route().Type(testwait.Context(t), untrusted.Typed(text)); !errors.Is(err, backend.ErrPasted) {
 		t.Fatalf("Type: %v, want ErrPasted", err)
 	}
 	typed(t, d.p.Backend, text)
 	if n := d.p.Backend.Keysyms(); n != 0 {
 		t.Errorf("%d keys besides the chord", n)
+	}
+}
+
+// TestRoutesHoldTheirOwnSessions: two routes in one process (two Typers)
+// hold a session each; closing one closes its session at the portal (the
+// desktop stops showing it) and leaves the other's, which types on.
+func TestRoutesHoldTheirOwnSessions(t *testing.T) {
+	d := start(t, testportal.Options{Layout: "de"})
+	a := d.route()
+	b := New(d.o)
+	t.Cleanup(b.Close)
+	a.Prepare()
+	waitState(t, a, StateReady)
+	b.Prepare()
+	waitState(t, b, StateReady)
+	sessions := d.p.Backend.RemoteDesktopSessions()
+	if len(sessions) != 2 {
+		t.Fatalf("%d sessions for two routes, want 2", len(sessions))
+	}
+	if n := len(d.p.Backend.Closed()); n != 0 {
+		t.Fatalf("%d sessions closed before any route closed", n)
+	}
+	a.Close()
+	waitClosed(t, d.p.Backend, 1)
+	if closed := d.p.Backend.Closed(); closed[0] != sessions[0] {
+		t.Fatalf("closed %v after the first route closed, want [%s]", closed, sessions[0])
+	}
+	if st := b.State(); st.Session != StateReady {
+		t.Fatalf("the other route is %q after the first closed, want ready", st.Session)
+	}
+	d.p.Backend.Expect("weiter")
+	if err := b.Type(testwait.Context(t), untrusted.Typed("weiter")); err != nil {
+		t.Fatalf("Type on the other route: %v", err)
+	}
+	typed(t, d.p.Backend, "weiter")
+	b.Close()
+	waitClosed(t, d.p.Backend, 2)
+}
+
+// waitClosed waits until the portal has closed n sessions (the frontend
+// passes a Session.Close on to the backend after it answered the route),
+// and fails if it closes more.
+func waitClosed(t *testing.T, b *testportal.Backend, n int) {
+	t.Helper()
+	if err := testwait.Until(testwait.Context(t), func() bool { return len(b.Closed()) >= n }, &b.Changed); err != nil {
+		t.Fatalf("%d sessions closed, want %d", len(b.Closed()), n)
+	}
+	if got := len(b.Closed()); got != n {
+		t.Fatalf("%d sessions closed, want %d", got, n)
 	}
 }

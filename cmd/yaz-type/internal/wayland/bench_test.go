@@ -91,7 +91,6 @@ func BenchmarkInjectWayland(b *testing.B) {
 	env := startSway(b)
 	rec := startFoot(b, env)
 	g := watchGrowth(b, rec.File)
-	b.Cleanup(wayland.Settle)
 	var focusCost time.Duration
 	b.Run("focus", func(b *testing.B) {
 		var ts []time.Duration
@@ -110,15 +109,20 @@ func BenchmarkInjectWayland(b *testing.B) {
 		n := len([]rune(text))
 		for _, name := range []string{Wayland, Wtype, Clipboard} {
 			b.Run(fmt.Sprintf("chars=%d/%s", n, name), func(b *testing.B) {
-				inj, err := New(name, Options{Environ: env})
+				own, err := New(name, Options{Environ: env})
 				if err != nil {
 					b.Fatal(err)
 				}
+				b.Cleanup(own.Close)
+				var inj Injector = own
 				if name == Wayland {
 					// The daemon dials when it opens its Typer.
-					if offers, _ := wayland.Offers(context.Background(), env); !offers {
+					r := wayland.NewRoute(Options{Environ: env})
+					b.Cleanup(r.Close)
+					if offers, _ := r.Offers(context.Background()); !offers {
 						b.Fatal("sway offers no virtual keyboard")
 					}
+					inj = r.Wayland()
 				}
 				var arrivals []time.Duration
 				for range b.N {

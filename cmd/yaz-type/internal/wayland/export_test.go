@@ -27,13 +27,6 @@ func SetAfterBatch(t testing.TB, f func(sent int)) {
 	t.Cleanup(func() { wlAfterBatch = nil })
 }
 
-// Clients is the number of open connections.
-func Clients() int {
-	wlMu.Lock()
-	defer wlMu.Unlock()
-	return len(wlClients)
-}
-
 // Target is the focused sway node: the focus and its app_id.
 type Target struct {
 	Focus backend.Focus

@@ -28,11 +28,11 @@ func TestWaylandLongTextArrivesWhole(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			env := startSway(t)
 			rec := startFoot(t, env)
-			t.Cleanup(wayland.Settle)
 			inj, err := New(Wayland, Options{Environ: cLocale(t, env)})
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(inj.Close)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			if err := inj.Type(ctx, untrusted.Typed(c.text)); err != nil {

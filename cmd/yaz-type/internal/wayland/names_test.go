@@ -27,7 +27,6 @@ const (
 var (
 	New            = inject.New
 	Open           = inject.Open
-	Settle         = inject.Settle
 	ErrNoTarget    = inject.ErrNoTarget
 	ErrUnavailable = inject.ErrUnavailable
 	ErrInterrupted = inject.ErrInterrupted

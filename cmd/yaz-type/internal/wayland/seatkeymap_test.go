@@ -46,10 +46,11 @@ func TestSeatKeymapNoCompositor(t *testing.T) {
 func TestGnomeLikeCompositor(t *testing.T) {
 	km := testportal.Keymap(t, "de")
 	c := testwl.Start(t, km)
-	if offers, known := wayland.Offers(context.Background(), c.Env); offers || !known {
+	r := wayland.NewRoute(backend.Options{Environ: c.Env})
+	t.Cleanup(r.Close)
+	if offers, known := r.Offers(context.Background()); offers || !known {
 		t.Errorf("Offers = %v, %v; want false, true", offers, known)
 	}
-	t.Cleanup(wayland.Settle)
 	got, err := wayland.SeatKeymap(testwait.Context(t), c.Env)
 	if err != nil {
 		t.Fatal(err)

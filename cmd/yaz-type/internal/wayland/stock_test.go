@@ -21,6 +21,7 @@ func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 		env := startSway(t)
 		rec := startFoot(t, env)
 		inj, _ := New(Wtype, Options{Environ: withoutLocale(env, "LC_ALL=C")})
+		t.Cleanup(inj.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {

@@ -186,6 +186,7 @@ func TestWaylandWtypeTypesUnicodeIntact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	used, err := typer.Type(ctx, unicodeText+"\nnext")
@@ -203,12 +204,12 @@ func TestWaylandWtypeTypesUnicodeIntact(t *testing.T) {
 func TestWaylandNoTarget(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	swaymsg(t, env, "workspace", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, name := range []string{Wayland, Wtype, Clipboard, Ydotool} {
 		inj, _ := New(name, Options{Environ: env})
+		t.Cleanup(inj.Close)
 		if f, err := inj.Focus(ctx); err != nil || f != FocusNone {
 			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
 		}
@@ -217,6 +218,7 @@ func TestWaylandNoTarget(t *testing.T) {
 		}
 	}
 	typer, _ := Open(Auto, Options{Environ: env})
+	t.Cleanup(typer.Close)
 	if used, err := typer.Type(ctx, "secret"); !errors.Is(err, ErrNoTarget) || used != Wayland {
 		t.Errorf("auto: Type = %q, %v; want wayland, ErrNoTarget", used, err)
 	}
@@ -237,6 +239,7 @@ func TestWaylandUnknownFocus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	strict, _ := New(Wtype, Options{Environ: env, RequireFocus: true})
+	t.Cleanup(strict.Close)
 	if f, err := strict.Focus(ctx); err != nil || f != FocusUnknown {
 		t.Fatalf("Focus = %v, %v; want unknown", f, err)
 	}
@@ -244,6 +247,7 @@ func TestWaylandUnknownFocus(t *testing.T) {
 		t.Errorf("RequireFocus: Type = %v, want ErrNoTarget", err)
 	}
 	inj, _ := New(Wtype, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed("yes")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
@@ -263,6 +267,7 @@ func TestWaylandClipboardPastesAndRestores(t *testing.T) {
 		t.Fatalf("wl-copy: %v", err)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText+"\r\nend")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}

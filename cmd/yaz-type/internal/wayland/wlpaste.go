@@ -57,7 +57,7 @@ type wlSource struct {
 }
 
 // dataDevice binds the data control manager and gets the seat's data
-// device, once per connection. wlMu is held.
+// device, once per connection. Route.mu is held.
 func (c *wlclient) dataDevice(ctx context.Context) error {
 	c.mu.Lock()
 	dev := c.dcDevice

@@ -17,14 +17,6 @@ import (
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
-// wlMu guards wlClients and serializes the "wayland" backend's typing.
-var wlMu sync.Mutex
-
-// wlClients are the open connections, one per compositor socket: the
-// daemon keeps one client (and one virtual keyboard) per compositor and
-// dials again after an error.
-var wlClients = map[string]*wlclient{}
-
 // wlBatch is how many characters go out between two round trips: the
 // typing never runs more than this far ahead of the compositor.
 const wlBatch = 128
@@ -48,22 +40,37 @@ const (
 // been written and before its round trip.
 var wlAfterBatch func(sent int)
 
-// wlClient returns the open client of env's compositor, dialling one (and
-// creating its virtual keyboard) when there is none or the last one
-// failed. wlMu is held.
-func wlClient(ctx context.Context, env []string) (*wlclient, error) {
-	path, err := wlSocket(env)
-	if err != nil {
-		return nil, err
-	}
-	if c := wlClients[path]; c != nil {
-		if c.failed() == nil {
-			return c, nil
+// Route is what the Wayland backends of one Typer share and hold: one
+// client of the compositor of its Options.Environ, with one virtual
+// keyboard, kept between texts (so the seat's own keyboard and its keymap
+// are never touched) and dialled again after an error; Close closes it,
+// which destroys the virtual keyboard.
+type Route struct {
+	o  backend.Options
+	mu sync.Mutex // serializes typing and pasting; guards c
+	c  *wlclient  // nil: none yet, closed, or failed
+}
+
+// NewRoute returns the Wayland route of o's compositor; it holds nothing
+// yet.
+func NewRoute(o backend.Options) *Route { return &Route{o: o.WithDefaults()} }
+
+// Wayland returns the "wayland" backend (zwp_virtual_keyboard_v1).
+func (r *Route) Wayland() backend.Injector { return &wayland{o: r.o, r: r} }
+
+// Clipboard returns the Wayland "clipboard" backend.
+func (r *Route) Clipboard() backend.Injector { return &clipboard{o: r.o, r: r} }
+
+// client returns the open client, dialling one (and creating its virtual
+// keyboard) when there is none or the last one failed. r.mu is held.
+func (r *Route) client(ctx context.Context) (*wlclient, error) {
+	if r.c != nil {
+		if r.c.failed() == nil {
+			return r.c, nil
 		}
-		c.close()
-		delete(wlClients, path)
+		r.drop()
 	}
-	c, err := dialWl(ctx, env)
+	c, err := dialWl(ctx, r.o.Environ)
 	if err != nil {
 		return nil, err
 	}
@@ -74,32 +81,37 @@ func wlClient(ctx context.Context, env []string) (*wlclient, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
 	}
-	wlClients[path] = c
+	r.c = c
 	return c, nil
 }
 
-// Settle closes every client, which destroys their virtual keyboards.
-// The clients stay between texts (one per compositor): a program that
-// typed calls Settle before it exits.
-func Settle() {
-	wlMu.Lock()
-	defer wlMu.Unlock()
-	for path, c := range wlClients {
-		c.close()
-		delete(wlClients, path)
+// drop closes the client; r.mu is held.
+func (r *Route) drop() {
+	if r.c != nil {
+		r.c.close()
+		r.c = nil
 	}
 }
 
-// Offers reports whether the compositor of env offers the virtual
-// keyboard; known is false when it could not be asked (not running yet).
-// A compositor that offers it keeps the client, ready for the first text.
+// Close closes the client, which destroys its virtual keyboard. The
+// client stays between texts: a program that typed calls Close before it
+// exits. A later text dials again.
+func (r *Route) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drop()
+}
+
+// Offers reports whether the compositor offers the virtual keyboard;
+// known is false when it could not be asked (not running yet). A
+// compositor that offers it keeps the client, ready for the first text.
 // Every exchange is bounded (5 s).
-func Offers(ctx context.Context, env []string) (offers, known bool) {
+func (r *Route) Offers(ctx context.Context) (offers, known bool) {
 	ctx, cancel := context.WithTimeout(ctx, wlIOTimeout)
 	defer cancel()
-	wlMu.Lock()
-	defer wlMu.Unlock()
-	_, err := wlClient(ctx, env)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := r.client(ctx)
 	switch {
 	case err == nil:
 		return true, true
@@ -110,10 +122,10 @@ func Offers(ctx context.Context, env []string) (offers, known bool) {
 }
 
 // wayland is the in-process Wayland backend (zwp_virtual_keyboard_v1).
-type wayland struct{ o backend.Options }
-
-// New returns the "wayland" backend.
-func New(o backend.Options) backend.Injector { return &wayland{o: o.WithDefaults()} }
+type wayland struct {
+	o backend.Options
+	r *Route
+}
 
 func (w *wayland) Name() string { return backend.Wayland }
 
@@ -141,9 +153,9 @@ func (w *wayland) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if err := backend.CheckFocus(ctx, w, w.o.RequireFocus, w.o.Log); err != nil {
 		return err
 	}
-	wlMu.Lock()
-	defer wlMu.Unlock()
-	c, err := wlClient(ctx, w.o.Environ)
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	c, err := w.r.client(ctx)
 	if err != nil {
 		return fmt.Errorf("wayland: %w", err)
 	}
@@ -153,8 +165,7 @@ func (w *wayland) Type(ctx context.Context, typed untrusted.TypedText) error {
 	}
 	if ctx.Err() == nil {
 		// A client that failed is dialled again for the next text.
-		c.close()
-		delete(wlClients, c.path)
+		w.r.drop()
 	}
 	if sent {
 		// Keys went out: part of the text may be in the window, so no

@@ -2,6 +2,7 @@ package wayland_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -34,12 +35,12 @@ func cLocale(t testing.TB, env []string) []string {
 func TestWaylandInProcessTypesMixedScripts(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
 	typer, err := Open(Auto, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	if got := typer.Backends(); len(got) == 0 || got[0] != Wayland {
 		t.Fatalf("auto tries %v, want wayland first", got)
 	}
@@ -69,12 +70,12 @@ func TestWaylandInProcessTypesMixedScripts(t *testing.T) {
 func TestWaylandCompositorGoneMidText(t *testing.T) {
 	env, kill := startSwayKill(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
 	typer, err := Open(Auto, Options{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	wayland.SetAfterBatch(t, func(sent int) {
 		if sent >= wayland.Batch {
 			kill()
@@ -98,33 +99,107 @@ func TestWaylandCompositorGoneMidText(t *testing.T) {
 		t.Errorf("the window received all %d bytes", len(got))
 	}
 	inj, _ := New(Wayland, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(context.Background(), untrusted.Typed("next")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Type after sway exited = %v, want ErrUnavailable", err)
 	}
 }
 
-// Settle closes the connection: the virtual keyboard goes, and the next
-// text dials again and types.
-func TestWaylandSettleAndReconnect(t *testing.T) {
+// Close closes the connection: the virtual keyboard goes from the seat,
+// and the next text dials again and types. Two backends of their own
+// (two Typers in one process) hold a virtual keyboard each, and closing
+// one leaves the other's.
+func TestWaylandCloseAndReconnect(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	env = cLocale(t, env)
+	w := watchSeat(t, env)
+	seat := w.count(t) // the test's own seat keyboard
 	inj, _ := New(Wayland, Options{Environ: env})
+	t.Cleanup(inj.Close)
+	other, _ := New(Wayland, Options{Environ: env})
+	t.Cleanup(other.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := inj.Type(ctx, untrusted.Typed("one ")); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, "one ")
-	Settle()
-	if n := wayland.Clients(); n != 0 {
-		t.Fatalf("%d Wayland clients open after Settle", n)
+	if err := other.Type(ctx, untrusted.Typed("und ")); err != nil {
+		t.Fatal(err)
 	}
+	rec.WaitFor(t, "one und ")
+	w.waitFor(t, seat+2, "two backends open")
+	inj.Close()
+	w.waitFor(t, seat+1, "one backend closed, the other open")
+	if err := other.Type(ctx, untrusted.Typed("zwei ")); err != nil {
+		t.Fatalf("the other backend, after the first closed: %v", err)
+	}
+	rec.WaitFor(t, "one und zwei ")
+	other.Close()
+	w.waitFor(t, seat, "both closed")
 	if err := inj.Type(ctx, untrusted.Typed("two ✓")); err != nil {
 		t.Fatal(err)
 	}
-	rec.WaitFor(t, "one two ✓")
+	rec.WaitFor(t, "one und zwei two ✓")
+}
+
+// seatWatch counts the virtual keyboards on sway's seat: it hears of
+// every input added or removed (swaymsg subscribed to input events) and
+// asks sway for its inputs (swaymsg -t get_inputs).
+type seatWatch struct {
+	env    []string
+	events *testwait.Buffer
+}
+
+func watchSeat(t testing.TB, env []string) *seatWatch {
+	t.Helper()
+	w := &seatWatch{env: env, events: &testwait.Buffer{}}
+	cmd := exec.Command("swaymsg", "-m", "-r", "-t", "subscribe", `["input"]`)
+	cmd.Env = env
+	cmd.Stdout = w.events
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("swaymsg subscribe: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return w
+}
+
+// count is the number of virtual keyboards now.
+func (w *seatWatch) count(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("swaymsg", "-r", "-t", "get_inputs")
+	cmd.Env = w.env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("swaymsg get_inputs: %v", err)
+	}
+	var inputs []struct {
+		Identifier string `json:"identifier"`
+		Type       string `json:"type"`
+	}
+	if err := json.Unmarshal(out, &inputs); err != nil {
+		t.Fatalf("swaymsg get_inputs: %v", err)
+	}
+	n := 0
+	for _, in := range inputs {
+		if in.Type == "keyboard" && strings.Contains(in.Identifier, "virtual") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until the seat has want virtual keyboards.
+func (w *seatWatch) waitFor(t testing.TB, want int, what string) {
+	t.Helper()
+	n := -1
+	if err := testwait.Until(testwait.Context(t), func() bool {
+		n = w.count(t)
+		return n == want
+	}, w.events); err != nil {
+		t.Fatalf("%s: the seat has %d virtual keyboards, want %d", what, n, want)
+	}
 }
 
 // The focus comes from sway's IPC socket in-process: with no swaymsg in
@@ -133,10 +208,10 @@ func TestWaylandSettleAndReconnect(t *testing.T) {
 func TestWaylandFocusInProcess(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	plain := env
 	env = cLocale(t, env)
 	inj, _ := New(Wayland, Options{Environ: env, RequireFocus: true})
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := inj.Type(ctx, untrusted.Typed("ok")); err != nil {
@@ -158,8 +233,8 @@ func TestWaylandFocusInProcess(t *testing.T) {
 // Typer falls back from it).
 func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
 	f := wayland.StartFakeCompositor(t, false, false)
-	t.Cleanup(wayland.Settle)
 	typer, err := Open(Auto, Options{Environ: f.Env})
+	t.Cleanup(typer.Close)
 	switch {
 	case err == nil && slices.Contains(typer.Backends(), Wayland):
 		t.Errorf("auto tries %v on a compositor without the virtual keyboard", typer.Backends())
@@ -167,6 +242,7 @@ func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
 		t.Errorf("Open(auto) = %v, want ErrUnavailable saying what to install", err)
 	}
 	inj, _ := New(Wayland, Options{Environ: f.Env})
+	t.Cleanup(inj.Close)
 	err = inj.Type(context.Background(), untrusted.Typed("text"))
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrUnavailable", err)
@@ -177,11 +253,11 @@ func TestWaylandNoVirtualKeyboardGlobal(t *testing.T) {
 // typed, the error says why, and a Typer goes on to the next backend.
 func TestWaylandKeymapRefused(t *testing.T) {
 	f := wayland.StartFakeCompositor(t, true, true)
-	t.Cleanup(wayland.Settle)
 	typer, err := Open(Auto, Options{Environ: f.Env})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	if got := typer.Backends(); len(got) == 0 || got[0] != Wayland {
 		t.Fatalf("auto tries %v, want wayland first", got)
 	}
@@ -220,7 +296,6 @@ func toolsPath(t *testing.T, tools ...string) string {
 func TestWaylandPasteInProcess(t *testing.T) {
 	env := startSway(t)
 	rec := startFoot(t, env)
-	t.Cleanup(wayland.Settle)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const before = "copied before: Ärger ✓"
@@ -233,6 +308,7 @@ func TestWaylandPasteInProcess(t *testing.T) {
 	// No wtype: wl-paste runs cat (and sh) to write out what it got.
 	env = append(withoutEnv(env, "PATH"), "PATH="+toolsPath(t, "wl-copy", "wl-paste", "swaymsg", "cat", "sh"))
 	inj, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	text := wayland.MixedOf(500)
 	if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
 		t.Fatalf("Type: %v", err)
@@ -250,10 +326,10 @@ func TestWaylandPasteInProcess(t *testing.T) {
 func TestWaylandPasteNotFetched(t *testing.T) {
 	env := startSway(t)
 	rec := startFootApp(t, env, "viewer")
-	t.Cleanup(wayland.Settle)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	err := inj.Type(ctx, untrusted.Typed("pasted text"))
 	if !errors.Is(err, backend.ErrNotPasted) || errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Type = %v, want errNotPasted", err)
@@ -262,6 +338,7 @@ func TestWaylandPasteNotFetched(t *testing.T) {
 		t.Errorf("the window received %q", got)
 	}
 	typer, _ := Open(Auto, Options{Environ: env, PasteOverChars: 5})
+	t.Cleanup(typer.Close)
 	used, err := typer.Type(ctx, "typed instead")
 	if err != nil || used != Wayland {
 		t.Fatalf("Typer: %q, %v; want typed by wayland after the paste failed", used, err)
@@ -282,7 +359,6 @@ func TestWaylandPasteNotFetched(t *testing.T) {
 // put back.
 func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
 	f := wayland.StartFakeCompositor(t, true, false)
-	t.Cleanup(wayland.Settle)
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "clip")
 	tools := map[string]string{
@@ -300,6 +376,7 @@ func TestWaylandPasteUnprovenIsNotTyped(t *testing.T) {
 	}
 	env := append(withoutEnv(f.Env, "PATH"), "PATH="+dir+":/usr/bin:/bin")
 	inj, _ := New(Clipboard, Options{Environ: env, RestoreDelay: time.Millisecond})
+	t.Cleanup(inj.Close)
 	err := inj.Type(context.Background(), untrusted.Typed("some text"))
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrInterrupted (delivery cannot be told)", err)

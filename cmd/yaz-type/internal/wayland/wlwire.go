@@ -165,7 +165,7 @@ type wlGlobal struct {
 
 // wlclient is one connection to the compositor. A goroutine (read) owns
 // the reading side until the connection ends; requests are written by
-// one caller at a time (wlMu).
+// one caller at a time (Route.mu).
 type wlclient struct {
 	path string
 	conn *net.UnixConn
@@ -188,7 +188,7 @@ type wlclient struct {
 	done   chan struct{} // closed when read has ended
 	closed sync.Once
 
-	// Set up by bindKeyboard and dataDevice; used under wlMu only.
+	// Set up by bindKeyboard and dataDevice; used under Route.mu only.
 	registry, seat, manager, keyboard, dcManager uint32
 }
 

@@ -73,7 +73,7 @@ func (g *growth) wait(size int64, limit time.Duration) time.Time {
 // the call to the last byte in the terminal's file; call-ms is the whole
 // call (the paste's includes the wait before the clipboard is restored);
 // us/char is ns/op per character. The in-process client's keyboard map is
-// restored (Settle) after each run; that is not timed.
+// restored (Close) after each run; that is not timed.
 //
 //	go test ./cmd/yaz-type/internal/x11 -run '^$' -bench Inject -benchtime 10x
 func BenchmarkInject(b *testing.B) {
@@ -96,6 +96,7 @@ func BenchmarkInject(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				b.Cleanup(inj.Close)
 				var calls, arrivals []time.Duration
 				b.ResetTimer()
 				b.StopTimer()
@@ -119,7 +120,7 @@ func BenchmarkInject(b *testing.B) {
 					if at.IsZero() {
 						b.Fatal("the text never arrived")
 					}
-					Settle()
+					inj.Close()
 					got := rec.Contents(b)
 					if got[before:] != text {
 						b.Fatalf("window received %q", got[before:])

@@ -39,6 +39,7 @@ func TestX11FocusMovesWhileTyping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(inj.Close)
 			g := watchGrowth(t, first.File)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -72,7 +73,7 @@ func TestX11FocusMovesWhileTyping(t *testing.T) {
 			if got := first.Settled(t); got != want {
 				t.Errorf("the first window received %d bytes, want the %d characters that arrived (%d bytes)", len(got), arrived, len(want))
 			}
-			before.checkClean(t, env, 0)
+			before.checkClean(t, env, 0, inj)
 		})
 	}
 }

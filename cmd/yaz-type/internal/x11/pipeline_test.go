@@ -57,7 +57,6 @@ func TestPipelineTypesExactly(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x := testx.Start(t)
-			t.Cleanup(Settle)
 			rec := startRecorder(t, x.Env)
 			rec.Focus(t)
 			code, stderr := yazType(t, prog, []string{"DISPLAY=" + x.Display}, c.stdin, c.args...)
@@ -77,7 +76,6 @@ func TestPipelineTypesExactly(t *testing.T) {
 func TestPipelineSaysWhatHappened(t *testing.T) {
 	prog := testbin.Program(t, "yaz-type")
 	x := testx.Start(t)
-	t.Cleanup(Settle)
 	rec := startRecorder(t, x.Env) // not focused: the focus is PointerRoot
 	code, stderr := yazType(t, prog, []string{"DISPLAY=" + x.Display}, "", "nobody has the focus")
 	if code != 4 || !strings.Contains(stderr, "no window has the keyboard focus") {

@@ -70,6 +70,7 @@ func TestStockTerminalsGetEveryLength(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(typer.Close)
 				for _, n := range []int{1, 35, 36, 37, 200, 4208} {
 					text := sweepText(n)
 					if got := utf8.RuneCountInString(text); got != n {
@@ -102,6 +103,7 @@ func TestClipboardIntoStockTerminals(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			inj, _ := New(Clipboard, Options{Environ: env})
+			t.Cleanup(inj.Close)
 			if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
@@ -140,6 +142,7 @@ func TestX11LateWindowGetsTheText(t *testing.T) {
 	x := startXev(t, env)
 	x.focus(t)
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resume := x.stop(t)
@@ -165,6 +168,7 @@ func TestX11NeverRebindsWithinText(t *testing.T) {
 	x := startXev(t, env)
 	x.focus(t)
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	text := distinctText(60)
@@ -213,6 +217,7 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	err := inj.Type(ctx, untrusted.Typed("private words"))
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Type = %v, want ErrUnavailable (the clipboard holds no text)", err)
@@ -222,6 +227,7 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 	}
 	// Nothing was pasted: a key typed now is the first thing to arrive.
 	x11, _ := New(X11, Options{Environ: env})
+	t.Cleanup(x11.Close)
 	if err := x11.Type(ctx, untrusted.Typed("end")); err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +252,7 @@ func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
 			rec := startRecorder(t, env) // the terminal itself in UTF-8
 			rec.Focus(t)
 			inj, _ := New(Xdotool, Options{Environ: withoutLocale(env, loc...)})
+			t.Cleanup(inj.Close)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {

@@ -44,8 +44,6 @@ func startXWith(t testing.TB, xvfbArgs ...string) []string {
 func startXvfb(t testing.TB, xvfbArgs ...string) ([]string, int) {
 	t.Helper()
 	x := testx.Start(t, xvfbArgs...)
-	// Before the server goes: the in-process backend's map restore.
-	t.Cleanup(Settle)
 	return x.Env, x.Pid
 }
 
@@ -77,6 +75,7 @@ func TestXdotoolTypesUnicodeIntact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Line breaks and a tab become spaces; a BEL and an ESC vanish.
@@ -110,6 +109,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(inj.Close)
 		f, err := inj.Focus(ctx)
 		if err != nil || f != FocusNone {
 			t.Errorf("%s: Focus = %v, %v; want none", name, f, err)
@@ -124,6 +124,7 @@ func TestXdotoolNoTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(auto.Close)
 	if used, err := auto.Type(ctx, "secret words"); !errors.Is(err, ErrNoTarget) || used != X11 {
 		t.Errorf("auto: Type = %q, %v; want x11, ErrNoTarget (no fallback)", used, err)
 	}
@@ -162,6 +163,7 @@ func TestClipboardPastesAndRestores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(inj.Close)
 			if err := inj.Type(ctx, untrusted.Typed(unicodeText+"\nsecond line")); err != nil {
 				t.Fatalf("Type: %v", err)
 			}
@@ -185,6 +187,7 @@ func TestClipboardClearsWhenEmptyBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed("private words")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
@@ -224,6 +227,7 @@ func TestCancelKillsTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -306,7 +310,9 @@ func TestX11WindowManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	xd, _ := New(Xdotool, Options{Environ: env})
+	t.Cleanup(xd.Close)
 	focus := func(want Focus) {
 		t.Helper()
 		for _, i := range []Injector{inj, xd} {
@@ -372,6 +378,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 		t.Fatalf("ctrl+shift+v pasted: %q", before)
 	}
 	inj, _ := New(Clipboard, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
 		t.Fatalf("Type: %v", err)
 	}

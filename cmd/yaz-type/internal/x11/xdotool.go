@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
-
-// x11Mu serialises typing on X11: the spare keycodes are shared.
-var x11Mu sync.Mutex
 
 // x11Target is the focused X11 window.
 type x11Target struct {
@@ -163,10 +159,10 @@ func quoted(line string) []string {
 }
 
 // xdotool is the X11 backend that runs xdotool.
-type xdotool struct{ o backend.Options }
-
-// NewXdotool returns the "xdotool" backend.
-func NewXdotool(o backend.Options) backend.Injector { return &xdotool{o: o.WithDefaults()} }
+type xdotool struct {
+	o backend.Options
+	r *Route
+}
 
 func (x *xdotool) Name() string { return backend.Xdotool }
 
@@ -180,8 +176,8 @@ func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	x11Mu.Lock()
-	defer x11Mu.Unlock()
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
 	if err := backend.CheckFocus(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
 		return err
 	}

@@ -5,16 +5,15 @@ import (
 	"slices"
 
 	"github.com/jezek/xgb/xproto"
+
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 )
 
-// keysymFor is the X keysym of r: ASCII and Latin-1 are their own keysyms,
-// everything else is a Unicode keysym, 0x01000000 + the code point (as
-// Xlib's Unicode keysyms are defined).
+// keysymFor is the X keysym of r (backend.Keysym; none for a control
+// character, which a cleaned text never has).
 func keysymFor(r rune) xproto.Keysym {
-	if (r >= 0x20 && r <= 0x7e) || (r >= 0xa0 && r <= 0xff) {
-		return xproto.Keysym(r)
-	}
-	return xproto.Keysym(0x01000000 + r)
+	ks, _ := backend.Keysym(r)
+	return xproto.Keysym(ks)
 }
 
 // keymap is the core keyboard map: per keysyms for each keycode from min.

@@ -29,10 +29,10 @@ import (
 
 // clipboard is the "clipboard" backend of an X11 session: the paste
 // above, in-process, and the selections put back after.
-type clipboard struct{ o backend.Options }
-
-// NewClipboard returns the X11 "clipboard" backend.
-func NewClipboard(o backend.Options) backend.Injector { return &clipboard{o: o.WithDefaults()} }
+type clipboard struct {
+	o backend.Options
+	r *Route
+}
 
 func (c *clipboard) Name() string { return backend.Clipboard }
 
@@ -52,8 +52,8 @@ func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	x11Mu.Lock()
-	defer x11Mu.Unlock()
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
 	return c.pasteX11(ctx, text)
 }
 

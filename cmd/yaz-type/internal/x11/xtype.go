@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
@@ -19,12 +20,34 @@ import (
 // lost the focus part-way through.
 var errWindowChanged = errors.New("the focused window closed or lost the focus")
 
-// x11 is the in-process X11 backend (XTEST through xgb).
-type x11 struct{ o backend.Options }
+// Route is what the X11 backends of one Typer share and hold: the lock
+// that types one text at a time (the spare keycodes are the display's,
+// whichever backend types), and whether the x11 backend bound spare
+// keycodes on the display of its Options.Environ, which Close gives back.
+type Route struct {
+	o     backend.Options
+	mu    sync.Mutex
+	bound bool // guarded by mu: the x11 backend typed (and bound keycodes)
+}
 
-// New returns the "x11" backend: XTEST through a connection of its own.
+// NewRoute returns the X11 route of o's display; it holds nothing yet.
+func NewRoute(o backend.Options) *Route { return &Route{o: o.WithDefaults()} }
+
+// X11 returns the "x11" backend: XTEST through a connection of its own.
 // It is a [backend.Pauser].
-func New(o backend.Options) backend.Injector { return &x11{o: o.WithDefaults()} }
+func (r *Route) X11() backend.Injector { return &x11{o: r.o, r: r} }
+
+// Xdotool returns the "xdotool" backend.
+func (r *Route) Xdotool() backend.Injector { return &xdotool{o: r.o, r: r} }
+
+// Clipboard returns the X11 "clipboard" backend.
+func (r *Route) Clipboard() backend.Injector { return &clipboard{o: r.o, r: r} }
+
+// x11 is the in-process X11 backend (XTEST through xgb).
+type x11 struct {
+	o backend.Options
+	r *Route
+}
 
 func (x *x11) Name() string { return backend.X11 }
 
@@ -511,7 +534,7 @@ func ourRow(row []xproto.Keysym, syms [2]xproto.Keysym) bool {
 // x11Held records, in a property of the root window, what the x11
 // backend left on the spare keycodes: a list of (keycode, keysym, shifted
 // keysym), least recently used first. The bindings stay until a later text
-// needs the keycodes for other characters, or until Settle: a window reads
+// needs the keycodes for other characters, or until Route.Close: a window reads
 // the map only when it looks up a key, which on a busy machine can be long
 // after the key was sent, and no timer can tell when it has. Kept on the
 // server, the record outlives this process: a daemon that was killed
@@ -598,36 +621,29 @@ func (x *xclient) freeHeld() error {
 	return nil
 }
 
-// x11Displays are the sessions (their environments, by DISPLAY and
-// XAUTHORITY) that the x11 backend typed into: Settle frees their
-// keycodes.
-var x11Displays = map[string][]string{} // guarded by x11Mu
-
-// useDisplay notes env for Settle; x11Mu is held.
-func useDisplay(env []string) {
-	x11Displays[backend.Getenv(env, "DISPLAY")+"\x00"+backend.Getenv(env, "XAUTHORITY")] = env
-}
-
-// Settle gives the spare keycodes that the in-process X11 backend bound
-// their empty rows back (see x11Held), on every display it typed into,
-// waiting at most a few seconds for each. The bindings stay between
-// texts, so that a window that reads its keys late still finds them: a
-// program that typed calls Settle before it exits. A display that is gone
-// is skipped.
-func Settle() {
-	x11Mu.Lock()
-	defer x11Mu.Unlock()
-	for key, env := range x11Displays {
-		delete(x11Displays, key)
-		ctx, cancel := context.WithTimeout(context.Background(), xIOTimeout)
-		c, err := dialX(ctx, env)
-		cancel()
-		if err != nil {
-			continue
-		}
-		_ = c.freeHeld()
-		c.close()
+// Close gives the spare keycodes that the x11 backend bound their empty
+// rows back (see x11Held), waiting at most a few seconds for the display;
+// a display that is gone is skipped. The bindings stay between texts, so
+// that a window that reads its keys late still finds them: a program that
+// typed calls Close before it exits, unless a window may still read its
+// last keys after it (yaz-type in a pipeline: it does not close, and the
+// next text, of any process, reuses the bindings). The route can type
+// again after.
+func (r *Route) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.bound {
+		return
 	}
+	r.bound = false
+	ctx, cancel := context.WithTimeout(context.Background(), xIOTimeout)
+	c, err := dialX(ctx, r.o.Environ)
+	cancel()
+	if err != nil {
+		return
+	}
+	_ = c.freeHeld()
+	c.close()
 }
 
 // Pauses reports whether text is more than the x11 backend types: it has
@@ -635,8 +651,8 @@ func Settle() {
 // xplan). A Typer pastes such a text when pasting is on (see
 // Options.PasteOverChars).
 func (x *x11) Pauses(ctx context.Context, text untrusted.TypedText) bool {
-	x11Mu.Lock()
-	defer x11Mu.Unlock()
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
 	c, err := dialX(ctx, x.o.Environ)
 	if err != nil {
 		return false
@@ -659,8 +675,8 @@ func (x *x11) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	x11Mu.Lock()
-	defer x11Mu.Unlock()
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
 	c, err := dialX(ctx, x.o.Environ)
 	if err != nil {
 		return fmt.Errorf("x11: %w", err)
@@ -678,7 +694,7 @@ func (x *x11) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if err != nil {
 		return err
 	}
-	useDisplay(x.o.Environ)
+	x.r.bound = true
 	s := &xsession{c: c, t: t, st: st}
 	err = s.typeText(ctx, text)
 	if rerr := s.release(); rerr != nil && err == nil {

@@ -332,12 +332,19 @@ type xProbe struct {
 	lockedOn bool
 }
 
-func probeX(t *testing.T, env []string) xProbe {
+// dialProbe is a connection of the test's own to the display of env.
+func dialProbe(t *testing.T, env []string) *xgb.Conn {
 	t.Helper()
 	c, err := xgb.NewConnDisplay(backend.Getenv(env, "DISPLAY"))
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
+	return c
+}
+
+func probeX(t *testing.T, env []string) xProbe {
+	t.Helper()
+	c := dialProbe(t, env)
 	defer c.Close()
 	setup := xproto.Setup(c)
 	root := setup.DefaultScreen(c).Root
@@ -366,10 +373,11 @@ func probeX(t *testing.T, env []string) xProbe {
 	return p
 }
 
-// checkClean fails unless no key is down and the maps equal before's.
-func (before xProbe) checkClean(t *testing.T, env []string, run int) {
+// checkClean closes typer and fails unless no key is down and the maps
+// equal before's.
+func (before xProbe) checkClean(t *testing.T, env []string, run int, typer interface{ Close() }) {
 	t.Helper()
-	Settle()
+	typer.Close()
 	after := probeX(t, env)
 	if len(after.down) > 0 {
 		t.Errorf("run %d: keys still down after typing: %v", run, after.down)
@@ -407,6 +415,7 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	clients := []struct {
 		name  string
 		start func(t *testing.T) (focus func(testing.TB), waitFor func(testing.TB, string))
@@ -442,7 +451,7 @@ func TestX11TypesMixedTextExactlyUnderLoad(t *testing.T) {
 					want += piece
 					waitFor(t, want)
 				}
-				before.checkClean(t, env, run)
+				before.checkClean(t, env, run, inj)
 			}
 		})
 	}
@@ -476,6 +485,7 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -500,7 +510,7 @@ func TestX11WindowClosesWhileTyping(t *testing.T) {
 	if got := rec.Contents(t); len(got) >= len(text) || !strings.HasPrefix(text, got) {
 		t.Errorf("window received %d of %d bytes, want a part of the text", len(got), len(text))
 	}
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, typer)
 }
 
 // Cancelling the context mid-text stops the typing at once: the call
@@ -516,6 +526,7 @@ func TestX11CancelMidText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(inj.Close)
 	text := longText()
 	g := watchGrowth(t, rec.File)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -548,7 +559,7 @@ func TestX11CancelMidText(t *testing.T) {
 	if len(got) >= len(text) || !strings.HasPrefix(text, got) {
 		t.Fatalf("before the marker the window received %d of %d bytes, want a part of the text", len(got), len(text))
 	}
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, inj)
 }
 
 // A held Control would turn letters into shortcuts and Caps Lock would
@@ -570,11 +581,12 @@ func TestX11HeldControlAndCapsLock(t *testing.T) {
 		t.Fatal("Control is not down")
 	}
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText+" Abc")); err != nil {
 		t.Fatalf("Type: %v", err)
 	}
 	rec.WaitFor(t, unicodeText+" Abc")
-	before.checkClean(t, env, 0)
+	before.checkClean(t, env, 0, inj)
 }
 
 // qwertyCyrillic are the letter keys of a US map (keycode, Latin letter)
@@ -681,6 +693,7 @@ func TestX11OtherLayout(t *testing.T) {
 			x.readsMapChanges(t)
 			before := probeX(t, env)
 			inj, _ := New(X11, Options{Environ: env})
+			t.Cleanup(inj.Close)
 			const text = "Hello, world: Привет"
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -688,7 +701,7 @@ func TestX11OtherLayout(t *testing.T) {
 				t.Fatalf("Type: %v", err)
 			}
 			x.waitFor(t, text)
-			before.checkClean(t, env, 0)
+			before.checkClean(t, env, 0, inj)
 		})
 	}
 }
@@ -723,6 +736,7 @@ func TestX11XevHeldAfterItsFirstKey(t *testing.T) {
 		t.Fatalf("the first change of the test's keycode reached xev (it took %d): xev was not held where the race is lost", n)
 	}
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := inj.Type(ctx, untrusted.Typed(unicodeText)); err != nil {
@@ -740,6 +754,7 @@ func TestX11WithoutXTEST(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := inj.Type(ctx, untrusted.Typed("secret")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Type = %v, want ErrUnavailable", err)
 	}
@@ -747,6 +762,7 @@ func TestX11WithoutXTEST(t *testing.T) {
 		t.Fatalf("Focus = %v, want ErrUnavailable", err)
 	}
 	typer, _ := Open(Auto, Options{Environ: env})
+	t.Cleanup(typer.Close)
 	used, _ := typer.Type(ctx, "x")
 	if used == X11 {
 		t.Fatalf("auto stopped at x11")
@@ -764,6 +780,7 @@ func TestPasteOverChars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(typer.Close)
 	short, long := "ten chars!", strings.Repeat(" long", 31)
 	if used, err := typer.Type(ctx, long); !errors.Is(err, ErrNoTarget) || used != Clipboard {
 		t.Errorf("no focus: Type = %q, %v; want clipboard, ErrNoTarget", used, err)
@@ -796,6 +813,7 @@ func TestX11ServerNotAnswering(t *testing.T) {
 	rec := startRecorder(t, env)
 	rec.Focus(t)
 	inj, _ := New(X11, Options{Environ: env})
+	t.Cleanup(inj.Close)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -857,4 +875,62 @@ func chunks(s string, n int) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+// heldRecord reports whether the display records keycodes that the x11
+// backend holds (the root window's _YAZSES_HELD_KEYCODES).
+func heldRecord(t *testing.T, env []string) bool {
+	t.Helper()
+	c := dialProbe(t, env)
+	defer c.Close()
+	const name = "_YAZSES_HELD_KEYCODES"
+	a, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Atom == 0 {
+		return false
+	}
+	r, err := xproto.GetProperty(c, false, xproto.Setup(c).DefaultScreen(c).Root, a.Atom, xproto.AtomCardinal, 0, 1).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Format != 0
+}
+
+// A Typer holds what it bound and nothing of another's: two Typers in one
+// process, one of which types; closing the other leaves the bound
+// keycodes (the window may still read them), closing the one that typed
+// gives them back (the keyboard map as before, no record left on the
+// display), and it types again after, binding anew.
+func TestX11TypersCloseWhatTheyHold(t *testing.T) {
+	env := startX(t)
+	rec := startRecorder(t, env)
+	rec.Focus(t)
+	before := probeX(t, env)
+	typed, _ := Open(X11, Options{Environ: env})
+	t.Cleanup(typed.Close)
+	idle, _ := Open(X11, Options{Environ: env})
+	t.Cleanup(idle.Close)
+	ctx := testwait.Context(t)
+	if _, err := typed.Type(ctx, "Grüße ☃"); err != nil {
+		t.Fatalf("Type: %v", err)
+	}
+	rec.WaitFor(t, "Grüße ☃")
+	if slices.Equal(probeX(t, env).keymap, before.keymap) || !heldRecord(t, env) {
+		t.Fatal("typing bound no spare keycode: the test proves nothing")
+	}
+	idle.Close()
+	if slices.Equal(probeX(t, env).keymap, before.keymap) || !heldRecord(t, env) {
+		t.Fatal("closing a Typer that typed nothing gave back the other Typer's keycodes")
+	}
+	before.checkClean(t, env, 0, typed)
+	if heldRecord(t, env) {
+		t.Error("the display still records held keycodes after the Typer that bound them closed")
+	}
+	if _, err := typed.Type(ctx, " ✓"); err != nil {
+		t.Fatalf("Type after Close: %v", err)
+	}
+	rec.WaitFor(t, "Grüße ☃ ✓")
+	before.checkClean(t, env, 1, typed)
 }
