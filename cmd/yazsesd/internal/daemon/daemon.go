@@ -246,7 +246,6 @@ func New(opt Options) (*Daemon, error) {
 	}
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
-	d.state.init()
 	d.life, d.endLife = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
