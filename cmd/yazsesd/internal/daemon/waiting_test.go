@@ -36,11 +36,16 @@ func TestWaitingQuestionsCountedOnce(t *testing.T) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
+	watcher := dial()
 	go func() {
 		defer wg.Done()
-		dial().Watch(watchCtx, func(ev daemonapi.WatchEvent) error {
-			events <- ev
-			return nil
+		watcher.Watch(watchCtx, func(ev daemonapi.WatchEvent) error {
+			select {
+			case events <- ev:
+				return nil
+			case <-watchCtx.Done():
+				return watchCtx.Err()
+			}
 		})
 	}()
 	defer func() { stopWatch(); testwait.Group(t, &wg, "the watch stream and the questions to end") }()
