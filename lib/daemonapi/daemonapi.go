@@ -256,7 +256,7 @@ type Status struct {
 	CaptureMode string        `json:"capture_mode"` // on-demand or always
 	Hold        string        `json:"hold"`         // idle or holding
 	Asking      bool          `json:"asking"`       // a question is being spoken or answered
-	Waiting     int           `json:"waiting"`      // questions waiting for their turn
+	Waiting     int           `json:"waiting"`      // questions waiting for their turn: for the hold to end (WatchEvent.Waiting) or behind another question
 	Children    []ChildStatus `json:"children"`
 	Budget      BudgetStatus  `json:"budget"`
 

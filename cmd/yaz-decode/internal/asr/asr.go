@@ -19,9 +19,10 @@
 //
 // Parakeet: greedy TDT decoding as parakeet-cli does it, on chunks of at
 // most the file's audio context (n_audio_ctx mel frames of 10 ms, 50 s in
-// the converted models), cut at the quietest 20 ms near each chunk's end;
-// token times are moved onto the input's timeline, and the tokens are cut
-// into segments at sentence ends, pauses and every 10 s (chunks.go).
+// the converted models), cut at the quietest 100 ms of each chunk's last
+// quarter (lib/piece's cut); token times are moved onto the input's
+// timeline, and the tokens are cut into segments at sentence ends, pauses
+// and every 10 s (chunks.go).
 //
 // Every call (every Parakeet chunk) decodes on a state of its own, so a
 // transcript is a function of the audio and the options only, never of

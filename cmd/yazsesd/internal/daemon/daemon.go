@@ -60,7 +60,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
@@ -212,11 +211,10 @@ type Daemon struct {
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
-	state       stateT            // hold and ask state, see hold.go
-	asks        turn.Queue        // questions, one at a time, in order (ask.go)
-	files       *transcribe.Files // transcribe calls
-	holdWaiters atomic.Int32      // questions waiting for a hold to end
-	live        *livestate.State  // what `watch` streams (status bars)
+	state stateT            // hold and ask state, see hold.go
+	asks  turn.Queue        // questions, one at a time, in order (ask.go)
+	files *transcribe.Files // transcribe calls
+	live  *livestate.State  // what `watch` streams (status bars); the count of questions waiting for a hold
 
 	// life ends when the daemon stops (Run's shutdown): the holds, the
 	// questions' and the holds' energy detectors end with it.
@@ -247,7 +245,6 @@ func New(opt Options) (*Daemon, error) {
 	}
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
-	d.state.init()
 	d.life, d.endLife = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config

@@ -34,14 +34,26 @@ func thisBoot(t *testing.T) string {
 	return strings.TrimSpace(string(b))
 }
 
-// fakeDaemon runs a daemon whose children are fakeChild, in runtime
-// folder run, with its audit (and so its state folder) in state. It
-// returns Run's error channel and a stop.
-func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
-	t.Helper()
+// fakeConfig is the default configuration with questions on and every
+// child fakeChild.
+func fakeConfig() config.Config {
 	cfg := config.Default()
 	cfg.MCP.AskHuman = true
 	cfg.Children.Gate, cfg.Children.Speak, cfg.Children.Decode, cfg.Children.Capture = fakeChild, fakeChild, fakeChild, fakeChild
+	return cfg
+}
+
+// runFakeDaemon runs a daemon of fakeConfig (runDaemon).
+func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
+	t.Helper()
+	return runDaemon(t, run, state, fakeConfig())
+}
+
+// runDaemon runs a daemon of cfg in runtime folder run, with its audit
+// (and so its state folder) in state. It returns Run's error channel and
+// a stop.
+func runDaemon(t *testing.T, run, state string, cfg config.Config) (<-chan error, func()) {
+	t.Helper()
 	if err := os.MkdirAll(run, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/xdp"
 )
@@ -193,7 +194,7 @@ type Notifier struct {
 	o Options
 
 	mu      sync.Mutex
-	wake    sync.Cond // the queue grew, or the worker is asked to stop
+	wake    bcast.Signal // under mu: the queue grew, or the worker is asked to stop
 	enabled bool
 	perMin  int
 	sent    []time.Time // times of the notifications of the last minute
@@ -235,7 +236,6 @@ func New(o Options) *Notifier {
 		o.Now = time.Now
 	}
 	n := &Notifier{o: o}
-	n.wake.L = &n.mu
 	n.Set(o.Enabled, o.PerMinute)
 	return n
 }
@@ -304,7 +304,7 @@ func (n *Notifier) enqueue(ctx context.Context, m Message, done chan Outcome) Ou
 		n.w.cut, n.w.cutNow = context.WithCancel(context.Background())
 		go n.run(n.w)
 	} else {
-		n.wake.Signal()
+		n.wake.Broadcast()
 	}
 	return Queued
 }
@@ -319,7 +319,7 @@ func (n *Notifier) Wait() {
 	w := n.w
 	if w != nil {
 		w.stop = true
-		n.wake.Signal()
+		n.wake.Broadcast()
 	}
 	n.mu.Unlock()
 	if w == nil {
@@ -344,7 +344,10 @@ func (n *Notifier) run(w *worker) {
 	for {
 		n.mu.Lock()
 		for len(n.queue) == 0 && !w.stop {
-			n.wake.Wait()
+			wake := n.wake.C() // taken under mu, where Broadcast is called
+			n.mu.Unlock()
+			<-wake
+			n.mu.Lock()
 		}
 		if len(n.queue) == 0 {
 			n.w = nil
