@@ -288,8 +288,8 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	if dd := st.DecodeDevice; dd.Setting != "auto" || dd.Device == nil || dd.Device.Name != "CPU" || dd.Device.Kind != "cpu" {
 		t.Errorf("status decode_device = %+v (device %+v), want auto on the CPU", dd, dd.Device)
 	}
-	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,xdotool,clipboard" {
-		t.Errorf("status typing = %+v, want auto resolved to xdotool, clipboard", st.Typing)
+	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,clipboard" || st.Typing.Route != "x11" {
+		t.Errorf("status typing = %+v, want auto resolved to x11, clipboard", st.Typing)
 	}
 	if st.CaptureDevice != "yaz.monitor" {
 		t.Errorf("status capture device = %q", st.CaptureDevice)
