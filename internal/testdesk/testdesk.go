@@ -508,7 +508,28 @@ func (f *Field) Wait(t testing.TB, what string, match func(Event) bool) Event {
 				return ev
 			}
 		case <-timer.C:
-			t.Fatalf("waiting for %s: nothing within %v (the field's text is %q)", what, testwait.Hang, f.Text())
+			t.Fatalf("waiting for %s: nothing within %v (the field's text is %q)", what, testwait.Hang, f.Text()[:min(len(f.Text()), 80)])
+		}
+	}
+}
+
+// WaitFor reads the field's events until match accepts one (true) or
+// until d has passed with none (false). For a test that makes an attempt
+// again when nothing comes; a wait for what must come is Wait.
+func (f *Field) WaitFor(d time.Duration, match func(Event) bool) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-f.events:
+			if !ok {
+				return false
+			}
+			if match(ev) {
+				return true
+			}
+		case <-timer.C:
+			return false
 		}
 	}
 }
