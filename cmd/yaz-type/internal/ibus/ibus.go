@@ -42,7 +42,11 @@
 // whose field has just taken the focus may not be connected to it yet
 // (seen on GNOME 48: a GTK 4 entry's text input is enabled about 150 ms
 // after its window is active, and a commit before then is lost). A caller
-// that needs to know reads LastDelivery.
+// that needs to know reads LastDelivery. With no text field at all, the
+// commit goes to the shell's own input context and nowhere: on GNOME
+// Wayland the engine's focus is the shell's, given whether or not a field
+// has the keyboard (so [Route.Focus] says FocusUnknown, and Type cannot
+// return ErrNoTarget there); Type then says Committed, never Confirmed.
 //
 // Errors: ErrUnavailable (no IBus bus here, or the daemon did not make
 // this engine global: nothing typed), ErrNoTarget (no text field got the
@@ -113,6 +117,13 @@ const (
 	Confirmed
 )
 
+func (d Delivery) String() string {
+	if d == Confirmed {
+		return "confirmed"
+	}
+	return "committed"
+}
+
 // ConfirmWait bounds the wait for the field's surrounding text to show a
 // commit (it comes in milliseconds where it comes at all).
 const ConfirmWait = 2 * time.Second
@@ -179,8 +190,11 @@ func New(opt Options) *Route {
 func (r *Route) Name() string { return Name }
 
 // Focus asks the daemon whether an input context has the focus
-// (CurrentInputContext). An error wraps ErrUnavailable when there is no
-// IBus bus here.
+// (CurrentInputContext): FocusNone when none has, FocusUnknown when one
+// has. Not FocusWindow: on GNOME Wayland the input context is the shell's
+// own, focused whether or not a text field is (seen on GNOME 48 with no
+// window at all), so IBus cannot tell a field from none. An error wraps
+// ErrUnavailable when there is no IBus bus here.
 func (r *Route) Focus(ctx context.Context) (Focus, error) {
 	conn, err := r.dial(ctx, nil)
 	if err != nil {
@@ -192,7 +206,7 @@ func (r *Route) Focus(ctx context.Context) (Focus, error) {
 	var derr dbus.Error
 	switch {
 	case err == nil && path != "" && path != "/":
-		return FocusWindow, nil
+		return FocusUnknown, nil
 	case err == nil, errors.As(err, &derr) && strings.Contains(strings.ToLower(fmt.Sprint(derr.Body...)), "no focused"):
 		return FocusNone, nil
 	case ctx.Err() != nil:
@@ -442,7 +456,7 @@ func (s *Session) Commit(ctx context.Context, text string) (Delivery, error) {
 	}
 }
 
-// RestoreWait bounds giving the previous engine back after a failure.
+// RestoreWait bounds giving the previous engine back.
 const RestoreWait = 5 * time.Second
 
 // restoreAfterFailure gives the previous engine back after a failure,
@@ -469,6 +483,8 @@ func (s *Session) restore(ctx context.Context) error {
 		s.close()
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, RestoreWait)
+	defer cancel()
 	b, err := s.r.dial(ctx, nil)
 	if err != nil {
 		s.close()
@@ -503,7 +519,8 @@ func (s *Session) restore(ctx context.Context) error {
 			return fmt.Errorf("ibus: give the engine back: waiting for the daemon to see the engine go: %w", ctx.Err())
 		}
 	}
-	call := b.Object(ibusService, ibusPath).GoWithContext(ctx, ibusIface+".SetGlobalEngine", 0, make(chan *dbus.Call, 1), prev)
+	bus := b.Object(ibusService, ibusPath)
+	call := bus.GoWithContext(ctx, ibusIface+".SetGlobalEngine", 0, make(chan *dbus.Call, 1), prev)
 	replied, changed := false, false
 	for !replied || !changed {
 		select {
@@ -512,6 +529,12 @@ func (s *Session) restore(ctx context.Context) error {
 				return fmt.Errorf("ibus: give the engine back: %w", c.Err)
 			}
 			replied = true
+			// The daemon announces no change to the engine it has
+			// already (it may have gone back to it by itself when the
+			// engine's connection closed).
+			if name, err := globalEngine(ctx, bus); err == nil && name == prev {
+				changed = true
+			}
 		case sig := <-signals:
 			if sig.Name == ibusIface+".GlobalEngineChanged" && len(sig.Body) == 1 && sig.Body[0] == prev {
 				changed = true
