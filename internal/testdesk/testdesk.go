@@ -10,10 +10,12 @@
 // recording fields ([Desk.Field]) and relays ([Desk.Relay]). Start hides
 // the overview the shell starts in and gives the seat a virtual keyboard
 // (through Eval): a headless seat has none, and without a keyboard's focus
-// no window is active to its toolkit, which then enables no input method. The test and the code under test run
-// on the host and reach the desk through a host folder that the root sees
-// at the same path as its XDG_RUNTIME_DIR: the session bus socket, the Wayland
-// socket, and XDG_CONFIG_HOME (where ibus-daemon writes its address file).
+// no window is active to its toolkit, which then enables no input method.
+// The test and the code under test run on the host and reach the desk
+// through a host folder that the root sees at the same path, its
+// XDG_RUNTIME_DIR: the session bus socket, the Wayland socket,
+// XDG_CONFIG_HOME (where ibus-daemon writes its address file) and
+// XDG_CACHE_HOME (where it puts its socket).
 // The root is an overlay on the cached root, so nothing a desk writes
 // changes the cache, and two desks run side by side.
 //
@@ -24,9 +26,10 @@
 // of them: nothing is mounted on the host, even when the test is killed.
 //
 // Nothing here reads the caller's DISPLAY, WAYLAND_DISPLAY,
-// DBUS_SESSION_BUS_ADDRESS or XDG_* variables: the desk's processes get an
-// environment built here, and [Desk.Env] is the one a host client is meant
-// to use.
+// DBUS_SESSION_BUS_ADDRESS or XDG_* variables (XDG_CACHE_HOME aside, which
+// says where scripts/desk-root.sh caches the root): the desk's processes
+// get an environment built here, and [Desk.Env] is the one a host client
+// is meant to use.
 //
 // Needs root (mount and PID namespaces, chroot) and the root built (the
 // first use builds it: several minutes, with the network to a Debian
