@@ -59,7 +59,9 @@
 // stopped part-way (stderr says how many characters arrived; nothing went
 // to another window), 6 when the focused field refused the text (a
 // password field), 7 when no route can type in this session (stderr says
-// what to install or allow). Reading stdin stops at the first text that
+// what to install or allow), 8 when the text was committed through the
+// input method (--backend ibus) and the field did not show whether it
+// took it. Reading stdin stops at the first text that
 // was not typed.
 //
 // # Examples

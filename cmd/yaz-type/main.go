@@ -36,6 +36,7 @@ const (
 	exitPartial  = 5
 	exitRefused  = 6
 	exitNoRoute  = 7
+	exitUnseen   = 8
 )
 
 // MaxLineBytes caps one line of stdin (a longer one is an error: nothing
@@ -218,6 +219,9 @@ func report(stderr io.Writer, ev typewire.Event, err error) int {
 	case typewire.OutcomePartial:
 		fmt.Fprintf(stderr, "%s: typing stopped part-way (%s): %d of %d characters arrived, nothing went elsewhere\n", name, ev.Cause, ev.Arrived, ev.Chars)
 		return exitPartial
+	case typewire.OutcomeCommitted:
+		fmt.Fprintf(stderr, "%s: committed through the input method (%s): whether a field took it cannot be seen\n", name, ev.Backend)
+		return exitUnseen
 	case typewire.OutcomeRefused:
 		fmt.Fprintf(stderr, "%s: the focused field refused the text (a password field): nothing was typed\n", name)
 		return exitRefused

@@ -259,7 +259,7 @@ const (
 var CaptureBackends = []string{"auto", "pulseaudio", "alsa", "null"}
 
 // InjectBackends are the values of dictation.inject.
-var InjectBackends = []string{"auto", "wayland", "portal", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
+var InjectBackends = []string{"auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
 
 // Default returns the configuration used when the file says nothing, with
 // paths expanded for the current environment.

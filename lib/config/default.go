@@ -85,7 +85,7 @@ pre_roll_ms = 300
 [dictation]
 # Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
 prompt = ""
-# How text is typed: "auto", "wayland", "portal", "wtype", "x11", "xdotool",
+# How text is typed: "auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool",
 # "ydotool", "clipboard" or "stdout". "auto" picks from the session and
 # says why in yazsesd status; "portal" types on GNOME and KDE Plasma
 # through the desktop's remote-desktop portal (you allow its dialog once).

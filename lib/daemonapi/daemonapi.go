@@ -292,7 +292,9 @@ type HoldResult struct {
 	// Outcome of a hold that ended (stop, or toggle to idle): "typed",
 	// "pasted" (the portal route put it on the clipboard and pressed the
 	// paste keys; whether the window took it cannot be seen: see last),
-	// "partial" (see Arrived), "kept" (no text target, no backend, or
+	// "committed" (the input method took it for the focused field, and
+	// whether a field had it cannot be seen: see last), "partial" (see
+	// Arrived), "kept" (no text target, no backend, or
 	// typing failed, Cause "typing_…" says why: see last), "empty" (nothing
 	// was said), "too_short", "cancelled", "failed". Empty while holding.
 	Outcome string `json:"outcome,omitempty"`

@@ -59,6 +59,10 @@ const (
 	// OutcomePasted: the text went through the clipboard and the paste
 	// chord, and whether the window took it cannot be seen.
 	OutcomePasted = "pasted"
+	// OutcomeCommitted: the text went to the focused input context
+	// through the input method (IBus) in one commit, and whether a text
+	// field had it cannot be seen (the field reports no surrounding text).
+	OutcomeCommitted = "committed"
 	// OutcomePartial: typing stopped part-way (the focus moved, the
 	// window went away); Arrived characters were delivered before it
 	// stopped, and nothing after went anywhere.
@@ -125,11 +129,12 @@ type Status struct {
 // Errors for an outcome other than typed, as the daemon's typing end
 // returns them (errors.Is; an *Error carries the event).
 var (
-	ErrPasted   = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
-	ErrNoTarget = errors.New("no focused window to type into")
-	ErrPartial  = errors.New("typing stopped part-way")
-	ErrRefused  = errors.New("the focused field refused the text")
-	ErrFailed   = errors.New("typing failed")
+	ErrPasted    = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
+	ErrCommitted = errors.New("committed through the input method: whether a field took it cannot be seen")
+	ErrNoTarget  = errors.New("no focused window to type into")
+	ErrPartial   = errors.New("typing stopped part-way")
+	ErrRefused   = errors.New("the focused field refused the text")
+	ErrFailed    = errors.New("typing failed")
 )
 
 // Error is an outcome other than typed.
@@ -150,6 +155,8 @@ func (e *Error) Unwrap() error {
 	switch e.Event.Outcome {
 	case OutcomePasted:
 		return ErrPasted
+	case OutcomeCommitted:
+		return ErrCommitted
 	case OutcomeNoTarget:
 		return ErrNoTarget
 	case OutcomePartial:

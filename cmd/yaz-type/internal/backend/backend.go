@@ -29,6 +29,7 @@ const (
 	Ydotool   = "ydotool"
 	Clipboard = "clipboard"
 	Stdout    = "stdout"
+	IBus      = "ibus"
 )
 
 // Errors.
@@ -48,6 +49,14 @@ var (
 	// GNOME and KDE, which offer no data control to watch the fetch).
 	// Not typed, and not typed again by another backend.
 	ErrPasted = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
+	// ErrUnconfirmed: the text was committed through the input method
+	// (IBus) to the focused input context, and whether a text field had
+	// it cannot be seen (the field does not report the text around its
+	// cursor). Not typed, and not typed again by another backend.
+	ErrUnconfirmed = errors.New("committed through the input method: whether a field took it cannot be seen")
+	// ErrRefused: the focused field refuses typed text (a password or PIN
+	// field). Nothing was typed; no other backend types it either.
+	ErrRefused = errors.New("the focused field is a password or PIN field: not typed")
 	// ErrDisplayGone: the display server closed the connection or
 	// stopped answering part-way; what arrived cannot be told.
 	ErrDisplayGone = errors.New("the display server is gone")

@@ -1,16 +1,19 @@
 package ibus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/yazses/yazses/internal/testbin"
 	"github.com/yazses/yazses/internal/testdesk"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/untrusted"
@@ -240,6 +243,46 @@ func TestOnGNOME(t *testing.T) {
 			t.Errorf("the global engine after the session is %q, want %q back", got, before)
 		}
 	})
+}
+
+// TestProgramOnGNOME: the yaz-type program, started with an empty
+// environment but the session's IBus address (no LANG), types with
+// --backend ibus into a GTK 4 field on the real GNOME Shell, exactly, and
+// exits 0 (the field showed the text arrive); into a password field it
+// types nothing and exits 6.
+func TestProgramOnGNOME(t *testing.T) {
+	prog := testbin.Program(t, "yaz-type")
+	d := startDesk(t)
+	run := func(t *testing.T, text string) (int, string) {
+		cmd := exec.CommandContext(testwait.Context(t), prog, "--backend", "ibus", text)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "IBUS_ADDRESS=" + d.bus}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, stderr.String()
+		case errors.As(err, &ee):
+			return ee.ExitCode(), stderr.String()
+		}
+		t.Fatalf("yaz-type: %v", err)
+		return -1, ""
+	}
+	f := d.Field(t, testdesk.FieldOptions{GTK: 4})
+	d.settle(t, f)
+	if code, stderr := run(t, sample); code != 0 {
+		t.Fatalf("yaz-type --backend ibus: exit %d: %s", code, stderr)
+	}
+	f.WaitText(t, sample)
+	f.SetPassword(t, true)
+	d.until(t, func(err error) bool { return errors.Is(err, ErrRefused) })
+	if code, stderr := run(t, "secret"); code != 6 || !strings.Contains(stderr, "password field") {
+		t.Errorf("yaz-type into a password field: exit %d, %q; want 6 and why", code, stderr)
+	}
+	if got := f.Text(); got != sample {
+		t.Errorf("the field holds %q after the refusal, want %q", got, sample)
+	}
 }
 
 // until asks Begin (and Close) until its error satisfies ok.

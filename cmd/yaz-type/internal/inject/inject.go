@@ -225,11 +225,12 @@ const (
 	Ydotool   = backend.Ydotool
 	Clipboard = backend.Clipboard
 	Stdout    = backend.Stdout
+	IBus      = backend.IBus
 	Auto      = "auto"
 )
 
 // Backends are the names [New] accepts; [Open] also accepts [Auto].
-var Backends = []string{Wayland, Portal, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
+var Backends = []string{Wayland, Portal, IBus, Wtype, X11, Xdotool, Ydotool, Clipboard, Stdout}
 
 // Errors (see package backend for each).
 var (
@@ -296,6 +297,8 @@ func (rs *routes) backend(name string, opts Options) (Injector, error) {
 		return newClipboard(opts, rs), nil
 	case Stdout:
 		return &stdoutInjector{w: opts.Stdout}, nil
+	case IBus:
+		return newIBus(opts), nil
 	}
 	return nil, fmt.Errorf("new %q: %w", name, ErrUnknownBackend)
 }
@@ -535,7 +538,8 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 			t.log.Debug("typed", "backend", used, "runes", utf8.RuneCountInString(typed.Text()), "took", time.Since(start))
 			return used, nil
 		}
-		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || errors.Is(err, ErrPasted) || ctx.Err() != nil {
+		if errors.Is(err, ErrNoTarget) || errors.Is(err, ErrInterrupted) || errors.Is(err, ErrPasted) ||
+			errors.Is(err, backend.ErrUnconfirmed) || errors.Is(err, backend.ErrRefused) || ctx.Err() != nil {
 			return used, err
 		}
 		t.log.Debug("typing backend failed, trying the next", "backend", used, "err", err)

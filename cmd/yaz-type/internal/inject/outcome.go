@@ -19,6 +19,10 @@ func Outcome(used string, err error, chars int) typewire.Event {
 		ev.Outcome = typewire.OutcomeTyped
 	case errors.Is(err, ErrPasted):
 		ev.Outcome = typewire.OutcomePasted
+	case errors.Is(err, backend.ErrUnconfirmed):
+		ev.Outcome = typewire.OutcomeCommitted
+	case errors.Is(err, backend.ErrRefused):
+		ev.Outcome = typewire.OutcomeRefused
 	case errors.Is(err, ErrNoTarget):
 		ev.Outcome = typewire.OutcomeNoTarget
 	case errors.As(err, &partial):

@@ -175,6 +175,15 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 			// Pasted, and whether the window took it cannot be seen:
 			// never "typed"; the text is in last.
 			res.Outcome, res.Backend = "pasted", backend
+		case errors.Is(err, typewire.ErrCommitted):
+			// Committed through the input method, and whether a field
+			// took it cannot be seen: never "typed"; the text is in last.
+			res.Outcome, res.Backend = "committed", backend
+		case errors.Is(err, typewire.ErrRefused):
+			// A password field had the focus: nothing was typed.
+			ev.Reason = "refused"
+			env.Log.Info("the focused field is a password field: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
+			env.Report.Notify("refused_field")
 		case errors.Is(err, typewire.ErrNoTarget):
 			ev.Reason = "no_target"
 			env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)

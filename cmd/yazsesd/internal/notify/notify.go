@@ -109,6 +109,9 @@ var (
 	// route), and when nothing on this desktop can type.
 	PortalConsent = Text(AppName, "YazSes asks to type into your windows: allow the desktop's remote-desktop dialog so that dictation can type here.")
 	NoRoute       = Text(AppName, "Nothing can type on this desktop: the text is kept (yazsesd ctl last). `yazsesd status` says what to install or allow.")
+	// Said when the focused field is a password or PIN field, where the
+	// route can tell (ibus): nothing was typed.
+	RefusedField = Text(AppName, "A password field has the focus: nothing was typed. The text is kept (yazsesd ctl last).")
 
 	// Said once when a child is left down for a cause a restart cannot
 	// fix; `yazsesd status` names the file and the fix.
@@ -136,6 +139,7 @@ var Kinds = map[string]Message{
 	"lost":             Lost,
 	"typing_failed":    TypingFailed,
 	"portal_consent":   PortalConsent,
+	"refused_field":    RefusedField,
 	"no_route":         NoRoute,
 
 	"model_missing":        ModelMissing,

@@ -1,0 +1,65 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/ibus"
+	"github.com/yazses/yazses/lib/untrusted"
+)
+
+// ibusBackend is the IBus route (package ibus) as a typing backend: one
+// commit per text into the focused field, through the input-method
+// framework the desktop runs (GNOME runs IBus itself), with no dialog and
+// no keymap. What it may claim: typed where the field's surrounding text
+// shows the commit; otherwise the commit was taken for the focused input
+// context and whether a field had it cannot be seen (ErrUnconfirmed,
+// outcome committed); a password or PIN field is refused.
+type ibusBackend struct{ r *ibus.Route }
+
+func newIBus(opts Options) *ibusBackend {
+	return &ibusBackend{ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log})}
+}
+
+func (b *ibusBackend) Name() string { return IBus }
+
+func (b *ibusBackend) Focus(ctx context.Context) (Focus, error) {
+	f, err := b.r.Focus(ctx)
+	if err != nil {
+		return FocusUnknown, ibusErr(err)
+	}
+	switch f {
+	case ibus.FocusNone:
+		return FocusNone, nil
+	case ibus.FocusWindow:
+		return FocusWindow, nil
+	}
+	return FocusUnknown, nil
+}
+
+func (b *ibusBackend) Type(ctx context.Context, typed untrusted.TypedText) error {
+	if err := b.r.Type(ctx, typed); err != nil {
+		return ibusErr(err)
+	}
+	if b.r.LastDelivery() != ibus.Confirmed {
+		return fmt.Errorf("ibus: %w", backend.ErrUnconfirmed)
+	}
+	return nil
+}
+
+// ibusErr maps the route's errors onto the backends' vocabulary.
+func ibusErr(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{ibus.ErrRefused, backend.ErrRefused},
+		{ibus.ErrNoTarget, backend.ErrNoTarget},
+		{ibus.ErrUnavailable, backend.ErrUnavailable},
+		{ibus.ErrInterrupted, backend.ErrInterrupted},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %w", m.to, err)
+		}
+	}
+	return err
+}
