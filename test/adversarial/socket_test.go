@@ -194,6 +194,8 @@ func TestSlowlorisCannotHoldASlot(t *testing.T) {
 			break
 		}
 		sent++
+		// The second between bytes is the attack under test, not a wait
+		// for something: it ends early only if the daemon hangs up.
 		select {
 		case got = <-closed:
 			ended = true

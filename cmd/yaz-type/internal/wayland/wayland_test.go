@@ -58,9 +58,20 @@ func startSwayKill(t testing.TB) ([]string, func()) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "config")
-	if err := os.WriteFile(conf, []byte("xwayland disable\noutput HEADLESS-1 resolution 800x600\n"), 0o644); err != nil {
+	// Sway runs a config's exec once its sockets are up, with their names
+	// in the environment: the ready file (moved into place whole) is the
+	// event the test waits for.
+	ready := filepath.Join(rt, "ready")
+	config := "xwayland disable\noutput HEADLESS-1 resolution 800x600\n" +
+		`exec sh -c 'echo "$WAYLAND_DISPLAY $SWAYSOCK" > "$XDG_RUNTIME_DIR/ready.tmp" && mv "$XDG_RUNTIME_DIR/ready.tmp" "$XDG_RUNTIME_DIR/ready"'` + "\n"
+	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	watch, err := testwait.WatchFile(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
 	args := []string{"sway", "-c", conf}
 	if os.Geteuid() == 0 {
 		// nobody must reach the runtime dir and the config.
@@ -98,37 +109,56 @@ func startSwayKill(t testing.TB) ([]string, func()) {
 		})
 	}
 	t.Cleanup(kill)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		var wl, sock string
-		entries, _ := os.ReadDir(rt)
-		for _, e := range entries {
-			switch n := e.Name(); {
-			case strings.HasPrefix(n, "wayland-") && !strings.HasSuffix(n, ".lock"):
-				wl = n
-			case strings.HasPrefix(n, "sway-ipc.") && strings.HasSuffix(n, ".sock"):
-				sock = filepath.Join(rt, n)
-			}
-		}
-		if wl != "" && sock != "" {
-			env := append(withoutEnv(os.Environ(), "DISPLAY", "WAYLAND_DISPLAY", "SWAYSOCK", "XDG_RUNTIME_DIR"),
-				"XDG_RUNTIME_DIR="+rt, "WAYLAND_DISPLAY="+wl, "SWAYSOCK="+sock)
-			c := exec.Command("swaymsg", "-t", "get_version")
-			c.Env = env
-			if c.Run() == nil {
-				wayland.SeatKeyboard(t, env)
-				return env, kill
-			}
-		}
+	// The wait ends early if sway exits.
+	ctx, cancel := context.WithCancel(testwait.Context(t))
+	defer cancel()
+	go func() {
 		select {
 		case err := <-done:
 			done <- err
-			t.Fatalf("sway exited: %v\n%s", err, log.String())
-		case <-time.After(50 * time.Millisecond):
+			cancel()
+		case <-ctx.Done():
 		}
+	}()
+	var names []string
+	isReady := func() bool {
+		b, _ := os.ReadFile(ready)
+		names = strings.Fields(string(b))
+		return len(names) == 2
 	}
-	t.Fatalf("sway did not start:\n%s", log.String())
-	return nil, nil
+	if err := testwait.Until(ctx, isReady, watch); err != nil {
+		t.Fatalf("sway did not start (%v):\n%s", err, log.String())
+	}
+	env := append(withoutEnv(os.Environ(), "DISPLAY", "WAYLAND_DISPLAY", "SWAYSOCK", "XDG_RUNTIME_DIR"),
+		"XDG_RUNTIME_DIR="+rt, "WAYLAND_DISPLAY="+names[0], "SWAYSOCK="+names[1])
+	wayland.SeatKeyboard(t, env)
+	return env, kill
+}
+
+// swaySpy is a testwait.Source that changes at each window event of sway
+// (a window opened, focused, closed), from the call on.
+func swaySpy(t testing.TB, env []string) *testwait.Buffer {
+	t.Helper()
+	out := &testwait.Buffer{}
+	// Unbuffered, so that each event reaches the test as it comes.
+	cmd := exec.Command("stdbuf", "-o0", "swaymsg", "-m", "-t", "subscribe", `["window", "tick"]`)
+	cmd.Env = env
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		testwait.Closed(t, done, "swaymsg subscribe's end")
+	})
+	// Sway sends a subscriber of ticks a first tick at once: from then on
+	// the subscription is live.
+	if err := testwait.Until(testwait.Context(t), func() bool { return strings.Contains(out.String(), `"first": true`) }, out); err != nil {
+		t.Fatalf("swaymsg subscribe: no first tick: %q", out.String())
+	}
+	return out
 }
 
 // startFoot opens a foot terminal whose shell writes what it receives to a
@@ -143,6 +173,12 @@ func startFoot(t testing.TB, env []string) *recorder {
 func startFootApp(t testing.TB, env []string, appID string) *recorder {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "typed.txt")
+	watch, err := testwait.WatchFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	spy := swaySpy(t, env)
 	cmd := exec.Command("foot", "-c", "/dev/null", "-a", appID, "sh", "-c", `stty -icanon; exec cat > "$0"`, file)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -155,20 +191,21 @@ func startFootApp(t testing.TB, env []string, appID string) *recorder {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		tg, err := wayland.SwayFocus(ctx, env)
+	// Foot has the focus, and its shell has set the terminal to
+	// non-canonical mode: the redirection that creates the file comes
+	// after stty, so keys sent from then on wait in the terminal until cat
+	// (which the shell becomes next) reads them. Both are re-checked at
+	// each window event and each change of the file.
+	ctx := testwait.Context(t)
+	var tg wayland.Target
+	ready := func() bool {
+		tg, err = wayland.SwayFocus(ctx, env)
 		_, statErr := os.Stat(file)
-		if err == nil && tg.Focus == FocusWindow && tg.AppID == appID && statErr == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("foot never had the focus: %+v %v", tg, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && tg.Focus == FocusWindow && tg.AppID == appID && statErr == nil
 	}
-	time.Sleep(200 * time.Millisecond) // cat has replaced the shell
+	if testwait.Until(ctx, ready, spy, watch) != nil {
+		t.Fatalf("foot never had the focus with its shell started: %+v %v", tg, err)
+	}
 	return testx.NewRecorder(t, env, "", file)
 }
 

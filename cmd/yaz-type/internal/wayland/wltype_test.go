@@ -87,11 +87,7 @@ func TestWaylandCompositorGoneMidText(t *testing.T) {
 		_, err := typer.Type(context.Background(), text)
 		done <- err
 	}()
-	select {
-	case err = <-done:
-	case <-time.After(2 * wayland.IOTimeout):
-		t.Fatalf("Type still running %v after sway was killed", 2*wayland.IOTimeout)
-	}
+	err = testwait.Recv(t, done, "Type's end after sway was killed")
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Type = %v, want ErrInterrupted", err)
 	}

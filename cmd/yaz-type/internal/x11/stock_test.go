@@ -3,7 +3,6 @@ package x11_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,24 +197,8 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	img := "\x89PNG\r\n\x1a\nnot really an image"
-	c := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-t", "image/png", "-i")
-	c.Env = env
-	c.Stdin = strings.NewReader(img)
-	if err := c.Run(); err != nil {
-		t.Fatal(err)
-	}
-	readImg := func() string {
-		c := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-t", "image/png", "-o")
-		c.Env = env
-		out, _ := c.Output()
-		return string(out)
-	}
-	for readImg() != img { // xclip takes the clipboard after it returns
-		if ctx.Err() != nil {
-			t.Fatal("the image never reached the clipboard")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testx.SetClipAs(ctx, t, env, "image/png", img)
+	readImg := func() string { return testx.ClipAs(ctx, env, "image/png") }
 	inj, _ := New(Clipboard, Options{Environ: env})
 	t.Cleanup(inj.Close)
 	err := inj.Type(ctx, untrusted.Typed("private words"))

@@ -142,9 +142,12 @@ type Options struct {
 	// nil discards them.
 	Log *slog.Logger
 
-	// procDevices and devInput replace ProcDevices and DevInput in tests.
+	// procDevices and devInput replace ProcDevices and DevInput in tests;
+	// rescanTick, when set, replaces the Rescan ticker (a test rescans by
+	// sending on it).
 	procDevices string
 	devInput    string
+	rescanTick  <-chan time.Time
 }
 
 // Listener reads input devices and reports the key's actions.
@@ -155,6 +158,7 @@ type Listener struct {
 	proc   string
 	dev    string
 	rescan time.Duration
+	tick   <-chan time.Time // replaces the ticker when set (tests)
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -175,7 +179,7 @@ func Open(opts Options) (*Listener, error) {
 	}
 	l := &Listener{
 		code: code, mode: opts.Mode, device: opts.Device,
-		proc: opts.procDevices, dev: opts.devInput, rescan: opts.Rescan, log: opts.Log,
+		proc: opts.procDevices, dev: opts.devInput, rescan: opts.Rescan, tick: opts.rescanTick, log: opts.Log,
 		files: map[string]*os.File{}, warned: map[string]bool{},
 	}
 	if l.log == nil {
@@ -319,8 +323,12 @@ func (l *Listener) Run(ctx context.Context, handle func(Action)) error {
 		wg.Wait()
 	}()
 	startReaders()
-	tick := time.NewTicker(l.rescan)
-	defer tick.Stop()
+	rescan := l.tick
+	if rescan == nil {
+		tick := time.NewTicker(l.rescan)
+		defer tick.Stop()
+		rescan = tick.C
+	}
 	m := machine{mode: l.mode}
 	for {
 		select {
@@ -344,7 +352,7 @@ func (l *Listener) Run(ctx context.Context, handle func(Action)) error {
 			if a := m.feed(ev.path, ev.value); a != 0 {
 				handle(a)
 			}
-		case <-tick.C:
+		case <-rescan:
 			l.scan(reading)
 			startReaders()
 		}

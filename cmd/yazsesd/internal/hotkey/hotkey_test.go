@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/keyname"
 )
 
@@ -136,7 +137,7 @@ func run(t *testing.T, opts Options) (<-chan Action, func() error) {
 			cancel()
 			select {
 			case result = <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(testwait.Hang):
 				t.Error("Run did not return after cancel")
 			}
 		})
@@ -146,22 +147,16 @@ func run(t *testing.T, opts Options) (<-chan Action, func() error) {
 	return actions, stop
 }
 
+// expect receives the next actions and fails on another one. An extra
+// action shows as a wrong one at the test's next expect: each test ends
+// with a key event whose action it expects, so that nothing before it goes
+// unchecked (the listener handles one device's events in order).
 func expect(t *testing.T, actions <-chan Action, want ...Action) {
 	t.Helper()
 	for _, w := range want {
-		select {
-		case got := <-actions:
-			if got != w {
-				t.Fatalf("action %v, want %v", got, w)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no action, want %v", w)
+		if got := testwait.Recv(t, actions, "the action "+w.String()); got != w {
+			t.Fatalf("action %v, want %v", got, w)
 		}
-	}
-	select {
-	case got := <-actions:
-		t.Fatalf("extra action %v", got)
-	case <-time.After(100 * time.Millisecond):
 	}
 }
 
@@ -179,15 +174,19 @@ func TestHoldFromDevice(t *testing.T) {
 	batch = append(batch, event(evKey, 97, 1)...) // press
 	batch = append(batch, event(evKey, 97, 2)...) // repeat
 	batch = append(batch, event(evKey, 97, 2)...) // repeat
+	// The first write ends inside a record; the press before it comes out
+	// (so the listener has read the whole write, and holds half a record)
+	// before the rest is written.
 	w.Write(batch[:len(batch)-5])
-	time.Sleep(50 * time.Millisecond)
-	w.Write(batch[len(batch)-5:])
 	expect(t, actions, Start)
+	w.Write(batch[len(batch)-5:])
 	w.Write(event(evKey, 30, 0))
 	w.Write(event(evKey, 97, 0)) // release
 	expect(t, actions, Stop)
 	w.Write(event(evKey, 97, 1))
 	expect(t, actions, Start)
+	w.Write(event(evKey, 97, 0)) // nothing came between
+	expect(t, actions, Stop)
 	if err := stop(); err != nil {
 		t.Fatalf("Run after cancel = %v, want nil", err)
 	}
@@ -205,13 +204,16 @@ func TestToggleFromDevice(t *testing.T) {
 		w.Write(event(evKey, 183, v))
 	}
 	expect(t, actions, Stop)
+	w.Write(event(evKey, 183, 1)) // nothing came between
+	expect(t, actions, Start)
 }
 
 // A device that goes away during a hold ends the hold; when it comes back
-// it is read again.
+// it is read again at the next rescan.
 func TestDeviceLostAndBack(t *testing.T) {
 	p, w := fifo(t)
-	actions, stop := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Hold, Device: p, Rescan: 50 * time.Millisecond})
+	rescan := make(chan time.Time)
+	actions, stop := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Hold, Device: p, rescanTick: rescan})
 	w.Write(event(evKey, 97, 1))
 	expect(t, actions, Start)
 	w.Close() // EOF: the device is gone
@@ -221,23 +223,15 @@ func TestDeviceLostAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		w2.Write(event(evKey, 97, 1))
-		select {
-		case a := <-actions:
-			if a != Start {
-				t.Fatalf("action %v, want start", a)
-			}
-			if err := stop(); err != nil {
-				t.Fatalf("Run = %v", err)
-			}
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the device was not read again")
-		}
+	// The press waits in the pipe until the rescan (after the loss was
+	// handled: the Stop) opens the device again.
+	w2.Write(event(evKey, 97, 1))
+	rescan <- time.Now()
+	expect(t, actions, Start)
+	w2.Write(event(evKey, 97, 0)) // nothing came between
+	expect(t, actions, Stop)
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v", err)
 	}
 }
 
@@ -261,13 +255,19 @@ func TestNewDeviceFound(t *testing.T) {
 	// At first only the laptop keyboard (event3) is there.
 	first := procSample[:strings.Index(procSample, "I: Bus=0003 Vendor=046d Product=c31c")]
 	os.WriteFile(proc, []byte(first), 0o644)
-	actions, _ := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Toggle, procDevices: proc, devInput: dir, Rescan: 50 * time.Millisecond})
+	rescan := make(chan time.Time)
+	actions, _ := run(t, Options{Key: "KEY_RIGHTCTRL", Mode: Toggle, procDevices: proc, devInput: dir, rescanTick: rescan})
 	writers[0].Write(event(evKey, 97, 1))
 	expect(t, actions, Start)
-	os.WriteFile(proc, []byte(procSample), 0o644) // the USB keyboard arrives
-	time.Sleep(300 * time.Millisecond)
+	// The USB keyboard's press waits in its pipe: only a rescan after the
+	// keyboard arrived in the list opens it.
 	writers[1].Write(event(evKey, 97, 1))
+	os.WriteFile(proc, []byte(procSample), 0o644) // the USB keyboard arrives
+	rescan <- time.Now()
 	expect(t, actions, Stop)
+	writers[1].Write(event(evKey, 97, 0))
+	writers[1].Write(event(evKey, 97, 1)) // nothing came between
+	expect(t, actions, Start)
 }
 
 func TestOpenErrors(t *testing.T) {
