@@ -23,7 +23,9 @@
 // X11 an in-process client over XTEST (x11), then the clipboard; on a
 // wlroots compositor (sway, Hyprland, river, labwc, Wayfire) an
 // in-process virtual keyboard (wayland), then ydotool where ydotoold runs,
-// then the clipboard; on GNOME and KDE Plasma the RemoteDesktop portal
+// then the clipboard; on GNOME and KDE Plasma IBus where it runs (ibus:
+// one commit per text, no dialog, any character, a password field
+// refused; GNOME starts IBus itself), else the RemoteDesktop portal
 // (portal; the desktop asks the person once), then ydotool. --route
 // prints the route and why. wtype and xdotool are not in auto's list (the
 // in-process routes speak the same protocols, bounded and exact); name

@@ -246,42 +246,59 @@ func TestOnGNOME(t *testing.T) {
 }
 
 // TestProgramOnGNOME: the yaz-type program, started with an empty
-// environment but the session's IBus address (no LANG), types with
-// --backend ibus into a GTK 4 field on the real GNOME Shell, exactly, and
-// exits 0 (the field showed the text arrive); into a password field it
-// types nothing and exits 6.
+// environment but the session's variables (no LANG), chooses IBus on the
+// real GNOME Shell (auto: mutter has no virtual keyboard) and types, with
+// auto and with --backend ibus, into a GTK 4 field exactly, exit 0 (the
+// field showed the text arrive); into a password field it types nothing
+// and exits 6.
 func TestProgramOnGNOME(t *testing.T) {
 	prog := testbin.Program(t, "yaz-type")
 	d := startDesk(t)
-	run := func(t *testing.T, text string) (int, string) {
-		cmd := exec.CommandContext(testwait.Context(t), prog, "--backend", "ibus", text)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "IBUS_ADDRESS=" + d.bus}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+	// The session's variables as a program of the desktop gets them, with
+	// IBus's address the desk's relay (see startDesk).
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "IBUS_ADDRESS=" + d.bus}
+	for _, kv := range d.Env {
+		if strings.HasPrefix(kv, "WAYLAND_DISPLAY=") || strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	run := func(t *testing.T, args ...string) (int, string, string) {
+		cmd := exec.CommandContext(testwait.Context(t), prog, args...)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
-			return 0, stderr.String()
+			return 0, stdout.String(), stderr.String()
 		case errors.As(err, &ee):
-			return ee.ExitCode(), stderr.String()
+			return ee.ExitCode(), stdout.String(), stderr.String()
 		}
 		t.Fatalf("yaz-type: %v", err)
-		return -1, ""
+		return -1, "", ""
+	}
+	// auto on GNOME: the compositor has no virtual keyboard, IBus runs.
+	if code, out, stderr := run(t, "--route"); code != 0 || !strings.HasPrefix(out, "auto → ibus\n") {
+		t.Fatalf("yaz-type --route on GNOME: exit %d, %q, %q; want auto → ibus", code, out, stderr)
 	}
 	f := d.Field(t, testdesk.FieldOptions{GTK: 4})
 	d.settle(t, f)
-	if code, stderr := run(t, sample); code != 0 {
-		t.Fatalf("yaz-type --backend ibus: exit %d: %s", code, stderr)
+	if code, _, stderr := run(t, sample); code != 0 {
+		t.Fatalf("yaz-type (auto): exit %d: %s", code, stderr)
 	}
 	f.WaitText(t, sample)
+	if code, _, stderr := run(t, "--backend", "ibus", "und weiter"); code != 0 {
+		t.Fatalf("yaz-type --backend ibus: exit %d: %s", code, stderr)
+	}
+	f.WaitText(t, sample+"und weiter")
 	f.SetPassword(t, true)
 	d.until(t, func(err error) bool { return errors.Is(err, ErrRefused) })
-	if code, stderr := run(t, "secret"); code != 6 || !strings.Contains(stderr, "password field") {
+	if code, _, stderr := run(t, "secret"); code != 6 || !strings.Contains(stderr, "password field") {
 		t.Errorf("yaz-type into a password field: exit %d, %q; want 6 and why", code, stderr)
 	}
-	if got := f.Text(); got != sample {
-		t.Errorf("the field holds %q after the refusal, want %q", got, sample)
+	if got := f.Text(); got != sample+"und weiter" {
+		t.Errorf("the field holds %q after the refusal, want %q", got, sample+"und weiter")
 	}
 }
 

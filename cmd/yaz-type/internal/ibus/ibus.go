@@ -217,6 +217,18 @@ func (r *Route) Focus(ctx context.Context) (Focus, error) {
 	}
 }
 
+// Running reports whether an IBus daemon answers at the session's address:
+// the desktop runs IBus as its input-method framework (GNOME starts it
+// itself).
+func (r *Route) Running(ctx context.Context) bool {
+	conn, err := r.dial(ctx, nil)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	return conn.Object(ibusService, ibusPath).CallWithContext(ctx, "org.freedesktop.DBus.Peer.Ping", 0).Err == nil
+}
+
 // LastDelivery is what the last successful Type saw of its commit.
 func (r *Route) LastDelivery() Delivery {
 	r.mu.Lock()

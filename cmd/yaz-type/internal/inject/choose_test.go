@@ -19,11 +19,16 @@ import (
 
 // fakeProbes replaces what "auto" asks the session until the test ends.
 func fakeProbes(t *testing.T, vk, vkKnown, rd, rdKnown, ydotoold bool) {
+	fakeProbesIBus(t, vk, vkKnown, rd, rdKnown, ydotoold, false)
+}
+
+func fakeProbesIBus(t *testing.T, vk, vkKnown, rd, rdKnown, ydotoold, ibusRuns bool) {
 	t.Helper()
 	old := probe
 	probe = probes{
 		virtualKeyboard: func(*wayland.Route, context.Context) (bool, bool) { return vk, vkKnown },
 		remoteDesktop:   func(context.Context, []string) (bool, bool) { return rd, rdKnown },
+		ibus:            func(context.Context, []string) bool { return ibusRuns },
 		ydotoold:        func([]string) bool { return ydotoold },
 	}
 	t.Cleanup(func() { probe = old })
@@ -42,21 +47,26 @@ func TestChoose(t *testing.T) {
 		vk, vkKnown, rd, rdKnown, ydotoold bool
 		want                               []string
 		why                                string // a word of Why, or of the error
+		ibus                               bool   // IBus runs
 	}{
-		{"x11", x, false, false, true, true, true, []string{X11, Clipboard}, "XTEST"},
-		{"wlroots", wl, true, true, true, true, false, []string{Wayland, Clipboard}, "virtual keyboard"},
-		{"wlroots+ydotoold", wl, true, true, false, true, true, []string{Wayland, Ydotool, Clipboard}, "virtual keyboard"},
-		{"compositor not answering", wl, false, false, false, true, false, []string{Wayland, Clipboard}, "could not be asked"},
-		{"gnome", wl, false, true, true, true, false, []string{Portal}, "RemoteDesktop portal"},
-		{"gnome+ydotoold", wl, false, true, true, true, true, []string{Portal, Ydotool}, "RemoteDesktop portal"},
-		{"no portal, ydotoold", wl, false, true, false, true, true, []string{Ydotool}, "ydotoold"},
-		{"no bus, ydotoold", wl, false, true, false, false, true, []string{Ydotool}, "ydotoold"},
-		{"nothing", wl, false, true, false, true, false, nil, "xdg-desktop-portal"},
-		{"no session", []string{}, false, false, false, false, true, nil, "DISPLAY"},
+		{"x11", x, false, false, true, true, true, []string{X11, Clipboard}, "XTEST", false},
+		{"wlroots", wl, true, true, true, true, false, []string{Wayland, Clipboard}, "virtual keyboard", false},
+		{"wlroots+ydotoold", wl, true, true, false, true, true, []string{Wayland, Ydotool, Clipboard}, "virtual keyboard", false},
+		{"compositor not answering", wl, false, false, false, true, false, []string{Wayland, Clipboard}, "could not be asked", false},
+		{"gnome", wl, false, true, true, true, false, []string{Portal}, "RemoteDesktop portal", false},
+		{"gnome+ydotoold", wl, false, true, true, true, true, []string{Portal, Ydotool}, "RemoteDesktop portal", false},
+		{"no portal, ydotoold", wl, false, true, false, true, true, []string{Ydotool}, "ydotoold", false},
+		{"no bus, ydotoold", wl, false, true, false, false, true, []string{Ydotool}, "ydotoold", false},
+		{"nothing", wl, false, true, false, true, false, nil, "xdg-desktop-portal", false},
+		{"no session", []string{}, false, false, false, false, true, nil, "DISPLAY", false},
+		{"gnome with ibus", wl, false, true, true, true, false, []string{IBus}, "IBus", true},
+		{"gnome with ibus+ydotoold", wl, false, true, true, true, true, []string{IBus, Ydotool}, "no dialog", true},
+		{"wlroots, ibus too", wl, true, true, true, true, false, []string{Wayland, Clipboard}, "virtual keyboard", true},
+		{"x11, ibus too", x, false, false, true, true, false, []string{X11, Clipboard}, "XTEST", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fakeProbes(t, tt.vk, tt.vkKnown, tt.rd, tt.rdKnown, tt.ydotoold)
+			fakeProbesIBus(t, tt.vk, tt.vkKnown, tt.rd, tt.rdKnown, tt.ydotoold, tt.ibus)
 			c, err := Choose(context.Background(), Options{Environ: tt.env}.WithDefaults())
 			if tt.want == nil {
 				if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tt.why) {

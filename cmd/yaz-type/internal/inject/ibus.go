@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/ibus"
@@ -18,6 +19,14 @@ import (
 // context and whether a field had it cannot be seen (ErrUnconfirmed,
 // outcome committed); a password or PIN field is refused.
 type ibusBackend struct{ r *ibus.Route }
+
+// ibusRunning is auto's probe: an IBus daemon answers at env's address
+// (bounded).
+func ibusRunning(ctx context.Context, env []string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return ibus.New(ibus.Options{Environ: env}).Running(ctx)
+}
 
 func newIBus(opts Options) *ibusBackend {
 	return &ibusBackend{ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log})}

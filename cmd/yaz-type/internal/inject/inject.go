@@ -357,12 +357,14 @@ type Choice struct {
 type probes struct {
 	virtualKeyboard func(wl *wayland.Route, ctx context.Context) (offers, known bool)
 	remoteDesktop   func(ctx context.Context, env []string) (offers, known bool)
+	ibus            func(ctx context.Context, env []string) bool
 	ydotoold        func(env []string) bool
 }
 
 var probe = probes{
 	virtualKeyboard: (*wayland.Route).Offers,
 	remoteDesktop:   portal.Offers,
+	ibus:            ibusRunning,
 	ydotoold:        ydotooldRunning,
 }
 
@@ -405,6 +407,13 @@ func (rs *routes) choose(ctx context.Context, opts Options) (Choice, error) {
 		case !known:
 			return Choice{append(withYdotool(Wayland), Clipboard),
 				"the compositor could not be asked yet: the virtual keyboard first"}, nil
+		}
+		if probe.ibus(ctx, env) {
+			// No dialog, no keymap, any character: before the portal,
+			// which is not opened (its consent dialog would come at
+			// start for nothing).
+			return Choice{withYdotool(IBus),
+				"the compositor has no virtual keyboard (GNOME, KDE Plasma): IBus, the desktop's input method, runs: one commit per text, no dialog"}, nil
 		}
 		if rd, _ := probe.remoteDesktop(ctx, env); rd {
 			return Choice{withYdotool(Portal),
