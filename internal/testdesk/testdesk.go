@@ -630,3 +630,49 @@ func (d *Desk) Command(t testing.TB, name string, args ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
+
+// IBus returns the address at which a host process reaches the desk's
+// ibus-daemon (through Relay), once the daemon has written its address
+// file where a client of the session looks for it: XDG_CONFIG_HOME's
+// ibus/bus/<machine id>-unix-wayland-0.
+func (d *Desk) IBus(t testing.TB) string {
+	t.Helper()
+	var id string
+	for _, f := range []string{"/var/lib/dbus/machine-id", "/etc/machine-id"} {
+		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			id = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("no machine id on this host")
+	}
+	dir := filepath.Join(d.ConfigHome, "ibus", "bus")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, id+"-unix-wayland-0")
+	w, err := testwait.WatchFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var path string
+	read := func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if a, ok := strings.CutPrefix(l, "IBUS_ADDRESS=unix:path="); ok {
+				path = strings.Split(a, ",")[0]
+				return true
+			}
+		}
+		return false
+	}
+	if err := testwait.Until(testwait.Context(t), read, w); err != nil {
+		t.Fatalf("ibus-daemon never wrote its address file %s: %v\n%s", file, err, lastLines(d.Log(), 20))
+	}
+	return "unix:path=" + d.Relay(t, path)
+}
