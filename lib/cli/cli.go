@@ -62,8 +62,15 @@ func (e errExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Parse parses args into grammar. It returns done=true with the exit code
 // when the run is over already: --help or --version was printed (0), or the
 // arguments were wrong (2, after one line "NAME: error: …" on stderr).
-func Parse(name, description string, grammar any, args []string, stdout, stderr io.Writer, vars kong.Vars) (k *kong.Context, code int, done bool) {
-	parser, err := kong.New(grammar,
+// opts are more kong options, after the shared ones.
+//
+// A grammar whose default command takes arguments (default:"withargs":
+// "yaz-decode FILE…" beside "yaz-decode serve") reads as that command at
+// the top: --help shows its arguments and flags, then the other commands;
+// completion offers its flags before a command is named; the man page
+// lists them under OPTIONS and ARGUMENTS (defaultcmd.go).
+func Parse(name, description string, grammar any, args []string, stdout, stderr io.Writer, vars kong.Vars, opts ...kong.Option) (k *kong.Context, code int, done bool) {
+	parser, err := kong.New(grammar, append([]kong.Option{
 		kong.Name(name),
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
@@ -75,7 +82,8 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		kong.Vars{"version": version.String(name)},
 		kong.Embed(&extraFlags{}),
 		byteMappers, // bytes.go: values byte for byte
-	)
+		kong.Help(helpPrinter), // defaultcmd.go
+	}, opts...)...)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
 		return nil, ExitFailure, true
@@ -92,10 +100,13 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 	// Shell completion: run by the shell with COMP_LINE set (bash's
 	// "complete -C PROGRAM PROGRAM", which make install writes), it prints
 	// the flags, commands and enum values that match and exits 0.
-	kongplete.Complete(parser,
-		kongplete.WithExitFunc(func(code int) { panic(errExit{code}) }),
-		kongplete.WithErrorHandler(func(err error) { fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err) }),
-		kongplete.WithPredictors(wordPredictors(parser.Model.Node)))
+	switch answered, err := answerCompletion(parser, kongplete.WithPredictors(wordPredictors(parser.Model.Node))); {
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err)
+		return nil, ExitFailure, true
+	case answered:
+		return nil, ExitOK, true
+	}
 	k, err = parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)

@@ -77,9 +77,17 @@ func manPage(app *kong.Application) string {
 	for _, s := range secs {
 		fmt.Fprintf(&b, ".SH %s\n%s", roffText(strings.ToUpper(s.name)), s.body)
 	}
+	// A default command that takes arguments (default:"withargs") is the
+	// program's own: its flags and arguments are the page's.
+	top := app.Node
+	flags := top.Flags
+	if def := defaultCmd(top); def != nil {
+		flags = append(append([]*kong.Flag{}, flags...), def.Flags...)
+		top = def
+	}
 	b.WriteString(".SH OPTIONS\n")
-	b.WriteString(flagList(app.Node.Flags))
-	if args := positionals(app.Node); args != "" {
+	b.WriteString(flagList(flags))
+	if args := positionals(top); args != "" {
 		b.WriteString(".SH ARGUMENTS\n" + args)
 	}
 	if cmds := commands(app.Node); cmds != "" {
@@ -328,7 +336,7 @@ func commands(n *kong.Node) string {
 	var walk func(*kong.Node)
 	walk = func(n *kong.Node) {
 		for _, c := range n.Children {
-			if c.Hidden {
+			if c.Hidden || c == defaultCmd(n) { // the default's flags are OPTIONS
 				continue
 			}
 			b.WriteString(".SS \"" + roffText(c.FullPath()))
@@ -393,7 +401,7 @@ func environment(n *kong.Node) string {
 			}
 		}
 		for _, c := range n.Children {
-			if !c.Hidden {
+			if !c.Hidden || c == defaultCmd(n) {
 				walk(c)
 			}
 		}
