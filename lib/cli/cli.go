@@ -81,7 +81,7 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		// Every program prints "NAME VERSION" (lib/version, set by the build).
 		kong.Vars{"version": version.String(name)},
 		kong.Embed(&extraFlags{}),
-		byteMappers, // bytes.go: values byte for byte
+		byteMappers,            // bytes.go: values byte for byte
 		kong.Help(helpPrinter), // defaultcmd.go
 	}, opts...)...)
 	if err != nil {
