@@ -109,10 +109,33 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 	}
 	k, err = parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, explain(err))
 		return nil, ExitUsage, true
 	}
 	return k, ExitOK, false
+}
+
+// ParseErrorExplainer is a command (its kong struct) that says more about
+// a parse error of its own than kong does: a mode that reads frames says
+// it takes no files where kong says "unexpected argument a.wav".
+type ParseErrorExplainer interface {
+	ExplainParseError(err error) error
+}
+
+// explain is err as the selected command explains it, if it does.
+func explain(err error) error {
+	var pe *kong.ParseError
+	if !errors.As(err, &pe) || pe.Context == nil {
+		return err
+	}
+	sel := pe.Context.Selected()
+	if sel == nil || !sel.Target.IsValid() || !sel.Target.CanAddr() {
+		return err
+	}
+	if e, ok := sel.Target.Addr().Interface().(ParseErrorExplainer); ok {
+		return e.ExplainParseError(err)
+	}
+	return err
 }
 
 // UsageError is a runtime check of the arguments that failed: exit 2.

@@ -114,3 +114,34 @@ sets \-\-format`},
 		t.Errorf("the default command is listed as a command, or serve's flag as the program's:\n%s", page)
 	}
 }
+
+// explained is a command that explains its parse errors.
+type explained struct{}
+
+func (*explained) ExplainParseError(err error) error { return Usagef("explained: %v", err) }
+
+// TestParseErrorExplainer: a command's parse error goes through its
+// ExplainParseError, once, on the one error line (exit 2); another
+// command's does not.
+func TestParseErrorExplainer(t *testing.T) {
+	var g struct {
+		Frames explained `cmd:"" help:"Reads frames."`
+		Files  struct {
+			Paths []string `arg:"" optional:""`
+		} `cmd:"" help:"Reads files."`
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frames", "a.wav"}, "prog: error: explained: unexpected argument a.wav\n"},
+		{[]string{"frames", "--nope"}, "prog: error: explained: unknown flag --nope\n"},
+		{[]string{"files", "--nope"}, "prog: error: unknown flag --nope\n"},
+	} {
+		var out, errb bytes.Buffer
+		_, code, done := Parse("prog", "A program.", &g, tc.args, &out, &errb, nil)
+		if !done || code != ExitUsage || errb.String() != tc.want {
+			t.Errorf("%q: done %v, exit %d, stderr %q; want exit 2 and %q", tc.args, done, code, errb.String(), tc.want)
+		}
+	}
+}
