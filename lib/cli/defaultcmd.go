@@ -35,8 +35,9 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 		return err
 	}
 	w := ctx.Stdout
+	cmds := others(app.Node, def)
 	fmt.Fprintf(w, "Usage: %s %s\n", app.Name, strings.TrimSpace(strings.TrimPrefix(def.Summary(), def.Name)))
-	if len(others(app.Node, def)) > 0 {
+	if len(cmds) > 0 {
 		fmt.Fprintf(w, "       %s <command> [flags]\n", app.Name)
 	}
 	if app.Help != "" {
@@ -46,7 +47,7 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	if err := kong.DefaultHelpPrinter(options, dctx); err != nil {
 		return err
 	}
-	if cmds := others(app.Node, def); len(cmds) > 0 {
+	if len(cmds) > 0 {
 		fmt.Fprint(w, "\nCommands:\n")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, c := range cmds {
@@ -59,7 +60,7 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	if app.Detail != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(app.Detail, "\n"))
 	}
-	if len(others(app.Node, def)) > 0 {
+	if len(cmds) > 0 {
 		fmt.Fprintf(w, "\nRun \"%s <command> --help\" for more information on a command.\n", app.Name)
 	}
 	return nil

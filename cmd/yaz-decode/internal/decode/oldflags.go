@@ -35,12 +35,34 @@ var commands = []string{"transcribe", "serve", "vad-stream", "devices"}
 // mode was named, with the flags given, as before; --serve with
 // --vad-stream is refused here, as before (exit 2).
 func commandArgs(args []string) ([]string, error) {
-	rest := make([]string, 0, len(args))
-	var found []string
+	rest, found, err := takeOldModes(args)
+	if err != nil || len(found) == 0 {
+		return rest, err
+	}
+	cmd := found[0]
+	switch {
+	case slices.Contains(found, "devices"):
+		cmd = "devices"
+	case len(found) > 1:
+		return nil, cli.Usagef("--vad-stream and --serve are two modes: pick one (yaz-decode vad-stream or yaz-decode serve)")
+	}
+	switch {
+	case len(rest) > 0 && rest[0] == cmd:
+		return rest, nil // "serve --serve"
+	case len(rest) > 0 && cmd == "devices" && slices.Contains(commands, rest[0]):
+		rest = rest[1:] // "serve --list-devices": the list, as "--serve --list-devices" was
+	}
+	return append([]string{cmd}, rest...), nil
+}
+
+// takeOldModes takes the old mode flags out of args, before "--": the
+// arguments left, and the commands the flags stand for, once each, in
+// the order given (--serve=false stands for none).
+func takeOldModes(args []string) (rest, found []string, err error) {
+	rest = make([]string, 0, len(args))
 	for i, a := range args {
 		if a == "--" {
-			rest = append(rest, args[i:]...)
-			break
+			return append(rest, args[i:]...), found, nil
 		}
 		name, val, hasVal := strings.Cut(a, "=")
 		cmd := oldCommand(name)
@@ -50,34 +72,15 @@ func commandArgs(args []string) ([]string, error) {
 		}
 		on := true
 		if hasVal {
-			b, err := strconv.ParseBool(val)
-			if err != nil {
-				return nil, cli.Usagef("%s takes no value but true or false, got %q", name, val)
+			if on, err = strconv.ParseBool(val); err != nil {
+				return nil, nil, cli.Usagef("%s takes no value but true or false, got %q", name, val)
 			}
-			on = b
 		}
 		if on && !slices.Contains(found, cmd) {
 			found = append(found, cmd)
 		}
 	}
-	var cmd string
-	switch {
-	case slices.Contains(found, "devices"):
-		cmd = "devices"
-	case len(found) > 1:
-		return nil, cli.Usagef("--vad-stream and --serve are two modes: pick one (yaz-decode vad-stream or yaz-decode serve)")
-	case len(found) == 1:
-		cmd = found[0]
-	default:
-		return rest, nil
-	}
-	switch {
-	case len(rest) > 0 && rest[0] == cmd:
-		return rest, nil // "serve --serve"
-	case len(rest) > 0 && cmd == "devices" && slices.Contains(commands, rest[0]):
-		rest = rest[1:] // "serve --list-devices": the list, as "--serve --list-devices" was
-	}
-	return append([]string{cmd}, rest...), nil
+	return rest, found, nil
 }
 
 // oldCommand is the command an old mode flag stands for, or "".
