@@ -87,8 +87,11 @@ func TestCommandSpellings(t *testing.T) {
 		{[]string{"--", "-odd.wav"}, "transcribe", []string{"-odd.wav"}},
 		{[]string{"./serve"}, "transcribe", []string{"./serve"}}, // a file called serve
 		{[]string{"--serve=false", "a.wav"}, "transcribe", []string{"a.wav"}},
-		{[]string{"a.wav", "--", "--serve"}, "transcribe", []string{"a.wav", "--serve"}}, // after --, a file
+		{[]string{"--", "a.wav", "--serve"}, "transcribe", []string{"a.wav", "--serve"}}, // after --, a file
 		{[]string{"transcribe", "a.wav"}, "transcribe", []string{"a.wav"}},
+		// yaz-mcp's localdecode: flags, then the file after "--".
+		{[]string{"--model=m.bin", "--output=json", "--progress=always", "--log-format=json", "--log-level=error", "--vad=silero", "--", "/dev/fd/3"},
+			"transcribe", []string{"/dev/fd/3"}},
 
 		// serve: the command, and the old flag wherever it stands.
 		{append([]string{"serve"}, daemon...), "serve", served},
@@ -111,7 +114,8 @@ func TestCommandSpellings(t *testing.T) {
 		{[]string{"serve", "--list-devices", "-f", "json", "--device=gpu", "--model", "m.bin"}, "devices", listJSON},
 		{[]string{"-f", "json", "--list-devices", "--device=gpu", "--model", "m.bin"}, "devices", listJSON},
 		{[]string{"--list-devices", "--json", "--device=gpu", "-m", "m.bin"}, "devices", listJSON},
-		{[]string{"--list-devices", "-o", "json", "--device=gpu", "-m", "m.bin"}, "devices", listJSON},
+		{[]string{"--list-devices", "-o", "json", "--device=gpu", "-m", "m.bin"}, "devices",
+			DevicesCmd{Model: "m.bin", Device: "gpu", FormatFlags: FormatFlags{Output: "json", OldOutput: "json", JSON: true}}},
 		{[]string{"devices"}, "devices", DevicesCmd{Model: "default.bin", Device: "auto", FormatFlags: FormatFlags{Output: "txt"}}},
 	} {
 		c, cmd, code, errb := parse(t, tc.args...)
@@ -194,9 +198,9 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{[]string{"--help"},
 			[]string{"Usage: yaz-decode [<file> ...] [flags]", "-f, --format=", "--output-dir", "--min-silence", "serve", "vad-stream", "devices",
-				"--serve           deprecated: use yaz-decode serve", "--vad-stream      deprecated: use yaz-decode vad-stream",
-				"--list-devices    deprecated: use yaz-decode devices"},
-			[]string{"transcribe"}},
+				"Deprecated flags", "--serve          deprecated: use yaz-decode serve", "--vad-stream     deprecated: use yaz-decode vad-stream",
+				"--list-devices   deprecated: use yaz-decode devices"},
+			[]string{"  transcribe"}}, // the default command is not listed
 		{[]string{"serve", "--help"}, []string{"--model", "--beam-size", "--vad-model", "--min-silence", "--log-level"},
 			[]string{"--format", "--output-dir", "--progress", "--max-duration"}},
 		{[]string{"--serve", "--help"}, []string{"yaz-decode serve", "--model"}, []string{"--format"}},
