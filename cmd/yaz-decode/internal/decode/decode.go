@@ -160,19 +160,23 @@ func (v *VADStreamCmd) Validate() error {
 
 // DevicesCmd lists the devices.
 type DevicesCmd struct {
-	Model  string `short:"m" help:"ggml model file: a GPU it does not fit is passed over, as a decode would." default:"${model}" env:"YAZ_MODEL"`
-	Device string `help:"Also name the device this --device takes (auto, cpu, gpu or gpu:N); none is the error, exit 1." default:"auto" env:"YAZ_DEVICE"`
-	FormatFlags
+	Model     string `short:"m" help:"ggml model file: a GPU it does not fit is passed over, as a decode would." default:"${model}" env:"YAZ_MODEL"`
+	Device    string `help:"Also name the device this --device takes (auto, cpu, gpu or gpu:N); none is the error, exit 1." default:"auto" env:"YAZ_DEVICE"`
+	Output    string `name:"format" short:"f" help:"txt: a table; json: one JSON object (what yazsesd config check reads). -o/--output and --json, the old spellings, still work." default:"txt" enum:"txt,json"`
+	OldOutput string `name:"output" short:"o" hidden:"" help:"The old spelling of --format."`
+	JSON      bool   `hidden:"" help:"The old spelling of --format json."`
 }
 
-// Validate refuses a --device that is no device's spelling, and a format
-// other than txt or json.
-func (d *DevicesCmd) Validate() error {
-	if d.Output != "txt" && d.Output != "json" {
-		return cli.Usagef("--format must be txt or json for the device list, got %q", d.Output)
-	}
-	return checkDevice(d.Device)
+// AfterApply makes the old spellings of the format mean what --format
+// does, as for files.
+func (d *DevicesCmd) AfterApply() error {
+	f, err := oldFormat(d.Output, d.OldOutput, d.JSON, "txt", "json")
+	d.Output, d.JSON = f, f == "json"
+	return err
 }
+
+// Validate refuses a --device that is no device's spelling.
+func (d *DevicesCmd) Validate() error { return checkDevice(d.Device) }
 
 type duration = time.Duration
 

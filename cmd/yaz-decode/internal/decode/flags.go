@@ -2,6 +2,7 @@ package decode
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/yazses/yazses/lib/cli"
 )
@@ -22,15 +23,23 @@ type FormatFlags struct {
 // --format json, which in stream mode prints one JSON object per
 // utterance.
 func (c *FormatFlags) AfterApply() error {
-	if c.OldOutput != "" {
-		if !slices.Contains(formats, c.OldOutput) {
-			return cli.Usagef("--output must be one of txt, json, srt or vtt but got %q (--output is the old spelling of --format)", c.OldOutput)
+	f, err := oldFormat(c.Output, c.OldOutput, c.JSON, formats...)
+	c.Output, c.JSON = f, f == "json"
+	return err
+}
+
+// oldFormat is the format the flags mean: -o/--output (old) over
+// -f/--format, --json (old) over both; an old -o outside allowed is a
+// usage error.
+func oldFormat(format, old string, asJSON bool, allowed ...string) (string, error) {
+	if old != "" {
+		if !slices.Contains(allowed, old) {
+			return format, cli.Usagef("--output must be one of %s but got %q (--output is the old spelling of --format)", strings.Join(allowed, ", "), old)
 		}
-		c.Output = c.OldOutput
+		format = old
 	}
-	if c.JSON {
-		c.Output = "json"
+	if asJSON {
+		format = "json"
 	}
-	c.JSON = c.Output == "json"
-	return nil
+	return format, nil
 }

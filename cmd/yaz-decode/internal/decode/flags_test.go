@@ -74,7 +74,7 @@ func TestCommandSpellings(t *testing.T) {
 		UtteranceFlags: UtteranceFlags{MinSpeech: 120 * time.Millisecond, MinSilence: 600 * time.Millisecond},
 	}
 	vadChild := VADStreamCmd{VADFlags{VAD: "silero", VADModel: "v.bin", VADThreshold: 0.5}}
-	listJSON := DevicesCmd{Model: "m.bin", Device: "gpu", FormatFlags: FormatFlags{Output: "json", JSON: true}}
+	listJSON := DevicesCmd{Model: "m.bin", Device: "gpu", Output: "json", JSON: true}
 	for _, tc := range []struct {
 		args []string
 		cmd  string
@@ -115,8 +115,8 @@ func TestCommandSpellings(t *testing.T) {
 		{[]string{"-f", "json", "--list-devices", "--device=gpu", "--model", "m.bin"}, "devices", listJSON},
 		{[]string{"--list-devices", "--json", "--device=gpu", "-m", "m.bin"}, "devices", listJSON},
 		{[]string{"--list-devices", "-o", "json", "--device=gpu", "-m", "m.bin"}, "devices",
-			DevicesCmd{Model: "m.bin", Device: "gpu", FormatFlags: FormatFlags{Output: "json", OldOutput: "json", JSON: true}}},
-		{[]string{"devices"}, "devices", DevicesCmd{Model: "default.bin", Device: "auto", FormatFlags: FormatFlags{Output: "txt"}}},
+			DevicesCmd{Model: "m.bin", Device: "gpu", Output: "json", OldOutput: "json", JSON: true}},
+		{[]string{"devices"}, "devices", DevicesCmd{Model: "default.bin", Device: "auto", Output: "txt"}},
 	} {
 		c, cmd, code, errb := parse(t, tc.args...)
 		if code != 0 || cmd != tc.cmd {
@@ -171,7 +171,8 @@ func TestCommandConflicts(t *testing.T) {
 		{[]string{"vad-stream", "--no-vad-gate"}, "unknown flag --no-vad-gate"},
 		{[]string{"vad-stream", "--vad", "energy"}, "--vad energy has none"},
 		{[]string{"devices", "--threads", "2"}, "unknown flag --threads"},
-		{[]string{"devices", "-f", "srt"}, "--format must be txt or json"},
+		{[]string{"devices", "-f", "srt"}, `--format must be one of "txt","json" but got "srt"`},
+		{[]string{"--list-devices", "-o", "srt"}, `--output must be one of txt, json but got "srt"`},
 		{[]string{"devices", "a.wav"}, "unexpected argument a.wav"},
 		{[]string{"devices", "--device", "gpu:x"}, "--device"},
 		{[]string{"-m", "m.bin", "serve"}, `flag --model applies to the default command "transcribe", not "serve"`},
@@ -206,7 +207,7 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"--serve", "--help"}, []string{"yaz-decode serve", "--model"}, []string{"--format"}},
 		{[]string{"vad-stream", "--help"}, []string{"--vad-model", "--vad-threshold", "--log-level"},
 			[]string{"--model", "--threads", "--format", "--vad-gate", "--min-silence"}},
-		{[]string{"devices", "--help"}, []string{"--device", "-f, --format", "--model"},
+		{[]string{"devices", "--help"}, []string{"--device", "-f, --format", "--model", "one JSON object"},
 			[]string{"--threads", "--output-dir", "--vad"}},
 	} {
 		var out, errb bytes.Buffer
