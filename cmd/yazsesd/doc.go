@@ -59,7 +59,7 @@
 //
 // Status. `yazsesd status` shows the health line, the model and its
 // language, the typing backends dictation.inject resolves to ("auto →
-// x11, xdotool, clipboard", or none and why), the capture mode, device and
+// x11, clipboard", or none and why), the capture mode, device and
 // backend, whether the hotkey listener runs (or why not), the hold and
 // budget state, and each child's state, pid, restarts, last exit and
 // version (its program's --version, asked once at start).

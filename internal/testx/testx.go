@@ -1,6 +1,6 @@
 // Package testx runs a private X server for tests: Xvfb, and an xterm that
 // records every byte typed into it, plus the X tools the tests drive
-// (xdotool, xclip). cmd/yazsesd/internal/inject's tests and test/e2e's dictation tests use
+// (xdotool, xclip). cmd/yaz-type/internal/inject's tests and test/e2e's dictation tests use
 // the same recorder.
 //
 // A missing tool fails the test, never skips it: scripts/install-deps.sh

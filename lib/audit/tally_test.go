@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestTallyBoundsAFlood (issue 23, item 6): 30,000 refusals through Tally
+// TestTallyBoundsAFlood: 30,000 refusals through Tally
 // write TallyBurst lines and, at Close, one line with the rest's count,
 // and the events written with Write around them stay in the log; a log of
 // 16 KiB with one rotated file keeps them all. Summed, the lines account

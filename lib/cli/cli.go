@@ -1,5 +1,5 @@
 // Package cli holds what every YazSes command line shares: kong parsing with
-// the Unix exit codes DESIGN.md fixes (2 for usage errors, 1 for runtime
+// the Unix exit codes docs/design.md fixes (2 for usage errors, 1 for runtime
 // failures), --version ("NAME VERSION" from lib/version), shell completion
 // (kongplete, answering when the shell sets COMP_LINE), a man page made from
 // the kong model (the hidden --man flag, which make install uses), the

@@ -224,6 +224,9 @@ type Children struct {
 	// VAD: frames in, a speech probability per 32 ms window out
 	// (yaz-decode --vad-stream, package vadwire).
 	VAD []string `toml:"vad"`
+	// Type types the dictated text into the focused window (yaz-type
+	// --serve, package typewire).
+	Type []string `toml:"type"`
 }
 
 // Allowed values.
@@ -313,6 +316,7 @@ func rawDefault() Config {
 			Speak:   []string{"yaz-speak", "--serve"},
 			Gate:    []string{"yaz-gate"},
 			VAD:     []string{"yaz-decode", "--vad-stream"},
+			Type:    []string{"yaz-type", "--serve"},
 		},
 	}
 }

@@ -156,4 +156,6 @@ speak = ["yaz-speak", "--serve"]
 gate = ["yaz-gate"]
 # The voice detector (Silero VAD's probabilities), when [vad] selects Silero.
 vad = ["yaz-decode", "--vad-stream"]
+# Typing into the focused window (dictation.inject picks its route).
+type = ["yaz-type", "--serve"]
 `

@@ -12,7 +12,7 @@ import (
 	"github.com/yazses/yazses/internal/testmodel"
 )
 
-// The issue 22 goals on a real GPU, with the large-v3-turbo-sized model.
+// The GPU goals (docs/gpu.md) on a real GPU, with the large-v3-turbo-sized model.
 const (
 	goalResident3s = 100 * time.Millisecond // a 3 s utterance, resident decoder
 	goalCold60s    = 2 * time.Second        // 60 s of audio from a cold start

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# h200.sh [all|build|measure]: issue 22's measurements on a borrowed NVIDIA
+# h200.sh [all|build|measure]: docs/gpu.md's measurements on a borrowed NVIDIA
 # H200 (the device tool's nvidia-h200: 16 cores, nvcc 13, CMake and ninja,
 # no Go, no network), in one call, after scripts/gpu/prepare.sh made
 # .cache/gpu-run here and the call carried it.

@@ -20,7 +20,7 @@ import (
 	"github.com/yazses/yazses/internal/testx"
 )
 
-// text58 is the 58 characters the latency goals of issue 21 speak of.
+// text58 is the 58 characters of the typing latency goals (docs/performance.md).
 const text58 = "And so, my fellow Americans, ask not what your country can"
 
 // BenchmarkReleaseToLastChar: the key's release (hold.stop) to the last
@@ -30,7 +30,7 @@ const text58 = "And so, my fellow Americans, ask not what your country can"
 // Xvfb), wayland (the virtual keyboard in the daemon, into foot under
 // headless sway), wtype (the same with wtype), and portal (Debian's
 // xdg-desktop-portal 1.16 to the test backend, the GNOME-like desktop of
-// TestPortalDesktop: to the last key the backend took). Issue 21's goal
+// TestPortalDesktop: to the last key the backend took). The goal
 // for wayland: at most 120 ms. Each iteration records the speech once
 // (a few seconds) before the release; the first, a warm-up that also
 // gives the headless seat its keyboard, is not counted. Run with

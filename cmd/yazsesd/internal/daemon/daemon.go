@@ -102,7 +102,19 @@ type Options struct {
 	Service Service
 	// Desktop is the person's desktop: notifications, typing, the evdev
 	// hotkey; nil: none of them (every transcript is kept for `last`).
-	Desktop Desktop
+	Desktop Desktop // Typing is the typing child (yaz-type --serve) when the caller runs
+	// one: listed in status and the health line with the others; nil:
+	// none.
+	Typing TypingChild
+}
+
+// TypingChild is the supervised typing child as status sees it.
+type TypingChild interface {
+	Status() supervise.Status
+	OnState(func(supervise.Status))
+	OnStart(func(pid, restart int))
+	// Program is its executable, for its version.
+	Program() string
 }
 
 // Service is what the daemon tells the service manager.
@@ -325,6 +337,10 @@ func New(opt Options) (*Daemon, error) {
 		vadChild = d.vad
 	}
 	d.detect = detect.New(vadChild, d.log)
+	if t := opt.Typing; t != nil {
+		order = append(order, "type")
+		binaries["type"] = t.Program()
+	}
 	d.health = health.New(healthReport{d}, d.log, order, boot...)
 	d.health.Watch("gate", d.gate)
 	d.health.Watch("speak", d.speak)
@@ -332,6 +348,10 @@ func New(opt Options) (*Daemon, error) {
 	d.health.Watch("capture", d.mic)
 	if d.vad != nil {
 		d.health.Watch("vad", d.vad)
+	}
+	if t := opt.Typing; t != nil {
+		d.health.Watch("type", t)
+		t.OnStart(d.childStarted("type"))
 	}
 	d.versions = versions.New(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Source: cfg.Hotkey.Source, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}

@@ -96,7 +96,7 @@ func dialFake(t *testing.T, run string, errc <-chan error) *daemonapi.Client {
 	return c
 }
 
-// TestMarkerWriteFailsClosed (issue 23, item 4): a daemon whose crash
+// TestMarkerWriteFailsClosed: a daemon whose crash
 // marker cannot be written (ENOSPC: a full folder) speaks no question:
 // ask_human is unavailable, reason state_unavailable, status says why,
 // and the audit says it once. Once the marker can be written, the next
@@ -169,7 +169,7 @@ func TestMarkerWriteFailsClosed(t *testing.T) {
 	}
 }
 
-// TestSecondDaemonOtherRuntimeRefused (issue 23, item 5): a second daemon
+// TestSecondDaemonOtherRuntimeRefused: a second daemon
 // of the same user with another runtime folder (XDG_RUNTIME_DIR) but the
 // same state folder refuses to start, naming the first one's pid and
 // socket; it used to start with a fresh budget and write the same audit.

@@ -157,6 +157,9 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	if d.vad != nil {
 		children = append(children, d.childStatus(d.vad))
 	}
+	if d.opt.Typing != nil {
+		children = append(children, d.childStatus(d.opt.Typing))
+	}
 	return daemonapi.Status{
 		Version:     d.opt.Version,
 		PID:         os.Getpid(),

@@ -74,7 +74,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
