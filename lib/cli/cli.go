@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,15 +123,30 @@ type ParseErrorExplainer interface {
 	ExplainParseError(err error) error
 }
 
-// explain is err as the selected command explains it, if it does.
+// flagBeforeCommand is kong's error for a flag given before a command
+// that the default command took ("prog -m M serve"); it names the default
+// command, which nobody typed.
+var flagBeforeCommand = regexp.MustCompile(`^flag (--\S+) applies to the default command "[^"]*", not "([^"]*)"$`)
+
+// explain is err as the selected command explains it, if it does. The
+// default command's own checks do not name it: nobody typed its name.
 func explain(err error) error {
 	var pe *kong.ParseError
 	if !errors.As(err, &pe) || pe.Context == nil {
 		return err
 	}
+	if m := flagBeforeCommand.FindStringSubmatch(err.Error()); m != nil {
+		return &UsageError{Msg: fmt.Sprintf("%s is given before %s: a command's flags follow its name (%s %s --help lists them)",
+			m[1], m[2], pe.Context.Model.Name, m[2])}
+	}
 	sel := pe.Context.Selected()
 	if sel == nil || !sel.Target.IsValid() || !sel.Target.CanAddr() {
 		return err
+	}
+	if sel == defaultCmd(pe.Context.Model.Node) {
+		if msg, ok := strings.CutPrefix(err.Error(), sel.Name+": "); ok {
+			err = &UsageError{Msg: msg}
+		}
 	}
 	if e, ok := sel.Target.Addr().Interface().(ParseErrorExplainer); ok {
 		return e.ExplainParseError(err)

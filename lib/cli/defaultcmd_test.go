@@ -11,10 +11,7 @@ import (
 // defaultGrammar has a default command that takes arguments (run, hidden:
 // "prog FILE…") beside a command of its own flags (serve).
 type defaultGrammar struct {
-	Run struct {
-		Files  []string `arg:"" optional:"" help:"Files to read."`
-		Format string   `short:"f" help:"Output format." enum:"txt,json" default:"txt" env:"PROG_FORMAT"`
-	} `cmd:"" default:"withargs" hidden:"" help:"Read files."`
+	Run   runCmd `cmd:"" default:"withargs" hidden:"" help:"Read files."`
 	Serve struct {
 		Port int `help:"Port to serve on."`
 	} `cmd:"" help:"Serve frames."`
@@ -22,6 +19,36 @@ type defaultGrammar struct {
 }
 
 func (*defaultGrammar) Help() string { return "Old spellings: --serve is serve." }
+
+type runCmd struct {
+	Files  []string `arg:"" optional:"" help:"Files to read."`
+	Format string   `short:"f" help:"Output format." enum:"txt,json" default:"txt" env:"PROG_FORMAT"`
+}
+
+// Validate refuses several files as JSON (a check of the command's own).
+func (r *runCmd) Validate() error {
+	if len(r.Files) > 1 && r.Format == "json" {
+		return Usagef("-f json takes one file")
+	}
+	return nil
+}
+
+// TestDefaultCommandErrors: an error of the default command's own check
+// does not name the command, which nobody typed.
+func TestDefaultCommandErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", "json", "a.wav", "b.wav"}, "prog: error: -f json takes one file\n"},
+		{[]string{"-f", "json", "serve"}, "prog: error: --format is given before serve: a command's flags follow its name (prog serve --help lists them)\n"},
+	} {
+		_, errb, code := parseDefault(t, tc.args...)
+		if code != ExitUsage || errb != tc.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, errb, tc.want)
+		}
+	}
+}
 
 func parseDefault(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()

@@ -130,10 +130,16 @@ type DecodeCmd struct {
 	UtteranceFlags
 }
 
-// Validate refuses what the flags cannot mean together.
+// Validate refuses what the flags cannot mean together. kong validates
+// before its AfterApply hooks, so the old spellings of the format are
+// read here too.
 func (d *DecodeCmd) Validate() error {
-	if len(d.Files) > 1 && d.OutputDir == "" && d.Output != "txt" && d.Output != "json" {
-		return cli.Usagef("--format %s of several files needs --output-dir", d.Output)
+	f, err := oldFormat(d.Output, d.OldOutput, d.JSON, formats...)
+	if err != nil {
+		return err
+	}
+	if len(d.Files) > 1 && d.OutputDir == "" && f != "txt" && f != "json" {
+		return cli.Usagef("--format %s of several files needs --output-dir", f)
 	}
 	return nil
 }
@@ -153,7 +159,7 @@ type VADStreamCmd struct {
 // Validate refuses the energy detector: it has no probabilities.
 func (v *VADStreamCmd) Validate() error {
 	if v.VAD == "energy" {
-		return cli.Usagef("vad-stream reports Silero VAD's probabilities: --vad energy has none (use auto or silero)")
+		return cli.Usagef("it reports Silero VAD's probabilities: --vad energy has none (use auto or silero)") // kong puts "vad-stream: " before it
 	}
 	return nil
 }
