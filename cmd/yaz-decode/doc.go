@@ -236,15 +236,12 @@
 //
 // # Deprecated flags
 //
-// The modes were flags before they were commands. The flags still work,
-// until the next release, wherever they stand before "--", with the
-// flags of the command they stand for:
-//
-//	--serve         yaz-decode serve
-//	--vad-stream    yaz-decode vad-stream
-//	--list-devices  yaz-decode devices (it wins over --serve, as before)
-//
-// --serve with --vad-stream is a usage error (exit 2).
+// The modes were flags before they were commands (--serve is serve,
+// --vad-stream is vad-stream, --list-devices is devices). The flags still
+// work, until the next release, wherever they stand before "--", with the
+// flags of the command they stand for; --list-devices wins over any other
+// mode, as before, and --serve with --vad-stream is a usage error (exit
+// 2).
 //
 // # Files
 //

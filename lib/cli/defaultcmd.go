@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -19,16 +20,43 @@ func defaultCmd(n *kong.Node) *kong.Node {
 	return nil
 }
 
+// OldFlag is a flag a program took before and takes still, for a while,
+// as another spelling of what replaced it (Now: "yaz-decode serve").
+type OldFlag struct{ Flag, Now string }
+
+// OldFlagger is a grammar with old flags, which the program rewrites
+// before parsing (they are not in the kong model): --help lists them at
+// its end, and the man page under DEPRECATED FLAGS.
+type OldFlagger interface{ OldFlags() []OldFlag }
+
+// oldFlags are the old flags of app's grammar, if it has any.
+func oldFlags(app *kong.Application) []OldFlag {
+	if app.Target.IsValid() && app.Target.CanAddr() {
+		if o, ok := app.Target.Addr().Interface().(OldFlagger); ok {
+			return o.OldFlags()
+		}
+	}
+	return nil
+}
+
 // helpPrinter is kong's help, except for a program whose default command
 // takes arguments: at the top (no command named, or the default one) it
 // shows that command's arguments and flags as the program's, then the
-// other commands, then what the program's grammar says in its Help method
-// (kong.HelpProvider: old spellings, say).
+// other commands, then what the grammar says in its Help method
+// (kong.HelpProvider). At the top, the old flags (OldFlagger) come last.
 func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	app := ctx.Model
 	def := defaultCmd(app.Node)
-	if sel := ctx.Selected(); def == nil || (sel != nil && sel != def) {
-		return kong.DefaultHelpPrinter(options, ctx)
+	sel := ctx.Selected()
+	top := sel == nil || sel == def
+	if def == nil || !top {
+		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+			return err
+		}
+		if top {
+			return printOldFlags(ctx.Stdout, app)
+		}
+		return nil
 	}
 	dctx, err := kong.Trace(ctx.Kong, []string{def.Name})
 	if err != nil {
@@ -60,10 +88,28 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	if app.Detail != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(app.Detail, "\n"))
 	}
+	if err := printOldFlags(w, app); err != nil {
+		return err
+	}
 	if len(cmds) > 0 {
 		fmt.Fprintf(w, "\nRun \"%s <command> --help\" for more information on a command.\n", app.Name)
 	}
 	return nil
+}
+
+// printOldFlags lists the old flags of app, if any, with what replaced
+// each.
+func printOldFlags(w io.Writer, app *kong.Application) error {
+	old := oldFlags(app)
+	if len(old) == 0 {
+		return nil
+	}
+	fmt.Fprint(w, "\nDeprecated flags (they still work, until the next release):\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, o := range old {
+		fmt.Fprintf(tw, "  %s\tdeprecated: use %s\n", o.Flag, o.Now)
+	}
+	return tw.Flush()
 }
 
 // others are the visible commands of n but def.

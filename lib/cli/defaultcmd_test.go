@@ -20,6 +20,8 @@ type defaultGrammar struct {
 
 func (*defaultGrammar) Help() string { return "Old spellings: --serve is serve." }
 
+func (*defaultGrammar) OldFlags() []OldFlag { return []OldFlag{{"--serve", "prog serve"}} }
+
 type runCmd struct {
 	Files  []string `arg:"" optional:"" help:"Files to read."`
 	Format string   `short:"f" help:"Output format." enum:"txt,json" default:"txt" env:"PROG_FORMAT"`
@@ -68,6 +70,7 @@ func TestDefaultCommandHelp(t *testing.T) {
 		}
 		for _, want := range []string{"Usage: prog [<files> ...] [flags]", "prog <command> [flags]", "A program.", "Files to read.",
 			"-f, --format=", "--log-level=", "Commands:", "serve", "Serve frames.", "Old spellings: --serve is serve.",
+			"Deprecated flags (they still work, until the next release):\n  --serve  deprecated: use prog serve\n",
 			`Run "prog <command> --help"`} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%q: help has no %q:\n%s", args, want, out)
@@ -78,7 +81,7 @@ func TestDefaultCommandHelp(t *testing.T) {
 		}
 	}
 	out, _, code := parseDefault(t, "serve", "--help")
-	if code != 0 || !strings.Contains(out, "--port=") || strings.Contains(out, "--format") || !strings.Contains(out, "--log-level") {
+	if code != 0 || !strings.Contains(out, "--port=") || strings.Contains(out, "--format") || !strings.Contains(out, "--log-level") || strings.Contains(out, "Deprecated") {
 		t.Errorf("serve --help: exit %d, want serve's flags and the shared ones, not the default command's:\n%s", code, out)
 	}
 }
@@ -123,13 +126,15 @@ func TestDefaultCommandManPage(t *testing.T) {
 	_ = opts
 	options, rest, _ := strings.Cut(rest, ".SH ARGUMENTS\n")
 	args, rest, _ := strings.Cut(rest, ".SH COMMANDS\n")
-	cmds, env, _ := strings.Cut(rest, ".SH EXIT STATUS\n")
+	cmds, rest, _ := strings.Cut(rest, ".SH DEPRECATED FLAGS\n")
+	deprecated, env, _ := strings.Cut(rest, ".SH EXIT STATUS\n")
 	for _, c := range []struct{ sec, name, want string }{
 		{options, "OPTIONS", `\fB\-f\fR, \fB\-\-format\fR=`},
 		{options, "OPTIONS", `\fB\-\-log\-level\fR=`},
 		{args, "ARGUMENTS", "Files to read."},
 		{cmds, "COMMANDS", `.SS "prog serve"`},
 		{cmds, "COMMANDS", `\fB\-\-port\fR=`},
+		{deprecated, "DEPRECATED FLAGS", ".TP\n\\fB\\-\\-serve\\fR\nDeprecated: use prog serve.\n"},
 		{env, "ENVIRONMENT", `PROG_FORMAT\fR
 sets \-\-format`},
 	} {

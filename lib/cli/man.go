@@ -41,8 +41,9 @@ func (manFlag) BeforeReset(app *kong.Kong) error {
 // its first heading is the DESCRIPTION, and each "# Heading" is a section
 // of that name (Synopsis, Files, Examples, Exit status, …; "Flags" is left
 // out, since OPTIONS is made from the kong model, complete and exact). The
-// kong model gives NAME, OPTIONS, COMMANDS (each with its own flags) and
-// ENVIRONMENT; then VERSION and SEE ALSO.
+// kong model gives NAME, OPTIONS, COMMANDS (each with its own flags),
+// DEPRECATED FLAGS (the doc's section of that name, then the grammar's
+// OldFlags, each in bold) and ENVIRONMENT; then VERSION and SEE ALSO.
 func manPage(app *kong.Application) string {
 	secs := docSections(manDoc)
 	var b strings.Builder
@@ -69,6 +70,12 @@ func manPage(app *kong.Application) string {
 	b.WriteString(desc + more)
 	secs.take("flags")
 	secs.take("options")
+	deprecated, _ := secs.take("deprecated flags")
+	if old := oldFlags(app); len(old) > 0 {
+		for _, o := range old {
+			deprecated += ".TP\n" + `\fB` + roffText(o.Flag) + `\fR` + "\n" + roffText("Deprecated: use "+o.Now+".") + "\n"
+		}
+	}
 	files, _ := secs.take("files")
 	examples, _ := secs.take("examples")
 	exit, hasExit := secs.take("exit status")
@@ -92,6 +99,9 @@ func manPage(app *kong.Application) string {
 	}
 	if cmds := commands(app.Node); cmds != "" {
 		b.WriteString(".SH COMMANDS\n" + cmds)
+	}
+	if deprecated != "" {
+		b.WriteString(".SH DEPRECATED FLAGS\n" + deprecated)
 	}
 	if !hasExit {
 		exit = ".PP\n" + roffText(fmt.Sprintf(

@@ -40,8 +40,15 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 }
 
-// Help is what --help says after the commands: the old spellings.
-func (*CLI) Help() string { return oldSpellingsHelp() }
+// OldFlags are the old mode flags, which --help and the man page list as
+// deprecated (lib/cli).
+func (*CLI) OldFlags() []cli.OldFlag {
+	var out []cli.OldFlag
+	for _, m := range oldModes {
+		out = append(out, cli.OldFlag{Flag: m.flag, Now: "yaz-decode " + m.cmd})
+	}
+	return out
+}
 
 // DecodeFlags say how the speech model decodes: files, streams and serve.
 type DecodeFlags struct {

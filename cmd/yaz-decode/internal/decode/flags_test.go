@@ -203,8 +203,8 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{[]string{"--help"},
 			[]string{"Usage: yaz-decode [<file> ...] [flags]", "-f, --format=", "--output-dir", "--min-silence", "serve", "vad-stream", "devices",
-				"Deprecated flags", "--serve          deprecated: use yaz-decode serve", "--vad-stream     deprecated: use yaz-decode vad-stream",
-				"--list-devices   deprecated: use yaz-decode devices"},
+				"Deprecated flags", "  --serve         deprecated: use yaz-decode serve\n", "  --vad-stream    deprecated: use yaz-decode vad-stream\n",
+				"  --list-devices  deprecated: use yaz-decode devices\n"},
 			[]string{"  transcribe"}}, // the default command is not listed
 		{[]string{"serve", "--help"}, []string{"--model", "--beam-size", "--vad-model", "--min-silence", "--log-level"},
 			[]string{"--format", "--output-dir", "--progress", "--max-duration"}},

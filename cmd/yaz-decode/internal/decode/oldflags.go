@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,17 +90,6 @@ func oldCommand(flag string) string {
 		}
 	}
 	return ""
-}
-
-// oldSpellingsHelp is the end of --help: the old mode flags and what
-// replaced them.
-func oldSpellingsHelp() string {
-	var b strings.Builder
-	b.WriteString("Deprecated flags (they still work, until the next release):\n")
-	for _, m := range oldModes {
-		fmt.Fprintf(&b, "  %-16s deprecated: use yaz-decode %s\n", m.flag, m.cmd)
-	}
-	return b.String()
 }
 
 // ExplainParseError says why serve and vad-stream take no arguments
