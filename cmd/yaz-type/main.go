@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
@@ -20,7 +21,6 @@ import (
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/linebound"
 	"github.com/yazses/yazses/lib/typewire"
-	"github.com/yazses/yazses/lib/untrusted"
 )
 
 const name = "yaz-type"
@@ -172,14 +172,15 @@ func (unavailable) Type(context.Context, string) (string, error) { return "", in
 // and on stderr one line for anything but typed. lead puts a space before
 // the text (a line after the first).
 func typeOne(ctx context.Context, stderr io.Writer, t *inject.Typer, text string, lead bool) int {
-	clean := untrusted.Typed(text).Text()
-	if strings.TrimSpace(clean) == "" {
+	if blank(text) {
 		return 0
 	}
 	if lead {
 		text = " " + text
 	}
-	chars := utf8.RuneCountInString(untrusted.Typed(text).Text())
+	// The text is cleaned where it enters typing (inject.Typer.Type), and
+	// only there; this count is the raw text's, for the messages.
+	chars := utf8.RuneCountInString(text)
 	// A display server that stops answering must not hang the pipeline:
 	// past the bound the text is given up and yaz-type exits (the
 	// process's end closes its connections).
@@ -204,6 +205,12 @@ func typeOne(ctx context.Context, stderr io.Writer, t *inject.Typer, text string
 	}
 	ev := inject.Outcome(r.used, r.err, chars)
 	return report(stderr, ev, r.err)
+}
+
+// blank reports whether text types nothing: white space and control
+// characters only.
+func blank(text string) bool {
+	return !strings.ContainsFunc(text, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.IsControl(r) })
 }
 
 // report writes the line and returns the exit status for an outcome.
@@ -252,7 +259,7 @@ func typeLines(ctx context.Context, stderr io.Writer, t *inject.Typer, stdin io.
 		if code := typeOne(ctx, stderr, t, string(line), lead); code != 0 {
 			return code
 		}
-		if strings.TrimSpace(untrusted.Typed(string(line)).Text()) != "" {
+		if !blank(string(line)) {
 			lead = true
 		}
 		if ctx.Err() != nil {

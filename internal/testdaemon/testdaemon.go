@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/internal/testx"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -157,7 +158,9 @@ func New(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 	d.CfgPath = filepath.Join(cfgHome, "yazses", "config.toml")
 	d.Audit = filepath.Join(dir, "state", "yazses", "audit.jsonl")
 	d.WriteConfig(cfg)
-	d.Env = append(os.Environ(),
+	// The caller's desktop session is never reached: a test that means a
+	// display, a compositor or a bus passes it in env.
+	d.Env = append(testx.WithoutEnv(os.Environ(), DesktopEnv...),
 		"HOME="+dir,
 		"XDG_RUNTIME_DIR="+d.Runtime,
 		"XDG_CONFIG_HOME="+cfgHome,
@@ -167,6 +170,13 @@ func New(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 	d.Env = append(d.Env, env...)
 	return d
 }
+
+// DesktopEnv are the variables of a person's desktop session that no
+// test daemon inherits from the caller (a desktop terminal's): where a
+// daemon would type, show notifications or find portals.
+var DesktopEnv = []string{"DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET", "SWAYSOCK", "I3SOCK",
+	"DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_SESSION_DESKTOP", "XDG_SESSION_TYPE",
+	"XDG_DESKTOP_PORTAL_DIR", "IBUS_ADDRESS", "HYPRLAND_INSTANCE_SIGNATURE"}
 
 // Path is the program name in the daemon's bin folder.
 func (d *Daemon) Path(name string) string { return filepath.Join(d.Bin, name) }

@@ -17,7 +17,7 @@ import (
 )
 
 // programs are the YazSes programs, for the man pages' SEE ALSO.
-var programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"}
+var programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yaz-type", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"}
 
 // extraFlags are embedded into every command line by Parse.
 type extraFlags struct {

@@ -275,3 +275,34 @@ func TestTypingOnlyInYazType(t *testing.T) {
 		}
 	}
 }
+
+// TestTiersCoverAll: every package is in exactly one test tier
+// (scripts/test-tier.sh), so make test runs each once, and no tier is
+// empty.
+func TestTiersCoverAll(t *testing.T) {
+	all := strings.Fields(goList(t, nil, "./..."))
+	seen := map[string]string{}
+	for _, tier := range []string{"short", "programs", "desktop"} {
+		cmd := exec.Command("scripts/test-tier.sh", tier)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("test-tier.sh %s: %v", tier, err)
+		}
+		pkgs := strings.Fields(string(out))
+		if len(pkgs) == 0 {
+			t.Errorf("tier %s is empty", tier)
+		}
+		for _, p := range pkgs {
+			if other, ok := seen[p]; ok {
+				t.Errorf("%s is in the tiers %s and %s", p, other, tier)
+			}
+			seen[p] = tier
+		}
+	}
+	for _, p := range all {
+		if seen[p] == "" {
+			t.Errorf("%s is in no test tier", p)
+		}
+	}
+}

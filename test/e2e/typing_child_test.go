@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/internal/testsway"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 )
@@ -107,5 +110,65 @@ func TestTypingXServerDiesMidText(t *testing.T) {
 	// The daemon goes on: it answers, and its typing child runs.
 	if st := d.Child("type").State; st != "running" {
 		t.Errorf("the typing child is %s after the X server died, want running", st)
+	}
+}
+
+// TestTypingCompositorStopped: a compositor that stops answering (SIGSTOP
+// of sway) while a dictation is typed ends that dictation with an outcome
+// (the text kept for ctl last), within the typing bound, instead of
+// holding hold.stop and every dictation after it; once the compositor
+// answers again, the next dictation arrives.
+func TestTypingCompositorStopped(t *testing.T) {
+	t.Parallel()
+	const text = "typed once the compositor answers again"
+	sway := testsway.Start(t)
+	file := testsway.StartFoot(t, sway)
+	sock := getenv(sway, "SWAYSOCK") // sway-ipc.UID.PID.sock
+	fields := strings.Split(filepath.Base(sock), ".")
+	pid, err := strconv.Atoi(fields[len(fields)-2])
+	if err != nil {
+		t.Fatalf("sway's pid from %s: %v", sock, err)
+	}
+	speech := answerWAV()
+	d := startDaemon(t, dictationConfig(speech, true), "DISPLAY=", "SWAYSOCK="+sock,
+		"WAYLAND_DISPLAY="+filepath.Join(getenv(sway, "XDG_RUNTIME_DIR"), getenv(sway, "WAYLAND_DISPLAY")),
+		"YAZ_FAKE_TEXT="+text)
+	d.WaitFor(20*time.Second, "the typing child to run", func() bool { return d.Child("type").State == "running" })
+	c := d.Client()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	t.Cleanup(cont)
+	stopped := make(chan daemonapi.HoldResult, 1)
+	go func() { stopped <- d.stopHold(c) }()
+	var r daemonapi.HoldResult
+	select {
+	case r = <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatalf("hold.stop did not answer a minute after the compositor stopped\n%s", d.LogTail(30))
+	}
+	if r.Outcome == "typed" {
+		t.Errorf("hold.stop with the compositor stopped = %+v, want not typed", r)
+	}
+	if l := d.lastByCtl(); l.Text != text {
+		t.Errorf("ctl last = %+v, want the text kept", l)
+	}
+	cont()
+	d.holdWhileSpeaking(c, wavDuration(t, speech))
+	if r := d.stopHold(c); r.Outcome != "typed" || r.Backend != "wayland" {
+		t.Errorf("hold.stop once the compositor answers = %+v, want typed with wayland\n%s", r, d.LogTail(20))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := testwait.WatchFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var got string
+	if testwait.Until(ctx, func() bool { b, _ := os.ReadFile(file); got = string(b); return len(got) >= len(text) }, w) != nil || got != text {
+		t.Errorf("foot received %q, want %q", got, text)
 	}
 }
