@@ -49,15 +49,22 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	def := defaultCmd(app.Node)
 	sel := ctx.Selected()
 	top := sel == nil || sel == def
-	if def == nil || !top {
+	switch {
+	case def != nil && top:
+		return defaultHelp(options, ctx, def)
+	case top:
 		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
 			return err
 		}
-		if top {
-			return printOldFlags(ctx.Stdout, app)
-		}
-		return nil
+		return printOldFlags(ctx.Stdout, app)
 	}
+	return kong.DefaultHelpPrinter(options, ctx)
+}
+
+// defaultHelp is the help at the top of a program whose default command
+// def takes arguments.
+func defaultHelp(options kong.HelpOptions, ctx *kong.Context, def *kong.Node) error {
+	app := ctx.Model
 	dctx, err := kong.Trace(ctx.Kong, []string{def.Name})
 	if err != nil {
 		return err
