@@ -257,9 +257,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if done {
 		return code
 	}
-	cmd, ok := k.Selected().Target.Addr().Interface().(command)
-	if !ok {
-		return cli.Report(name, stderr, fmt.Errorf("no command selected (%s)", k.Command()))
+	var cmd command
+	if sel := k.Selected(); sel != nil {
+		cmd, _ = sel.Target.Addr().Interface().(command)
+	}
+	if cmd == nil {
+		return cli.Report(name, stderr, fmt.Errorf("no command selected (%q)", k.Command()))
 	}
 	log := c.Logger(stderr)
 	underSupervisor := supervised(cmd.supervised())
