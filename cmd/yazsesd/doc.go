@@ -22,7 +22,7 @@
 //
 //	gate     yaz-gate: the interruption budget; fd 3 is a socketpair to the daemon
 //	speak    yaz-speak --serve: the question's voice
-//	decode   yaz-decode --serve: the resident whisper model
+//	decode   yaz-decode serve: the resident whisper model
 //	capture  yaz-capture: the microphone, open only while needed
 //	         (capture.mode = "on-demand") or always, for pre-roll
 //

@@ -1,4 +1,4 @@
-// Command fakedecode speaks the `yaz-decode --serve` protocol (see package
+// Command fakedecode speaks the `yaz-decode serve` protocol (see package
 // frame) and answers every utterance with a fixed text. The daemon tests
 // use it where exact words matter (docs/design.md, "Models and engines"): the real decoder
 // has its own tests on the generated model.

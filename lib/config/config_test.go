@@ -63,10 +63,10 @@ func TestDefault(t *testing.T) {
 		{"audit.max_bytes", c.Audit.MaxBytes, int64(1 << 20)},
 		{"audit.keep", c.Audit.Keep, 3},
 		{"children.capture", c.Children.Capture, []string{"yaz-capture"}},
-		{"children.decode", c.Children.Decode, []string{"yaz-decode", "--serve"}},
+		{"children.decode", c.Children.Decode, []string{"yaz-decode", "serve"}},
 		{"children.speak", c.Children.Speak, []string{"yaz-speak", "--serve"}},
 		{"children.gate", c.Children.Gate, []string{"yaz-gate"}},
-		{"children.vad", c.Children.VAD, []string{"yaz-decode", "--vad-stream"}},
+		{"children.vad", c.Children.VAD, []string{"yaz-decode", "vad-stream"}},
 	}
 	for _, tc := range checks {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {

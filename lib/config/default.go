@@ -51,7 +51,7 @@ prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
 # Where the model runs: "auto" (the best real GPU, else the CPU), "cpu", "gpu"
-# or "gpu:N" (N from yaz-decode --list-devices).
+# or "gpu:N" (N from yaz-decode devices).
 device = "auto"
 
 [vad]
@@ -149,13 +149,13 @@ keep = 3
 # Microphone capture.
 capture = ["yaz-capture"]
 # Resident speech-to-text decoder.
-decode = ["yaz-decode", "--serve"]
+decode = ["yaz-decode", "serve"]
 # Text-to-speech.
 speak = ["yaz-speak", "--serve"]
 # The interruption budget.
 gate = ["yaz-gate"]
 # The voice detector (Silero VAD's probabilities), when [vad] selects Silero.
-vad = ["yaz-decode", "--vad-stream"]
+vad = ["yaz-decode", "vad-stream"]
 # Typing into the focused window (dictation.inject picks its route).
 type = ["yaz-type", "--serve"]
 `

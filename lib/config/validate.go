@@ -39,7 +39,7 @@ const (
 )
 
 // Bounds of dictation.max_hold_s: a hold's audio (pre-roll, hold, tail)
-// stays under yaz-decode --serve's 5-minute cap on one utterance.
+// stays under yaz-decode serve's 5-minute cap on one utterance.
 const (
 	minMaxHoldS = 5
 	maxMaxHoldS = 240

@@ -12,7 +12,7 @@
 #            yaz-decode's final link against that machine's CPU build
 #            (relink.sh: ggml-cpu compiled for its own processor), with
 #            the module next to it, where yaz-decode looks
-#   measure  yaz-decode --list-devices, then scripts/bench -gpu: yaz-decode
+#   measure  yaz-decode devices, then scripts/bench -gpu: yaz-decode
 #            next to whisper-cli of the same build on the same files and
 #            generated large-v3-turbo-sized model, the GPU against the CPU of
 #            the machine, the resident decoder's 3 s utterance
@@ -101,7 +101,7 @@ build_stage() {
 
 measure_stage() {
   [ -x "$bin/yaz-decode" ] && [ -f "$bin/yaz-ggml-cuda.so" ] && [ -x "$cbuild/bin/whisper-cli" ] || { log "nothing built yet: run the build stage"; return 1; }
-  "$bin/yaz-decode" --list-devices > "$OUT/devices.txt" 2>&1
+  "$bin/yaz-decode" devices > "$OUT/devices.txt" 2>&1
   log "devices: $(tr '\n' ' ' < "$OUT/devices.txt")"
   local left=$(( 590 - ($(date +%s) - t0) ))
   if [ $left -lt 60 ]; then

@@ -64,8 +64,10 @@ func speech(d time.Duration) []int16 {
 
 func silence(d time.Duration) []int16 { return make([]int16, pcm.Samples(d)) }
 
-func newCLI() *CLI {
-	return &CLI{VADGate: true, MinSpeech: 120 * time.Millisecond, MinSilence: 600 * time.Millisecond, Output: "txt"}
+func newCLI() *settings {
+	c := &settings{}
+	c.VADGate, c.MinSpeech, c.MinSilence, c.Output = true, 120*time.Millisecond, 600*time.Millisecond, "txt"
+	return c
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

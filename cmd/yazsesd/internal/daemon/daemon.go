@@ -8,9 +8,9 @@
 //
 // Where each job is:
 //
-//   - child: the ends of yaz-capture (Mic), yaz-decode --serve (Decoder),
+//   - child: the ends of yaz-capture (Mic), yaz-decode serve (Decoder),
 //     yaz-speak --serve (Speaker), yaz-gate (Gate) and, when [vad] selects
-//     Silero, yaz-decode --vad-stream (VAD): each owns its supervised
+//     Silero, yaz-decode vad-stream (VAD): each owns its supervised
 //     process, makes its pipes afresh on every start and shows its state
 //     as channels. turn: the decoder's priority queue.
 //   - hold: one push-to-talk hold, one goroutine from the key to its text;

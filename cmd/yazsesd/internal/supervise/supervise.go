@@ -21,7 +21,7 @@
 //   - Readiness is explicit: with Spec.Ready the child gets a pipe's write end
 //     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it. The
 //     line may say what the child is ready with before its newline (at most
-//     MaxReadyLine bytes: yaz-decode --serve names its device); Status.Ready
+//     MaxReadyLine bytes: yaz-decode serve names its device); Status.Ready
 //     keeps it until the next start.
 //   - The child's stderr is re-logged line by line with child=<name>.
 //   - A child that cannot run for a reason a restart cannot fix says so in
@@ -168,7 +168,7 @@ type Status struct {
 	Reason string
 	// Ready is what the current start said on its readiness line before
 	// the newline ("" for a bare newline, as most children write, and
-	// until the child is ready): yaz-decode --serve names the device its
+	// until the child is ready): yaz-decode serve names the device its
 	// model loaded on there (package device). A new start clears it.
 	Ready string
 }
