@@ -66,6 +66,15 @@
 // took it. Reading stdin stops at the first text that
 // was not typed.
 //
+// # Files
+//
+// The portal route keeps the desktop's restore token (the person's
+// consent, where the desktop keeps it) in --state-dir, by default
+// $XDG_STATE_HOME/yazses (0600). The X11 route records the spare keycodes
+// it bound in the root window's _YAZSES_HELD_KEYCODES property, on the
+// display; IBus is found through $IBUS_ADDRESS or its address file,
+// $XDG_CONFIG_HOME/ibus/bus/<machine id>-<host>-<display>.
+//
 // # Examples
 //
 //	yaz-type 'Grüße aus Köln'

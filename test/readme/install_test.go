@@ -148,6 +148,7 @@ func TestCompletion(t *testing.T) {
 		"yaz-capture": {"yaz-capture --backend ": {"alsa", "auto", "null", "pulseaudio"}, "yaz-capture --form": {"--format"}},
 		"yaz-decode":  {"yaz-decode --output-d": {"--output-dir"}, "yaz-decode -f ": {"json", "srt", "txt", "vtt"}},
 		"yaz-speak":   {"yaz-speak --ra": {"--rate"}},
+		"yaz-type":    {"yaz-type --backend ib": {"ibus"}, "yaz-type --paste": {"--paste-over-chars"}},
 		"yazsesd":     {"yazsesd st": {"status"}, "yazsesd config ch": {"check"}, "yazsesd status -f ": {"json", "text"}},
 		"yaz-mcp":     {"yaz-mcp --log-format ": {"json", "text"}},
 		"yaz-gate":    {"yaz-gate --per": {"--per-hour"}},
