@@ -66,45 +66,32 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
 // Name is the backend's name.
 const Name = "ibus"
 
-// Errors. ErrNoTarget, ErrUnavailable and ErrInterrupted mean what the
-// daemon's typing backends mean by them.
+// Errors: the typing backends' (package backend).
 var (
-	ErrNoTarget    = errors.New("no focused text field to type into")
-	ErrUnavailable = errors.New("typing backend unavailable")
-	ErrInterrupted = errors.New("typing interrupted")
+	ErrNoTarget    = backend.ErrNoTarget
+	ErrUnavailable = backend.ErrUnavailable
+	ErrInterrupted = backend.ErrInterrupted
 	// ErrRefused: the focused field is a password or PIN field. Nothing
 	// was typed; no other backend should type it either.
-	ErrRefused = errors.New("the focused field is a password or PIN field: not typed")
+	ErrRefused = backend.ErrRefused
 )
 
-// Focus is where committed text would go.
-type Focus int
+// Focus is where committed text would go (package backend's).
+type Focus = backend.Focus
 
+// The focus the route reports.
 const (
-	// FocusUnknown: IBus cannot tell.
-	FocusUnknown Focus = iota
-	// FocusWindow: an input context (a text field) has the focus.
-	FocusWindow
-	// FocusNone: no input context has the focus.
-	FocusNone
+	FocusUnknown = backend.FocusUnknown
+	FocusWindow  = backend.FocusWindow
+	FocusNone    = backend.FocusNone
 )
-
-func (f Focus) String() string {
-	switch f {
-	case FocusWindow:
-		return "window"
-	case FocusNone:
-		return "none"
-	default:
-		return "unknown"
-	}
-}
 
 // Delivery is what Type could see of its commit.
 type Delivery int

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -34,41 +33,14 @@ func newIBus(opts Options) *ibusBackend {
 
 func (b *ibusBackend) Name() string { return IBus }
 
-func (b *ibusBackend) Focus(ctx context.Context) (Focus, error) {
-	f, err := b.r.Focus(ctx)
-	if err != nil {
-		return FocusUnknown, ibusErr(err)
-	}
-	switch f {
-	case ibus.FocusNone:
-		return FocusNone, nil
-	case ibus.FocusWindow:
-		return FocusWindow, nil
-	}
-	return FocusUnknown, nil
-}
+func (b *ibusBackend) Focus(ctx context.Context) (Focus, error) { return b.r.Focus(ctx) }
 
 func (b *ibusBackend) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if err := b.r.Type(ctx, typed); err != nil {
-		return ibusErr(err)
+		return err
 	}
 	if b.r.LastDelivery() != ibus.Confirmed {
 		return fmt.Errorf("ibus: %w", backend.ErrUnconfirmed)
 	}
 	return nil
-}
-
-// ibusErr maps the route's errors onto the backends' vocabulary.
-func ibusErr(err error) error {
-	for _, m := range []struct{ from, to error }{
-		{ibus.ErrRefused, backend.ErrRefused},
-		{ibus.ErrNoTarget, backend.ErrNoTarget},
-		{ibus.ErrUnavailable, backend.ErrUnavailable},
-		{ibus.ErrInterrupted, backend.ErrInterrupted},
-	} {
-		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %w", m.to, err)
-		}
-	}
-	return err
 }
