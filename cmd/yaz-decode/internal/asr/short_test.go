@@ -20,15 +20,16 @@ import (
 func guarded(t *testing.T, n int) []float32 {
 	t.Helper()
 	page := unix.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	data := (4*n + page - 1) / page * page // whole pages for the samples
+	mem, err := unix.Mmap(-1, 0, data+page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Munmap(mem) })
-	if err := unix.Mprotect(mem[page:], unix.PROT_NONE); err != nil {
+	if err := unix.Mprotect(mem[data:], unix.PROT_NONE); err != nil {
 		t.Fatal(err)
 	}
-	end := unsafe.Pointer(&mem[page-1])
+	end := unsafe.Pointer(&mem[data-1])
 	first := unsafe.Add(end, 1-4*n)
 	s := unsafe.Slice((*float32)(first), n)
 	for i := range s {
