@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/vad"
 )
@@ -33,6 +35,7 @@ type CLI struct {
 	Device            string   `help:"Where the model runs: auto (the best GPU, discrete before integrated, never a software one; else the CPU), cpu, gpu (the best GPU, a software one too) or gpu:N (N from --list-devices)." default:"auto" env:"YAZ_DEVICE"`
 	ListDevices       bool     `help:"List every device ggml finds (index, backend, name, kind, memory), which one auto takes and which one --device takes, then exit (-f json: one JSON object)."`
 	Prompt            string   `help:"Vocabulary hint: words or names whisper should expect (whisper only)." env:"YAZ_PROMPT"`
+	PromptStdin       bool     `name:"prompt-stdin" help:"Files: read the vocabulary hint as one 'P' frame on stdin (as --serve takes one), so that it is on no command line that other users can read; replaces --prompt."`
 	BeamSize          int      `help:"1 is greedy decoding (fastest); 5 is beam search as whisper-cli does by default (whisper only)." default:"1" env:"YAZ_BEAM_SIZE"`
 	AudioCtx          string   `help:"Encoder audio context: auto trims it to short utterances, full always uses 1500, or a number of positions (50 a second) (whisper only)." default:"auto"`
 	NoFallback        bool     `help:"Disable whisper's temperature fallback (fully deterministic output; Parakeet always is)."`
@@ -108,6 +111,16 @@ func (c *CLI) vadConfig() vad.Config {
 func (c *CLI) run(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout, stderr io.Writer) error {
 	if c.Serve && len(c.Files) > 0 {
 		return cli.Usagef("--serve reads frames on stdin and takes no files")
+	}
+	if c.PromptStdin {
+		if len(c.Files) == 0 || c.Serve || c.VADStream {
+			return cli.Usagef("--prompt-stdin needs files as arguments: stdin carries the prompt, not audio")
+		}
+		p, err := readPrompt(stdin)
+		if err != nil {
+			return err
+		}
+		c.Prompt = p
 	}
 	if c.BeamSize < 0 || c.BeamSize > 16 {
 		return cli.Usagef("--beam-size must be between 1 and 16")
@@ -262,4 +275,18 @@ func (c *CLI) makeOutputDir() error {
 		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
 	}
 	return nil
+}
+
+// readPrompt reads the vocabulary hint of --prompt-stdin: one Prompt frame
+// (package lib/frame), invalid UTF-8 dropped as --serve drops it. Nothing
+// but a Prompt frame is accepted; what follows it is not read.
+func readPrompt(r io.Reader) (string, error) {
+	f, err := frame.NewReader(r).Next()
+	if err != nil {
+		return "", fmt.Errorf("--prompt-stdin: read the prompt frame: %w", err)
+	}
+	if f.Type != frame.Prompt {
+		return "", fmt.Errorf("--prompt-stdin: a %q frame on stdin, want %q", f.Type, frame.Prompt)
+	}
+	return strings.ToValidUTF8(string(f.Payload), ""), nil
 }

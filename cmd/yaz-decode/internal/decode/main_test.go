@@ -231,3 +231,38 @@ func TestStartupErrorsWrapCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptStdin: --prompt-stdin takes the vocabulary hint from one
+// Prompt frame on stdin (how yaz-mcp passes a private prompt, on no command
+// line) and decodes a file exactly as --prompt with the same text does;
+// anything on stdin but a Prompt frame is refused.
+func TestPromptStdin(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	const hint = "Kubernetes, YazSes, Grüße"
+	prompt := func(typ byte, text string) []byte {
+		var b bytes.Buffer
+		if err := frame.NewWriter(&b).WriteFrame(frame.Frame{Type: typ, Payload: []byte(text)}); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	byFlag, stderr, code := runMain(nil, "-m", model, "-t", "2", "-o", "json", "--prompt", hint, wav)
+	if code != 0 {
+		t.Fatalf("--prompt: exit %d: %s", code, stderr)
+	}
+	byFrame, stderr, code := runMain(prompt(frame.Prompt, hint), "-m", model, "-t", "2", "-o", "json", "--prompt-stdin", wav)
+	if code != 0 {
+		t.Fatalf("--prompt-stdin: exit %d: %s", code, stderr)
+	}
+	if byFrame != byFlag {
+		t.Errorf("--prompt-stdin printed %q, --prompt the same text %q", byFrame, byFlag)
+	}
+	for _, bad := range [][]byte{prompt(frame.Context, hint), pcm.Encode(nil, speech(time.Second)), {'P', 9, 0}} {
+		stdout, stderr, code := runMain(bad, "-m", model, "--prompt-stdin", wav)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, "--prompt-stdin") {
+			t.Errorf("stdin %.8q: exit %d, stdout %q, stderr %q; want exit 1 naming --prompt-stdin", bad, code, stdout, stderr)
+		}
+	}
+}
