@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // calls stands between stdio and mcp-go and keeps two promises of MCP that
@@ -54,9 +55,10 @@ func newCalls(w io.Writer, log *slog.Logger) *calls {
 // JSON writes one (no fraction, no exponent).
 var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
-// validID reports whether raw is an id MCP allows: a string or an integer.
+// validID reports whether raw is an id MCP allows: a string (of UTF-8, as
+// it is echoed as it came) or an integer.
 func validID(raw []byte) bool {
-	return len(raw) > 0 && raw[0] == '"' || integerID.Match(raw)
+	return len(raw) > 0 && raw[0] == '"' && utf8.Valid(raw) || integerID.Match(raw)
 }
 
 // invalidID is the answer to a request whose id MCP does not allow. Its id
