@@ -248,16 +248,22 @@ func TestPromptStdin(t *testing.T) {
 		}
 		return b.Bytes()
 	}
-	byFlag, stderr, code := runMain(nil, "-m", model, "-t", "2", "-o", "json", "--prompt", hint, wav)
+	// Every window decoded and every segment kept: the generated model
+	// then prints words, and a prompt changes them.
+	args := []string{"-m", model, "-t", "2", "-o", "json", "--no-vad-gate", "--no-speech-threshold=1"}
+	byFlag, stderr, code := runMain(nil, append(args, "--prompt", hint, wav)...)
 	if code != 0 {
 		t.Fatalf("--prompt: exit %d: %s", code, stderr)
 	}
-	byFrame, stderr, code := runMain(prompt(frame.Prompt, hint), "-m", model, "-t", "2", "-o", "json", "--prompt-stdin", wav)
+	byFrame, stderr, code := runMain(prompt(frame.Prompt, hint), append(args, "--prompt-stdin", wav)...)
 	if code != 0 {
 		t.Fatalf("--prompt-stdin: exit %d: %s", code, stderr)
 	}
 	if byFrame != byFlag {
 		t.Errorf("--prompt-stdin printed %q, --prompt the same text %q", byFrame, byFlag)
+	}
+	if none, _, _ := runMain(nil, append(args, wav)...); none == byFrame {
+		t.Errorf("--prompt-stdin printed %q, as without a prompt: the prompt was not used", none)
 	}
 	for _, bad := range [][]byte{prompt(frame.Context, hint), pcm.Encode(nil, speech(time.Second)), {'P', 9, 0}} {
 		stdout, stderr, code := runMain(bad, "-m", model, "--prompt-stdin", wav)

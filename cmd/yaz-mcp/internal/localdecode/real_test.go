@@ -155,7 +155,7 @@ func TestRealDecoderVAD(t *testing.T) {
 
 // TestRealDecoderPromptPrivate: the real yaz-decode gets the vocabulary
 // prompt on stdin and decodes jfk.wav exactly as it does with the same
-// text on its command line, while no process shows the prompt in its
+// text on its command line (and not as it does without one), while no process shows the prompt in its
 // command line or environment (read with the decoder stopped, SIGSTOP, so
 // it cannot end before /proc is read).
 func TestRealDecoderPromptPrivate(t *testing.T) {
@@ -169,7 +169,10 @@ func TestRealDecoderPromptPrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		opt.Command, opt.Model, opt.Threads = append([]string{bin}, opt.Command...), model, 2
+		// Every window decoded and every segment kept: the generated
+		// model then prints words, and a prompt changes them.
+		opt.Command = append([]string{bin, "--no-vad-gate", "--no-speech-threshold=1"}, opt.Command...)
+		opt.Model, opt.Threads = model, 2
 		res, err := Run(testwait.Context(t), opt, f, nil, started)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
@@ -193,5 +196,8 @@ func TestRealDecoderPromptPrivate(t *testing.T) {
 	public := decode(Options{Command: []string{"--prompt=" + marker}}, nil)
 	if private.Text != public.Text {
 		t.Errorf("with the prompt on stdin: %q; with it on the command line: %q", private.Text, public.Text)
+	}
+	if none := decode(Options{}, nil); none.Text == private.Text {
+		t.Errorf("the same text %q with the prompt and without: the prompt did not reach the decoder", none.Text)
 	}
 }
