@@ -272,3 +272,28 @@ func TestPromptStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyFile: a file of 0 bytes is said to be empty, with no advice to
+// convert it (ffmpeg or sox would not find audio in it either); a file
+// that is not WAV gets that advice.
+func TestEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	empty := filepath.Join(dir, "empty.wav")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "notes.wav")
+	if err := os.WriteFile(text, []byte("not audio\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, says, not string }{
+		{empty, "is empty", "ffmpeg"},
+		{text, "ffmpeg", "empty"},
+	} {
+		stdout, stderr, code := runMain(nil, "-m", model, tc.path)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.says) || strings.Contains(stderr, tc.not) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 saying %q and not %q", filepath.Base(tc.path), code, stdout, stderr, tc.says, tc.not)
+		}
+	}
+}

@@ -187,6 +187,17 @@ func TestTranscribeRefusals(t *testing.T) {
 			// /dev/zero read to the size cap would be too_large.
 			r := s.tool("transcribe", c.args)
 			wantError(t, r, c.want)
+			// An empty file needs no converting: it is said to be empty.
+			switch c.name {
+			case "empty file":
+				if !strings.Contains(r.text(), "empty") || strings.Contains(r.text(), "ffmpeg") {
+					t.Errorf("error %q, want it to say the file is empty, with no ffmpeg advice", r.text())
+				}
+			case "text file":
+				if !strings.Contains(r.text(), "ffmpeg") {
+					t.Errorf("error %q, want the ffmpeg advice", r.text())
+				}
+			}
 		})
 	}
 	if strings.Contains(s.output(), marker) {

@@ -41,8 +41,11 @@ func (s *Server) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		code := codeOf(err)
 		s.log.Info("transcribe refused", "code", string(code))
-		if code == InvalidArgument {
+		switch {
+		case code == InvalidArgument:
 			return toolError(code, detailPath), nil
+		case errors.Is(err, audiofile.ErrEmpty):
+			return toolError(code, detailEmpty), nil
 		}
 		return toolError(code), nil
 	}
