@@ -68,6 +68,9 @@ const invalidID = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"
 // in takes one line from the client and returns what mcp-go gets instead
 // (nil: nothing; it was answered or dropped here).
 func (c *calls) in(line []byte) []byte {
+	if !json.Valid(line) {
+		return line // mcp-go answers a parse error, with no id
+	}
 	start, end, ok := member(line, isID)
 	if !ok {
 		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) && method(line) == "notifications/cancelled" {
