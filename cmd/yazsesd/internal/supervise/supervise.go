@@ -13,11 +13,12 @@
 //     would otherwise stay down while the daemon serves on), unless
 //     Spec.ExitZeroStops says exit 0 is the end of the child's work. The
 //     restart comes after a backoff that starts at one second, doubles up
-//     to 30 s and is reset after a minute of uptime. Five starts within a minute trip the crash guard (systemd's
-//     StartLimitBurst; the window is a minute rather than systemd's ten
-//     seconds because our backoff spaces the starts 1, 2, 4 and 8 s apart:
-//     a child that fails at once is given up after about 15 s): the child
-//     is left down and Run returns ErrCrashLoop.
+//     to 30 s and is reset after a minute of uptime. Five starts within a
+//     minute trip the crash guard (systemd's StartLimitBurst; the window
+//     is a minute rather than systemd's ten seconds because our backoff
+//     spaces the starts 1, 2, 4 and 8 s apart: a child that fails at once
+//     is given up after about 15 s): the child is left down and Run
+//     returns ErrCrashLoop.
 //   - Files in Spec.ExtraFiles become fd 3, 4, ... in the child, named in
 //     YAZ_FDNAMES the way systemd names LISTEN_FDNAMES; the supervisor never
 //     closes them, so a restarted child finds the other side still there.
@@ -157,8 +158,8 @@ const (
 func (s State) Failed() bool { return s == StateExited || s == StateCrashLoop }
 
 // Down reports a state from which no start comes by itself: Failed, or
-// stopped (by the context, or exited 0 with Spec.ExitZeroStops). A waiter for the child's work
-// gives up on it.
+// stopped (by the context, or exited 0 with Spec.ExitZeroStops). A waiter
+// for the child's work gives up on it.
 func (s State) Down() bool { return s.Failed() || s == StateStopped }
 
 // Status is a snapshot of a child for `yazsesd status`.
@@ -294,11 +295,10 @@ func Backoff(n int, base, max time.Duration) time.Duration {
 // Run supervises the child until ctx is done, then stops it (SIGTERM to the
 // group, StopGrace, SIGKILL), waits for it and returns nil. It also returns
 // nil when the child exits 125 (state exited), or 0 with Spec.ExitZeroStops
-// (state stopped); any other end is restarted. When
-// CrashBurst starts fall within CrashWindow and the last one ended
-// abnormally, Run leaves the child down in state crashloop and returns an
-// error wrapping ErrCrashLoop (and ErrNotReady, if readiness was what
-// failed last).
+// (state stopped); any other end is restarted. When CrashBurst starts fall
+// within CrashWindow and the last one ended abnormally, Run leaves the
+// child down in state crashloop and returns an error wrapping ErrCrashLoop
+// (and ErrNotReady, if readiness was what failed last).
 func (c *Child) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
