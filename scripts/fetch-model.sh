@@ -185,7 +185,7 @@ YAZ_MODEL_BASE_URL=https://mirror.example/whisper yaz\-fetch\-model small.en
 .SH SEE ALSO
 .PP
 \fByaz\-decode\fR(1), \fByazsesd\fR(1), \fByaz\-mcp\fR(1),
-\fByaz\-capture\fR(1), \fByaz\-speak\fR(1), \fByaz\-gate\fR(1), and
+\fByaz\-capture\fR(1), \fByaz\-speak\fR(1), \fByaz\-type\fR(1), \fByaz\-gate\fR(1), and
 README.md and docs/ in the source.
 EOM
 }

@@ -15,12 +15,12 @@ pkgs=(
   groff-base       # renders the man pages in the tests (make install writes them)
   pulseaudio pulseaudio-utils  # sound server (tests run a private one)
   xvfb xdotool xterm x11-utils # typing tests under a virtual X server
-  x11-xserver-utils xclip xsel openbox # cmd/yazsesd/internal/inject: xmodmap (Unicode with xdotool), clipboard, a window manager
-  rxvt-unicode                 # cmd/yazsesd/internal/inject: a second stock X terminal for the paste tests
-  sway wtype foot wl-clipboard # cmd/yazsesd/internal/inject: Wayland typing tests under headless sway
-  libnotify-bin libglib2.0-bin dbus-daemon dunst # lib/notify: notify-send, gdbus, a test bus and server
+  x11-xserver-utils xclip xsel openbox # cmd/yaz-type: xmodmap (Unicode with xdotool), clipboard, a window manager
+  rxvt-unicode                 # cmd/yaz-type: a second stock X terminal for the paste tests
+  sway wtype foot wl-clipboard # cmd/yaz-type: Wayland typing tests under headless sway
+  dbus-daemon dunst            # tests only: a private session bus (internal/testbus) and a real notification server; the daemon posts notifications over D-Bus itself (godbus)
   xdg-desktop-portal libxkbcommon-tools # internal/testportal: the real portal frontend (RemoteDesktop, GlobalShortcuts) and xkbcli, the XKB oracle
-  linux-libc-dev               # lib/hotkey: input-event-codes.h, checked against the key table
+  linux-libc-dev               # lib/keyname: input-event-codes.h, checked against the key table
   systemd                      # systemd-analyze verifies packaging/systemd/yazsesd.service
   npm              # fetches the pinned whisper.cpp source package
 )

@@ -65,7 +65,9 @@ func TestNullSeconds(t *testing.T) {
 	if code != 0 || len(out) != 32000 {
 		t.Fatalf("--backend null --seconds 1: exit %d, %d bytes; want 0 and 32000 (%s)", code, len(out), stderr)
 	}
-	if took := time.Since(begin); took < 900*time.Millisecond || took > 5*time.Second {
+	// A floor only: the device is paced at real time, not read in a burst
+	// (no ceiling: a loaded machine may be slow).
+	if took := time.Since(begin); took < 900*time.Millisecond {
 		t.Errorf("1 s of the null device took %v", took)
 	}
 	if stderr != "" {
@@ -157,7 +159,8 @@ func TestSIGTERM(t *testing.T) {
 		}
 	}, &read, "--backend", "null")
 	w.Close()
-	time.Sleep(100 * time.Millisecond)
+	// The first bytes show it streaming, with its handler set (main sets
+	// it before anything is read): the signal comes mid-stream.
 	cmd.Process.Signal(syscall.SIGTERM)
 	code := waitExit(t, cmd)
 	all := testwait.Recv(t, got, "yaz-capture's stdout to end")

@@ -8,8 +8,14 @@
 //
 //	yaz-decode [flags] FILE...           transcribe WAV files
 //	yaz-decode [flags] < audio           transcribe a live PCM or WAV stream
-//	yaz-decode --serve [flags]           framed mode for yazsesd
-//	yaz-decode --vad-stream [flags]      Silero VAD probabilities for yazsesd
+//	yaz-decode serve [flags]             framed mode for yazsesd
+//	yaz-decode vad-stream [flags]        Silero VAD probabilities for yazsesd
+//	yaz-decode devices [flags]           list the devices and exit
+//
+// Files and streams are the default command: it has no name, and a first
+// argument that names a command is that command (a file called serve is
+// ./serve). Each command takes only its own flags: a flag of another is a
+// usage error (exit 2), and so are files given to serve or vad-stream.
 //
 // # Description
 //
@@ -64,7 +70,7 @@
 // flushes the last utterance. SIGINT or SIGTERM ends the stream the same
 // way.
 //
-// With --serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
+// With serve, stdin carries frames type(1 byte) length(uint32 LE) payload:
 // 'A' audio (s16le PCM), 'E' end of utterance, 'X' abandon, 'P' a vocabulary
 // hint (UTF-8, at most 4096 bytes) that replaces --prompt for the current
 // utterance only; stdout answers one JSON line per ended utterance, in order:
@@ -81,9 +87,9 @@
 // on ({"device":{"index":0,"backend":"CPU","name":"CPU","kind":"cpu",...}},
 // package lib/devices), which yazsesd status shows.
 //
-// With --vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
+// With vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
 // pure Go and cannot link whisper.cpp): stdin carries 'A' and 'E' frames
-// as in --serve, and stdout answers, for every frame that completes 512-
+// as in serve, and stdout answers, for every frame that completes 512-
 // sample windows (32 ms), a line "P FIRST PROB..." with Silero VAD's speech
 // probability of each, in the shortest decimal that reads back as the same
 // float32; an 'E' frame runs the last partial window zero-padded, answers
@@ -114,7 +120,7 @@
 // names no language. --prompt, --beam-size above 1, --audio-ctx other than
 // auto and --no-speech-threshold other than 0.6 are whisper's: with a
 // Parakeet model each gives one warning on stderr and is not used, and so
-// does the first 'P' frame under --serve. --no-fallback changes nothing
+// does the first 'P' frame under serve. --no-fallback changes nothing
 // (Parakeet decodes greedily, always deterministically). Audio longer than
 // the model holds in one pass (its n_audio_ctx, 50 s in the converted
 // models) is decoded in chunks cut at quiet points; segment times stay on
@@ -139,7 +145,7 @@
 // refused with one line naming it; with auto, a file that is there but
 // unusable is refused too rather than silently replaced. Silero costs about
 // 2.5 ms of CPU per second of audio on one thread; windows of digital
-// silence (files, --serve) or below −60 dBFS once idle (streams) skip it.
+// silence (files, serve) or below −60 dBFS once idle (streams) skip it.
 //
 // # Flags
 //
@@ -148,18 +154,15 @@
 //	-l, --language CODE         spoken language, or auto (multilingual models)
 //	-t, --threads N             CPU threads (0: up to 4)
 //	    --device auto|cpu|gpu|gpu:N  where the model runs (env YAZ_DEVICE; see Devices)
-//	    --list-devices          list the devices ggml finds and exit (-f json: one object)
 //	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
 //	    --prompt-stdin          files: read the hint as one 'P' frame on stdin
-//	                            (as --serve takes one), on no command line
+//	                            (as serve takes one), on no command line
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
 //	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
 //	-f, --format FMT            txt, json, srt, vtt (files); txt, json (stream mode:
 //	                            one JSON object per utterance). Old spellings,
 //	                            still accepted: -o/--output FMT, and --json
 //	    --output-dir DIR        write one file per input into DIR
-//	    --serve                 framed supervised mode
-//	    --vad-stream            framed mode: Silero probabilities for yazsesd
 //	    --[no-]vad-gate         skip decoding audio with no speech (default on;
 //	                            off: files are decoded whole)
 //	    --vad auto|silero|energy  voice detector (env YAZ_VAD; default auto)
@@ -168,7 +171,16 @@
 //	    --min-speech D          stream mode: shortest speech (120ms)
 //	    --min-silence D         stream mode: pause that ends an utterance (600ms)
 //	    --progress auto|always|never
+//	    --max-duration D        refuse files longer than D (4h)
 //	    --log-level, --log-format, --version
+//
+// serve takes the flags of the model and the detector: -m, -l, -t,
+// --device, --prompt, --beam-size, --audio-ctx, --no-fallback,
+// --no-speech-threshold, --[no-]vad-gate, --vad, --vad-model,
+// --vad-threshold, --min-speech and --min-silence (its "was anything
+// said?"). vad-stream takes --vad (auto or silero), --vad-model and
+// --vad-threshold. devices takes --device, -m (a GPU the model does not fit
+// is passed over) and -f txt|json. All take --log-level and --log-format.
 //
 // The model file is checked before whisper.cpp loads it (its ggml header,
 // vocabulary and tensor headers, in pure Go): a missing file, a file that is
@@ -186,8 +198,8 @@
 // runs the model on a GPU when --device says so; every build runs on the
 // CPU, and one binary runs with or without a Vulkan loader and driver, the
 // CUDA libraries and the NVIDIA driver. A backend installed but unable to
-// run says why on a line of --list-devices ("not available: CUDA: ...") and
-// in --device gpu's error. --list-devices prints every
+// run says why on a line of yaz-decode devices ("not available: CUDA: ...")
+// and in --device gpu's error. yaz-decode devices prints every
 // device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
 // (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
 // total memory in MiB and its own name, then "auto: NAME", and for a
@@ -217,12 +229,21 @@
 //
 // 0 success (also after SIGINT or SIGTERM); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
-// 125 under a supervisor (--serve, --vad-stream, or YAZ_READY_FD set) when
+// 125 under a supervisor (serve, vad-stream, or YAZ_READY_FD set) when
 // the model is missing or not a whisper or Parakeet model, -l names a language the model does not
 // know, or the VAD model is missing (--vad silero) or unusable: a restart
 // cannot fix that, so the one log record says why (attribute cause:
 // model_missing, model_invalid, language_unsupported, vad_model_missing or
 // vad_model_invalid) and yazsesd does not restart it.
+//
+// # Deprecated flags
+//
+// The modes were flags before they were commands (--serve is serve,
+// --vad-stream is vad-stream, --list-devices is devices). The flags still
+// work, until the next release, wherever they stand before "--", with the
+// flags of the command they stand for; --list-devices wins over any other
+// mode, as before, and --serve with --vad-stream is a usage error (exit
+// 2).
 //
 // # Files
 //

@@ -1,5 +1,5 @@
 // Command yaz-gate holds YazSes's interruption budget: how many times per
-// sliding hour an agent may speak to the person (DESIGN.md, "The
+// sliding hour an agent may speak to the person (docs/design.md, "The
 // interruption budget"). There is one gate, a child of yazsesd, for the
 // daemon's whole life; nothing else holds or resets a budget.
 //

@@ -69,7 +69,7 @@
 //
 // # Supervised mode
 //
-// With --serve, yaz-speak is the speech child of yazsesd (DESIGN.md,
+// With --serve, yaz-speak is the speech child of yazsesd (docs/design.md,
 // "Supervised speak"). Requests come on stdin, one JSON object per line:
 //
 //	{"id":"q1","text":"An MCP client asks: shall I deploy?"}

@@ -176,7 +176,7 @@ func TestOutWAVFile(t *testing.T) {
 }
 
 // TestOutWAVByName: an output file whose name ends in .wav, in any case,
-// is a WAV file without --format (issue 19.11: raw PCM went into x.wav);
+// is a WAV file without --format (raw PCM once went into x.wav);
 // another name, and stdout, stay raw; --format raw with a .wav name is
 // refused with the flag that writes WAV.
 func TestOutWAVByName(t *testing.T) {

@@ -22,7 +22,7 @@
 //
 //	gate     yaz-gate: the interruption budget; fd 3 is a socketpair to the daemon
 //	speak    yaz-speak --serve: the question's voice
-//	decode   yaz-decode --serve: the resident whisper model
+//	decode   yaz-decode serve: the resident whisper model
 //	capture  yaz-capture: the microphone, open only while needed
 //	         (capture.mode = "on-demand") or always, for pre-roll
 //
@@ -62,7 +62,7 @@
 //
 // Status. `yazsesd status` shows the health line, the model and its
 // language, the typing backends dictation.inject resolves to ("auto →
-// x11, xdotool, clipboard", or none and why), the capture mode, device and
+// x11, clipboard", or none and why), the capture mode, device and
 // backend, whether the hotkey listener runs (or why not), the hold and
 // budget state, and each child's state, pid, restarts, last exit and
 // version (its program's --version, asked once at start).

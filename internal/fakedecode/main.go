@@ -1,6 +1,6 @@
-// Command fakedecode speaks the `yaz-decode --serve` protocol (see package
+// Command fakedecode speaks the `yaz-decode serve` protocol (see package
 // frame) and answers every utterance with a fixed text. The daemon tests
-// use it where exact words matter (DESIGN.md, "Models"): the real decoder
+// use it where exact words matter (docs/design.md, "Models and engines"): the real decoder
 // has its own tests on the generated model.
 //
 // It ignores its arguments (the daemon passes the decoder's flags), except
@@ -9,6 +9,8 @@
 //
 //	YAZ_FAKE_TEXT      the text of every answer (default "fake transcript");
 //	                   "{audio_ms}" in it becomes the utterance's length
+//	YAZ_FAKE_TEXT_FILE a file whose content is the text, for a text longer
+//	                   than one environment variable may be (128 KiB)
 //	YAZ_FAKE_DELAY_MS  time to "decode" one utterance (default 0)
 //	YAZ_FAKE_MS_PER_S  more time per second of audio (default 0), so a long
 //	                   file takes long and a short hold is quick
@@ -67,6 +69,13 @@ type job struct {
 
 func run() error {
 	text := os.Getenv("YAZ_FAKE_TEXT")
+	if p := os.Getenv("YAZ_FAKE_TEXT_FILE"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("YAZ_FAKE_TEXT_FILE: %w", err)
+		}
+		text = string(b)
+	}
 	if text == "" {
 		text = "fake transcript"
 	}

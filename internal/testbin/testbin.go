@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -129,4 +130,19 @@ func JFK() (string, error) {
 		return "", fmt.Errorf("jfk.wav sample: %w (run go mod download)", err)
 	}
 	return p, nil
+}
+
+// Program builds one pure-Go program of cmd/ (CGO_ENABLED=0) into a
+// temporary folder of the test and returns its path: for the tests of a
+// program's own packages, which need none of the others.
+func Program(t testing.TB, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", out, "./cmd/"+name)
+	build.Dir = Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, b)
+	}
+	return out
 }

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/internal/testx"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -157,7 +158,9 @@ func New(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 	d.CfgPath = filepath.Join(cfgHome, "yazses", "config.toml")
 	d.Audit = filepath.Join(dir, "state", "yazses", "audit.jsonl")
 	d.WriteConfig(cfg)
-	d.Env = append(os.Environ(),
+	// The caller's desktop session is never reached: a test that means a
+	// display, a compositor or a bus passes it in env.
+	d.Env = append(testx.WithoutEnv(os.Environ(), DesktopEnv...),
 		"HOME="+dir,
 		"XDG_RUNTIME_DIR="+d.Runtime,
 		"XDG_CONFIG_HOME="+cfgHome,
@@ -167,6 +170,13 @@ func New(t testing.TB, bin string, cfg Config, env ...string) *Daemon {
 	d.Env = append(d.Env, env...)
 	return d
 }
+
+// DesktopEnv are the variables of a person's desktop session that no
+// test daemon inherits from the caller (a desktop terminal's): where a
+// daemon would type, show notifications or find portals.
+var DesktopEnv = []string{"DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET", "SWAYSOCK", "I3SOCK",
+	"DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_SESSION_DESKTOP", "XDG_SESSION_TYPE",
+	"XDG_DESKTOP_PORTAL_DIR", "IBUS_ADDRESS", "HYPRLAND_INSTANCE_SIGNATURE"}
 
 // Path is the program name in the daemon's bin folder.
 func (d *Daemon) Path(name string) string { return filepath.Join(d.Bin, name) }
@@ -204,8 +214,9 @@ func (d *Daemon) Start(extra ...string) {
 	d.T.Cleanup(d.Stop)
 }
 
-// Stop ends the daemon with SIGTERM and checks that it exits 0 within 10 s
-// and leaves no process of its own behind.
+// Stop ends the daemon with SIGTERM and checks that it exits 0 (waiting up
+// to testwait.Hang: a guard against a hang, not a speed requirement) and
+// leaves no process of its own behind.
 func (d *Daemon) Stop() {
 	d.T.Helper()
 	if d.Stopped {
@@ -215,10 +226,10 @@ func (d *Daemon) Stop() {
 	d.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.Done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Hang):
 		d.Cmd.Process.Kill()
 		<-d.Done
-		d.T.Errorf("yazsesd still running 10 s after SIGTERM")
+		d.T.Errorf("yazsesd still running %v after SIGTERM", testwait.Hang)
 	}
 	if code := d.Cmd.ProcessState.ExitCode(); code != 0 && !d.T.Failed() {
 		d.T.Errorf("yazsesd exit %d after SIGTERM\n%s", code, d.LogTail(30))

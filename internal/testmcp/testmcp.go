@@ -230,7 +230,8 @@ func (r *Client) ToolNames() []string {
 	return names
 }
 
-// Close closes stdin and requires exit 0 within 5 s.
+// Close closes stdin and requires exit 0 (waiting up to testwait.Hang: a
+// guard against a hang, not a speed requirement).
 func (r *Client) Close() {
 	r.t.Helper()
 	r.stdin.Close()
@@ -241,8 +242,8 @@ func (r *Client) Close() {
 		if err != nil {
 			r.t.Errorf("yaz-mcp after stdin closed: %v\n%s", err, r.Stderr.String())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Hang):
 		r.Cmd.Process.Signal(syscall.SIGKILL)
-		r.t.Fatalf("yaz-mcp still running 5 s after stdin closed")
+		r.t.Fatalf("yaz-mcp still running %v after stdin closed", testwait.Hang)
 	}
 }

@@ -25,7 +25,6 @@
 package testportal
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/yazses/yazses/internal/testbus"
 	"github.com/yazses/yazses/internal/testwait"
 )
 
@@ -143,59 +143,11 @@ func Bus(t testing.TB) []string {
 }
 
 // startBus runs a private dbus-daemon with its socket in dir and returns
-// its address once it listens (it prints the address then).
+// its address once it listens. It has no service folders: nothing is
+// activated behind the test's back; the test starts the frontend itself.
 func startBus(t testing.TB, dir string) string {
 	t.Helper()
-	conf := filepath.Join(dir, "bus.conf")
-	sock := filepath.Join(dir, "bus")
-	// No service folders: nothing is activated behind the test's back;
-	// the test starts the frontend itself.
-	busConf := `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=` + sock + `</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`
-	if err := os.WriteFile(conf, []byte(busConf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=3")
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log := &testwait.Buffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start dbus-daemon: %v", err)
-	}
-	w.Close()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		testwait.Closed(t, done, "dbus-daemon to exit")
-	})
-	lines := make(chan string, 1)
-	go func() {
-		defer r.Close()
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		lines <- strings.TrimSpace(s)
-	}()
-	addr := testwait.Recv(t, lines, "dbus-daemon to print its address")
-	if addr == "" {
-		t.Fatalf("dbus-daemon printed no address: %s", log)
-	}
-	return addr
+	return testbus.Start(t, dir).Addr
 }
 
 // watchOwner follows who owns org.freedesktop.portal.Desktop.

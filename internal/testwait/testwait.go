@@ -22,6 +22,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/bcast"
 )
 
 // Source is something that changes: Changed returns a channel that is
@@ -31,32 +33,15 @@ type Source interface {
 	Changed() <-chan struct{}
 }
 
-// Signal is a Source that changes when Notify is called. The zero value is
-// ready.
-type Signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
+// Signal is a Source that changes when Notify is called: lib/bcast's
+// Signal under the names of a Source. The zero value is ready.
+type Signal struct{ b bcast.Signal }
 
 // Changed returns a channel closed at the next Notify.
-func (s *Signal) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
+func (s *Signal) Changed() <-chan struct{} { return s.b.C() }
 
 // Notify wakes every waiter.
-func (s *Signal) Notify() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
-}
+func (s *Signal) Notify() { s.b.Broadcast() }
 
 // Until evaluates cond now and after every change of any source, until it
 // holds (nil) or ctx ends (ctx's error).

@@ -1,6 +1,6 @@
 // Package testx runs a private X server for tests: Xvfb, and an xterm that
 // records every byte typed into it, plus the X tools the tests drive
-// (xdotool, xclip). cmd/yazsesd/internal/inject's tests and test/e2e's dictation tests use
+// (xdotool, xclip). cmd/yaz-type/internal/inject's tests and test/e2e's dictation tests use
 // the same recorder.
 //
 // A missing tool fails the test, never skips it: scripts/install-deps.sh
@@ -85,7 +85,7 @@ func Start(t testing.TB, xvfbArgs ...string) *X {
 		x := &X{Display: ":" + n, Pid: cmd.Process.Pid}
 		x.Env = append(WithoutEnv(os.Environ(), "DISPLAY", "WAYLAND_DISPLAY", "SWAYSOCK"), "DISPLAY="+x.Display)
 		return x
-	case <-time.After(15 * time.Second):
+	case <-time.After(testwait.Hang):
 		t.Fatalf("Xvfb did not start: %s", stderr.String())
 	}
 	return nil
@@ -187,8 +187,7 @@ func start(t testing.TB, env []string, terminal string, args []string, file stri
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		testwait.Closed(t, done, "the killed process's end")
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	out := RunTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title)
 	win := strings.Fields(out)[0]
 	exists := func() bool { _, err := os.Stat(file); return err == nil }
@@ -222,12 +221,12 @@ func (r *Recorder) Focus(t testing.TB) {
 // Changed is a testwait.Source: the file changed.
 func (r *Recorder) Changed() <-chan struct{} { return r.watch.Changed() }
 
-// WaitFor waits (up to 15 s) until the window received exactly want, and
+// WaitFor waits (up to testwait.Hang) until the window received exactly want, and
 // fails with what it received when it got something else: more bytes than
 // want, or not all of them in time.
 func (r *Recorder) WaitFor(t testing.TB, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
 	defer cancel()
 	var got []byte
 	testwait.Until(ctx, func() bool {
@@ -254,7 +253,7 @@ const settledMarker = "@settled@"
 // it first.)
 func (r *Recorder) Settled(t testing.TB) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
 	defer cancel()
 	before, _ := os.ReadFile(r.File)
 	want := strings.Count(string(before), settledMarker) + 1
@@ -302,26 +301,46 @@ func RunTool(ctx context.Context, t testing.TB, env []string, name string, args 
 
 // SetClip puts s on the CLIPBOARD (xclip stays as its owner until the X
 // server ends) and returns once the clipboard holds it: xclip returns
-// before its helper has taken the clipboard.
+// before its helper has taken the clipboard, so SetClip waits for the
+// new owner (XFixes) and then reads the clipboard back.
 func SetClip(ctx context.Context, t testing.TB, env []string, s string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-i")
+	SetClipAs(ctx, t, env, "", s)
+}
+
+// SetClipAs is SetClip with a target type ("image/png"; "": text).
+func SetClipAs(ctx context.Context, t testing.TB, env []string, target, s string) {
+	t.Helper()
+	w := WatchSelection(t, env, "CLIPBOARD")
+	defer w.Close()
+	args := []string{"-selection", "clipboard", "-i"}
+	if target != "" {
+		args = append(args, "-t", target)
+	}
+	cmd := exec.CommandContext(ctx, "xclip", args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(s)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("xclip -i: %v", err)
 	}
-	for Clip(ctx, env) != s {
-		if ctx.Err() != nil {
-			t.Fatalf("the clipboard never held what xclip -i was given")
-		}
-		time.Sleep(20 * time.Millisecond)
+	w.Owned(t)
+	if got := ClipAs(ctx, env, target); got != s {
+		t.Fatalf("the clipboard holds %q once xclip -i owns it, want %q", got, s)
 	}
 }
 
 // Clip reads the CLIPBOARD; "" when it holds no text.
 func Clip(ctx context.Context, env []string) string {
-	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-o")
+	return ClipAs(ctx, env, "")
+}
+
+// ClipAs reads the CLIPBOARD as target ("": text); "" when it holds none.
+func ClipAs(ctx context.Context, env []string, target string) string {
+	args := []string{"-selection", "clipboard", "-o"}
+	if target != "" {
+		args = append(args, "-t", target)
+	}
+	cmd := exec.CommandContext(ctx, "xclip", args...)
 	cmd.Env = env
 	out, _ := cmd.Output()
 	return string(out)

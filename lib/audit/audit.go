@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // Names and defaults.
@@ -525,12 +526,16 @@ func readFile(path string, add func(Event)) error {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, maxLine)
+	lines := linebound.NewReader(f, linebound.Options{Max: maxLine - 1, Long: linebound.Skip, Last: linebound.KeepLast})
 	for {
-		line, long, err := readLine(r)
+		line, err := lines.ReadLine()
 		switch {
-		case long:
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, linebound.ErrTooLong):
 			add(Event{Kind: KindDamaged, Count: 1})
+		case err != nil:
+			return fmt.Errorf("%s: %w", path, err)
 		case len(bytes.TrimSpace(line)) > 0:
 			if e, ok := parse(line); ok {
 				add(e)
@@ -538,28 +543,6 @@ func readFile(path string, add func(Event)) error {
 				add(Event{Kind: KindDamaged, Count: 1})
 			}
 		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
-}
-
-// readLine returns the next line without its newline; long reports a line
-// over maxLine, whose content is discarded.
-func readLine(r *bufio.Reader) (line []byte, long bool, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = true
-			continue
-		}
-		if long {
-			return nil, true, err
-		}
-		return bytes.TrimSuffix(chunk, []byte("\n")), false, err
 	}
 }
 

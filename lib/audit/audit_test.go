@@ -509,7 +509,7 @@ func TestEventHasNoFreeText(t *testing.T) {
 		case f.Type == timeType, f.Type == durType:
 		case k == reflect.String:
 			if !words[f.Name] {
-				t.Errorf("Event.%s is a free string field: audit events may not carry text (DESIGN.md invariant 10)", f.Name)
+				t.Errorf("Event.%s is a free string field: audit events may not carry text (docs/design.md, invariant 10)", f.Name)
 			}
 			found = append(found, f.Name)
 		case k >= reflect.Int && k <= reflect.Int64, k >= reflect.Uint && k <= reflect.Uint64, k == reflect.Bool:

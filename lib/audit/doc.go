@@ -1,7 +1,7 @@
 // Package audit is the content-free audit log of yazsesd: one compact JSON
 // object per line at $XDG_STATE_HOME/yazses/audit.jsonl ([Path]).
 //
-// DESIGN.md invariant 10 says no audit line may carry question, answer or
+// Invariant 10 of docs/design.md says no audit line may carry question, answer or
 // transcript text. This package makes that structural rather than a matter
 // of care:
 //

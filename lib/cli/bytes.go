@@ -12,7 +12,7 @@ import (
 // environment variable reaches the program byte for byte, UTF-8 or not.
 // kong's own string and path mappers decode a value through JSON, which
 // turns every byte that is not UTF-8 into U+FFFD, so yaz-decode
-// $'bad\xffname.wav' looked for another file (issue 19.10). These two
+// $'bad\xffname.wav' looked for another file. These two
 // replace them.
 var byteMappers = kong.OptionFunc(func(k *kong.Kong) error {
 	for _, o := range []kong.Option{

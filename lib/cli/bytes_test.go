@@ -12,7 +12,7 @@ import (
 // that is not UTF-8 reaches the program as given, byte for byte, as a
 // positional argument, a string flag (either spelling), a path flag (made
 // absolute, nothing else) and from the environment; kong's own string
-// mapper went through JSON and turned such bytes into U+FFFD (issue 19.10).
+// mapper went through JSON and turned such bytes into U+FFFD.
 func TestArgumentsByteForByte(t *testing.T) {
 	const bad = "bad\xffname\xc3.wav"
 	t.Setenv("YAZ_TEST_BYTES", "env\xfe")

@@ -1,5 +1,5 @@
 // Package cli holds what every YazSes command line shares: kong parsing with
-// the Unix exit codes DESIGN.md fixes (2 for usage errors, 1 for runtime
+// the Unix exit codes docs/design.md fixes (2 for usage errors, 1 for runtime
 // failures), --version ("NAME VERSION" from lib/version), shell completion
 // (kongplete, answering when the shell sets COMP_LINE), a man page made from
 // the kong model (the hidden --man flag, which make install uses), the
@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,8 +63,15 @@ func (e errExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Parse parses args into grammar. It returns done=true with the exit code
 // when the run is over already: --help or --version was printed (0), or the
 // arguments were wrong (2, after one line "NAME: error: …" on stderr).
-func Parse(name, description string, grammar any, args []string, stdout, stderr io.Writer, vars kong.Vars) (k *kong.Context, code int, done bool) {
-	parser, err := kong.New(grammar,
+// opts are more kong options, after the shared ones.
+//
+// A grammar whose default command takes arguments (default:"withargs":
+// "yaz-decode FILE…" beside "yaz-decode serve") reads as that command at
+// the top: --help shows its arguments and flags, then the other commands;
+// completion offers its flags before a command is named; the man page
+// lists them under OPTIONS and ARGUMENTS (defaultcmd.go).
+func Parse(name, description string, grammar any, args []string, stdout, stderr io.Writer, vars kong.Vars, opts ...kong.Option) (k *kong.Context, code int, done bool) {
+	parser, err := kong.New(grammar, append([]kong.Option{
 		kong.Name(name),
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
@@ -74,8 +82,9 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 		// Every program prints "NAME VERSION" (lib/version, set by the build).
 		kong.Vars{"version": version.String(name)},
 		kong.Embed(&extraFlags{}),
-		byteMappers, // bytes.go: values byte for byte
-	)
+		byteMappers,            // bytes.go: values byte for byte
+		kong.Help(helpPrinter), // defaultcmd.go
+	}, opts...)...)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
 		return nil, ExitFailure, true
@@ -92,16 +101,57 @@ func Parse(name, description string, grammar any, args []string, stdout, stderr 
 	// Shell completion: run by the shell with COMP_LINE set (bash's
 	// "complete -C PROGRAM PROGRAM", which make install writes), it prints
 	// the flags, commands and enum values that match and exits 0.
-	kongplete.Complete(parser,
-		kongplete.WithExitFunc(func(code int) { panic(errExit{code}) }),
-		kongplete.WithErrorHandler(func(err error) { fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err) }),
-		kongplete.WithPredictors(wordPredictors(parser.Model.Node)))
+	switch answered, err := answerCompletion(parser, kongplete.WithPredictors(wordPredictors(parser.Model.Node))); {
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: error: completion: %v\n", name, err)
+		return nil, ExitFailure, true
+	case answered:
+		return nil, ExitOK, true
+	}
 	k, err = parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, explain(err))
 		return nil, ExitUsage, true
 	}
 	return k, ExitOK, false
+}
+
+// ParseErrorExplainer is a command (its kong struct) that says more about
+// a parse error of its own than kong does: a mode that reads frames says
+// it takes no files where kong says "unexpected argument a.wav".
+type ParseErrorExplainer interface {
+	ExplainParseError(err error) error
+}
+
+// flagBeforeCommand is kong's error for a flag given before a command
+// that the default command took ("prog -m M serve"); it names the default
+// command, which nobody typed.
+var flagBeforeCommand = regexp.MustCompile(`^flag (--\S+) applies to the default command "[^"]*", not "([^"]*)"$`)
+
+// explain is err as the selected command explains it, if it does. The
+// default command's own checks do not name it: nobody typed its name.
+func explain(err error) error {
+	var pe *kong.ParseError
+	if !errors.As(err, &pe) || pe.Context == nil {
+		return err
+	}
+	if m := flagBeforeCommand.FindStringSubmatch(err.Error()); m != nil {
+		return &UsageError{Msg: fmt.Sprintf("%s is given before %s: a command's flags follow its name (%s %s --help lists them)",
+			m[1], m[2], pe.Context.Model.Name, m[2])}
+	}
+	sel := pe.Context.Selected()
+	if sel == nil || !sel.Target.IsValid() || !sel.Target.CanAddr() {
+		return err
+	}
+	if sel == defaultCmd(pe.Context.Model.Node) {
+		if msg, ok := strings.CutPrefix(err.Error(), sel.Name+": "); ok {
+			err = &UsageError{Msg: msg}
+		}
+	}
+	if e, ok := sel.Target.Addr().Interface().(ParseErrorExplainer); ok {
+		return e.ExplainParseError(err)
+	}
+	return err
 }
 
 // UsageError is a runtime check of the arguments that failed: exit 2.

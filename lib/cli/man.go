@@ -17,7 +17,7 @@ import (
 )
 
 // programs are the YazSes programs, for the man pages' SEE ALSO.
-var programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"}
+var programs = []string{"yaz-capture", "yaz-decode", "yaz-speak", "yaz-type", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"}
 
 // extraFlags are embedded into every command line by Parse.
 type extraFlags struct {
@@ -41,8 +41,9 @@ func (manFlag) BeforeReset(app *kong.Kong) error {
 // its first heading is the DESCRIPTION, and each "# Heading" is a section
 // of that name (Synopsis, Files, Examples, Exit status, …; "Flags" is left
 // out, since OPTIONS is made from the kong model, complete and exact). The
-// kong model gives NAME, OPTIONS, COMMANDS (each with its own flags) and
-// ENVIRONMENT; then VERSION and SEE ALSO.
+// kong model gives NAME, OPTIONS, COMMANDS (each with its own flags),
+// DEPRECATED FLAGS (the doc's section of that name, then the grammar's
+// OldFlags, each in bold) and ENVIRONMENT; then VERSION and SEE ALSO.
 func manPage(app *kong.Application) string {
 	secs := docSections(manDoc)
 	var b strings.Builder
@@ -69,6 +70,12 @@ func manPage(app *kong.Application) string {
 	b.WriteString(desc + more)
 	secs.take("flags")
 	secs.take("options")
+	deprecated, _ := secs.take("deprecated flags")
+	if old := oldFlags(app); len(old) > 0 {
+		for _, o := range old {
+			deprecated += ".TP\n" + `\fB` + roffText(o.Flag) + `\fR` + "\n" + roffText("Deprecated: use "+o.Now+".") + "\n"
+		}
+	}
 	files, _ := secs.take("files")
 	examples, _ := secs.take("examples")
 	exit, hasExit := secs.take("exit status")
@@ -77,13 +84,24 @@ func manPage(app *kong.Application) string {
 	for _, s := range secs {
 		fmt.Fprintf(&b, ".SH %s\n%s", roffText(strings.ToUpper(s.name)), s.body)
 	}
+	// A default command that takes arguments (default:"withargs") is the
+	// program's own: its flags and arguments are the page's.
+	top := app.Node
+	flags := top.Flags
+	if def := defaultCmd(top); def != nil {
+		flags = append(append([]*kong.Flag{}, flags...), def.Flags...)
+		top = def
+	}
 	b.WriteString(".SH OPTIONS\n")
-	b.WriteString(flagList(app.Node.Flags))
-	if args := positionals(app.Node); args != "" {
+	b.WriteString(flagList(flags))
+	if args := positionals(top); args != "" {
 		b.WriteString(".SH ARGUMENTS\n" + args)
 	}
 	if cmds := commands(app.Node); cmds != "" {
 		b.WriteString(".SH COMMANDS\n" + cmds)
+	}
+	if deprecated != "" {
+		b.WriteString(".SH DEPRECATED FLAGS\n" + deprecated)
 	}
 	if !hasExit {
 		exit = ".PP\n" + roffText(fmt.Sprintf(
@@ -328,7 +346,7 @@ func commands(n *kong.Node) string {
 	var walk func(*kong.Node)
 	walk = func(n *kong.Node) {
 		for _, c := range n.Children {
-			if c.Hidden {
+			if c.Hidden || c == defaultCmd(n) { // the default's flags are OPTIONS
 				continue
 			}
 			b.WriteString(".SS \"" + roffText(c.FullPath()))
@@ -393,7 +411,7 @@ func environment(n *kong.Node) string {
 			}
 		}
 		for _, c := range n.Children {
-			if !c.Hidden {
+			if !c.Hidden || c == defaultCmd(n) {
 				walk(c)
 			}
 		}

@@ -79,7 +79,7 @@ type Ask struct {
 	GuardMs int `toml:"guard_ms"`
 }
 
-// Decode is the resident speech-to-text decoder (yaz-decode --serve).
+// Decode is the resident speech-to-text decoder (yaz-decode serve).
 type Decode struct {
 	// Model is the whisper ggml model file (expanded path).
 	Model string `toml:"model"`
@@ -100,7 +100,7 @@ type Decode struct {
 // VAD is the voice-activity detector: what decides whether audio holds
 // speech. The decoder child gets it (yaz-decode --vad, --vad-model,
 // --vad-threshold) for its "was anything said?" check; the daemon decides
-// with it too (a yaz-decode --vad-stream child, children.vad).
+// with it too (a yaz-decode vad-stream child, children.vad).
 type VAD struct {
 	// Engine is VADAuto (Silero VAD when Model exists, else the energy
 	// detector), VADSilero (Model must be usable) or VADEnergy.
@@ -222,8 +222,11 @@ type Children struct {
 	Gate    []string `toml:"gate"`
 	// VAD is the daemon's voice detector when vad.engine selects Silero
 	// VAD: frames in, a speech probability per 32 ms window out
-	// (yaz-decode --vad-stream, package vadwire).
+	// (yaz-decode vad-stream, package vadwire).
 	VAD []string `toml:"vad"`
+	// Type types the dictated text into the focused window (yaz-type
+	// --serve, package typewire).
+	Type []string `toml:"type"`
 }
 
 // Allowed values.
@@ -256,7 +259,7 @@ const (
 var CaptureBackends = []string{"auto", "pulseaudio", "alsa", "null"}
 
 // InjectBackends are the values of dictation.inject.
-var InjectBackends = []string{"auto", "wayland", "portal", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
+var InjectBackends = []string{"auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout"}
 
 // Default returns the configuration used when the file says nothing, with
 // paths expanded for the current environment.
@@ -309,10 +312,11 @@ func rawDefault() Config {
 		Audit:  Audit{MaxBytes: 1 << 20, Keep: 3},
 		Children: Children{
 			Capture: []string{"yaz-capture"},
-			Decode:  []string{"yaz-decode", "--serve"},
+			Decode:  []string{"yaz-decode", "serve"},
 			Speak:   []string{"yaz-speak", "--serve"},
 			Gate:    []string{"yaz-gate"},
-			VAD:     []string{"yaz-decode", "--vad-stream"},
+			VAD:     []string{"yaz-decode", "vad-stream"},
+			Type:    []string{"yaz-type", "--serve"},
 		},
 	}
 }

@@ -63,10 +63,10 @@ func TestDefault(t *testing.T) {
 		{"audit.max_bytes", c.Audit.MaxBytes, int64(1 << 20)},
 		{"audit.keep", c.Audit.Keep, 3},
 		{"children.capture", c.Children.Capture, []string{"yaz-capture"}},
-		{"children.decode", c.Children.Decode, []string{"yaz-decode", "--serve"}},
+		{"children.decode", c.Children.Decode, []string{"yaz-decode", "serve"}},
 		{"children.speak", c.Children.Speak, []string{"yaz-speak", "--serve"}},
 		{"children.gate", c.Children.Gate, []string{"yaz-gate"}},
-		{"children.vad", c.Children.VAD, []string{"yaz-decode", "--vad-stream"}},
+		{"children.vad", c.Children.VAD, []string{"yaz-decode", "vad-stream"}},
 	}
 	for _, tc := range checks {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
@@ -310,7 +310,7 @@ func TestErrors(t *testing.T) {
 		{"pre-roll", "[capture]\npre_roll_ms = 5000",
 			"config.toml:2: capture.pre_roll_ms: must be between 0 and 2000, got 5000"},
 		{"inject", "[dictation]\ninject = \"xdotol\"",
-			`config.toml:2: dictation.inject: must be one of "auto", "wayland", "portal", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
+			`config.toml:2: dictation.inject: must be one of "auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "xdotol"`},
 		{"paste over chars", "[dictation]\npaste_over_chars = -1",
 			"config.toml:2: dictation.paste_over_chars: must be between 0 and 1000000, got -1"},
 		{"min utterance", "[dictation]\nmin_utterance_ms = -1",
@@ -340,7 +340,7 @@ func TestErrors(t *testing.T) {
 		{"hotkey source", "[hotkey]\nsource = \"gnome\"",
 			`config.toml:2: hotkey.source: must be "evdev" or "portal", got "gnome"`},
 		{"inject", "[dictation]\ninject = \"remotedesktop\"",
-			`config.toml:2: dictation.inject: must be one of "auto", "wayland", "portal", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "remotedesktop"`},
+			`config.toml:2: dictation.inject: must be one of "auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool", "ydotool", "clipboard", "stdout", got "remotedesktop"`},
 		{"hotkey device relative", "[hotkey]\ndevice = \"event3\"",
 			"config.toml:2: hotkey.device: must be an absolute path such as /dev/input/event3, or empty"},
 		{"notify per minute", "[notify]\nper_minute = 0",

@@ -51,7 +51,7 @@ prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
 # Where the model runs: "auto" (the best real GPU, else the CPU), "cpu", "gpu"
-# or "gpu:N" (N from yaz-decode --list-devices).
+# or "gpu:N" (N from yaz-decode devices).
 device = "auto"
 
 [vad]
@@ -85,7 +85,7 @@ pre_roll_ms = 300
 [dictation]
 # Vocabulary hint for dictation only; replaces decode.prompt for holds when set.
 prompt = ""
-# How text is typed: "auto", "wayland", "portal", "wtype", "x11", "xdotool",
+# How text is typed: "auto", "wayland", "portal", "ibus", "wtype", "x11", "xdotool",
 # "ydotool", "clipboard" or "stdout". "auto" picks from the session and
 # says why in yazsesd status; "portal" types on GNOME and KDE Plasma
 # through the desktop's remote-desktop portal (you allow its dialog once).
@@ -149,11 +149,13 @@ keep = 3
 # Microphone capture.
 capture = ["yaz-capture"]
 # Resident speech-to-text decoder.
-decode = ["yaz-decode", "--serve"]
+decode = ["yaz-decode", "serve"]
 # Text-to-speech.
 speak = ["yaz-speak", "--serve"]
 # The interruption budget.
 gate = ["yaz-gate"]
 # The voice detector (Silero VAD's probabilities), when [vad] selects Silero.
-vad = ["yaz-decode", "--vad-stream"]
+vad = ["yaz-decode", "vad-stream"]
+# Typing into the focused window (dictation.inject picks its route).
+type = ["yaz-type", "--serve"]
 `

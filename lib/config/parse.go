@@ -287,5 +287,6 @@ func (c *Children) list() []child {
 		{"children.speak", &c.Speak},
 		{"children.gate", &c.Gate},
 		{"children.vad", &c.VAD},
+		{"children.type", &c.Type},
 	}
 }

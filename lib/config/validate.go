@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/yazses/yazses/lib/hotkey"
+	"github.com/yazses/yazses/lib/keyname"
 )
 
 // problem is one bad value, found after decoding.
@@ -39,7 +39,7 @@ const (
 )
 
 // Bounds of dictation.max_hold_s: a hold's audio (pre-roll, hold, tail)
-// stays under yaz-decode --serve's 5-minute cap on one utterance.
+// stays under yaz-decode serve's 5-minute cap on one utterance.
 const (
 	minMaxHoldS = 5
 	maxMaxHoldS = 240
@@ -151,7 +151,7 @@ func validate(c Config) []problem {
 
 	if !keyRE.MatchString(c.Hotkey.Key) {
 		bad("hotkey.key", `must be a Linux input key name such as "KEY_RIGHTCTRL", got %q`, c.Hotkey.Key)
-	} else if _, err := hotkey.KeyCode(c.Hotkey.Key); err != nil {
+	} else if _, err := keyname.Code(c.Hotkey.Key); err != nil {
 		bad("hotkey.key", `unknown key %q: use a name from linux/input-event-codes.h such as "KEY_RIGHTCTRL" or "KEY_F13"`, c.Hotkey.Key)
 	}
 	oneOf("hotkey.mode", c.Hotkey.Mode, []string{HotkeyHold, HotkeyToggle})

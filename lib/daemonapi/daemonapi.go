@@ -24,7 +24,7 @@
 // there is method not found. Each socket serves 256 connections at once;
 // one more is told server busy and closed.
 //
-// The ask_human result is a closed vocabulary (DESIGN.md, invariant 8):
+// The ask_human result is a closed vocabulary (docs/design.md, invariant 8):
 //
 //	{"result":"answered","answer":"…"}
 //	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}
@@ -256,7 +256,7 @@ type Status struct {
 	CaptureMode string        `json:"capture_mode"` // on-demand or always
 	Hold        string        `json:"hold"`         // idle or holding
 	Asking      bool          `json:"asking"`       // a question is being spoken or answered
-	Waiting     int           `json:"waiting"`      // questions waiting for their turn
+	Waiting     int           `json:"waiting"`      // questions waiting for their turn: for the hold to end (WatchEvent.Waiting) or behind another question
 	Children    []ChildStatus `json:"children"`
 	Budget      BudgetStatus  `json:"budget"`
 
@@ -292,10 +292,18 @@ type HoldResult struct {
 	// Outcome of a hold that ended (stop, or toggle to idle): "typed",
 	// "pasted" (the portal route put it on the clipboard and pressed the
 	// paste keys; whether the window took it cannot be seen: see last),
-	// "kept" (no text target or no backend: see last), "empty" (nothing
+	// "committed" (the input method took it for the focused field, and
+	// whether a field had it cannot be seen: see last), "partial" (see
+	// Arrived), "kept" (no text target, no backend, or
+	// typing failed, Cause "typing_…" says why: see last), "empty" (nothing
 	// was said), "too_short", "cancelled", "failed". Empty while holding.
 	Outcome string `json:"outcome,omitempty"`
-	Chars   int    `json:"chars,omitempty"`   // characters typed or kept
+	Chars   int    `json:"chars,omitempty"` // characters typed or kept
+	// Arrived, for "partial" (typing stopped part-way: the focus moved,
+	// the window went away), is how many of Chars arrived, in the window
+	// that had the focus; nothing after them went anywhere, and the whole
+	// text is in last.
+	Arrived int    `json:"arrived,omitempty"`
 	Backend string `json:"backend,omitempty"` // injection backend used
 	// Cause and Reason say why a hold "failed" (hold.start too, refused
 	// while the decoder is down for good): a word ("model_missing",

@@ -1,12 +1,12 @@
 // Package devices is how yaz-decode names the compute devices ggml finds
 // to the programs that start it. Two messages carry them, both JSON:
 //
-//   - Ready, the readiness line of yaz-decode --serve (the text before the
+//   - Ready, the readiness line of yaz-decode serve (the text before the
 //     newline it writes on $YAZ_READY_FD): the device its model loaded
 //     on, which `yazsesd status` shows. The line is not part of the
 //     --serve wire contract (frames in, one result per utterance out); a
 //     decoder that writes a bare newline names no device.
-//   - List, what `yaz-decode --list-devices -f json` prints: every device,
+//   - List, what `yaz-decode devices -f json` prints: every device,
 //     the one --device auto takes and the one --device takes (or why
 //     none), which `yazsesd config check` reads for decode.device.
 package devices
@@ -33,7 +33,7 @@ func (i Info) String() string {
 	return fmt.Sprintf("%s (%s, %s)", i.Name, i.Description, i.Kind)
 }
 
-// Ready is the readiness line of yaz-decode --serve.
+// Ready is the readiness line of yaz-decode serve.
 type Ready struct {
 	Device Info `json:"device"` // where the model loaded
 	// Notes: a GPU backend installed but not available, one line each (as
@@ -41,7 +41,7 @@ type Ready struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// List is yaz-decode --list-devices -f json.
+// List is yaz-decode devices -f json.
 type List struct {
 	Devices []Info `json:"devices"`
 	Auto    string `json:"auto"`             // the name of the device --device auto takes

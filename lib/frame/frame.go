@@ -1,4 +1,4 @@
-// Package frame is the framing of `yaz-decode --serve`, the supervised decoder.
+// Package frame is the framing of `yaz-decode serve`, the supervised decoder.
 //
 // The daemon writes frames on the decoder's stdin; each frame is a type byte,
 // a payload length as a little-endian uint32, and the payload:

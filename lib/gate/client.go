@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // ErrBroken is returned (wrapped with its cause) once the connection to the
@@ -40,7 +42,7 @@ type Client struct {
 
 	// Guarded by turn.
 	conn   net.Conn
-	lines  *LineReader
+	lines  *linebound.Reader
 	nextID uint64
 	stale  []uint64 // ids of requests on the wire whose callers gave up, oldest first
 

@@ -103,7 +103,8 @@ const (
 )
 
 // MaxLine is the longest request or reply line either side accepts,
-// newline included. Longer requests are answered bad_request.
+// newline included (a "\r" before it is not counted). Longer requests are
+// answered bad_request.
 const MaxLine = 4096
 
 // MaxPerHour is the highest cap a limit request may set (as

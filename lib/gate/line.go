@@ -1,69 +1,30 @@
 package gate
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
-// ErrLineTooLong is returned by LineReader.ReadLine for a line longer than
-// MaxLine; the line has been read and dropped, the next one can follow.
-var ErrLineTooLong = errors.New("line too long")
+// ErrLineTooLong is returned by a line reader's ReadLine for a line longer
+// than MaxLine; the line has been read and dropped, the next one can
+// follow.
+var ErrLineTooLong = linebound.ErrTooLong
 
-// LineReader reads lines of at most MaxLine bytes. A read error (a deadline,
-// say) keeps the part of the line read so far, so a later call continues
-// the same line instead of starting in its middle.
-type LineReader struct {
-	r          *bufio.Reader
-	buf        []byte
-	discarding bool
-}
-
-// NewLineReader returns a LineReader on r.
-func NewLineReader(r io.Reader) *LineReader {
-	return &LineReader{r: bufio.NewReaderSize(r, MaxLine)}
-}
-
-// ReadLine returns the next line without its "\n" or "\r\n". The slice is
-// valid until the next call. A final line without a newline is dropped and
-// io.EOF returned.
-func (l *LineReader) ReadLine() ([]byte, error) {
-	for {
-		frag, err := l.r.ReadSlice('\n')
-		if !l.discarding {
-			l.buf = append(l.buf, frag...)
-			if len(l.buf) > MaxLine {
-				l.discarding = true
-				l.buf = l.buf[:0]
-			}
-		}
-		switch {
-		case err == nil:
-			line := l.buf
-			l.buf = l.buf[:0]
-			if l.discarding {
-				l.discarding = false
-				return nil, ErrLineTooLong
-			}
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			return bytes.TrimSuffix(line, []byte("\r")), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return nil, err
-		}
-	}
-}
-
-// HasLine reports whether a whole line is already buffered, so that the
-// next ReadLine returns without reading. A server that batches its replies
-// flushes them when it is not: the next read may wait.
-func (l *LineReader) HasLine() bool {
-	b, _ := l.r.Peek(l.r.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
+// NewLineReader returns the reader both sides read lines with: lines of
+// at most MaxLine bytes with their newline (a "\r" before it is dropped and
+// not counted), a longer one read to its end and answered ErrLineTooLong,
+// a final line without a newline dropped (ReadLine's error matches
+// io.EOF). A read error (a deadline, say) keeps the part of the line read
+// so far, so a later call continues the same line instead of starting in
+// its middle. HasLine says whether the next ReadLine returns without
+// reading.
+func NewLineReader(r io.Reader) *linebound.Reader {
+	return linebound.NewReader(r, linebound.Options{Max: MaxLine - 1, Long: linebound.Skip, CRLF: true})
 }
 
 // ParseRequest parses and checks one request line: a single JSON object

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // clientMaxLineBytes caps one response line read by a Client.
@@ -336,9 +337,9 @@ func (c *Client) fail(err error) {
 
 func (c *Client) readLoop() {
 	defer close(c.done)
-	r := bufio.NewReaderSize(c.conn, 64<<10)
+	lines := linebound.NewReader(c.conn, linebound.Options{Max: clientMaxLineBytes})
 	for {
-		line, err := readLine(r, clientMaxLineBytes)
+		line, err := lines.ReadLine()
 		if err != nil {
 			c.fail(fmt.Errorf("read response: %w", err))
 			c.conn.Close()

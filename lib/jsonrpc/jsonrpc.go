@@ -94,11 +94,8 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 )
 
 // Version is the value of the "jsonrpc" member of every message.
@@ -149,40 +146,4 @@ func (e *Error) Error() string {
 // The message goes to the client: keep private data out of it.
 func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// errLineTooLong reports a line longer than the reader's limit.
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line without its '\n'. A line longer than max
-// bytes gives errLineTooLong after reading at most about max bytes of it. A
-// last line without '\n' before EOF is incomplete and is dropped: the error
-// is io.EOF (or io.ErrUnexpectedEOF when bytes were dropped).
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := r.ReadSlice('\n')
-		n := len(buf) + len(frag)
-		if err == nil {
-			n-- // the newline does not count
-		}
-		if n > max {
-			return nil, errLineTooLong
-		}
-		switch {
-		case err == nil:
-			if buf == nil {
-				return frag[:len(frag)-1], nil
-			}
-			buf = append(buf, frag...)
-			return buf[:len(buf)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			buf = append(buf, frag...)
-		default:
-			if errors.Is(err, io.EOF) && n > 0 {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
 }

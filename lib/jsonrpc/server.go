@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // Defaults for the Server limits.
@@ -411,15 +412,17 @@ func (c *serverConn) done() {
 }
 
 func (c *serverConn) readLoop(ctx context.Context, wg *sync.WaitGroup) error {
-	r := bufio.NewReaderSize(c, min(64<<10, max(c.s.MaxLineBytes, 16)+1))
+	// A long line ends the connection unread; one cut short by the
+	// client's close is no request.
+	lines := linebound.NewReader(c, linebound.Options{Max: max(c.s.MaxLineBytes, 0)})
 	inflight := make(chan struct{}, max(c.s.MaxInFlight, 1))
 	// turn is closed once the last ordered request read so far has been
 	// answered: the next ordered one waits for it.
 	turn := make(chan struct{})
 	close(turn)
 	for {
-		line, err := readLine(r, c.s.MaxLineBytes)
-		if errors.Is(err, errLineTooLong) {
+		line, err := lines.ReadLine()
+		if errors.Is(err, linebound.ErrTooLong) {
 			c.send(&Response{JSONRPC: Version, Error: &Error{
 				Code:    InvalidRequest,
 				Message: fmt.Sprintf("request line longer than %d bytes", c.s.MaxLineBytes),

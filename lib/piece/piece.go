@@ -4,7 +4,9 @@
 // cut rarely splits a word and the cuts are a function of the audio alone.
 // A Cutter holds one piece of audio whatever the stream's length: yazsesd
 // sends a file to its decoder this way, and yaz-decode decodes a file this
-// way when no Silero detector chooses its speech.
+// way when no Silero detector chooses its speech. QuietCut is the one
+// quiet-point cut on audio: yaz-decode's Parakeet chunks are cut with it
+// too.
 package piece
 
 import (

@@ -26,24 +26,35 @@ func tone(seconds float64, gaps map[time.Duration]time.Duration) []float32 {
 	return s
 }
 
+// TestQuietCut: the cut of every user (yazsesd's file pieces, yaz-decode's
+// files and its Parakeet chunks) falls in the quietest 100 ms at or after
+// from, on a 20 ms boundary; audio with no quieter part is cut at its end.
 func TestQuietCut(t *testing.T) {
 	full := samples(30 * time.Second)
-	from := full - samples(10*time.Second)
+	last10 := full - samples(10*time.Second)
 	for _, tc := range []struct {
 		name   string
 		s      []float32
+		from   int
 		lo, hi int // the cut must fall in [lo, hi]
 	}{
 		{"a pause at 25 s", tone(30, map[time.Duration]time.Duration{25 * time.Second: 300 * time.Millisecond}),
-			samples(25 * time.Second), samples(25*time.Second + 300*time.Millisecond)},
+			last10, samples(25 * time.Second), samples(25*time.Second + 300*time.Millisecond)},
 		{"a pause before the search is not taken", tone(30, map[time.Duration]time.Duration{
 			10 * time.Second: time.Second, 27 * time.Second: 200 * time.Millisecond}),
-			samples(27 * time.Second), samples(27*time.Second + 200*time.Millisecond)},
-		{"silence is cut at its end", make([]float32, full), full, full},
-		{"a steady tone is cut at its end", tone(30, nil), full - 3*Frame, full},
+			last10, samples(27 * time.Second), samples(27*time.Second + 200*time.Millisecond)},
+		{"silence is cut at its end", make([]float32, full), last10, full, full},
+		{"a steady tone is cut at its end", tone(30, nil), last10, full - 3*Frame, full},
+		// A Parakeet chunk: 5 s searched in its last quarter, a pause
+		// shorter than the 100 ms window.
+		{"a 60 ms pause in the last quarter", tone(5, map[time.Duration]time.Duration{4500 * time.Millisecond: 60 * time.Millisecond}),
+			samples(3750 * time.Millisecond), samples(4500 * time.Millisecond), samples(4560 * time.Millisecond)},
+		{"fewer than five frames to search: cut at the end", tone(30, map[time.Duration]time.Duration{29990 * time.Millisecond: 10 * time.Millisecond}),
+			full - 4*Frame, full, full},
+		{"a piece shorter than the window: cut at the end", tone(0.05, nil), 0, samples(50 * time.Millisecond), samples(50 * time.Millisecond)},
 	} {
-		got := QuietCut(tc.s, from)
-		if got < tc.lo || got > tc.hi || got%Frame != 0 {
+		got := QuietCut(tc.s, tc.from)
+		if got < tc.lo || got > tc.hi || (got%Frame != 0 && got != len(tc.s)) {
 			t.Errorf("%s: cut at %d (%.3f s), want a 20 ms boundary in [%d, %d]", tc.name, got, float64(got)/sr, tc.lo, tc.hi)
 		}
 	}

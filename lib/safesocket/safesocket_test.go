@@ -703,7 +703,7 @@ func TestDialRefusesOtherServer(t *testing.T) {
 	}
 }
 
-// TestLockNamesHolder (issue 23, item 5): Lock's second taker is told the
+// TestLockNamesHolder: Lock's second taker is told the
 // holder's pid and the socket it stored; an earlier holder's longer
 // content is overwritten and cut, never mixed in; Close releases it.
 func TestLockNamesHolder(t *testing.T) {

@@ -1,6 +1,6 @@
 package tts
 
-// The supervised speak protocol of `yaz-speak --serve` (DESIGN.md,
+// The supervised speak protocol of `yaz-speak --serve` (docs/design.md,
 // "Supervised speak"). Both sides exchange NDJSON: one compact JSON object per
 // line. The daemon writes Requests to the speaker's stdin; the speaker answers
 // each with Events on its stdout, in request order:

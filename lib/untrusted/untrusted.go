@@ -17,8 +17,8 @@
 //     the daemon's transcript rule turned every control character into a
 //     space while the speech and typing rules dropped it; a transcript
 //     typed by the daemon and the same text spoken or typed by yaz-speak
-//     or cmd/yazsesd/internal/inject differed. Dropping is what DESIGN.md invariant 9 says:
-//     "control characters stripped".)
+//     or yaz-type differed. Dropping is what docs/design.md, invariant 9, says:
+//     control characters are removed.)
 //   - Invalid UTF-8 bytes are dropped ([CheckQuestion] refuses them instead).
 //   - Words are never rewritten: the result is the input minus what the
 //     rule lists, with spaces where it says so.
@@ -52,7 +52,7 @@ func Line(text string, max int) string { return fold(text, max, isLineStripped) 
 // answer ask_human returns to the MCP host. Control characters are removed
 // as the package says, white space is folded to single spaces and the
 // result is trimmed. Nothing else is removed: a transcript is untrusted
-// data for the host, never scrubbed (DESIGN.md invariant 9), so
+// data for the host, never scrubbed (docs/design.md, invariant 9), so
 // bidirectional and other format characters stay.
 func Transcript(text string) string { return fold(text, 0, isControl) }
 
@@ -66,7 +66,7 @@ type TypedText struct{ text string }
 // Text is the cleaned text, which is what is typed.
 func (t TypedText) Text() string { return t.text }
 
-// Typed makes text safe to type into a window (cmd/yazsesd/internal/inject): CR LF, CR,
+// Typed makes text safe to type into a window (cmd/yaz-type/internal/inject): CR LF, CR,
 // LF, TAB, VT, FF, NEL and U+2028, U+2029 each become one space; other
 // control characters and invalid UTF-8 bytes are removed. Nothing else
 // changes: spaces are neither folded nor trimmed, so the caller's text is

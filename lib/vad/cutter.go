@@ -1,5 +1,7 @@
 package vad
 
+import "iter"
+
 // Cutter cuts a stream of wire-format samples into utterances. Segmenter
 // (this package's energy detector) is one; silero.Segmenter (Silero VAD
 // through whisper.cpp, cgo, for yaz-decode) is another, so a caller picks
@@ -18,3 +20,23 @@ type Cutter interface {
 }
 
 var _ Cutter = (*Segmenter)(nil)
+
+// Quietest is where a Cutter cuts an utterance longer than its maximum
+// (Segmenter here, silero.Segmenter in yaz-decode): the middle of the
+// frame of the lowest score (a level in dB, a speech probability), the
+// latest of equals. frames yields each candidate frame's start sample and
+// score, in any order; every frame is size samples long. ok is false when
+// frames yields none.
+func Quietest(frames iter.Seq2[int64, float64], size int64) (at int64, ok bool) {
+	var best float64
+	var bestStart int64
+	for start, score := range frames {
+		if !ok || score < best || (score == best && start > bestStart) {
+			best, bestStart, ok = score, start, true
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	return bestStart + size/2, true
+}

@@ -263,22 +263,20 @@ func (d *detector) finish(at int64) {
 }
 
 // quietest returns the middle of the quietest frame of the current utterance
-// in the second before sample cur (the latest of equals), or cur if there is
-// none. The result is after uttStart.
+// in the second before sample cur (Quietest), or cur if there is none. The
+// result is after uttStart.
 func (d *detector) quietest(cur int64) int64 {
-	best, found := frameLevel{}, false
-	for _, f := range d.recent[:d.recN] {
-		if f.start < d.uttStart || f.start < cur-cutFrames*frameLen || f.start >= cur {
-			continue
+	at, ok := Quietest(func(yield func(int64, float64) bool) {
+		for _, f := range d.recent[:d.recN] {
+			if f.start >= d.uttStart && f.start >= cur-cutFrames*frameLen && f.start < cur && !yield(f.start, f.db) {
+				return
+			}
 		}
-		if !found || f.db < best.db || (f.db == best.db && f.start > best.start) {
-			best, found = f, true
-		}
-	}
-	if !found {
+	}, frameLen)
+	if !ok {
 		return cur
 	}
-	return best.start + frameLen/2
+	return at
 }
 
 // flush ends the open utterance at EOF, pos being the end of the stream.

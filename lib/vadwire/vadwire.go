@@ -1,4 +1,4 @@
-// Package vadwire is the wire format of `yaz-decode --vad-stream`: the
+// Package vadwire is the wire format of `yaz-decode vad-stream`: the
 // child that runs Silero VAD (cgo) for a process that cannot (yazsesd, pure
 // Go) and reports the speech probability of every 512-sample window. The
 // reading side runs vadspan.Tracker over them with parameters of its own.

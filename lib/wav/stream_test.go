@@ -129,7 +129,7 @@ func sparseWAV(t *testing.T, rate, bits, seconds int) string {
 	return p
 }
 
-// TestMemoryFollowsOutput (issue 11, item 1): what reading a file costs is
+// TestMemoryFollowsOutput: what reading a file costs is
 // a function of its 16 kHz output, never of the source's rate or width. A
 // 30 s 192 kHz 8-bit file (5.8 M source frames, 23 MB as float32) read in
 // pieces allocates well under a MiB; read whole it allocates about its

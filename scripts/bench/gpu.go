@@ -12,7 +12,7 @@ import (
 	"github.com/yazses/yazses/internal/testmodel"
 )
 
-// The issue 22 goals on a real GPU, with the large-v3-turbo-sized model.
+// The GPU goals (docs/gpu.md) on a real GPU, with the large-v3-turbo-sized model.
 const (
 	goalResident3s = 100 * time.Millisecond // a 3 s utterance, resident decoder
 	goalCold60s    = 2 * time.Second        // 60 s of audio from a cold start
@@ -40,13 +40,13 @@ func gpuTable(runs, cpuRuns int, bin, cli, work, threads string, size testmodel.
 		fmt.Fprintf(os.Stderr, "bench: written in %v\n", time.Since(start).Round(time.Second))
 	}
 	yaz := filepath.Join(bin, "yaz-decode")
-	list, err := exec.Command(yaz, "--list-devices", "-f", "json", "--device", "gpu").Output()
+	list, err := exec.Command(yaz, "devices", "-f", "json", "--device", "gpu").Output()
 	var devs struct {
 		Chosen *struct{ Name, Kind, Description string }
 		Error  string
 	}
 	if jerr := json.Unmarshal(list, &devs); jerr != nil || devs.Chosen == nil {
-		return fmt.Errorf("yaz-decode --list-devices --device gpu: %v, %s", err, list)
+		return fmt.Errorf("yaz-decode devices --device gpu: %v, %s", err, list)
 	}
 	gpuName := devs.Chosen.Name + " (" + devs.Chosen.Description + ", " + devs.Chosen.Kind + ")"
 	yazArgs := func(dev, f string, extra ...string) []string {
@@ -83,15 +83,15 @@ func gpuTable(runs, cpuRuns int, bin, cli, work, threads string, size testmodel.
 	fmt.Printf("\n| %s, cold start | yaz-decode GPU ÷ CPU | whisper-cli GPU ÷ CPU |\n|---|---|---|\n", f.name)
 	fmt.Printf("| wall time | %.3f | %.3f |\n", ratio(gpu[f.name].wall, cpu[0].wall), ratio(cpu[2].wall, cpu[1].wall))
 
-	sg, err := serveRuns(runs+2, yaz, []string{"--serve", "-m", model, "-t", threads, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", "--device", "gpu"}, s3)
+	sg, err := serveRuns(runs+2, yaz, []string{"serve", "-m", model, "-t", threads, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", "--device", "gpu"}, s3)
 	if err != nil {
 		return err
 	}
-	sc, err := serveRuns(cpuRuns, yaz, []string{"--serve", "-m", model, "-t", threads, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", "--device", "cpu"}, s3)
+	sc, err := serveRuns(cpuRuns, yaz, []string{"serve", "-m", model, "-t", threads, "--beam-size", "1", "--no-vad-gate", "--log-level", "error", "--device", "cpu"}, s3)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n| 3 s utterance, resident decoder (--serve) | GPU (median of %d) | GPU ÷ CPU |\n|---|---|---|\n", runs+2)
+	fmt.Printf("\n| 3 s utterance, resident decoder (serve) | GPU (median of %d) | GPU ÷ CPU |\n|---|---|---|\n", runs+2)
 	fmt.Printf("| end of utterance to its result | %s | %.3f |\n", ms(sg), ratio(sg, sc))
 
 	fmt.Printf("\nGoals: a resident 3 s utterance in ≤ %v: %s (%s); 60 s of audio from a cold start in ≤ %v: %s (%s).\n",

@@ -5,7 +5,7 @@
 //
 // Rows: jfk.wav (11 s) and a 60 s file made from it, cold runs of each tool;
 // yaz-decode with its default trimmed audio context and with the full one
-// (what whisper-cli uses); and --serve mode, a resident model decoding
+// (what whisper-cli uses); and serve mode, a resident model decoding
 // repeated 3 s utterances, next to a cold whisper-cli run on the same 3 s.
 // Then memory (memory.go): the peak resident set of the daemon, of its
 // decoder and of yaz-decode on its own while they transcribe 10 minutes of
@@ -22,8 +22,8 @@
 // Parakeet TDT 0.6B's dimensions (1.26 GB, written once into -work) against
 // whisper.cpp's parakeet-cli on that model, next to yaz-decode with
 // generated whisper models of base.en's and small.en's dimensions; then the
-// resident Parakeet model's decode time for a 3 s utterance in --serve mode.
-// Times are whole runs (model load included) except --serve's.
+// resident Parakeet model's decode time for a 3 s utterance in serve mode.
+// Times are whole runs (model load included) except serve's.
 //
 // With -gpu, only the GPU table (gpu.go), for a machine with a GPU and a
 // whisper.cpp built for it (scripts/gpu/h200.sh runs it): a generated
@@ -165,11 +165,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	sv, err := serveRuns(*runs, yaz, []string{"--serve", "-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error"}, s3)
+	sv, err := serveRuns(*runs, yaz, []string{"serve", "-m", model, "-t", t, "--beam-size", "1", "--no-vad-gate", "--log-level", "error"}, s3)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode --serve (resident) | ratio |\n|---|---|---|---|\n")
+	fmt.Printf("\n| 3 s utterance | cold whisper-cli | yaz-decode serve (resident) | ratio |\n|---|---|---|---|\n")
 	fmt.Printf("| repeated %d× | %s | %s | %.2f× |\n", *runs, ms(c3), ms(sv), ratio(sv, c3))
 	if vm != "" {
 		if err := vadFiles(*work, yaz, *cli, vm, speech, *runs, *threads); err != nil {
@@ -222,11 +222,11 @@ func parakeetTable(runs int, bin, pcli, work, threads string, files []struct{ na
 		fmt.Printf("| %s | %s | %s | %.2f× | %.2f× | %s | %s |\n", f.name, ms(c.wall), ms(y.wall), ratio(y.wall, c.wall),
 			ratio(y.cpu, c.cpu), ms(med[2].wall), ms(med[3].wall))
 	}
-	sv, err := serveRuns(runs+2, yaz, []string{"--serve", "-m", pk, "-t", threads, "--no-vad-gate", "--log-level", "error"}, s3)
+	sv, err := serveRuns(runs+2, yaz, []string{"serve", "-m", pk, "-t", threads, "--no-vad-gate", "--log-level", "error"}, s3)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n| 3 s utterance | yaz-decode --serve, resident Parakeet 0.6B (median of %d) |\n|---|---|\n", runs+2)
+	fmt.Printf("\n| 3 s utterance | yaz-decode serve, resident Parakeet 0.6B (median of %d) |\n|---|---|\n", runs+2)
 	fmt.Printf("| decode time | %s |\n", ms(sv))
 	return nil
 }

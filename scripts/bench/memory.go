@@ -126,7 +126,7 @@ func daemonTranscribeRSS(bin, work, model, path string) (daemonKB, decoderKB int
 		return 0, 0, err
 	}
 	b := func(name string) string { return strconv.Quote(filepath.Join(bin, name)) }
-	cfg := fmt.Sprintf("[decode]\nmodel = %q\nthreads = 2\n[children]\ndecode = [%s, \"--serve\"]\ngate = [%s]\n"+
+	cfg := fmt.Sprintf("[decode]\nmodel = %q\nthreads = 2\n[children]\ndecode = [%s, \"serve\"]\ngate = [%s]\n"+
 		"speak = [%s, \"--serve\", \"--backend\", \"null\"]\ncapture = [%s, \"--backend\", \"null\"]\n",
 		model, b("yaz-decode"), b("yaz-gate"), b("yaz-speak"), b("yaz-capture"))
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(cfg), 0o600); err != nil {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# h200.sh [all|build|measure]: issue 22's measurements on a borrowed NVIDIA
+# h200.sh [all|build|measure]: docs/gpu.md's measurements on a borrowed NVIDIA
 # H200 (the device tool's nvidia-h200: 16 cores, nvcc 13, CMake and ninja,
 # no Go, no network), in one call, after scripts/gpu/prepare.sh made
 # .cache/gpu-run here and the call carried it.
@@ -12,7 +12,7 @@
 #            yaz-decode's final link against that machine's CPU build
 #            (relink.sh: ggml-cpu compiled for its own processor), with
 #            the module next to it, where yaz-decode looks
-#   measure  yaz-decode --list-devices, then scripts/bench -gpu: yaz-decode
+#   measure  yaz-decode devices, then scripts/bench -gpu: yaz-decode
 #            next to whisper-cli of the same build on the same files and
 #            generated large-v3-turbo-sized model, the GPU against the CPU of
 #            the machine, the resident decoder's 3 s utterance
@@ -101,7 +101,7 @@ build_stage() {
 
 measure_stage() {
   [ -x "$bin/yaz-decode" ] && [ -f "$bin/yaz-ggml-cuda.so" ] && [ -x "$cbuild/bin/whisper-cli" ] || { log "nothing built yet: run the build stage"; return 1; }
-  "$bin/yaz-decode" --list-devices > "$OUT/devices.txt" 2>&1
+  "$bin/yaz-decode" devices > "$OUT/devices.txt" 2>&1
   log "devices: $(tr '\n' ' ' < "$OUT/devices.txt")"
   local left=$(( 590 - ($(date +%s) - t0) ))
   if [ $left -lt 60 ]; then

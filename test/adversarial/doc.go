@@ -1,7 +1,7 @@
 // Package adversarial attacks the real daemon the way a hostile or broken
 // client of the same user would: connection floods, slow clients, lenient
 // or malformed parameters. Each test names the defect it guards against
-// (issue 11) and failed on the code before the fix.
+// and failed on the code before the fix.
 //
 // The tests run alone with
 //

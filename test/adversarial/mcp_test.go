@@ -10,7 +10,7 @@ import (
 	"github.com/yazses/yazses/internal/testmcp"
 )
 
-// TestMCPQuestionRules (issue 11, item 8): yaz-mcp checks a question the
+// TestMCPQuestionRules: yaz-mcp checks a question the
 // way the daemon does (daemonapi.CheckQuestion): one of zero-width
 // characters only is an invalid argument; a short question padded with
 // 600 of them is within the cap and goes on to the daemon (none runs

@@ -35,7 +35,7 @@ func rawCall(t *testing.T, sock, method, params string) jsonrpc.Response {
 	return resp
 }
 
-// TestStrictParams (issue 11, item 8): parameter names must match exactly,
+// TestStrictParams: parameter names must match exactly,
 // once each; a question must be valid UTF-8 with something visible in it.
 // Each such call is refused as invalid params before anything is reserved
 // or spoken. Invisible characters do not count toward the 500-character

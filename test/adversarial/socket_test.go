@@ -83,7 +83,7 @@ func waitClosed(t *testing.T, closed *atomic.Int64, changed <-chan struct{}, n i
 	}
 }
 
-// TestIdleConnectionsDoNotStarveControl (issue 11, item 4): 300 and then
+// TestIdleConnectionsDoNotStarveControl: 300 and then
 // 300 more same-uid connections that never send a whole request do not
 // lock out the compositor's `yazsesd ctl hold start|stop` or `status`
 // (they go to the control socket, which the flood of the main one does not
@@ -165,7 +165,7 @@ func TestIdleConnectionsDoNotStarveControl(t *testing.T) {
 	}
 }
 
-// TestSlowlorisCannotHoldASlot (issue 11, item 4): a client that sends a
+// TestSlowlorisCannotHoldASlot: a client that sends a
 // request one byte a second is closed before its line is complete; the
 // request never runs.
 func TestSlowlorisCannotHoldASlot(t *testing.T) {
@@ -194,6 +194,8 @@ func TestSlowlorisCannotHoldASlot(t *testing.T) {
 			break
 		}
 		sent++
+		// The second between bytes is the attack under test, not a wait
+		// for something: it ends early only if the daemon hangs up.
 		select {
 		case got = <-closed:
 			ended = true
@@ -218,7 +220,7 @@ func TestSlowlorisCannotHoldASlot(t *testing.T) {
 	}
 }
 
-// TestBusyConnectionsLeaveRoomForControl (issue 11, item 4): with every
+// TestBusyConnectionsLeaveRoomForControl: with every
 // connection of the main socket running a request (256 questions waiting
 // for a hold to end), the compositor's `ctl hold stop` and `ctl status`
 // still get through, on the control socket; other methods (main socket)

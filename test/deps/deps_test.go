@@ -77,8 +77,8 @@ func TestSpeechEngineOnlyInDecode(t *testing.T) {
 func TestPureGoBuild(t *testing.T) {
 	pkgs := []string{"./lib/tts", "./lib/gate", "./lib/jsonrpc", "./lib/safesocket", "./lib/config",
 		"./lib/frame", "./lib/vad", "./lib/wav", "./lib/pcm", "./cmd/yaz-decode/internal/transcript", "./lib/cli",
-		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yazsesd/internal/inject", "./lib/untrusted",
-		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink"}
+		"./lib/daemonapi", "./lib/vadspan", "./lib/modelfile", "./cmd/yaz-type/internal/inject", "./lib/untrusted",
+		"./lib/vadwire", "./cmd/yazsesd/internal/vadlink", "./lib/keyname"}
 	cmd := exec.Command("go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -200,6 +200,35 @@ func TestMCPServerDeps(t *testing.T) {
 	}
 }
 
+// TestConfigWithoutListener: the configuration checks key names with
+// lib/keyname alone, so lib/config does not import the evdev listener
+// (package hotkey, wherever it lives) and yaz-mcp, which loads the
+// configuration, does not link it; yazsesd does.
+func TestConfigWithoutListener(t *testing.T) {
+	isListener := func(pkg string) bool { return strings.HasPrefix(pkg, module) && path.Base(pkg) == "hotkey" }
+	imports := strings.Fields(goList(t, nil, "-f", "{{join .Imports \" \"}}", "./lib/config"))
+	if !slices.Contains(imports, module+"lib/keyname") {
+		t.Errorf("lib/config does not import lib/keyname (imports %v): the check below proves nothing", imports)
+	}
+	for _, pkg := range imports {
+		if isListener(pkg) {
+			t.Errorf("lib/config imports %s; it checks key names with lib/keyname", pkg)
+		}
+	}
+	mcp := strings.Fields(goList(t, nil, "-deps", "./cmd/yaz-mcp"))
+	if !slices.Contains(mcp, module+"lib/config") {
+		t.Errorf("yaz-mcp does not link lib/config: the check below proves nothing")
+	}
+	for _, pkg := range mcp {
+		if isListener(pkg) {
+			t.Errorf("yaz-mcp links the evdev listener %s", pkg)
+		}
+	}
+	if !slices.ContainsFunc(strings.Fields(goList(t, nil, "-deps", "./cmd/yazsesd")), isListener) {
+		t.Errorf("yazsesd does not link a package hotkey: the checks above look for the wrong name")
+	}
+}
+
 // TestLibSharedOnly: every lib package is linked, directly or through
 // other packages, by two programs or more (go list's dependencies of each
 // cmd/<program>, not what a comment says). Code for one program belongs
@@ -223,6 +252,57 @@ func TestLibSharedOnly(t *testing.T) {
 		pkg = strings.TrimPrefix(pkg, module)
 		if bins := users[pkg]; len(bins) < 2 {
 			t.Errorf("%s is linked by %v alone: move it to cmd/<program>/internal", pkg, bins)
+		}
+	}
+}
+
+// TestTypingOnlyInYazType: typing is yaz-type's (the daemon's child): no
+// other program links an X11 client, the Wayland or portal typing code,
+// and yaz-type does (so the check proves something).
+func TestTypingOnlyInYazType(t *testing.T) {
+	typing := []string{"github.com/jezek/xgb", module + "cmd/yaz-type/internal/x11",
+		module + "cmd/yaz-type/internal/wayland", module + "cmd/yaz-type/internal/portal"}
+	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(pkg, module+"cmd/") || strings.Count(strings.TrimPrefix(pkg, module+"cmd/"), "/") > 0 {
+			continue // the programs only
+		}
+		for _, p := range typing {
+			linked := strings.Contains(","+deps+",", ","+p+",")
+			if yazType := pkg == module+"cmd/yaz-type"; linked != yazType {
+				t.Errorf("%s links %s: %v; only yaz-type may, and it must", pkg, p, linked)
+			}
+		}
+	}
+}
+
+// TestTiersCoverAll: every package is in exactly one test tier
+// (scripts/test-tier.sh), so make test runs each once, and no tier is
+// empty.
+func TestTiersCoverAll(t *testing.T) {
+	all := strings.Fields(goList(t, nil, "./..."))
+	seen := map[string]string{}
+	for _, tier := range []string{"short", "programs", "desktop"} {
+		cmd := exec.Command("scripts/test-tier.sh", tier)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("test-tier.sh %s: %v", tier, err)
+		}
+		pkgs := strings.Fields(string(out))
+		if len(pkgs) == 0 {
+			t.Errorf("tier %s is empty", tier)
+		}
+		for _, p := range pkgs {
+			if other, ok := seen[p]; ok {
+				t.Errorf("%s is in the tiers %s and %s", p, other, tier)
+			}
+			seen[p] = tier
+		}
+	}
+	for _, p := range all {
+		if seen[p] == "" {
+			t.Errorf("%s is in no test tier", p)
 		}
 	}
 }

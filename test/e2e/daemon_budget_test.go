@@ -18,7 +18,7 @@ import (
 	"github.com/yazses/yazses/lib/pcm"
 )
 
-// The daemon tests prove DESIGN.md's budget invariants on the real daemon
+// The daemon tests prove docs/design.md's budget invariants on the real daemon
 // with its real children: yaz-gate, yaz-speak into the PulseAudio null
 // sink, yaz-decode on the generated model, and answers played in with
 // yaz-capture --file.
@@ -275,7 +275,7 @@ func writeSilenceWAV(t *testing.T, path string, d time.Duration) {
 	}
 }
 
-// TestSecondDaemonWithAnotherRuntimeDirRefused (issue 23, item 5): one
+// TestSecondDaemonWithAnotherRuntimeDirRefused: one
 // daemon per user, not per runtime folder. While a daemon runs with its
 // budget spent, a second `yazsesd run` of the same user with another
 // XDG_RUNTIME_DIR (same configuration and state) refuses to start: exit

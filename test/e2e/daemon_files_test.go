@@ -21,7 +21,7 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// Issue 11: files never crash the daemon, never delay dictation, and work
+// The file proofs: files never crash the daemon, never delay dictation, and work
 // past the decoder's own per-utterance cap; a daemon that did not stop
 // cleanly comes back with its budget spent; a hold has a maximum.
 
@@ -82,11 +82,11 @@ func procKB(t testing.TB, pid int, field string) int64 {
 // about 2.1 GB (Go reserves, it does not use), its resident memory ~10 MB.
 const daemonMemLimit = 3 << 30
 
-// maxDaemonRSS is the issue's goal for the daemon's own memory while it
+// maxDaemonRSS is the goal for the daemon's own memory while it
 // transcribes: its peak resident set (VmHWM) stays under 150 MB.
 const maxDaemonRSSKB = 150 << 10
 
-// TestTranscribeSparseFilesBoundedMemory (issue 11, item 1): a 4 KB sparse
+// TestTranscribeSparseFilesBoundedMemory: a 4 KB sparse
 // WAV whose header says 59 minutes of 192 kHz 8-bit audio, and a
 // 10-minute 192 kHz file, each transcribed through the daemon under an
 // address-space limit: the daemon survives both, answers them whole, and
@@ -163,7 +163,7 @@ func (d *daemon) restart() {
 	d.WaitRunning("gate", "speak", "decode")
 }
 
-// TestDaemonKilledRestartsSpent (issue 11, item 1b): a daemon killed with
+// TestDaemonKilledRestartsSpent: a daemon killed with
 // SIGKILL and started again in the same session starts with its budget
 // spent for the hour (ask_human refused budget_exhausted, status saying
 // why); a clean SIGTERM stop and a start after it begin fresh.
@@ -206,7 +206,7 @@ func TestDaemonKilledRestartsSpent(t *testing.T) {
 	}
 }
 
-// TestHoldDuringLongFileTranscription (issue 11, item 2): a hold released
+// TestHoldDuringLongFileTranscription: a hold released
 // while the daemon transcribes a long file is typed within its usual
 // latency, before the file is done: the file goes to the decoder in
 // pieces, and a hold takes the decoder between two of them (or abandons
@@ -295,7 +295,7 @@ func abs(v int64) int64 {
 	return v
 }
 
-// TestAskDecodeBoundedByTimeout (issue 11, item 2): an answer's decoding
+// TestAskDecodeBoundedByTimeout: an answer's decoding
 // waits no longer than the caller's timeout allows (and a short grace
 // after the answer ends): with the decoder stopped (SIGSTOP), ask_human
 // with timeout_s = 15 returns no_answer well within three times its
@@ -346,7 +346,7 @@ func TestAskDecodeBoundedByTimeout(t *testing.T) {
 	}
 }
 
-// TestTranscribeLongFileRealDecoder (issue 11, item 3): `yazsesd ctl
+// TestTranscribeLongFileRealDecoder: `yazsesd ctl
 // transcribe` of a 6-minute file, past yaz-decode --serve's 5-minute cap
 // on one utterance, works through the daemon with the real decoder: the
 // file goes in pieces, and the segments come back on the file's timeline,
@@ -384,7 +384,7 @@ func TestTranscribeLongFileRealDecoder(t *testing.T) {
 	}
 }
 
-// TestTranscribeBusy (issue 11, item 1): file work is bounded. One file
+// TestTranscribeBusy: file work is bounded. One file
 // decodes at a time and four more may wait; a call beyond that is refused
 // at once with CodeBusy, before any of them is done, instead of piling up
 // open files and goroutines.
@@ -437,7 +437,7 @@ func TestTranscribeBusy(t *testing.T) {
 	})
 }
 
-// TestHoldEndsAtMaximum (issue 11, item 3): a hold that nobody releases
+// TestHoldEndsAtMaximum: a hold that nobody releases
 // ends by itself after dictation.max_hold_s, as if released: what was said
 // is decoded and typed, and the hold is idle again; a late hold.stop finds
 // nothing open.

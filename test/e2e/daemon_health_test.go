@@ -18,7 +18,7 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// The health proofs (issue 10, item 5): a daemon that cannot decode says
+// The health proofs: a daemon that cannot decode says
 // why, where the person looks: its own ERROR line, `yazsesd status`, the
 // result of hold.stop, one desktop notification, and the systemd status
 // line, which it sends with READY=1 only once its children are up or have
@@ -124,7 +124,7 @@ func TestDaemonWithoutUsableModel(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			sd := listenNotify(t)
-			n := fakeNotifySend(t)
+			n := notificationServer(t)
 			d := newDaemon(t, baseConfig().With("decode.model", q(m.path)), sd.env(), n.env)
 			d.Start()
 			status, _ := sd.ready(t, d)
@@ -288,8 +288,8 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	if dd := st.DecodeDevice; dd.Setting != "auto" || dd.Device == nil || dd.Device.Name != "CPU" || dd.Device.Kind != "cpu" {
 		t.Errorf("status decode_device = %+v (device %+v), want auto on the CPU", dd, dd.Device)
 	}
-	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,xdotool,clipboard" {
-		t.Errorf("status typing = %+v, want auto resolved to xdotool, clipboard", st.Typing)
+	if st.Typing.Inject != "auto" || strings.Join(st.Typing.Backends, ",") != "x11,clipboard" || st.Typing.Route != "x11" {
+		t.Errorf("status typing = %+v, want auto resolved to x11, clipboard", st.Typing)
 	}
 	if st.CaptureDevice != "yaz.monitor" {
 		t.Errorf("status capture device = %q", st.CaptureDevice)
@@ -300,7 +300,7 @@ func TestDaemonStatusShowsSetup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	text, err := execIn(ctx, d, "status").Output()
-	for _, w := range []string{"model\t", world.mini, "auto → CPU", "typing", "auto → x11, xdotool, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
+	for _, w := range []string{"model\t", world.mini, "auto → CPU", "typing", "auto → x11, clipboard", "yaz.monitor", "hotkey", "KEY_RIGHTCTRL (listening)"} {
 		w = strings.ReplaceAll(w, "\t", "")
 		if err != nil || !strings.Contains(string(text), w) {
 			t.Errorf("yazsesd status: %v; want %q in\n%s", err, w, text)

@@ -198,7 +198,7 @@ func fillBut(t *testing.T, dir string, pages int) string {
 	return p
 }
 
-// TestFullRuntimeAndStateFolderFailsClosed (issue 23, item 4): the
+// TestFullRuntimeAndStateFolderFailsClosed: the
 // runtime and state folders on one small tmpfs (as /run/user/$UID is,
 // which any program of the user can fill), full but one page, which the
 // socket's lock file takes: the crash marker cannot be written, so the

@@ -9,7 +9,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
-// TestTranscribeCancelStopsDecoder (issue 10, item 3; contract 1): a
+// TestTranscribeCancelStopsDecoder (contract 1): a
 // transcribe of a long file whose caller goes away stops the daemon's
 // decoder at once, so a hold released meanwhile is typed within its usual
 // latency, not after the file's whole decode.

@@ -35,7 +35,7 @@ func replaying(t *testing.T, cfg toml, audio []float32, env ...string) (*daemon,
 }
 
 // TestDaemonVADChild: with [vad] selecting Silero the daemon runs the
-// detector child (children.vad, `yaz-decode --vad-stream`) and lists it in
+// detector child (children.vad, `yaz-decode vad-stream`) and lists it in
 // status like the others; with the energy detector there is none; with a
 // missing model it is left down with vad_model_missing, as the decoder is.
 func TestDaemonVADChild(t *testing.T) {

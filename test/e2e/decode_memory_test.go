@@ -80,7 +80,7 @@ func peakRSS(t *testing.T, name string, args ...string) float64 {
 // TestDecodeFileMemoryFlat: yaz-decode decodes a file in pieces (lib/piece,
 // as yazsesd does), so its peak memory does not grow with the file's
 // length: from 1 to 8 minutes of audio it grows by less than 20 MiB (the
-// 7 minutes more as float32 alone are 27 MiB; issue 19.9 measured about
+// 7 minutes more as float32 alone are 27 MiB; before the fix it grew about
 // 20 MiB a minute; from run to run it varies by about 9 MiB at any
 // length), and on the 8 minutes it is no more than whisper-cli's with the
 // same model. Every piece is decoded (--no-vad-gate): whisper's

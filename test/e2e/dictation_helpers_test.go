@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testbus"
+	"github.com/yazses/yazses/internal/testnotify"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/internal/testx"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -20,7 +22,7 @@ import (
 )
 
 // The X server and the recording xterm are internal/testx's (shared with
-// cmd/yazsesd/internal/inject's tests).
+// cmd/yaz-type/internal/inject's tests).
 
 // xserver is a private Xvfb.
 type xserver = *testx.X
@@ -185,44 +187,49 @@ func (d *daemon) lastByCtl() daemonapi.Last {
 	return l
 }
 
-// notes is a fake notify-send first in the daemon's PATH: it writes the
-// arguments of every notification, one notification a line, to a file.
+// notes is a notification server of the test's own (internal/testnotify)
+// on a private session bus that the daemon is pointed at: it records every
+// notification the daemon sends over D-Bus, one line each (summary|body).
 type notes struct {
-	env  string // the PATH entry for the daemon
-	file string
+	env string // DBUS_SESSION_BUS_ADDRESS for the daemon
+	srv *testnotify.Server
 }
 
-func fakeNotifySend(t testing.TB) notes {
+// notificationServer starts a private bus with the server on it.
+func notificationServer(t testing.TB) notes {
 	t.Helper()
-	dir := t.TempDir()
-	n := notes{env: "PATH=" + dir + ":" + os.Getenv("PATH"), file: filepath.Join(dir, "notes.txt")}
-	script := "#!/bin/sh\nfor a; do printf '%s|' \"$a\"; done >> '" + n.file + "'\necho >> '" + n.file + "'\n"
-	if err := os.WriteFile(filepath.Join(dir, "notify-send"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func (n notes) lines() []string {
-	b, _ := os.ReadFile(n.file)
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
-
-// waitFor waits until a notification contains s (the notes file changes:
-// inotify).
-func (n notes) waitFor(t testing.TB, s string) {
-	t.Helper()
-	w, err := testwait.WatchFile(n.file)
+	dir, err := os.MkdirTemp("", "yen-") // short: a socket path is at most 108 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return notesOn(t, testbus.Start(t, dir).Addr)
+}
+
+// notesOn starts the server on the bus at addr.
+func notesOn(t testing.TB, addr string) notes {
+	t.Helper()
+	return notes{env: "DBUS_SESSION_BUS_ADDRESS=" + addr, srv: testnotify.Start(t, addr, false)}
+}
+
+func (n notes) lines() []string {
+	var out []string
+	for _, note := range n.srv.Notes() {
+		out = append(out, note.Summary+"|"+note.Body)
+	}
+	return out
+}
+
+// waitFor waits until a notification contains s (the server's signal on
+// every call).
+func (n notes) waitFor(t testing.TB, s string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	has := func() bool {
 		return slices.ContainsFunc(n.lines(), func(l string) bool { return strings.Contains(l, s) })
 	}
-	if testwait.Until(ctx, has, w) != nil {
+	if testwait.Until(ctx, has, n.srv) != nil {
 		t.Fatalf("no notification with %q; got %q", s, n.lines())
 	}
 }

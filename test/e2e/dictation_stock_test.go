@@ -31,7 +31,7 @@ func stockText(n int) string {
 }
 
 // TestDictationPastesIntoStockTerminals: a dictation over
-// dictation.paste_over_chars (the default 3000: the 4208
+// dictation.paste_over_chars (the default 3000: a text of 4208
 // characters), and a shorter one with more distinct characters than the
 // x11 backend types, reach a stock xterm and urxvt (no resources, no
 // paste binding of ours) whole; hold.stop says typed only because they

@@ -17,7 +17,7 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// The dictation proofs (issue 6) run the real yazsesd with its real
+// The dictation proofs run the real yazsesd with its real
 // children: yaz-capture --file replays speech in real time as if it were
 // spoken into the microphone, hold.start and hold.stop come over the
 // socket, and the text is typed by the daemon's own injection backend into
@@ -163,7 +163,7 @@ func TestDictationNoFocusKeepsTextForLast(t *testing.T) {
 	defer cancel()
 	runTool(ctx, t, x.Env, "xdotool", "mousemove", "--sync", "--window", rec.Win, "20", "20")
 	speech := answerWAV()
-	n := fakeNotifySend(t)
+	n := notificationServer(t)
 	d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
 	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
@@ -369,7 +369,7 @@ func TestDictationDecoderKilledRecovers(t *testing.T) {
 	rec.Focus(t)
 	sentence := spokenWAV(t, "Yes go ahead and deploy it to production on Monday morning then tell the whole team about it in the channel")
 	speech := writeWAVFile(t, filepath.Join(t.TempDir(), "long.wav"), join(zeros(0.2), sentence, zeros(1)))
-	n := fakeNotifySend(t)
+	n := notificationServer(t)
 	d := startDaemon(t, dictationConfig(speech, true),
 		append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text, "YAZ_FAKE_DELAY_MS=3000")...)
 	c := d.Client()
@@ -470,7 +470,7 @@ func cmdline(pid int) string {
 }
 
 // TestDictationDecoderDownRefusesHold: with the decoder left down (a
-// crash loop), hold.start is refused at once with the cause (issue 19.13:
+// crash loop), hold.start is refused at once with the cause (so
 // the microphone is not opened and the person is told before speaking, not
 // after), a notification says why, nothing reaches the window, and the
 // daemon still stops cleanly on SIGTERM (checked when the test ends). That
@@ -481,7 +481,7 @@ func TestDictationDecoderDownRefusesHold(t *testing.T) {
 	rec := startRecorder(t, x)
 	rec.Focus(t)
 	speech := answerWAV()
-	n := fakeNotifySend(t)
+	n := notificationServer(t)
 	d := newDaemon(t, dictationConfig(speech, true).With("children.decode", arr("/bin/false")), append(x.DaemonEnv(), n.env)...)
 	d.Start()
 	d.WaitRunning("gate", "speak")
@@ -591,8 +591,8 @@ func TestDictationTypingFailureKeepsText(t *testing.T) {
 	x := startX(t)
 	rec := startRecorder(t, x)
 	rec.Focus(t)
-	n := fakeNotifySend(t)
-	dir := strings.TrimPrefix(strings.SplitN(n.env, ":", 2)[0], "PATH=") // fakeNotifySend's folder
+	n := notificationServer(t)
+	dir := t.TempDir() // an xdotool whose type fails, first in the daemon's PATH
 	real, err := exec.LookPath("xdotool")
 	if err != nil {
 		t.Fatal(err)
@@ -603,7 +603,7 @@ func TestDictationTypingFailureKeepsText(t *testing.T) {
 	}
 	speech := answerWAV()
 	d := startDaemon(t, dictationConfig(speech, true).With("dictation.inject", q("xdotool")),
-		append(x.DaemonEnv(), n.env, "YAZ_FAKE_TEXT="+text)...)
+		append(x.DaemonEnv(), n.env, "PATH="+dir+":"+os.Getenv("PATH"), "YAZ_FAKE_TEXT="+text)...)
 	c := d.Client()
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 	if r := d.stopHold(c); r.Outcome != "kept" {

@@ -26,7 +26,7 @@ var (
 // has no warning. (yazsesd's page had "%!d(MISSING)oubled", every
 // DESCRIPTION was empty, and yaz-fetch-model had none.)
 func TestManPages(t *testing.T) {
-	for _, name := range []string{"yaz-capture", "yaz-decode", "yaz-speak", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"} {
+	for _, name := range []string{"yaz-capture", "yaz-decode", "yaz-speak", "yaz-type", "yazsesd", "yaz-mcp", "yaz-gate", "yaz-fetch-model"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			prog := bin(name)

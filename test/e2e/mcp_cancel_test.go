@@ -95,7 +95,7 @@ func TestMCPCancelledAskSaysWhetherCharged(t *testing.T) {
 	t.Logf("response after cancel seen: %v", got)
 }
 
-// TestTranscribeCancelIsNotAWarning (issue 19, item 15): a transcribe
+// TestTranscribeCancelIsNotAWarning: a transcribe
 // whose caller goes away (yaz-mcp closes its daemon connection when the
 // MCP client cancels) is a normal end: the daemon logs no WARN or ERROR
 // for it (it used to log "jsonrpc handler failed" at WARN, and the answer

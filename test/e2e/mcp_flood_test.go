@@ -10,7 +10,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
-// TestMCPRefusalFloodKeepsTheSpokenRecord (issue 23, item 6): an MCP
+// TestMCPRefusalFloodKeepsTheSpokenRecord: an MCP
 // client that floods ask_human once the budget is spent cannot rotate the
 // record of what reached the person out of the audit log. 1,000 refused
 // asks through one yaz-mcp, with a log of 16 KiB and one rotated file

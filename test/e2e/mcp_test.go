@@ -29,7 +29,7 @@ const jfkMs = 11000
 // the opt-in; both tools answer.
 func TestMCPWithGoSDK(t *testing.T) {
 	// 2026-07-28 (stateless, no initialize) is the SDK's default; it works
-	// too, but the issue asks for the two before it.
+	// too, but the two before it are the ones the server must negotiate.
 	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		for _, on := range []bool{false, true} {
 			name := version + "/ask_human=off"

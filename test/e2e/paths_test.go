@@ -11,7 +11,7 @@ import (
 
 // TestNonUTF8Paths: Linux file names are bytes. Every program that takes a
 // path opens the file it was given, byte for byte, when the name is not
-// UTF-8 (issue 19.10: yaz-decode $'bad\xffname.wav' looked for
+// UTF-8 (before, yaz-decode $'bad\xffname.wav' looked for
 // bad\uFFFDname.wav): yaz-decode's files and --output-dir, yaz-speak's
 // --output, yaz-capture's --file and yazsesd's configuration file (config
 // init, config check, run -c). (yaz-mcp's

@@ -12,7 +12,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
-// The portal proofs (issue 21) run the real yazsesd on a desktop as GNOME
+// The portal proofs run the real yazsesd on a desktop as GNOME
 // and KDE look to it: a Wayland compositor without the virtual keyboard
 // (internal/testwl, which hands out a German keymap), and Debian's real
 // xdg-desktop-portal 1.16 on a private session bus with the test backend
@@ -36,12 +36,12 @@ func startPortalDesktop(t *testing.T, opts testportal.Options, text string) *por
 	p := testportal.Start(t, opts)
 	p.Backend.Expect(text)
 	wl := testwl.Start(t, p.Keymap())
-	n := fakeNotifySend(t)
+	n := notesOn(t, p.Addr) // the daemon's notifications go to the desktop's bus
 	cfg := dictationConfig(answerWAV(), true).
 		With("hotkey.enabled", "true").
 		With("hotkey.source", q("portal")).
 		With("hotkey.key", q("KEY_F13"))
-	d := startDaemon(t, cfg, "DBUS_SESSION_BUS_ADDRESS="+p.Addr, wl.Env[0], "DISPLAY=", n.env, "YAZ_FAKE_TEXT="+text)
+	d := startDaemon(t, cfg, n.env, wl.Env[0], "DISPLAY=", "YAZ_FAKE_TEXT="+text)
 	return &portalDesktop{p: p, notes: n, d: d}
 }
 

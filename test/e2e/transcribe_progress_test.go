@@ -42,7 +42,7 @@ func checkAudioProgress(t *testing.T, what string, steps []progressStep, total f
 	}
 }
 
-// TestTranscribeProgressIsAudio (issue 19, item 12, the daemon's path): a
+// TestTranscribeProgressIsAudio (the daemon's path): a
 // transcribe through the daemon reports progress as milliseconds of audio
 // done of the file's milliseconds, as the local path does: 0 when the
 // file is opened and the end of each 30 s piece once it is decoded, up to

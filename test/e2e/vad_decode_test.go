@@ -250,7 +250,7 @@ func cueMs(m []string) int64 {
 // in time, and whisper-cli --vad is the oracle for where the speech
 // starts and ends on the file's timeline: the first cue starts, and the
 // last one ends, where its first and last segments do (the words after
-// the pause keep their time; issue 19.8 found them all put before it).
+// the pause keep their time; an earlier version put them all before it).
 func TestVADFileTimestamps(t *testing.T) {
 	vm := sileroModel(t)
 	speech := jfkSamples(t)

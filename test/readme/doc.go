@@ -3,7 +3,10 @@
 // man pages and shell completion, yaz-fetch-model and `make demo` offline,
 // quiet failures without a sound server, and every shell example of
 // README.md run as written (see readme_test.go for the few that cannot run
-// here, each with its reason).
+// here, each with its reason). And that the tree cites nothing a reader of
+// the repository cannot open (citations_test.go): no design file outside
+// it, no issue tracker's number, and only sections, contracts and
+// invariants that docs/design.md has.
 //
 // The programs run with the small environment a user's shell, an MCP host or
 // a service manager gives them: a temporary HOME with no configuration, no

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/yazses/yazses/internal/testwait"
@@ -147,6 +148,7 @@ func TestCompletion(t *testing.T) {
 		"yaz-capture": {"yaz-capture --backend ": {"alsa", "auto", "null", "pulseaudio"}, "yaz-capture --form": {"--format"}},
 		"yaz-decode":  {"yaz-decode --output-d": {"--output-dir"}, "yaz-decode -f ": {"json", "srt", "txt", "vtt"}},
 		"yaz-speak":   {"yaz-speak --ra": {"--rate"}},
+		"yaz-type":    {"yaz-type --backend ib": {"ibus"}, "yaz-type --paste": {"--paste-over-chars"}},
 		"yazsesd":     {"yazsesd st": {"status"}, "yazsesd config ch": {"check"}, "yazsesd status -f ": {"json", "text"}},
 		"yaz-mcp":     {"yaz-mcp --log-format ": {"json", "text"}},
 		"yaz-gate":    {"yaz-gate --per": {"--per-hour"}},
@@ -261,5 +263,62 @@ func TestInstallUninstall(t *testing.T) {
 	})
 	if !slices.Equal(files, []string{"/etc/yazses/config.toml"}) {
 		t.Errorf("after make uninstall: %q, want only the configuration", files)
+	}
+}
+
+// TestUninstallStopsDaemon: make uninstall stops the user's running
+// yazsesd before it removes the programs (one left on deleted binaries
+// answered hold start with "holding" and had no microphone), says so, and
+// prints no error make ignored.
+func TestUninstallStopsDaemon(t *testing.T) {
+	inst := install(t)
+	prefix := t.TempDir()
+	vars := []string{"PREFIX=" + prefix, "BIN=" + inst.build, "UNITDIR=" + filepath.Join(prefix, "units"), "CONFDIR=" + filepath.Join(prefix, "config")}
+	if _, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	rt := filepath.Join(home, "run")
+	if err := os.Mkdir(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command(filepath.Join(prefix, "bin", "yazsesd"), "run", "-c", filepath.Join(prefix, "config", "config.toml"))
+	daemon.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + rt}
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	log := &testwait.Buffer{}
+	daemon.Stderr = log
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, err := testwait.Exited(daemon.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- daemon.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	ctx := testwait.Context(t)
+	if err := testwait.Until(ctx, func() bool { return strings.Contains(log.String(), "listening") }, log); err != nil {
+		t.Fatalf("the installed daemon did not start: %v\n%s", err, log.String())
+	}
+	uninstall := bounded(buildContext(t), "make", append([]string{"uninstall"}, vars...)...)
+	uninstall.Dir, uninstall.Env = world.root, makeEnv()
+	b, err := uninstall.CombinedOutput() // make's "(ignored)" goes to stderr
+	out := string(b)
+	if err != nil {
+		t.Fatalf("make uninstall: %v\n%s", err, out)
+	}
+	testwait.Closed(t, exited, "the daemon's end after make uninstall")
+	if !strings.Contains(out, "uninstall: stopping yazsesd (pid ") {
+		t.Errorf("make uninstall did not say it stopped the daemon:\n%s", out)
+	}
+	if strings.Contains(out, "Error") || strings.Contains(out, "ignored") {
+		t.Errorf("make uninstall printed an error it ignored:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(prefix, "bin", "yazsesd")); !os.IsNotExist(err) {
+		t.Errorf("yazsesd is still installed: %v", err)
 	}
 }

@@ -72,7 +72,7 @@ func bounded(ctx context.Context, name string, args ...string) *exec.Cmd {
 
 // buildHang bounds a make run. It is a guard against one that never ends,
 // not a speed requirement: make install may build whisper.cpp first, which
-// took 7 min 51 s on an idle 2-core machine (issue 19), and several times
+// took 7 min 51 s on an idle 2-core machine, and several times
 // that on a loaded one.
 const buildHang = 30 * time.Minute
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestMCPSnippetsUseAbsolutePaths (issue 19, item 16): an MCP host started
+// TestMCPSnippetsUseAbsolutePaths: an MCP host started
 // without ~/.local/bin in its PATH (a desktop launcher, a systemd user
 // manager) fails with "spawn yaz-mcp ENOENT" on a bare `yaz-mcp`, so no
 // host snippet in the README or docs/trust-boundary.md names it bare: a
@@ -43,7 +43,7 @@ func TestMCPSnippetsUseAbsolutePaths(t *testing.T) {
 	}
 }
 
-// TestInstallPrintsMCPSnippets (issue 19, item 16): make install ends by
+// TestInstallPrintsMCPSnippets: make install ends by
 // printing the host snippets with this installation's absolute path of
 // yaz-mcp, ready to paste: the Claude Code command line, and JSON that
 // parses for Cursor and Claude Desktop (mcpServers) and for VS Code

@@ -132,6 +132,8 @@ var notHere = []struct {
 	{prefix: "gsettings set org.gnome.settings-daemon", reason: "needs a GNOME session (its settings schemas and D-Bus); the command it binds, yazsesd ctl hold toggle, is tested in test/e2e"},
 	{prefix: "systemctl --user ", reason: "no systemd user manager runs here (a container); the unit is checked with systemd-analyze in cmd/yazsesd/internal/sdnotify's unit test"},
 	{prefix: "journalctl --user ", reason: "no systemd journal here"},
+	{prefix: "yaz-type ", reason: "types into the focused window, and the README's session has no display: cmd/yaz-type/internal/x11's TestPipelineTypesExactly and TestPipelineSaysWhatHappened run the program on Xvfb into an xterm, from an empty environment"},
+	{prefix: "yaz-capture | yaz-decode | yaz-type", reason: "types into the focused window, and the README's session has no display; the pipeline's two ends are run above and in cmd/yaz-type's tests"},
 	{prefix: "claude mcp add ", reason: "Claude Code is not installed here; test/e2e drives yaz-mcp with the MCP Go SDK and the MCP Inspector"},
 }
 

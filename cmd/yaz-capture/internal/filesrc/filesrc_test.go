@@ -84,7 +84,8 @@ func TestPaceRealTime(t *testing.T) {
 	if n != len(samples) {
 		t.Errorf("Pace emitted %d samples, want %d", n, len(samples))
 	}
-	if took < 300*time.Millisecond || took > 600*time.Millisecond {
+	// A floor only: no ceiling, a loaded machine may be late.
+	if took < 300*time.Millisecond {
 		t.Errorf("Pace of 300 ms took %v", took)
 	}
 	if d := pcm.Duration(maxChunk); d > 100*time.Millisecond || d < 20*time.Millisecond {
@@ -94,15 +95,21 @@ func TestPaceRealTime(t *testing.T) {
 
 func TestPaceCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	samples := make([]int16, pcm.Samples(10*time.Second))
-	n := 0
-	time.AfterFunc(100*time.Millisecond, cancel)
-	begin := time.Now()
-	if err := Pace(ctx, samples, func(s []int16) { n += len(s) }); err != nil {
+	n, first := 0, 0
+	// Cancelled during the first chunk: nothing more comes.
+	if err := Pace(ctx, samples, func(s []int16) {
+		if n == 0 {
+			first = len(s)
+			cancel()
+		}
+		n += len(s)
+	}); err != nil {
 		t.Fatalf("Pace after cancel = %v, want nil", err)
 	}
-	if time.Since(begin) > time.Second || n >= len(samples) {
-		t.Errorf("Pace went on after cancel: %d samples in %v", n, time.Since(begin))
+	if n != first {
+		t.Errorf("Pace went on after cancel: %d samples, %d of them after the first chunk", n, n-first)
 	}
 }
 

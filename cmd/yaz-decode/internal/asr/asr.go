@@ -19,9 +19,10 @@
 //
 // Parakeet: greedy TDT decoding as parakeet-cli does it, on chunks of at
 // most the file's audio context (n_audio_ctx mel frames of 10 ms, 50 s in
-// the converted models), cut at the quietest 20 ms near each chunk's end;
-// token times are moved onto the input's timeline, and the tokens are cut
-// into segments at sentence ends, pauses and every 10 s (chunks.go).
+// the converted models), cut at the quietest 100 ms of each chunk's last
+// quarter (lib/piece's cut); token times are moved onto the input's
+// timeline, and the tokens are cut into segments at sentence ends, pauses
+// and every 10 s (chunks.go).
 //
 // Every call (every Parakeet chunk) decodes on a state of its own, so a
 // transcript is a function of the audio and the options only, never of
@@ -321,6 +322,7 @@ func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	samples = padShort(samples)
 	actx := opt.AudioCtx
 	switch {
 	case actx == 0:
@@ -336,6 +338,23 @@ func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) 
 	full, err := m.run(ctx, samples, opt, lang, 0)
 	full.Result.Retried = true
 	return full.Result, err
+}
+
+// minWhisperSamples is the least audio whisper.cpp is handed: its mel
+// spectrogram pads the input by reflection, reading 200 samples past its
+// start (whisper.cpp 1.9.1 reads past the end of a shorter input; fixed
+// upstream in 1.9.3). One FFT window, 25 ms.
+const minWhisperSamples = 400
+
+// padShort returns samples, or a copy with silence after it up to
+// minWhisperSamples: a tap of the key can give a few milliseconds.
+func padShort(samples []float32) []float32 {
+	if len(samples) >= minWhisperSamples {
+		return samples
+	}
+	padded := make([]float32, minWhisperSamples)
+	copy(padded, samples)
+	return padded
 }
 
 type run struct {

@@ -5,41 +5,35 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
+	"github.com/yazses/yazses/lib/piece"
 )
 
 // span is one chunk of the input, in samples.
 type span struct{ start, end int }
 
-// chunkBounds splits n samples into chunks of at most max samples for an
-// engine that holds no more in one pass. Each cut falls in the quietest 20
-// ms (the least energy, on a 10 ms grid) of the last quarter of the
-// chunk's allowed length, so a cut rarely splits a word; the cuts are a
-// function of the audio alone. Starts are multiples of melHop, so token
-// times shift by whole frames.
-func chunkBounds(samples []float32, max int) []span {
+// chunkBounds splits the samples into chunks of at most most samples for
+// an engine that holds no more in one pass. Each cut is lib/piece's, the
+// one quiet-point cut that yazsesd's file pieces and yaz-decode's also
+// use: the middle of the quietest 100 ms in the last quarter of the
+// chunk's allowed length, so a cut rarely splits a word and the cuts are a
+// function of the audio alone. Cuts fall on piece.Frame, two mel frames,
+// so every chunk starts on a melHop frame and token times shift by whole
+// frames.
+func chunkBounds(samples []float32, most int) []span {
 	n := len(samples)
-	if max < 4*melHop {
-		max = 4 * melHop
-	}
+	most = max(most/piece.Frame, 2) * piece.Frame
 	var out []span
 	start := 0
-	for n-start > max {
-		lo := start + max*3/4
-		best, bestE := start+max/melHop*melHop, -1.0
-		for c := lo / melHop * melHop; c+melHop <= start+max; c += melHop {
-			var e float64
-			for _, v := range samples[c-melHop : c+melHop] {
-				e += float64(v) * float64(v)
-			}
-			if bestE < 0 || e < bestE {
-				best, bestE = c, e
-			}
-		}
-		out = append(out, span{start, best})
-		start = best
+	for n-start > most {
+		cut := start + piece.QuietCut(samples[start:start+most], most*3/4)
+		out = append(out, span{start, cut})
+		start = cut
 	}
 	return append(out, span{start, n})
 }
+
+// A cut on piece.Frame is on a mel frame (this fails to compile if not).
+const _ uint = 0 - piece.Frame%melHop
 
 // timedPiece is one decoded token: its text as printed (a leading space
 // where a word starts), its time in 10 ms frames on the input's timeline,

@@ -59,6 +59,56 @@ func TestChunkBounds(t *testing.T) {
 	}
 }
 
+// TestChunkBoundsCuts: where the first cut of a long input falls (the
+// cases lib/piece's cut is tested with, at a Parakeet chunk's sizes): in a
+// pause of the chunk's last quarter, never in one before it; silence and a
+// steady tone are cut at the chunk's end, on a mel frame, also when the
+// chunk's length (n_audio_ctx-1 mel frames) is an odd number of them.
+func TestChunkBoundsCuts(t *testing.T) {
+	const sec = 16000
+	tone := func(seconds float64, gaps ...[2]float64) []float32 {
+		out := make([]float32, int(seconds*sec))
+		for i := range out {
+			out[i] = float32(0.25 * math.Sin(2*math.Pi*300*float64(i)/sec))
+		}
+		for _, g := range gaps {
+			clear(out[int(g[0]*sec):int((g[0]+g[1])*sec)])
+		}
+		return out
+	}
+	odd := 599 * melHop // a model of 600 frames: 5.99 s
+	for _, tc := range []struct {
+		name   string
+		audio  []float32
+		max    int
+		lo, hi int // the first cut must fall in [lo, hi]
+	}{
+		{"a pause in the last quarter", tone(12, [2]float64{4.6, 0.2}), 5 * sec, 4.6 * sec, 4.8 * sec},
+		{"a pause before the last quarter is not taken", tone(12, [2]float64{2, 1}, [2]float64{4.5, 0.2}), 5 * sec, 4.5 * sec, 4.7 * sec},
+		{"silence is cut at the chunk's end", make([]float32, 12*sec), 5 * sec, 5 * sec, 5 * sec},
+		{"a steady tone is cut near the chunk's end", tone(12), 5 * sec, 5*sec - 3*2*melHop, 5 * sec},
+		{"silence, an odd number of mel frames", make([]float32, 12*sec), odd, odd - 2*melHop, odd},
+		{"a pause, an odd number of mel frames", tone(12, [2]float64{5, 0.3}), odd, 5 * sec, 5.3 * sec},
+	} {
+		got := chunkBounds(tc.audio, tc.max)
+		if len(got) < 2 {
+			t.Errorf("%s: %v, want the input cut", tc.name, got)
+			continue
+		}
+		if c := got[0].end; c < tc.lo || c > tc.hi {
+			t.Errorf("%s: first cut at %d (%.3f s), want it in [%d, %d]", tc.name, c, float64(c)/sec, tc.lo, tc.hi)
+		}
+		for i, c := range got {
+			if c.end-c.start > tc.max || c.end <= c.start || c.start%melHop != 0 || (i > 0 && c.start != got[i-1].end) {
+				t.Errorf("%s: chunk %d = %v of %v: empty, longer than %d, not on a mel frame or not after the one before", tc.name, i, c, got, tc.max)
+			}
+		}
+		if got[len(got)-1].end != len(tc.audio) {
+			t.Errorf("%s: the chunks end at %d, the input at %d", tc.name, got[len(got)-1].end, len(tc.audio))
+		}
+	}
+}
+
 // TestSegmentPieces: tokens become segments cut where a word starts after
 // a sentence end, a pause of a second, ten seconds of segment, or a chunk
 // boundary, never inside a word; the segments joined are the tokens' text.

@@ -240,7 +240,7 @@ func parseDevice(spec string) (what string, n int, err error) {
 			return "gpu", n, nil
 		}
 	}
-	return "", -1, fmt.Errorf("device %q: want auto, cpu, gpu or gpu:N (N: an index from --list-devices)", spec)
+	return "", -1, fmt.Errorf("device %q: want auto, cpu, gpu or gpu:N (N: an index from yaz-decode devices)", spec)
 }
 
 // SelectDevice chooses the device spec names: "auto" (or "") the best real
@@ -325,11 +325,11 @@ func selectFrom(list []Device, what string, n int, need uint64) (Device, []Devic
 		return cpuDevice(list), passed, nil
 	case n >= 0:
 		if n >= len(list) {
-			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see --list-devices)", n, n, len(list)))
+			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see yaz-decode devices)", n, n, len(list)))
 		}
 		d := list[n]
 		if !d.GPU() {
-			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see --list-devices)", n, n, d.Name))
+			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see yaz-decode devices)", n, n, d.Name))
 		}
 		if !fits(d, need) {
 			return Device{}, nil, tooSmall(fmt.Sprintf("gpu:%d", n), d, need)

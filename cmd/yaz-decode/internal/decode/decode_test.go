@@ -64,8 +64,10 @@ func speech(d time.Duration) []int16 {
 
 func silence(d time.Duration) []int16 { return make([]int16, pcm.Samples(d)) }
 
-func newCLI() *CLI {
-	return &CLI{VADGate: true, MinSpeech: 120 * time.Millisecond, MinSilence: 600 * time.Millisecond, Output: "txt"}
+func newCLI() *settings {
+	c := &settings{}
+	c.VADGate, c.MinSpeech, c.MinSilence, c.Output = true, 120*time.Millisecond, 600*time.Millisecond, "txt"
+	return c
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -216,7 +218,7 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"--output", "docx", "a.wav"}, 2, "--output"},
 		{[]string{"--serve", "a.wav"}, 2, "takes no files"},
 		{[]string{"--prompt-stdin"}, 2, "--prompt-stdin needs files"},
-		{[]string{"--serve", "--prompt-stdin"}, 2, "--prompt-stdin needs files"},
+		{[]string{"serve", "--prompt-stdin"}, 2, "--prompt-stdin"}, // not a flag of serve
 		{[]string{"--prompt-stdin", "a.wav"}, 1, "--prompt-stdin: read the prompt frame: EOF"},
 		{[]string{"--beam-size", "99", "a.wav"}, 2, "--beam-size"},
 		{[]string{"--vad", "webrtc", "a.wav"}, 2, "--vad"},

@@ -30,7 +30,7 @@ const causeDeviceMissing = "device_missing"
 // NVIDIA driver) has a line "not available: CUDA: why".
 // With -f json it is one object instead (devices.List), the error in it
 // too.
-func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
+func listDevices(log *slog.Logger, w io.Writer, model, device string, asJSON bool) error {
 	asr.SetLogger(log) // ggml's lines about the devices: debug records
 	list := asr.Devices()
 	auto, err := asr.SelectDevice("auto")
@@ -38,11 +38,11 @@ func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 		return err
 	}
 	var need uint64
-	if st, err := os.Stat(c.Model); err == nil && st.Mode().IsRegular() {
+	if st, err := os.Stat(model); err == nil && st.Mode().IsRegular() {
 		need = uint64(st.Size())
 	}
-	chosen, _, cerr := asr.SelectDeviceFor(c.Device, need)
-	out := devices.List{Auto: auto.Name, Device: c.Device, Devices: []devices.Info{}, Notes: asr.Notes()}
+	chosen, _, cerr := asr.SelectDeviceFor(device, need)
+	out := devices.List{Auto: auto.Name, Device: device, Devices: []devices.Info{}, Notes: asr.Notes()}
 	for _, d := range list {
 		out.Devices = append(out.Devices, info(d))
 	}
@@ -52,7 +52,7 @@ func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 	} else {
 		out.Error = cerr.Error()
 	}
-	if c.Output == "json" || c.JSON || c.OldOutput == "json" {
+	if asJSON {
 		if err := json.NewEncoder(w).Encode(out); err != nil {
 			return err
 		}
@@ -69,8 +69,8 @@ func (c *CLI) listDevices(log *slog.Logger, w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "auto: %s\n", auto.Name); err != nil {
 		return err
 	}
-	if c.Device != "auto" && cerr == nil {
-		if _, err := fmt.Fprintf(w, "%s: %s\n", c.Device, chosen.Name); err != nil {
+	if device != "auto" && cerr == nil {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", device, chosen.Name); err != nil {
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func info(d asr.Device) devices.Info {
 // A model larger than a GPU's free memory is not put there: auto says so
 // on a WARN line and takes the next device (or the CPU), gpu and gpu:N
 // refuse it.
-func (c *CLI) device(log *slog.Logger) (asr.Device, error) {
+func (c *settings) device(log *slog.Logger) (asr.Device, error) {
 	var need uint64
 	if st, err := os.Stat(c.Model); err == nil {
 		need = uint64(st.Size())

@@ -25,7 +25,7 @@ import (
 // printed as text on stdout each get a header line, as head(1) prints them
 // ("==> PATH <==", a blank line between files); a file with no speech
 // prints nothing at all.
-func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
+func (c *settings) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
 	if len(c.Files) == 1 {
 		err := c.file(ctx, log, m, c.Files[0], stdout, stderr, nil)
 		if err != nil && ctx.Err() != nil {
@@ -70,7 +70,7 @@ func (c *CLI) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout,
 // pieces of at most 30 s, each one in which the energy detector finds
 // speech (or every one, with --no-vad-gate; filePieces). Either way the
 // file is read as a stream: memory does not grow with its length.
-func (c *CLI) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
+func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
 	var (
 		segs  []transcript.Segment
 		lang  string
@@ -123,7 +123,7 @@ const (
 // speech is not decoded. The segments of each piece are moved onto the
 // file's timeline. It returns the segments, the language decoded ("" when
 // nothing was) and the file's length.
-func (c *CLI) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	src, err := openFileAudio(path, maxSamples)
 	if err != nil {

@@ -26,7 +26,7 @@ const fileBlock = 2 * pcm.SampleRate
 // to the file's timeline. A file without speech decodes nothing. It
 // returns the segments, the language decoded ("" when nothing was) and the
 // file's length.
-func (c *CLI) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	src, err := openFileAudio(path, maxSamples)
 	if err != nil {

@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alecthomas/kong"
-
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/internal/testmodel"
-	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
@@ -219,13 +216,21 @@ func TestStartupErrorsWrapCauses(t *testing.T) {
 		{[]string{"--serve", "-m", filepath.Join(dir, "none.bin")}, asr.ErrModelMissing},
 		{[]string{"--serve", "-m", junk}, asr.ErrModelInvalid},
 		{[]string{"--serve", "-m", model, "-l", "de"}, asr.ErrLanguageUnsupported},
+		{[]string{"serve", "-m", junk}, asr.ErrModelInvalid},
+		{[]string{"-m", junk, "a.wav"}, asr.ErrModelInvalid},
 	} {
-		var c CLI
-		var out, errb bytes.Buffer
-		if _, code, done := cli.Parse(name, "", &c, tc.args, &out, &errb, kong.Vars{"model": "", "vad_model": "", "version": "test"}); done {
-			t.Fatalf("parse %q: exit %d: %s", tc.args, code, errb.String())
+		c, cmd, code, errb := parse(t, tc.args...)
+		if code != 0 {
+			t.Fatalf("parse %q: exit %d: %s", tc.args, code, errb)
 		}
-		err := c.run(context.Background(), discard, bytes.NewReader(nil), &out, &errb)
+		var out, stderr bytes.Buffer
+		e := &env{ctx: context.Background(), log: discard, stdin: bytes.NewReader(nil), stdout: &out, stderr: &stderr}
+		var err error
+		if cmd == "serve" {
+			err = c.Serve.Run(e)
+		} else {
+			err = c.Decode.Run(e)
+		}
 		if !errors.Is(err, tc.want) {
 			t.Errorf("run(%q) = %v, want it to wrap %v", tc.args, err, tc.want)
 		}

@@ -44,7 +44,7 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // serve runs the framed supervised mode: frames on stdin, one JSON result per
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
-func (c *CLI) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
 	// The readiness line names the device, and why a GPU backend installed
 	// is not available (yazsesd status shows both).
 	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes}); err != nil {
@@ -133,7 +133,7 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 	return nil
 }
 
-func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
+func (c *settings) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	for {
 		var j job
@@ -205,7 +205,7 @@ func (c *CLI) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, j
 // speechIn reports whether j holds speech by the run's detector (vad.go).
 // A detector failure counts as speech: the utterance is decoded rather
 // than dropped.
-func (c *CLI) speechIn(log *slog.Logger, j job) bool {
+func (c *settings) speechIn(log *slog.Logger, j job) bool {
 	ok, err := c.hasSpeech(j.ctx, j.samples)
 	if err != nil {
 		if j.ctx.Err() == nil {

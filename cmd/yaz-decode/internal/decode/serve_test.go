@@ -63,7 +63,7 @@ type serveSession struct {
 	done    chan error
 }
 
-func startServe(t *testing.T, c *CLI, m Recognizer) *serveSession {
+func startServe(t *testing.T, c *settings, m Recognizer) *serveSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -30,7 +30,7 @@ const chunkSamples = pcm.SampleRate / 10
 
 // stream cuts stdin into utterances and prints each as soon as it is decoded.
 // EOF, SIGINT and SIGTERM flush the open utterance.
-func (c *CLI) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+func (c *settings) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
 	chunks := make(chan []int16, 64)
 	readErr := make(chan error, 1)
 	// Reading, the header sniff included, happens here: a signal must end
@@ -115,7 +115,7 @@ loop:
 	return derr
 }
 
-func (c *CLI) decodeUtterances(ctx context.Context, log *slog.Logger, m Recognizer, utts <-chan vad.Utterance, stdout io.Writer) error {
+func (c *settings) decodeUtterances(ctx context.Context, log *slog.Logger, m Recognizer, utts <-chan vad.Utterance, stdout io.Writer) error {
 	// After SIGINT, the utterances already cut are still decoded, within a
 	// bounded time: a person who pressed Ctrl-C wants what they said.
 	dctx := context.WithoutCancel(ctx)

@@ -71,14 +71,14 @@ const (
 
 // openDetector picks the detector that --vad and --vad-model ask for and
 // loads it; its announce says once on stderr (one INFO record) which one
-// runs. A mode that needs none (files or --serve with --no-vad-gate) gets
+// runs. A mode that needs none (files or serve with --no-vad-gate) gets
 // none (nil).
 // A Silero model that cannot be used is a startup error with its cause:
 // vad_model_missing when --vad silero finds no file, vad_model_invalid for
 // a file that is there and is no Silero VAD model (with auto too: a broken
 // download is reported, not silently replaced by the energy detector).
-func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
-	stream := len(c.Files) == 0 && !c.Serve
+func (c *settings) openDetector(log *slog.Logger) (*detector, error) {
+	stream := len(c.Files) == 0 && !c.framed
 	if !stream && !c.VADGate {
 		return nil, nil
 	}
@@ -112,8 +112,8 @@ func (c *CLI) openDetector(log *slog.Logger) (*detector, error) {
 
 // vadParams are the Silero settings from the flags, the base of every
 // mode's: whisper.cpp's defaults (what whisper-cli --vad uses) with
-// --vad-threshold. --vad-stream applies only these.
-func (c *CLI) vadParams() vadspan.Params {
+// --vad-threshold. vad-stream applies only these.
+func (c *settings) vadParams() vadspan.Params {
 	p := vadspan.DefaultParams()
 	p.Threshold = c.VADThreshold
 	return p
@@ -122,7 +122,7 @@ func (c *CLI) vadParams() vadspan.Params {
 // streamParams are the Silero parameters of stream mode and of serve
 // mode's "was anything said?": the user's --min-speech and --min-silence,
 // a wider pad.
-func (c *CLI) streamParams() vadspan.Params {
+func (c *settings) streamParams() vadspan.Params {
 	p := c.vadParams()
 	p.MinSpeech = c.MinSpeech
 	p.MinSilence = c.MinSilence
@@ -132,7 +132,7 @@ func (c *CLI) streamParams() vadspan.Params {
 
 // fileParams are the Silero parameters for files: a wider pad and a
 // longest span.
-func (c *CLI) fileParams() vadspan.Params {
+func (c *settings) fileParams() vadspan.Params {
 	p := c.vadParams()
 	p.SpeechPad = filePad
 	p.MaxSpeech = fileMaxSpan
@@ -154,7 +154,7 @@ func (energyCutter) Err() error   { return nil }
 func (energyCutter) Close() error { return nil }
 
 // newCutter cuts stream mode's utterances with the run's detector.
-func (c *CLI) newCutter() (cutter, error) {
+func (c *settings) newCutter() (cutter, error) {
 	if !c.det.silero() {
 		return energyCutter{vad.NewSegmenter(c.vadConfig())}, nil
 	}
@@ -168,7 +168,7 @@ func (c *CLI) newCutter() (cutter, error) {
 // hasSpeech is serve mode's "was anything said?": Silero finds a span, or
 // the energy detector's rule holds. A Silero failure (whisper.cpp out of
 // memory) is an error; the caller then decodes rather than drop speech.
-func (c *CLI) hasSpeech(ctx context.Context, samples []int16) (bool, error) {
+func (c *settings) hasSpeech(ctx context.Context, samples []int16) (bool, error) {
 	if !c.det.silero() {
 		return vad.HasSpeech(samples, c.vadConfig()), nil
 	}

@@ -265,7 +265,8 @@ func TestServeSpeechCheckSilero(t *testing.T) {
 // --vad-stream the threshold alone, streams --min-speech, --min-silence
 // and a 200 ms pad, files a 100 ms pad and 28 s spans.
 func TestVADParams(t *testing.T) {
-	c := &CLI{VADThreshold: 0.37, MinSpeech: 120 * time.Millisecond, MinSilence: 600 * time.Millisecond}
+	c := &settings{}
+	c.VADThreshold, c.MinSpeech, c.MinSilence = 0.37, 120*time.Millisecond, 600*time.Millisecond
 	for _, tc := range []struct {
 		name string
 		got  string

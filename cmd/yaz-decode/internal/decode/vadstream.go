@@ -18,28 +18,13 @@ import (
 	"github.com/yazses/yazses/lib/vadwire"
 )
 
-// checkVADStream refuses what --vad-stream cannot do: it reads frames (no
-// files), is a mode of its own (not --serve), and reports Silero's
-// probabilities (the energy detector has none).
-func (c *CLI) checkVADStream() error {
-	switch {
-	case c.Serve:
-		return cli.Usagef("--vad-stream and --serve are two modes: pick one")
-	case len(c.Files) > 0:
-		return cli.Usagef("--vad-stream reads frames on stdin and takes no files")
-	case c.VAD == "energy":
-		return cli.Usagef("--vad-stream reports Silero VAD's probabilities: --vad energy has none (use auto or silero)")
-	}
-	return nil
-}
-
-// loadVADStream loads the Silero model for --vad-stream: --vad auto or
+// loadVADStream loads the Silero model for vad-stream: --vad auto or
 // silero, the file at --vad-model. Without a file, auto cannot fall back
 // to the energy detector here: both are vad_model_missing, and a file that
 // is no Silero VAD model is vad_model_invalid (startup errors, exit 125
 // under a supervisor). No whisper model is loaded. The gate is off and one
 // thread runs, so the probabilities are whisper.cpp's to the bit.
-func (c *CLI) loadVADStream() (*silero.Model, error) {
+func (c *settings) loadVADStream() (*silero.Model, error) {
 	m, err := silero.Load(c.VADModel, silero.Options{Threads: 1, Verbose: c.Debug()})
 	if err != nil {
 		cause := causeVADModelInvalid
@@ -60,12 +45,12 @@ type vadFrame struct {
 	last    bool
 }
 
-// vadStream is --vad-stream (package vadwire): frames on stdin, the speech
+// vadStream is the vad-stream command (package vadwire): frames on stdin, the speech
 // probability of every 512-sample window on stdout, one use after another,
 // the detector's state reset at each End. EOF ends the open use, as an End
 // does, and returns nil; a frame other than Audio or End, or a malformed
 // one, is an error (exit 1). A signal returns at once.
-func (c *CLI) vadStream(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func (c *settings) vadStream(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
 	m, err := c.loadVADStream()
 	if err != nil {
 		return err

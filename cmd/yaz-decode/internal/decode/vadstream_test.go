@@ -174,7 +174,8 @@ var sameBits = cmp.Comparer(func(a, b float32) bool { return math.Float32bits(a)
 // digital silence, for frames of every size (one sample, a window less or
 // more one, several windows, a whole file at once), use after use in one
 // child: the detector's state restarts at each End, so the same audio gives
-// the same numbers again. No whisper model is needed (-m names none).
+// the same numbers again. No whisper model is needed: YAZ_MODEL names
+// none (vad-stream has no -m at all: TestCommandConflicts).
 func TestVADStreamProbs(t *testing.T) {
 	model := sileroModel(t)
 	m, err := silero.Load(model, silero.Options{Threads: 1})
@@ -192,7 +193,8 @@ func TestVADStreamProbs(t *testing.T) {
 	if maxOf(want["jfk"]) < 0.9 || maxOf(want["noise"]) > 0.5 || maxOf(want["silence"]) > 0.5 {
 		t.Fatalf("in-process maxima jfk %v noise %v silence %v", maxOf(want["jfk"]), maxOf(want["noise"]), maxOf(want["silence"]))
 	}
-	c := startChild(t, "--vad-stream", "--log-format", "json", "-m", filepath.Join(t.TempDir(), "no-whisper-model.bin"), "--vad", "silero", "--vad-model", model)
+	t.Setenv("YAZ_MODEL", filepath.Join(t.TempDir(), "no-whisper-model.bin"))
+	c := startChild(t, "--vad-stream", "--log-format", "json", "--vad", "silero", "--vad-model", model)
 	uses := []struct {
 		name string
 		size int

@@ -138,18 +138,19 @@ func (g *Segmenter) cutLong(out []vad.Utterance, end int64) []vad.Utterance {
 }
 
 // quietest is the middle of the window of lowest probability that lies in
-// [from, to) (the latest of equals), or to when no window's probability is
-// known there.
+// [from, to) (vad.Quietest), or to when no window's probability is known
+// there.
 func (g *Segmenter) quietest(from, to int64) int64 {
-	best, at := float32(2), to
-	for i := max(0, (from-g.bufStart+Window-1)/Window); i < int64(len(g.probs)); i++ {
-		ws := g.bufStart + i*Window
-		if ws+Window > to {
-			break
+	at, ok := vad.Quietest(func(yield func(int64, float64) bool) {
+		for i := max(0, (from-g.bufStart+Window-1)/Window); i < int64(len(g.probs)); i++ {
+			ws := g.bufStart + i*Window
+			if ws+Window > to || !yield(ws, float64(g.probs[i])) {
+				return
+			}
 		}
-		if p := g.probs[i]; p <= best {
-			best, at = p, ws+Window/2
-		}
+	}, Window)
+	if !ok {
+		return to
 	}
 	return at
 }

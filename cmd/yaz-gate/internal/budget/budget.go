@@ -1,7 +1,7 @@
 // Package budget is YazSes's interruption budget: at most N attempts to speak
 // to the person per sliding hour.
 //
-// Only yaz-gate can import this package (DESIGN.md, invariant 2: one budget
+// Only yaz-gate can import this package (docs/design.md, invariant 2: one budget
 // for the daemon's lifetime, in the one gate): it is internal to
 // cmd/yaz-gate, so the compiler refuses any other importer, and test/deps
 // checks that no other budget package exists.

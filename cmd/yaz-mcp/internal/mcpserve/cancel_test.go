@@ -19,7 +19,7 @@ import (
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
-// TestTranscribeCancelIsNotAWarning (issue 19, item 15): a client that
+// TestTranscribeCancelIsNotAWarning: a client that
 // cancels a transcribe, on the local decoder or on the daemon, is a normal
 // end of the call: yaz-mcp logs it at INFO (tool call, outcome
 // cancelled), with no WARN or ERROR line (it used to log a WARN with

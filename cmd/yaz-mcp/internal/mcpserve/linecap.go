@@ -1,8 +1,10 @@
 package mcpserve
 
 import (
-	"bufio"
+	"errors"
 	"io"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // MaxLineBytes caps one JSON-RPC message on stdin. A longer line is dropped
@@ -16,21 +18,25 @@ const MaxLineBytes = 4 << 20
 // with a parse error.
 var overlong = []byte("line too long\n")
 
-// lineCap passes whole lines through and replaces those over max bytes.
+// lineCap passes whole lines through and replaces those over max bytes,
+// newline included.
 type lineCap struct {
-	r       *bufio.Reader
+	lines   *linebound.Reader
 	max     int
 	pending []byte // what Read hands out next
-	line    []byte
+	newline bool   // a newline follows pending
 	err     error
 }
 
+// newLineCap reads r in lines of at most max bytes without their newline:
+// a last line without one passes as it is, and may use all max bytes.
 func newLineCap(r io.Reader, max int) *lineCap {
-	return &lineCap{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	opt := linebound.Options{Max: max, Long: linebound.Skip, Last: linebound.KeepLast}
+	return &lineCap{lines: linebound.NewReader(r, opt), max: max}
 }
 
 func (l *lineCap) Read(p []byte) (int, error) {
-	for len(l.pending) == 0 {
+	for len(l.pending) == 0 && !l.newline {
 		if l.err != nil {
 			return 0, l.err
 		}
@@ -38,36 +44,24 @@ func (l *lineCap) Read(p []byte) (int, error) {
 	}
 	n := copy(p, l.pending)
 	l.pending = l.pending[n:]
+	if len(l.pending) == 0 && l.newline && n < len(p) {
+		p[n] = '\n'
+		n++
+		l.newline = false
+	}
 	return n, nil
 }
 
-// fill reads the next line into pending (or records the read error).
+// fill takes the next line into pending (or records the read error).
 func (l *lineCap) fill() {
-	l.line = l.line[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if len(l.line)+len(chunk) > l.max {
-			// Too long: drop it up to its newline.
-			for err == bufio.ErrBufferFull {
-				_, err = l.r.ReadSlice('\n')
-			}
-			l.pending = overlong
-			if err != nil {
-				l.err = err
-			}
-			return
-		}
-		l.line = append(l.line, chunk...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			l.err = err
-		}
-		l.pending = l.line
-		if len(l.line) > 4*l.max/5 || cap(l.line) > l.max {
-			l.line = nil // do not keep a huge buffer around
-		}
-		return
+	line, err := l.lines.ReadLine()
+	ended := !l.lines.Unterminated()
+	switch {
+	case errors.Is(err, linebound.ErrTooLong), err == nil && ended && len(line) == l.max:
+		l.pending, l.newline = overlong, false
+	case err != nil:
+		l.err = err
+	default:
+		l.pending, l.newline = line, ended
 	}
 }

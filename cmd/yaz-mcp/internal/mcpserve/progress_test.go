@@ -8,7 +8,7 @@ import (
 	"github.com/yazses/yazses/internal/testwait"
 )
 
-// TestLocalProgressIsAudio (issue 19, item 12): the local decoder's
+// TestLocalProgressIsAudio: the local decoder's
 // progress is milliseconds of audio done of the file's milliseconds
 // (total), so a host that resets its timeout on progress sees how far it
 // is; it used to be percent of 100.

@@ -11,7 +11,7 @@ import (
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
-// TestReplyTextsClaimOnlyWhatIsKnown (issue 23, item 8): a question that
+// TestReplyTextsClaimOnlyWhatIsKnown: a question that
 // reached the speaker may or may not have been heard (a cancel, a hold or
 // a broken pipe stops it part way), so no reply says "the person heard
 // it"; one that may have played says "may have heard it" and that it was

@@ -1,12 +1,13 @@
 package speaker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // Line is one line of input, without its line ending.
@@ -30,20 +31,24 @@ func Lines(ctx context.Context, r io.Reader, max int) (<-chan Line, func() error
 	go func() {
 		defer close(done)
 		defer close(ch)
-		br := bufio.NewReaderSize(r, 64<<10)
+		lines := linebound.NewReader(r, linebound.Options{Max: max, Long: linebound.Skip, Last: linebound.KeepLast, CRLF: true})
 		for {
-			l, err := readLine(br, max)
-			if l != nil {
-				select {
-				case ch <- *l:
-				case <-ctx.Done():
-					return
-				}
+			b, err := lines.ReadLine()
+			var l Line
+			switch {
+			case errors.Is(err, linebound.ErrTooLong):
+				l.TooLong = true
+			case errors.Is(err, io.EOF):
+				return
+			case err != nil:
+				readErr = fmt.Errorf("read stdin: %w", err)
+				return
+			default:
+				l.Data = bytes.Clone(b)
 			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					readErr = fmt.Errorf("read stdin: %w", err)
-				}
+			select {
+			case ch <- l:
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -51,39 +56,5 @@ func Lines(ctx context.Context, r io.Reader, max int) (<-chan Line, func() error
 	return ch, func() error {
 		<-done
 		return readErr
-	}
-}
-
-// readLine returns the next line, or nil with io.EOF at the end.
-func readLine(br *bufio.Reader, max int) (*Line, error) {
-	var buf []byte
-	tooLong := false
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(frag) > max+2 { // room for "\r\n"
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, frag...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && (len(buf) > 0 || tooLong) {
-			err = nil // give the last line first; EOF comes on the next call
-		}
-		if err != nil {
-			return nil, err
-		}
-		if tooLong {
-			return &Line{TooLong: true}, nil
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		if len(buf) > max {
-			return &Line{TooLong: true}, nil
-		}
-		return &Line{Data: buf}, nil
 	}
 }

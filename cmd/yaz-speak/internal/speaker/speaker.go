@@ -1,5 +1,5 @@
 // Package speaker runs the utterance loop of `yaz-speak --serve`, the
-// supervised speak protocol of DESIGN.md (types in lib/tts): it reads
+// supervised speak protocol (docs/design.md, "Supervised speak"; types in lib/tts): it reads
 // requests, synthesizes and plays them one at a time, in order, and reports
 // started/done/failed events.
 //

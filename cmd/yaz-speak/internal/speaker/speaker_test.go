@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -472,29 +473,34 @@ func TestServeSkip(t *testing.T) {
 }
 
 // TestServeEOFFinishesUtterance closes stdin while a request plays: the
-// utterance still ends with done, then Serve returns nil.
+// utterance still ends with done, then Serve returns nil. In a synctest
+// bubble, so that "Serve has not returned" is checked once everything
+// that could happen after the EOF has.
 func TestServeEOFFinishesUtterance(t *testing.T) {
-	playing, release := make(chan struct{}, 1), make(chan struct{})
-	srv := newServer(blockingPlayer(playing, release), &fakeSynth{})
-	in, events, result := startServe(t, testwait.Context(t), srv)
-	io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
-	testwait.Recv(t, playing, "a to play")
-	in.Close()
-	if got := events.next(); got != ev("a", tts.EventStarted, true) {
-		t.Fatalf("event = %+v, want a started", got)
-	}
-	select {
-	case err := <-result:
-		t.Fatalf("Serve returned %v before the utterance ended", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	if got := events.next(); got != ev("a", tts.EventDone, true) {
-		t.Fatalf("event = %+v, want a done", got)
-	}
-	if err := testwait.Recv(t, result, "Serve to return at EOF"); err != nil {
-		t.Errorf("Serve at EOF = %v, want nil", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		playing, release := make(chan struct{}, 1), make(chan struct{})
+		srv := newServer(blockingPlayer(playing, release), &fakeSynth{})
+		in, events, result := startServe(t, testwait.Context(t), srv)
+		io.WriteString(in, `{"id":"a","text":"words"}`+"\n")
+		testwait.Recv(t, playing, "a to play")
+		in.Close()
+		if got := events.next(); got != ev("a", tts.EventStarted, true) {
+			t.Fatalf("event = %+v, want a started", got)
+		}
+		synctest.Wait() // all that the EOF leads to has happened
+		select {
+		case err := <-result:
+			t.Fatalf("Serve returned %v before the utterance ended", err)
+		default:
+		}
+		close(release)
+		if got := events.next(); got != ev("a", tts.EventDone, true) {
+			t.Fatalf("event = %+v, want a done", got)
+		}
+		if err := testwait.Recv(t, result, "Serve to return at EOF"); err != nil {
+			t.Errorf("Serve at EOF = %v, want nil", err)
+		}
+	})
 }
 
 // TestServeCancel cancels the server's context mid-utterance: playback stops,

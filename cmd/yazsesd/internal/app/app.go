@@ -20,15 +20,13 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/hotkey"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/shortcut"
-	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/hotkey"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -96,7 +94,19 @@ func (r *RunCmd) Run(e *env) error {
 	sd := sdnotify.FromEnv(true) // children do not inherit NOTIFY_SOCKET
 	notes := notify.New(notify.Options{Enabled: cfg.Notify.Enabled, PerMinute: cfg.Notify.PerMinute, Log: log})
 	defer notes.Wait()
-	defer inject.Settle() // the keyboard map is put back before the daemon exits
+	// The typing child starts when the daemon first opens its route (it
+	// has its lock then: a second daemon starts none), and outlives the
+	// daemon's run: the texts of holds still finishing are typed before
+	// it is told to end.
+	typing, err := newTyping(cfg, e.log.LogLevel, log, func(kind string) {
+		if m, ok := notify.ByKind(kind); ok {
+			notes.Post(ctx, m)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer typing.stop()
 	d, err := daemon.New(daemon.Options{
 		Config:        cfg,
 		ConfigPath:    r.Config,
@@ -104,7 +114,8 @@ func (r *RunCmd) Run(e *env) error {
 		Version:       e.version,
 		ChildLogLevel: e.log.LogLevel,
 		Service:       service{sd: sd, notes: notes},
-		Desktop:       desktop{ctx: ctx, notes: notes, log: log, hotkey: cfg.Hotkey},
+		Desktop:       desktop{ctx: ctx, notes: notes, log: log, hotkey: cfg.Hotkey, typing: typing, stdout: e.stdout},
+		Typing:        typing.t,
 	})
 	if err != nil {
 		return err
@@ -135,14 +146,16 @@ func (s service) Reloaded(c config.Config) {
 	_ = s.sd.Notify(sdnotify.Ready)
 }
 
-// desktop is the daemon's desktop: notifications, the typing backends
-// (package inject), the push-to-talk key (the evdev listener of
-// lib/hotkey, or the GlobalShortcuts portal of package shortcut).
+// desktop is the daemon's desktop: notifications, typing (the typing
+// child, yaz-type), the push-to-talk key (the evdev listener of
+// package hotkey, or the GlobalShortcuts portal of package shortcut).
 type desktop struct {
 	ctx    context.Context // the daemon's run: notifications the portal route asks for
 	notes  *notify.Notifier
 	log    *slog.Logger
 	hotkey config.Hotkey
+	typing *typing
+	stdout io.Writer // dictation.inject = "stdout"
 }
 
 func (d desktop) Notify(ctx context.Context, kind string) {
@@ -152,26 +165,7 @@ func (d desktop) Notify(ctx context.Context, kind string) {
 }
 
 func (d desktop) OpenInjector(name string, pasteOverChars int) (daemon.Injector, error) {
-	t, err := inject.Open(name, inject.Options{
-		Log:            d.log.With("part", "inject"),
-		PasteOverChars: pasteOverChars,
-		StateDir:       filepath.Dir(audit.Path()), // the portal's restore token
-		Notify:         func(kind string) { d.Notify(d.ctx, kind) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	return typer{t}, nil
-}
-
-// typer is a Typer that explains its route to status.
-type typer struct{ *inject.Typer }
-
-// Explain fills in the route, why it was chosen, and the portal's
-// session and consent.
-func (t typer) Explain(ts *daemonapi.TypingStatus) {
-	st := t.Status()
-	ts.Route, ts.Why, ts.Session, ts.Consent, ts.Cause = st.Route, st.Why, st.Session, st.Consent, st.Cause
+	return d.typing.open(d.ctx, name, pasteOverChars, d.stdout)
 }
 
 func (d desktop) OpenHotkey() (daemon.Hotkey, error) {

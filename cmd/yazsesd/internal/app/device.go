@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +38,23 @@ func deviceLine(d daemonapi.DeviceStatus) string {
 // for a large GPU's first start).
 const deviceCheckTime = 30 * time.Second
 
-// checkDevice asks the decoder (children.decode, --list-devices -f json)
+// deviceArgs is the decoder's command line for the device question:
+// children.decode up to the yaz-decode in it, then "devices -f json
+// --device=SPEC --model MODEL", without the words after the program (the
+// serve command and its flags, which devices does not take); a decoder
+// that is another program gets all its words and the old spelling
+// "--list-devices -f json …", which yaz-decode takes too.
+func deviceArgs(argv []string, spec, model string) []string {
+	ask := []string{"-f", "json", "--device=" + spec, "--model", model}
+	for i, a := range argv {
+		if filepath.Base(a) == "yaz-decode" {
+			return append(append(slices.Clone(argv[:i+1]), "devices"), ask...)
+		}
+	}
+	return append(append(slices.Clone(argv), "--list-devices"), ask...)
+}
+
+// checkDevice asks the decoder (children.decode: yaz-decode devices -f json)
 // where decode.device = "gpu" or "gpu:N" would run the model: the device
 // is named on out (with a line for each GPU backend installed that cannot
 // run), and none is the key's error. auto and cpu always have
@@ -58,7 +76,8 @@ func checkDevice(ctx context.Context, cfg config.Config, data []byte, file strin
 	}
 	ctx, cancel := context.WithTimeout(ctx, deviceCheckTime)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--list-devices", "-f", "json", "--device="+spec, "--model", cfg.Decode.Model)...)
+	argv = deviceArgs(argv, spec, cfg.Decode.Model)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run() // exit 1 with the error in the list: no such device

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,5 +81,25 @@ func TestConfigCheckDevice(t *testing.T) {
 				t.Errorf("decode.device %q: the decoder's arguments %q (%v), want --list-devices -f json --device=%s --model %s", tc.device, a, err, tc.device, model)
 			}
 		})
+	}
+}
+
+// TestConfigCheckDeviceArgs: the device question goes to the yaz-decode
+// of children.decode as its devices command, without the serve mode and
+// its flags (which devices refuses), in either spelling and behind a
+// wrapper; another decoder program gets all its words and the old
+// --list-devices.
+func TestConfigCheckDeviceArgs(t *testing.T) {
+	ask := []string{"-f", "json", "--device=gpu", "--model", "m.bin"}
+	for _, tc := range []struct{ argv, want []string }{
+		{[]string{"/bin/yaz-decode", "--serve"}, append([]string{"/bin/yaz-decode", "devices"}, ask...)},
+		{[]string{"/bin/yaz-decode", "serve", "--threads", "2", "--prompt", "Kubernetes"}, append([]string{"/bin/yaz-decode", "devices"}, ask...)},
+		{[]string{"/bin/yaz-decode", "-t", "2", "--serve"}, append([]string{"/bin/yaz-decode", "devices"}, ask...)},
+		{[]string{"/usr/bin/nice", "-n", "5", "yaz-decode", "--serve"}, append([]string{"/usr/bin/nice", "-n", "5", "yaz-decode", "devices"}, ask...)},
+		{[]string{"/bin/fake-decode", "--x"}, append([]string{"/bin/fake-decode", "--x", "--list-devices"}, ask...)},
+	} {
+		if got := deviceArgs(tc.argv, "gpu", "m.bin"); !slices.Equal(got, tc.want) {
+			t.Errorf("deviceArgs(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
 	}
 }

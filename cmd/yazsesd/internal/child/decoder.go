@@ -23,7 +23,7 @@ var ErrLost = errors.New("decoder ended before answering")
 // before it was decoded; send it again.
 var ErrYielded = errors.New("gave way to dictation")
 
-// Decoder is the daemon's end of `yaz-decode --serve`: frames on its
+// Decoder is the daemon's end of `yaz-decode serve`: frames on its
 // stdin, one result line per utterance on its stdout. It decodes one
 // utterance at a time; waiting work is served by priority, then in order
 // (a turn.Queue).

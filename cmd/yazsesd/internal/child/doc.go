@@ -1,6 +1,6 @@
 // Package child holds yazsesd's ends of its children: Mic (yaz-capture),
-// Decoder (yaz-decode --serve), Speaker (yaz-speak --serve), Gate
-// (yaz-gate, the budget's keeper), and VAD (yaz-decode --vad-stream, when
+// Decoder (yaz-decode serve), Speaker (yaz-speak --serve), Gate
+// (yaz-gate, the budget's keeper), and VAD (yaz-decode vad-stream, when
 // [vad] selects Silero; its Link is a vadlink.Link made afresh on every
 // start). Each end is a process: it owns its supervise.Child, makes the
 // child's pipes (or socketpair) afresh on every start, and shows the

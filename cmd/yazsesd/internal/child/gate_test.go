@@ -19,7 +19,7 @@ import (
 	"github.com/yazses/yazses/lib/gate"
 )
 
-// TestGateFailsClosed (DESIGN.md invariant 5): every restart of the gate
+// TestGateFailsClosed (docs/design.md, invariant 5): every restart of the gate
 // is started --spent and reported fail closed (gate_restarted); a daemon
 // whose predecessor did not stop cleanly starts even its first gate
 // --spent (daemon_restarted); a first start of a clean daemon is fresh.

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/pcm"
 )
 

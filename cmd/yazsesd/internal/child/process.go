@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
+	"github.com/yazses/yazses/lib/bcast"
 )
 
 // process is what every child end has: the supervised process, its state

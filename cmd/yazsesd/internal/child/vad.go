@@ -11,7 +11,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 )
 
-// VAD is the daemon's end of `yaz-decode --vad-stream` (Silero VAD's
+// VAD is the daemon's end of `yaz-decode vad-stream` (Silero VAD's
 // probabilities): frames on its stdin, one line per answer on its stdout,
 // carried by a vadlink.Link made afresh on every start. Link returns the
 // current one, or nil while the child is down or its Link has failed: the

@@ -93,13 +93,12 @@ func (d *Daemon) ask(ctx context.Context, h *askHouse, q untrusted.Question, tim
 }
 
 // waitNoHold waits until no hold is open; false if ctx ended first. While
-// it waits the question counts as waiting in status.
+// it waits the question counts as waiting, in d.live alone: watch streams
+// that count and status reads it (waiting).
 func (d *Daemon) waitNoHold(ctx context.Context) bool {
 	if on, _ := d.state.holding(); !on {
 		return true
 	}
-	d.holdWaiters.Add(1)
-	defer d.holdWaiters.Add(-1)
 	d.live.AddWaiting(1)
 	defer d.live.AddWaiting(-1)
 	d.notify("question_waiting") // shown, not spoken

@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,33 +26,34 @@ import (
 // the code under test).
 func controlPath(run string) string { return filepath.Join(run, "control.sock") }
 
-// runHoldDaemon is runFakeDaemon with the settings a hold of the fake
-// children needs to end at once: no tail, and every hold too short, so
-// hold.stop answers without the (fake) decoder.
-func runHoldDaemon(t *testing.T, run, state string) (<-chan error, func()) {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Children.Gate, cfg.Children.Speak, cfg.Children.Decode, cfg.Children.Capture = fakeChild, fakeChild, fakeChild, fakeChild
+// holdConfig is fakeConfig with the settings a hold of the fake children
+// needs to end at once: no tail, and every hold too short, so hold.stop
+// answers without the (fake) decoder.
+func holdConfig() config.Config {
+	cfg := fakeConfig()
+	cfg.MCP.AskHuman = false
 	cfg.Dictation.TailMs = 0
 	cfg.Dictation.MinUtteranceMs = 60000
-	if err := os.MkdirAll(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(Options{Config: cfg, Log: slog.New(slog.DiscardHandler), RuntimeDir: run,
-		AuditPath: filepath.Join(state, "audit.jsonl")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- d.Run(ctx, nil) }()
-	return errc, cancel
+	return cfg
 }
 
-// startHoldDaemon starts one in a fresh folder and waits until it
-// serves status on its main socket (then both sockets are bound). The
-// daemon is stopped, and Run's error checked, when the test ends.
+// runHoldDaemon is runFakeDaemon with holdConfig.
+func runHoldDaemon(t *testing.T, run, state string) (<-chan error, func()) {
+	t.Helper()
+	return runDaemon(t, run, state, holdConfig())
+}
+
+// startHoldDaemon starts one of holdConfig in a fresh folder; see
+// startDaemon.
 func startHoldDaemon(t *testing.T) (run string) {
+	t.Helper()
+	return startDaemon(t, holdConfig())
+}
+
+// startDaemon starts a daemon of cfg in a fresh folder and waits until
+// it serves status on its main socket (then both sockets are bound). The
+// daemon is stopped, and Run's error checked, when the test ends.
+func startDaemon(t *testing.T, cfg config.Config) (run string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "yctl") // short: AF_UNIX paths are short
 	if err != nil {
@@ -62,7 +61,7 @@ func startHoldDaemon(t *testing.T) (run string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	run = filepath.Join(dir, "run")
-	errc, stop := runHoldDaemon(t, run, filepath.Join(dir, "state"))
+	errc, stop := runDaemon(t, run, filepath.Join(dir, "state"), cfg)
 	c := dialFake(t, run, errc)
 	if _, err := c.Status(testwait.Context(t)); err != nil {
 		t.Fatalf("status on the main socket: %v", err)

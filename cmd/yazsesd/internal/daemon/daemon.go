@@ -8,9 +8,9 @@
 //
 // Where each job is:
 //
-//   - child: the ends of yaz-capture (Mic), yaz-decode --serve (Decoder),
+//   - child: the ends of yaz-capture (Mic), yaz-decode serve (Decoder),
 //     yaz-speak --serve (Speaker), yaz-gate (Gate) and, when [vad] selects
-//     Silero, yaz-decode --vad-stream (VAD): each owns its supervised
+//     Silero, yaz-decode vad-stream (VAD): each owns its supervised
 //     process, makes its pipes afresh on every start and shows its state
 //     as channels. turn: the decoder's priority queue.
 //   - hold: one push-to-talk hold, one goroutine from the key to its text;
@@ -60,7 +60,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
@@ -102,7 +101,19 @@ type Options struct {
 	Service Service
 	// Desktop is the person's desktop: notifications, typing, the evdev
 	// hotkey; nil: none of them (every transcript is kept for `last`).
-	Desktop Desktop
+	Desktop Desktop // Typing is the typing child (yaz-type --serve) when the caller runs
+	// one: listed in status and the health line with the others; nil:
+	// none.
+	Typing TypingChild
+}
+
+// TypingChild is the supervised typing child as status sees it.
+type TypingChild interface {
+	Status() supervise.Status
+	OnState(func(supervise.Status))
+	OnStart(func(pid, restart int))
+	// Program is its executable, for its version.
+	Program() string
 }
 
 // Service is what the daemon tells the service manager.
@@ -130,8 +141,9 @@ type Desktop interface {
 	Notify(ctx context.Context, kind string)
 	// OpenInjector opens the injection backend named by
 	// dictation.inject, pasting texts over dictation.paste_over_chars, at
-	// start and when a reload changes either; an error keeps every
-	// transcript for `last`.
+	// start and when a reload changes either; an error with no Injector
+	// keeps every transcript for `last`, one with an Injector says that
+	// nothing can type now and the Injector tries again at each text.
 	OpenInjector(name string, pasteOverChars int) (Injector, error)
 	// OpenHotkey opens the key source of hotkey.source (the evdev
 	// listener, or the desktop's GlobalShortcuts portal), when
@@ -199,11 +211,10 @@ type Daemon struct {
 	hotkeyMu sync.Mutex
 	hotkey   daemonapi.HotkeyStatus
 
-	state       stateT            // hold and ask state, see hold.go
-	asks        turn.Queue        // questions, one at a time, in order (ask.go)
-	files       *transcribe.Files // transcribe calls
-	holdWaiters atomic.Int32      // questions waiting for a hold to end
-	live        *livestate.State  // what `watch` streams (status bars)
+	state stateT            // hold and ask state, see hold.go
+	asks  turn.Queue        // questions, one at a time, in order (ask.go)
+	files *transcribe.Files // transcribe calls
+	live  *livestate.State  // what `watch` streams (status bars); the count of questions waiting for a hold
 
 	// life ends when the daemon stops (Run's shutdown): the holds, the
 	// questions' and the holds' energy detectors end with it.
@@ -234,7 +245,6 @@ func New(opt Options) (*Daemon, error) {
 	}
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
-	d.state.init()
 	d.life, d.endLife = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
@@ -325,6 +335,10 @@ func New(opt Options) (*Daemon, error) {
 		vadChild = d.vad
 	}
 	d.detect = detect.New(vadChild, d.log)
+	if t := opt.Typing; t != nil {
+		order = append(order, "type")
+		binaries["type"] = t.Program()
+	}
 	d.health = health.New(healthReport{d}, d.log, order, boot...)
 	d.health.Watch("gate", d.gate)
 	d.health.Watch("speak", d.speak)
@@ -332,6 +346,10 @@ func New(opt Options) (*Daemon, error) {
 	d.health.Watch("capture", d.mic)
 	if d.vad != nil {
 		d.health.Watch("vad", d.vad)
+	}
+	if t := opt.Typing; t != nil {
+		d.health.Watch("type", t)
+		t.OnStart(d.childStarted("type"))
 	}
 	d.versions = versions.New(binaries)
 	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Source: cfg.Hotkey.Source, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
@@ -738,8 +756,10 @@ func (d *Daemon) openInjector(dc config.Dictation) {
 	inj, err := d.opt.Desktop.OpenInjector(name, dc.PasteOverChars)
 	why := ""
 	if err != nil {
-		d.log.Warn("no way to type here: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err)
-		inj, why = nil, err.Error()
+		// An injector returned with the error tries again at each text
+		// (the typing child: a route that comes up after the start).
+		d.log.Warn("no way to type here now: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err, "tries_again", inj != nil)
+		why = err.Error()
 		d.notify("no_route")
 	}
 	d.injMu.Lock()

@@ -93,7 +93,7 @@ func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.Can
 	go func() { // ends with dctx, which the caller cancels
 		for {
 			d.state.mu.Lock()
-			closing, changed := d.state.closing, d.state.changed
+			closing, changed := d.state.closing, d.state.changed.C()
 			d.state.mu.Unlock()
 			if closing {
 				cancel()

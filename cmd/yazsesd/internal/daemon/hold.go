@@ -8,6 +8,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/daemonapi"
 )
 
@@ -24,27 +25,22 @@ import (
 // dictation transcript.
 type stateT struct {
 	mu      sync.Mutex
-	hold    *holdRec      // nil when idle
-	changed chan struct{} // closed and replaced whenever hold changes
-	asking  *askRun       // the question being spoken or answered
+	hold    *holdRec     // nil when idle
+	changed bcast.Signal // broadcast under mu whenever hold or closing changes
+	asking  *askRun      // the question being spoken or answered
 	closing bool
 	last    daemonapi.Last
 }
-
-func (s *stateT) init() { s.changed = make(chan struct{}) }
 
 // holding reports whether a hold is open, and a channel closed at the next
 // change.
 func (s *stateT) holding() (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.hold != nil, s.changed
+	return s.hold != nil, s.changed.C()
 }
 
-func (s *stateT) broadcastLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+func (s *stateT) broadcastLocked() { s.changed.Broadcast() }
 
 func (s *stateT) shutdown() {
 	s.mu.Lock()

@@ -34,14 +34,26 @@ func thisBoot(t *testing.T) string {
 	return strings.TrimSpace(string(b))
 }
 
-// fakeDaemon runs a daemon whose children are fakeChild, in runtime
-// folder run, with its audit (and so its state folder) in state. It
-// returns Run's error channel and a stop.
-func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
-	t.Helper()
+// fakeConfig is the default configuration with questions on and every
+// child fakeChild.
+func fakeConfig() config.Config {
 	cfg := config.Default()
 	cfg.MCP.AskHuman = true
 	cfg.Children.Gate, cfg.Children.Speak, cfg.Children.Decode, cfg.Children.Capture = fakeChild, fakeChild, fakeChild, fakeChild
+	return cfg
+}
+
+// runFakeDaemon runs a daemon of fakeConfig (runDaemon).
+func runFakeDaemon(t *testing.T, run, state string) (<-chan error, func()) {
+	t.Helper()
+	return runDaemon(t, run, state, fakeConfig())
+}
+
+// runDaemon runs a daemon of cfg in runtime folder run, with its audit
+// (and so its state folder) in state. It returns Run's error channel and
+// a stop.
+func runDaemon(t *testing.T, run, state string, cfg config.Config) (<-chan error, func()) {
+	t.Helper()
 	if err := os.MkdirAll(run, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +108,7 @@ func dialFake(t *testing.T, run string, errc <-chan error) *daemonapi.Client {
 	return c
 }
 
-// TestMarkerWriteFailsClosed (issue 23, item 4): a daemon whose crash
+// TestMarkerWriteFailsClosed: a daemon whose crash
 // marker cannot be written (ENOSPC: a full folder) speaks no question:
 // ask_human is unavailable, reason state_unavailable, status says why,
 // and the audit says it once. Once the marker can be written, the next
@@ -169,7 +181,7 @@ func TestMarkerWriteFailsClosed(t *testing.T) {
 	}
 }
 
-// TestSecondDaemonOtherRuntimeRefused (issue 23, item 5): a second daemon
+// TestSecondDaemonOtherRuntimeRefused: a second daemon
 // of the same user with another runtime folder (XDG_RUNTIME_DIR) but the
 // same state folder refuses to start, naming the first one's pid and
 // socket; it used to start with a fresh budget and write the same audit.

@@ -144,7 +144,6 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	d.state.mu.Lock()
 	asking := d.state.asking != nil
 	d.state.mu.Unlock()
-	_, waiting := d.asks.State()
 	hold := daemonapi.HoldIdle
 	if on {
 		hold = daemonapi.HoldHolding
@@ -157,6 +156,9 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 	if d.vad != nil {
 		children = append(children, d.childStatus(d.vad))
 	}
+	if d.opt.Typing != nil {
+		children = append(children, d.childStatus(d.opt.Typing))
+	}
 	return daemonapi.Status{
 		Version:     d.opt.Version,
 		PID:         os.Getpid(),
@@ -166,7 +168,7 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		CaptureMode: cfg.Capture.Mode,
 		Hold:        hold,
 		Asking:      asking,
-		Waiting:     waiting + int(d.holdWaiters.Load()),
+		Waiting:     d.waiting(),
 		Children:    children,
 		Budget:      d.budgetStatus(ctx),
 
@@ -181,6 +183,15 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Typing:         d.typing(),
 		Hotkey:         d.hotkeyStatus(),
 	}
+}
+
+// waiting is status's count of the questions waiting: for the hold to end
+// (counted by d.live, which watch streams) and for their turn behind
+// another question (d.asks, the queue they wait in). Each is counted once,
+// where it waits.
+func (d *Daemon) waiting() int {
+	_, queued := d.asks.State()
+	return d.live.Current().Waiting + queued
 }
 
 // stateFailing says why the crash marker is not written ("" when it is).

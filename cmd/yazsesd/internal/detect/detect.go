@@ -1,7 +1,7 @@
 // Package detect is where the daemon's voice-detector decisions come from
 // (was anything said in a hold, where an answer ends, when a tail or a
 // toggled hold is over): a vadlink.Use of the Silero child
-// (children.vad, `yaz-decode --vad-stream`) when [vad] chose it at start,
+// (children.vad, `yaz-decode vad-stream`) when [vad] chose it at start,
 // else of the energy detector in process. While the child is down
 // (starting, restarting, left down with vad_model_missing or
 // vad_model_invalid), or busy with another use (a hold while an answer is

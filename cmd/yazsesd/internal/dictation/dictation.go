@@ -29,12 +29,12 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/vadspan"
 )
@@ -94,8 +94,9 @@ type Decoder interface {
 
 // Typer types text into the focused window (the daemon's injector).
 type Typer interface {
-	// Type types text and returns the backend used; inject.ErrNoTarget
-	// (errors.Is): no window had focus, nothing was typed.
+	// Type types text and returns the backend used; an outcome other
+	// than typed is a *typewire.Error (errors.Is typewire.ErrNoTarget: no
+	// window had focus, nothing was typed).
 	Type(ctx context.Context, text string) (backend string, err error)
 }
 
@@ -165,20 +166,49 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	if env.Typer != nil {
 		env.Report.Typing()
 		backend, err := env.Typer.Type(ctx, text)
+		var te *typewire.Error
+		errors.As(err, &te)
 		switch {
 		case err == nil:
 			res.Outcome, res.Backend = "typed", backend
-		case errors.Is(err, inject.ErrPasted):
+		case errors.Is(err, typewire.ErrPasted):
 			// Pasted, and whether the window took it cannot be seen:
 			// never "typed"; the text is in last.
 			res.Outcome, res.Backend = "pasted", backend
-		case errors.Is(err, inject.ErrNoTarget):
+		case errors.Is(err, typewire.ErrCommitted):
+			// Committed through the input method, and whether a field
+			// took it cannot be seen: never "typed"; the text is in last.
+			res.Outcome, res.Backend = "committed", backend
+		case errors.Is(err, typewire.ErrRefused):
+			// A password field had the focus: nothing was typed.
+			ev.Reason = "refused"
+			env.Log.Info("the focused field is a password field: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
+			env.Report.Notify("refused_field")
+		case errors.Is(err, typewire.ErrNoTarget):
 			ev.Reason = "no_target"
 			env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
 			env.Report.Notify("no_target")
+		case errors.Is(err, typewire.ErrPartial) && te != nil:
+			// Part of it arrived, in the window that had the focus, and
+			// nothing after went elsewhere: the whole text is in last.
+			res.Outcome, res.Backend, res.Arrived, res.Cause = "partial", backend, te.Event.Arrived, te.Event.Cause
+			res.Reason = fmt.Sprintf("typing stopped after %d of %d characters (%s): the whole text is kept for `yazsesd ctl last`", te.Event.Arrived, res.Chars, te.Event.Cause)
+			ev.Reason = "partial"
+			env.Log.Warn("typing stopped part-way: the text is kept for `yazsesd ctl last`", "cause", te.Event.Cause, "arrived", te.Event.Arrived, "chars", res.Chars, "backend", backend)
+			env.Report.Notify("typing_failed")
+		case te != nil && te.Event.Cause == typewire.CauseUnavailable:
+			// Nothing can type in this session (yet): as with no backend.
+			ev.Reason = "no_backend"
+			env.Log.Warn("nothing can type here: the text is kept for `yazsesd ctl last`", "backend", backend)
+			env.Report.Notify("no_route")
 		default:
 			ev.Reason = "inject_failed"
-			env.Log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "backend", backend)
+			cause := typewire.CauseError
+			if te != nil && te.Event.Cause != "" {
+				cause = te.Event.Cause
+			}
+			res.Cause = "typing_" + cause
+			env.Log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "cause", cause, "backend", backend)
 			env.Report.Notify("typing_failed")
 		}
 		if audit.ValidWord(backend) {

@@ -14,12 +14,12 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/inject"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/vadspan"
 )
 
@@ -150,16 +150,38 @@ func TestFinish(t *testing.T) {
 			event: audit.Event{Kind: "dictation.typed", Duration: second, Count: 12, Backend: "x11"}, typingSet: true},
 		{name: "decoded to nothing", r: hold.Result{Outcome: hold.Decoded, Text: " \n\x00", Audio: second},
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "empty"}, event: audit.Event{Kind: "dictation.empty", Duration: second}},
-		{name: "no focused window", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, typeErr: fmt.Errorf("x11: %w", inject.ErrNoTarget),
+		{name: "no focused window", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, typeErr: typewire.Event{Outcome: typewire.OutcomeNoTarget, Chars: 5}.Err(),
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello", typed: []string{"hello"},
 			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "no_target", Backend: "x11"}, notes: []string{"no_target"}, typingSet: true},
 		{name: "typing failed", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, typeErr: errors.New("x11: broken pipe"),
-			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello", typed: []string{"hello"},
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5, Cause: "typing_error"}, kept: "hello", typed: []string{"hello"},
 			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "inject_failed", Backend: "x11"}, notes: []string{"typing_failed"}, typingSet: true},
+		{name: "nothing can type yet", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseUnavailable, Chars: 5}.Err(),
+			want:    daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello", typed: []string{"hello"},
+			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "no_backend", Backend: "x11"}, notes: []string{"no_route"}, typingSet: true},
+		{name: "committed through the input method", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomeCommitted, Chars: 5}.Err(),
+			want:    daemonapi.HoldResult{Hold: "idle", Outcome: "committed", Chars: 5, Backend: "x11"}, kept: "hello", typed: []string{"hello"},
+			event: audit.Event{Kind: "dictation.committed", Duration: second, Count: 5, Backend: "x11"}, typingSet: true},
+		{name: "password field", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomeRefused, Chars: 5}.Err(),
+			want:    daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello", typed: []string{"hello"},
+			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "refused", Backend: "x11"}, notes: []string{"refused_field"}, typingSet: true},
+		{name: "typing child hung", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseTimeout, Chars: 5}.Err(),
+			want:    daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5, Cause: "typing_timeout"}, kept: "hello", typed: []string{"hello"},
+			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "inject_failed", Backend: "x11"}, notes: []string{"typing_failed"}, typingSet: true},
+		{name: "focus moved", r: hold.Result{Outcome: hold.Decoded, Text: "hello world", Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomePartial, Cause: typewire.CauseFocusMoved, Chars: 11, Arrived: 4}.Err(),
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "partial", Chars: 11, Arrived: 4, Backend: "x11", Cause: "focus_moved",
+				Reason: "typing stopped after 4 of 11 characters (focus_moved): the whole text is kept for `yazsesd ctl last`"},
+			kept: "hello world", typed: []string{"hello world"},
+			event: audit.Event{Kind: "dictation.partial", Duration: second, Count: 11, Reason: "partial", Backend: "x11"}, notes: []string{"typing_failed"}, typingSet: true},
 		{name: "no way to type", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, noTyper: true,
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello",
 			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "no_backend"}, notes: []string{"no_route"}},
-		{name: "pasted", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, typeErr: fmt.Errorf("portal: %w", inject.ErrPasted),
+		{name: "pasted", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second}, typeErr: typewire.Event{Outcome: typewire.OutcomePasted, Chars: 5}.Err(),
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "pasted", Chars: 5, Backend: "x11"}, kept: "hello", typed: []string{"hello"},
 			event: audit.Event{Kind: "dictation.pasted", Duration: second, Count: 5, Backend: "x11"}, typingSet: true},
 		{name: "detector silent", r: hold.Result{Outcome: hold.Decoded, Text: "hello", DetectorSilent: true, Audio: second},

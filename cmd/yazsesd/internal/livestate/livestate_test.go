@@ -227,7 +227,9 @@ func TestSlowSubscriber(t *testing.T) {
 				t.Errorf("slow subscriber: seq %d after %d", ev.Seq, prev.Seq)
 			}
 			prev = ev
-			time.Sleep(100 * time.Microsecond) // a slow reader
+			// The scenario, not a wait: a reader slower than the
+			// changes, so that it misses some.
+			time.Sleep(100 * time.Microsecond)
 		}
 		last <- prev
 	}()

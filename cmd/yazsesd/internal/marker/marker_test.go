@@ -44,7 +44,7 @@ func TestMarker(t *testing.T) {
 	step(false)
 }
 
-// TestMarkerDamagedCountsUnclean (issue 23, item 4): a marker that exists
+// TestMarkerDamagedCountsUnclean: a marker that exists
 // but cannot be read as one of another boot counts as an unclean stop
 // (fail closed): empty, cut short, garbage, a symlink (dangling, or to a
 // well-formed marker of another boot), a folder. Only a well-formed

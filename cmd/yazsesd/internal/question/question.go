@@ -1,5 +1,5 @@
 // Package question puts one ask_human question to the person and brings
-// back the answer, under the interruption budget (DESIGN.md's ten
+// back the answer, under the interruption budget (docs/design.md's ten
 // invariants). One question is one call of [Run], in the caller's own
 // goroutine: its state (the slot, what was heard, the answer's audio, the
 // detector in use) lives in that call's locals, and it selects over the

@@ -77,7 +77,7 @@ func (a *asking) reserve(ctx context.Context) (r daemonapi.AskResult, ok bool) {
 	return r, true
 }
 
-// settle is DESIGN.md invariant 3, once per reserved question: as soon as
+// settle is docs/design.md's invariant 3, once per reserved question: as soon as
 // audio may have been heard (charge), else when the call ends. A slot
 // proven silent is released (refunded; audit ask.released with the
 // reason); every other one, audible or not known to be silent, is

@@ -34,8 +34,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/xdp"
+	"github.com/yazses/yazses/lib/bcast"
+	"github.com/yazses/yazses/lib/xdp"
 )
 
 // The shortcut.

@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/xdp"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/xdp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -25,7 +25,7 @@
 //   - Readiness is explicit: with Spec.Ready the child gets a pipe's write end
 //     as the next fd, named by YAZ_READY_FD, writes "\n" and closes it. The
 //     line may say what the child is ready with before its newline (at most
-//     MaxReadyLine bytes: yaz-decode --serve names its device); Status.Ready
+//     MaxReadyLine bytes: yaz-decode serve names its device); Status.Ready
 //     keeps it until the next start.
 //   - The child's stderr is re-logged line by line with child=<name>.
 //   - A child that cannot run for a reason a restart cannot fix says so in
@@ -37,13 +37,11 @@
 package supervise
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -56,6 +54,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/lib/linebound"
 )
 
 // Names of the variables a child receives.
@@ -178,7 +178,7 @@ type Status struct {
 	Reason string
 	// Ready is what the current start said on its readiness line before
 	// the newline ("" for a bare newline, as most children write, and
-	// until the child is ready): yaz-decode --serve names the device its
+	// until the child is ready): yaz-decode serve names the device its
 	// model loaded on there (package device). A new start clears it.
 	Ready string
 }
@@ -575,7 +575,13 @@ func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (line s
 	}
 	got := make(chan answer, 1)
 	go func() {
-		b, err := readLine(ready, MaxReadyLine)
+		b, err := linebound.NewReader(ready, linebound.Options{Max: MaxReadyLine - 1}).ReadLine()
+		switch {
+		case errors.Is(err, linebound.ErrTooLong):
+			err = fmt.Errorf("readiness line longer than %d bytes", MaxReadyLine)
+		case err != nil:
+			err = errors.New("closed readiness fd without a newline")
+		}
 		got <- answer{string(b), err}
 	}()
 	t := time.NewTimer(c.spec.ReadyTimeout)
@@ -597,28 +603,6 @@ func (c *Child) awaitReady(ctx context.Context, p *proc, ready *os.File) (line s
 	ready.Close() // unblocks the reader
 	<-got
 	return "", false, why
-}
-
-// readLine reads r up to its first newline, at most max bytes in all, and
-// returns what came before the newline. A byte at a time: the rest of the
-// pipe is never read.
-func readLine(r io.Reader, max int) ([]byte, error) {
-	var line []byte
-	var b [1]byte
-	for len(line) < max {
-		n, err := r.Read(b[:])
-		if n == 1 {
-			if b[0] == '\n' {
-				return line, nil
-			}
-			line = append(line, b[0])
-			continue
-		}
-		if err != nil {
-			return nil, errors.New("closed readiness fd without a newline")
-		}
-	}
-	return nil, fmt.Errorf("readiness line longer than %d bytes", max)
 }
 
 // killGroup signals the child's process group; a group already gone is fine.
@@ -674,22 +658,18 @@ func describe(ps *os.ProcessState) (int, string) {
 	return ps.ExitCode(), "exit " + strconv.Itoa(ps.ExitCode())
 }
 
-// relog copies the child's stderr into the log, one record per line.
+// relog copies the child's stderr into the log, one record per line, a
+// last one without a newline too; a line longer than MaxLogLine is cut
+// there.
 func (c *Child) relog(r *os.File) {
-	br := bufio.NewReaderSize(r, MaxLogLine)
+	lines := linebound.NewReader(r, linebound.Options{Max: MaxLogLine, Long: linebound.Truncate, Last: linebound.KeepLast})
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			c.logLine(line, true)
-			for errors.Is(err, bufio.ErrBufferFull) { // drop the rest
-				_, err = br.ReadSlice('\n')
-			}
-		} else if len(line) > 0 {
-			c.logLine(line, false)
-		}
-		if err != nil {
+		line, err := lines.ReadLine()
+		cut := errors.Is(err, linebound.ErrTooLong)
+		if err != nil && !cut {
 			return
 		}
+		c.logLine(line, cut)
 	}
 }
 

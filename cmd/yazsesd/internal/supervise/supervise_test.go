@@ -118,6 +118,8 @@ func child(mode string) int {
 	default:
 		return 2
 	}
+	// A child process's own life, not a wait of the test: it runs until
+	// the supervisor (or the test's cleanup) kills it.
 	time.Sleep(time.Hour)
 	return 0
 }

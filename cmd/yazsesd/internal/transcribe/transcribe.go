@@ -6,7 +6,7 @@
 // most pieceMax, each cut at the quietest moment of its last pieceSearch,
 // so the daemon holds one piece of a file at a time whatever the file's
 // length, rate or sample width, and the decoder never sees an utterance
-// longer than whisper's 30 s window (nor reaches yaz-decode --serve's own
+// longer than whisper's 30 s window (nor reaches yaz-decode serve's own
 // cap on one utterance). Each piece takes the decoder's turn at file
 // priority again (turn.File), so a hold or an answer waits at most for the
 // piece in progress, and gets it abandoned (contract 1; see
@@ -104,7 +104,7 @@ type Progress func(doneMs, totalMs int64)
 // once with CodeUnavailable, so the caller can decode elsewhere. progress,
 // if not nil, hears 0 once the file is opened and the end of each piece
 // once it is decoded, ending at the total: the decoder says nothing within
-// a piece (yaz-decode --serve answers a piece whole), so neither does
+// a piece (yaz-decode serve answers a piece whole), so neither does
 // this.
 func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) (daemonapi.TranscribeResult, error) {
 	fi, err := os.Stat(path)

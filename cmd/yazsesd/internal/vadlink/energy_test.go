@@ -147,8 +147,8 @@ func testwaitEvents(t *testing.T, u *Use) []Event {
 
 // TestEnergySweep: the energy detector's events and its state after the
 // end, on a sweep of inputs, parameters and block sizes, are exactly those
-// recorded in testdata/energy.golden (recorded from the pipe-and-wire
-// fallback of before issue 20, by `go test -run TestEnergySweep -update`),
+// recorded in testdata/energy.golden (recorded from the earlier pipe-and-wire
+// fallback, by `go test -run TestEnergySweep -update`),
 // whatever the block size.
 func TestEnergySweep(t *testing.T) {
 	var b strings.Builder

@@ -1,7 +1,7 @@
 // Package vadlink is the daemon's voice detector: it sends audio to a
 // detector, reads back one speech probability per 32 ms window, and turns
 // them into the events the daemon decides with. It is pure Go: the
-// detector is a `yaz-decode --vad-stream` child (Silero VAD through
+// detector is a `yaz-decode vad-stream` child (Silero VAD through
 // whisper.cpp, the wire format of package vadwire) whose pipes the caller
 // hands over, or, without a Silero model, the energy detector (package vad)
 // in process, its decisions fed straight to the same tracking (NewEnergy).
@@ -74,7 +74,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/bcast"
+	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"

@@ -1,0 +1,176 @@
+// Package typewire is the contract between yazsesd and its typing child,
+// `yaz-type --serve` (docs/design.md, "Typing child"):
+//
+//   - Readiness: the child's readiness line (lib/cli.ReadyWith) is one
+//     [Ready] object: the route it types with, why, and every backend it
+//     tries in order; or, where nothing can type in the session, an empty
+//     list and the reason. A child that cannot type stays up and answers
+//     every text with [OutcomeFailed] and [CauseUnavailable], so that a
+//     route that appears later (a restart after the desktop came up) is
+//     taken without a restart loop.
+//   - Requests: one [Request] a line on the child's stdin (JSON). "type"
+//     types Text into the focused window; "status" asks for the route's
+//     state now (the portal's session and consent change after the start).
+//     Texts are typed one at a time, in order; a status is answered at
+//     once, also while a text is being typed.
+//   - Events: one [Event] a line on the child's stdout. Each request gets
+//     exactly one answer with its ID: an outcome for a text, a status for
+//     a status. Events with no ID are notifications the daemon shows (a
+//     kind of package notify: the portal's "portal_consent" before its
+//     dialog).
+//
+// No text is ever in an event, a log line or an error: outcomes carry
+// counts and closed-vocabulary words only.
+package typewire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Ready is the child's readiness line.
+type Ready struct {
+	// Backends are tried in order; empty: nothing can type here, Error
+	// says why and what to install or allow.
+	Backends []string `json:"backends"`
+	Route    string   `json:"route,omitempty"` // the first backend
+	Why      string   `json:"why,omitempty"`   // why it was chosen
+	Error    string   `json:"error,omitempty"`
+}
+
+// Request operations.
+const (
+	OpType   = "type"
+	OpStatus = "status"
+)
+
+// Request is one line on the child's stdin.
+type Request struct {
+	ID   string `json:"id"`
+	Op   string `json:"op"`
+	Text string `json:"text,omitempty"`
+}
+
+// Outcomes of a text: the closed vocabulary of Event.Outcome.
+const (
+	// OutcomeTyped: every character was delivered as typed keys (or
+	// committed), to the window that had the focus when typing began.
+	OutcomeTyped = "typed"
+	// OutcomePasted: the text went through the clipboard and the paste
+	// chord, and whether the window took it cannot be seen.
+	OutcomePasted = "pasted"
+	// OutcomeCommitted: the text went to the focused input context
+	// through the input method (IBus) in one commit, and whether a text
+	// field had it cannot be seen (the field reports no surrounding text).
+	OutcomeCommitted = "committed"
+	// OutcomePartial: typing stopped part-way (the focus moved, the
+	// window went away); Arrived characters were delivered before it
+	// stopped, and nothing after went anywhere.
+	OutcomePartial = "partial"
+	// OutcomeNoTarget: no window had the focus; nothing was typed.
+	OutcomeNoTarget = "no_target"
+	// OutcomeRefused: the focused field refused the text (a password or
+	// PIN field on a route that can tell); nothing was typed.
+	OutcomeRefused = "refused"
+	// OutcomeFailed: nothing that can be shown arrived; Cause says why.
+	OutcomeFailed = "failed"
+)
+
+// Causes of a failed or partial text: the closed vocabulary of
+// Event.Cause.
+const (
+	// CauseUnavailable: no backend can type in this session.
+	CauseUnavailable = "unavailable"
+	// CauseInterrupted: typing stopped part-way and how much arrived is
+	// not known (a tool that died, the display gone after keys went out).
+	CauseInterrupted = "interrupted"
+	// CauseFocusMoved: the focus moved to another window while typing.
+	CauseFocusMoved = "focus_moved"
+	// CauseDisplayGone: the display server closed the connection or
+	// stopped answering.
+	CauseDisplayGone = "display_gone"
+	// CauseTimeout: the typing child did not answer within its bound; the
+	// daemon restarted it.
+	CauseTimeout = "timeout"
+	// CauseChildGone: the typing child ended (or was not up) before it
+	// answered; the daemon restarts it.
+	CauseChildGone = "child_gone"
+	// CauseError: any other failure of every backend.
+	CauseError = "error"
+)
+
+// Event is one line on the child's stdout.
+type Event struct {
+	ID      string `json:"id,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	Backend string `json:"backend,omitempty"` // the backend used (the last one tried when all failed)
+	Cause   string `json:"cause,omitempty"`
+	// Chars is the text's length in characters (after cleaning);
+	// Arrived, for partial, how many of them were delivered.
+	Chars   int     `json:"chars,omitempty"`
+	Arrived int     `json:"arrived,omitempty"`
+	Status  *Status `json:"status,omitempty"` // the answer to a status request
+	Notify  string  `json:"notify,omitempty"` // a notification kind, on an event with no ID
+}
+
+// Status is the route's state now, for `yazsesd status`.
+type Status struct {
+	Route    string   `json:"route,omitempty"`
+	Why      string   `json:"why,omitempty"`
+	Backends []string `json:"backends"`
+	Error    string   `json:"error,omitempty"`
+	// For the portal route: its session's state, whether the desktop
+	// keeps the person's consent, and why the session is not ready.
+	Session string `json:"session,omitempty"`
+	Consent string `json:"consent,omitempty"`
+	Cause   string `json:"cause,omitempty"`
+}
+
+// Errors for an outcome other than typed, as the daemon's typing end
+// returns them (errors.Is; an *Error carries the event).
+var (
+	ErrPasted    = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
+	ErrCommitted = errors.New("committed through the input method: whether a field took it cannot be seen")
+	ErrNoTarget  = errors.New("no focused window to type into")
+	ErrPartial   = errors.New("typing stopped part-way")
+	ErrRefused   = errors.New("the focused field refused the text")
+	ErrFailed    = errors.New("typing failed")
+)
+
+// Error is an outcome other than typed.
+type Error struct{ Event Event }
+
+func (e *Error) Error() string {
+	switch e.Event.Outcome {
+	case OutcomePartial:
+		return fmt.Sprintf("typing stopped part-way (%s): %d of %d characters arrived", e.Event.Cause, e.Event.Arrived, e.Event.Chars)
+	case OutcomeFailed:
+		return fmt.Sprintf("typing failed (%s)", e.Event.Cause)
+	}
+	return e.Unwrap().Error()
+}
+
+// Unwrap returns the sentinel error of the outcome.
+func (e *Error) Unwrap() error {
+	switch e.Event.Outcome {
+	case OutcomePasted:
+		return ErrPasted
+	case OutcomeCommitted:
+		return ErrCommitted
+	case OutcomeNoTarget:
+		return ErrNoTarget
+	case OutcomePartial:
+		return ErrPartial
+	case OutcomeRefused:
+		return ErrRefused
+	}
+	return ErrFailed
+}
+
+// Err is the event's outcome as an error: nil for typed.
+func (ev Event) Err() error {
+	if ev.Outcome == OutcomeTyped {
+		return nil
+	}
+	return &Error{Event: ev}
+}
