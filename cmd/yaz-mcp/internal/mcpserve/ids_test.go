@@ -108,6 +108,16 @@ func TestRequestIDs(t *testing.T) {
 	}
 }
 
+// waitUnanswered waits for yaz-mcp's log line that a cancelled call was
+// left unanswered: its result was dropped, and nothing more comes for it.
+func waitUnanswered(t *testing.T, logs *testwait.Buffer) {
+	t.Helper()
+	unanswered := func() bool { return strings.Contains(logs.String(), "cancelled call left unanswered") }
+	if err := testwait.Until(testwait.Context(t), unanswered, logs); err != nil {
+		t.Fatalf("waiting for the cancelled call to be left unanswered: %v\n%s", err, logs.String())
+	}
+}
+
 // TestCancelByOddID: a notifications/cancelled names its call by the id as
 // the client wrote it, here one that mcp-go alone would have read as
 // another ("\ud800" is "\uFFFD" to it): the decoder is killed and the call
@@ -133,10 +143,7 @@ func TestCancelByOddID(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\uFFFD call"}}`) // not this call
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`)
 	testwait.Closed(t, exited, "the decoder to be killed by the cancel")
-	unanswered := func() bool { return strings.Contains(logs.String(), "cancelled call left unanswered") }
-	if err := testwait.Until(testwait.Context(t), unanswered, logs); err != nil {
-		t.Fatalf("waiting for the cancelled call to be left unanswered: %v\n%s", err, logs.String())
-	}
+	waitUnanswered(t, logs)
 	if out := s.output(); strings.Contains(out, "ud800") {
 		t.Errorf("the cancelled call was answered:\n%s", out)
 	}
