@@ -155,6 +155,8 @@
 //	-t, --threads N             CPU threads (0: up to 4)
 //	    --device auto|cpu|gpu|gpu:N  where the model runs (env YAZ_DEVICE; see Devices)
 //	    --prompt TEXT           vocabulary hint passed to whisper (whisper only)
+//	    --prompt-stdin          files: read the hint as one 'P' frame on stdin
+//	                            (as serve takes one), on no command line
 //	    --beam-size N           1 greedy (fast), 5 as whisper-cli's default (whisper only)
 //	    --audio-ctx auto|full|N trim to the utterance (auto), 1500 (full), or N (whisper only)
 //	-f, --format FMT            txt, json, srt, vtt (files); txt, json (stream mode:

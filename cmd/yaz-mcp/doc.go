@@ -63,6 +63,12 @@
 // faults: bad JSON, unknown methods, unknown tools. A line on stdin longer
 // than 4 MiB is dropped and answered with a parse error.
 //
+// A call the client cancelled (notifications/cancelled) is not answered,
+// as MCP asks. A response carries its request's id exactly as the client
+// wrote it; an id that is neither a string nor an integer (null, a
+// fraction, an object, an array, a boolean) is refused with a JSON-RPC
+// invalid request error (-32600) and an id of null.
+//
 // Whatever a tool returns is disclosed to the MCP host, which may send it
 // to a model or a service; see docs/trust-boundary.md.
 //

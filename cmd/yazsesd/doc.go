@@ -32,9 +32,12 @@
 // to decode, --backend and --device to capture when they are set. Every
 // child signals readiness on the fd named by $YAZ_READY_FD, logs JSON lines
 // on stderr that the daemon re-logs with child=NAME, and gets fresh pipes on
-// every start. A gate restarted after a crash starts fully spent (fail
-// closed): no question is spoken until the hour has passed, and status
-// says so.
+// every start. A child that ends while the daemon runs is restarted,
+// whatever its exit status (a child stopped from outside with SIGTERM
+// exits 0 and is restarted too), except exit 125 (below); a gate restarted
+// for any reason starts fully spent (fail closed): no question is spoken
+// until the hour has passed, and status says so. The capture child, which
+// runs while someone listens, starts again at the next hold or answer.
 //
 // A child that cannot start for a reason a restart cannot fix (the model
 // file is missing or is not a whisper model) logs one ERROR record with a

@@ -403,6 +403,16 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: toml: expected value but found \"tru\" instead"},
 		{"duplicate key", "[mcp]\nask_human = true\nask_human = false\n",
 			"config.toml:3: toml: Key 'mcp.ask_human' has already been defined."},
+		// An error found at a line's end is on that line, not the next
+		// (the library counted the newline it had read).
+		{"table header without ]", "[mcp\nask_human = true\n",
+			`config.toml:1: toml: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"array header without ]]", "[speak]\nrate = 170\n[[dictation.replace\nfrom = \"a\"\n",
+			`config.toml:3: toml: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"key without =", "[mcp]\nask_human\n",
+			`config.toml:2: toml: expected '.' or '=', but got '\n' instead`},
+		{"string not closed", "[speak]\nvoice = \"en\nrate = 170\n",
+			"config.toml:2: toml: strings cannot contain newlines"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

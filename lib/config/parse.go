@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ func Parse(data []byte, name string) (Config, error) {
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return Config{}, &Error{File: name, Line: pe.Position.Line, Msg: "toml: " + pe.Message}
+			return Config{}, &Error{File: name, Line: syntaxLine(data, pe.Position), Msg: "toml: " + pe.Message}
 		}
 		return Config{}, &Error{File: name, Msg: "toml: " + err.Error()}
 	}
@@ -51,6 +52,16 @@ func Parse(data []byte, name string) (Config, error) {
 		return Config{}, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// syntaxLine is the line of a syntax error: the one its first byte is on.
+// The library's own line is one too far for an error at a line's end (a
+// table header without its ']'), as it has counted the newline it read.
+func syntaxLine(data []byte, p toml.Position) int {
+	if p.Start <= 0 || p.Start > len(data) {
+		return p.Line
+	}
+	return 1 + bytes.Count(data[:p.Start], []byte("\n"))
 }
 
 // related reports whether two dotted keys are the same or one is inside

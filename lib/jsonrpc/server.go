@@ -551,7 +551,12 @@ func (c *serverConn) writeLocked(b []byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.WriteTimeout))
 	if _, err := c.conn.Write(b); err != nil {
 		c.broken = true
-		c.s.logger.Info("jsonrpc dropping connection: write failed", "err", err)
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			// The client went away (a watch ended with Ctrl-C): normal.
+			c.s.logger.Debug("jsonrpc client gone: connection closed", "err", err)
+		} else {
+			c.s.logger.Info("jsonrpc dropping connection: write failed", "err", err)
+		}
 		c.cancel()
 		c.conn.Close()
 		return fmt.Errorf("%w: %w", errBroken, err)

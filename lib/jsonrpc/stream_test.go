@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -377,10 +378,20 @@ func TestStreamServerStop(t *testing.T) {
 	path, stop := serveStoppable(t, s)
 	c := dialClient(t, path)
 	done := make(chan error, 1)
+	first := make(chan struct{}, 1)
 	go func() {
-		done <- c.Stream(testwait.Context(t), "watch", nil, func(json.RawMessage) error { return nil })
+		done <- c.Stream(testwait.Context(t), "watch", nil, func(json.RawMessage) error {
+			select {
+			case first <- struct{}{}:
+			default:
+			}
+			return nil
+		})
 	}()
 	wait(t, started, "the stream")
+	// Its first event written: a stop before it made that write fail, and
+	// the handler return the broken connection, not its context's end.
+	testwait.Recv(t, first, "the stream's first event")
 	stop()
 	if err := testwait.Recv(t, ended, "the stream's handler to return"); err != nil {
 		t.Errorf("handler = %v, want nil (its context ended)", err)
@@ -423,5 +434,49 @@ func TestClientStreamEnds(t *testing.T) {
 	})
 	if !errors.Is(err, stopErr) {
 		t.Errorf("Stream whose each failed = %v, want each's error", err)
+	}
+}
+
+// levelWatch is a slog handler that reports each record's level and
+// message.
+type levelWatch struct{ recs chan slog.Record }
+
+func (w levelWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (w levelWatch) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case w.recs <- r:
+	default:
+	}
+	return nil
+}
+func (w levelWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w levelWatch) WithGroup(string) slog.Handler      { return w }
+
+// TestStreamClientGoneIsQuiet: a client that goes away while its stream
+// runs (`yazsesd ctl watch` ended with Ctrl-C, a status bar restarted) is a
+// normal end: the stream's last answer cannot be written (broken pipe), and
+// the server says so below INFO. (Every watch that ended logged an INFO
+// "broken pipe".)
+func TestStreamClientGoneIsQuiet(t *testing.T) {
+	s, _, started, ended := streamServer(t)
+	watch := levelWatch{recs: make(chan slog.Record, 100)}
+	s.logger = slog.New(watch)
+	c := dialRaw(t, serve(t, s))
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"watch"}`)
+	wait(t, started, "the stream")
+	c.wantEvent(0)
+	c.conn.Close()
+	if err := testwait.Recv(t, ended, "the stream to end once its client closed"); err != nil {
+		t.Errorf("stream handler = %v, want nil", err)
+	}
+	for {
+		r := testwait.Recv(t, watch.recs, "the server's record of the connection's end")
+		if !strings.Contains(r.Message, "connection") {
+			continue
+		}
+		if r.Level >= slog.LevelInfo {
+			t.Errorf("a client gone is logged at %s: %q", r.Level, r.Message)
+		}
+		return
 	}
 }

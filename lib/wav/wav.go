@@ -58,6 +58,8 @@ var (
 	ErrTruncated = errors.New("truncated WAV stream")
 	// ErrTooLarge: more samples than the caller allows.
 	ErrTooLarge = errors.New("WAV audio too long")
+	// ErrEmpty: the input holds no byte at all (it is ErrNotWAV too).
+	ErrEmpty = errors.New("empty input")
 )
 
 // Limits on what a header may declare.
@@ -175,7 +177,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	n, err := io.ReadFull(r, h[:])
 	switch {
 	case n == 0 && (err == io.EOF || err == nil):
-		return nil, fmt.Errorf("read wav header: %w: empty input", ErrNotWAV)
+		return nil, fmt.Errorf("read wav header: %w: %w", ErrNotWAV, ErrEmpty)
 	case err == io.ErrUnexpectedEOF:
 		if prefixOfHeader(h[:n]) {
 			return nil, fmt.Errorf("read wav header: %w: %d bytes", ErrTruncated, n)

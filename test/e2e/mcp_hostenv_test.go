@@ -397,3 +397,26 @@ func benchHostEnvTranscribe(b *testing.B, model string) {
 	b.ReportMetric(float64(decL)/n, "local-decode-ms/op")
 	b.ReportMetric(float64(sumL)/float64(sumD), "local/daemon")
 }
+
+// TestHostEnvStatusSaysWhereItLooked: with no daemon running, `yazsesd
+// status` started with the environment an MCP host or a service manager
+// gives (no XDG_RUNTIME_DIR) says where it looked, as README's
+// Troubleshooting promises: the socket in the per-user folder, and that
+// XDG_RUNTIME_DIR is not set; with XDG_RUNTIME_DIR set, the socket there.
+// (It said only "yazsesd is not running".)
+func TestHostEnvStatusSaysWhereItLooked(t *testing.T) {
+	rt, _ := userRunDir(t)
+	noHostDaemon(t)
+	home := t.TempDir()
+	sock := safesocket.SocketPath(filepath.Join(rt, safesocket.DirName))
+	_, errOut, code := hostCommand(t, hostEnv(home), "yazsesd", "status")
+	if code != 1 || !strings.Contains(errOut, "not running") || !strings.Contains(errOut, sock) || !strings.Contains(errOut, "XDG_RUNTIME_DIR is not set") {
+		t.Errorf("yazsesd status under env -i, no daemon: exit %d %q; want 1 naming %s and that XDG_RUNTIME_DIR is not set", code, errOut, sock)
+	}
+	xdg := t.TempDir()
+	sock = safesocket.SocketPath(filepath.Join(xdg, safesocket.DirName))
+	_, errOut, code = hostCommand(t, hostEnv(home, "XDG_RUNTIME_DIR="+xdg), "yazsesd", "status")
+	if code != 1 || !strings.Contains(errOut, "not running") || !strings.Contains(errOut, sock) {
+		t.Errorf("yazsesd status with XDG_RUNTIME_DIR, no daemon: exit %d %q; want 1 naming %s", code, errOut, sock)
+	}
+}

@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/vad"
 )
@@ -134,6 +136,7 @@ type DecodeCmd struct {
 	OutputDir   string   `help:"Write one transcript per input file into this folder (created if missing) instead of stdout." type:"path"`
 	Progress    string   `help:"Progress bar on stderr for files: auto (when stderr is a terminal), always or never." default:"auto" enum:"auto,always,never"`
 	MaxDuration duration `help:"Refuse files longer than this." default:"4h"`
+	PromptStdin bool     `name:"prompt-stdin" help:"Files: read the vocabulary hint as one 'P' frame on stdin (as serve takes one), so that it is on no command line that other users can read; replaces --prompt."`
 	UtteranceFlags
 }
 
@@ -147,6 +150,9 @@ func (d *DecodeCmd) Validate() error {
 	}
 	if len(d.Files) > 1 && d.OutputDir == "" && f != "txt" && f != "json" {
 		return cli.Usagef("--format %s of several files needs --output-dir", f)
+	}
+	if d.PromptStdin && len(d.Files) == 0 {
+		return cli.Usagef("--prompt-stdin needs files as arguments: stdin carries the prompt, not audio")
 	}
 	return nil
 }
@@ -285,6 +291,13 @@ func (d *DecodeCmd) Run(e *env) error {
 		FormatFlags: d.FormatFlags, OutputDir: d.OutputDir, Progress: d.Progress, MaxDuration: d.MaxDuration, Logging: e.logs}
 	if len(c.Files) == 0 && cli.IsTerminal(e.stdin) {
 		return cli.Usagef("no input: give WAV files as arguments, or pipe audio in (yaz-capture | yaz-decode)")
+	}
+	if d.PromptStdin {
+		p, err := readPrompt(e.stdin)
+		if err != nil {
+			return err
+		}
+		c.Prompt = p
 	}
 	if err := c.checkOutputDir(); err != nil {
 		return err
@@ -452,4 +465,18 @@ func (c *settings) makeOutputDir() error {
 		return fmt.Errorf("--output-dir %s: %w", c.OutputDir, err)
 	}
 	return nil
+}
+
+// readPrompt reads the vocabulary hint of --prompt-stdin: one Prompt frame
+// (package lib/frame), invalid UTF-8 dropped as --serve drops it. Nothing
+// but a Prompt frame is accepted; what follows it is not read.
+func readPrompt(r io.Reader) (string, error) {
+	f, err := frame.NewReader(r).Next()
+	if err != nil {
+		return "", fmt.Errorf("--prompt-stdin: read the prompt frame: %w", err)
+	}
+	if f.Type != frame.Prompt {
+		return "", fmt.Errorf("--prompt-stdin: a %q frame on stdin, want %q", f.Type, frame.Prompt)
+	}
+	return strings.ToValidUTF8(string(f.Payload), ""), nil
 }

@@ -217,6 +217,9 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"--help"}, 0, ""},
 		{[]string{"--output", "docx", "a.wav"}, 2, "--output"},
 		{[]string{"--serve", "a.wav"}, 2, "takes no files"},
+		{[]string{"--prompt-stdin"}, 2, "--prompt-stdin needs files"},
+		{[]string{"serve", "--prompt-stdin"}, 2, "--prompt-stdin"}, // not a flag of serve
+		{[]string{"--prompt-stdin", "a.wav"}, 1, "--prompt-stdin: read the prompt frame: EOF"},
 		{[]string{"--beam-size", "99", "a.wav"}, 2, "--beam-size"},
 		{[]string{"--vad", "webrtc", "a.wav"}, 2, "--vad"},
 		{[]string{"--vad-threshold", "1.5", "a.wav"}, 2, "--vad-threshold must be between 0.01 and 0.99"},

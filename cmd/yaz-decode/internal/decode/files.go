@@ -201,6 +201,9 @@ func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognize
 // explainRead turns a read error into one line that says what to do.
 func explainRead(path string, err error, maxDur time.Duration) error {
 	switch {
+	case errors.Is(err, wav.ErrEmpty):
+		// No converter finds audio in it either: no advice to convert.
+		return fmt.Errorf("the file is empty (0 bytes): it holds no audio: %w", err)
 	case errors.Is(err, wav.ErrNotWAV), errors.Is(err, wav.ErrUnsupported):
 		q := shellQuote(path)
 		return fmt.Errorf("%v; convert it to 16 kHz mono first, e.g.: ffmpeg -i %s -ar 16000 -ac 1 -f wav - | yaz-decode   or: sox %s -t raw -r 16000 -c 1 -b 16 -e signed - | yaz-decode", err, q, q)

@@ -236,3 +236,69 @@ func TestStartupErrorsWrapCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptStdin: --prompt-stdin takes the vocabulary hint from one
+// Prompt frame on stdin (how yaz-mcp passes a private prompt, on no command
+// line) and decodes a file exactly as --prompt with the same text does;
+// anything on stdin but a Prompt frame is refused.
+func TestPromptStdin(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	const hint = "Kubernetes, YazSes, Grüße"
+	prompt := func(typ byte, text string) []byte {
+		var b bytes.Buffer
+		if err := frame.NewWriter(&b).WriteFrame(frame.Frame{Type: typ, Payload: []byte(text)}); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	// Every window decoded and every segment kept: the generated model
+	// then prints words, and a prompt changes them.
+	args := []string{"-m", model, "-t", "2", "-o", "json", "--no-vad-gate", "--no-speech-threshold=1"}
+	byFlag, stderr, code := runMain(nil, append(args, "--prompt", hint, wav)...)
+	if code != 0 {
+		t.Fatalf("--prompt: exit %d: %s", code, stderr)
+	}
+	byFrame, stderr, code := runMain(prompt(frame.Prompt, hint), append(args, "--prompt-stdin", wav)...)
+	if code != 0 {
+		t.Fatalf("--prompt-stdin: exit %d: %s", code, stderr)
+	}
+	if byFrame != byFlag {
+		t.Errorf("--prompt-stdin printed %q, --prompt the same text %q", byFrame, byFlag)
+	}
+	if none, _, _ := runMain(nil, append(args, wav)...); none == byFrame {
+		t.Errorf("--prompt-stdin printed %q, as without a prompt: the prompt was not used", none)
+	}
+	for _, bad := range [][]byte{prompt(frame.Context, hint), pcm.Encode(nil, speech(time.Second)), {'P', 9, 0}} {
+		stdout, stderr, code := runMain(bad, "-m", model, "--prompt-stdin", wav)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, "--prompt-stdin") {
+			t.Errorf("stdin %.8q: exit %d, stdout %q, stderr %q; want exit 1 naming --prompt-stdin", bad, code, stdout, stderr)
+		}
+	}
+}
+
+// TestEmptyFile: a file of 0 bytes is said to be empty, with no advice to
+// convert it (ffmpeg or sox would not find audio in it either); a file
+// that is not WAV gets that advice.
+func TestEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	model := miniModel(t, dir)
+	empty := filepath.Join(dir, "empty.wav")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "notes.wav")
+	if err := os.WriteFile(text, []byte("not audio\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, says, not string }{
+		{empty, "is empty", "ffmpeg"},
+		{text, "ffmpeg", "empty"},
+	} {
+		stdout, stderr, code := runMain(nil, "-m", model, tc.path)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.says) || strings.Contains(stderr, tc.not) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 saying %q and not %q", filepath.Base(tc.path), code, stdout, stderr, tc.says, tc.not)
+		}
+	}
+}

@@ -35,6 +35,7 @@ var (
 	ErrNotFound    = errors.New("not_found")          // missing, unreadable, or a dangling link
 	ErrNotAFile    = errors.New("not_a_file")         // directory, FIFO, device, socket
 	ErrUnsupported = errors.New("unsupported_format") // not a WAV file wav can decode (also empty)
+	ErrEmpty       = errors.New("empty")              // 0 bytes; it is ErrUnsupported too
 	ErrTooLarge    = errors.New("too_large")          // over MaxBytes or MaxDuration
 	ErrInvalid     = errors.New("invalid_argument")   // empty path or one with a NUL byte
 )
@@ -131,6 +132,9 @@ func checkInfo(st fs.FileInfo) error {
 func (af *File) readHeader() error {
 	r, err := wav.NewReader(io.LimitReader(af.F, min(af.Size, 2<<20)))
 	if err != nil {
+		if errors.Is(err, wav.ErrEmpty) {
+			return fmt.Errorf("%w: %w: %w", ErrUnsupported, ErrEmpty, err)
+		}
 		if errors.Is(err, wav.ErrNotWAV) || errors.Is(err, wav.ErrUnsupported) || errors.Is(err, wav.ErrTruncated) ||
 			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("%w: %w", ErrUnsupported, err)

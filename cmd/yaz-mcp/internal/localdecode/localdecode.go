@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/frame"
 )
 
 // Errors of Run. Each wraps the underlying cause for logs; callers show
@@ -102,7 +103,10 @@ func (opt Options) Args() []string {
 		args = append(args, "--beam-size="+strconv.Itoa(opt.BeamSize))
 	}
 	if opt.Prompt != "" {
-		args = append(args, "--prompt="+opt.Prompt)
+		// The prompt is private (docs/config.md): it goes on stdin as a
+		// Prompt frame (Stdin), never on the command line, which every
+		// local user can read.
+		args = append(args, "--prompt-stdin")
 	}
 	if opt.VAD.Engine != "" {
 		args = append(args, "--vad="+opt.VAD.Engine)
@@ -117,6 +121,20 @@ func (opt Options) Args() []string {
 		args = append(args, "--max-duration="+opt.MaxDuration.String())
 	}
 	return append(args, "--", "/dev/fd/3")
+}
+
+// Stdin is what the decoder reads on stdin: the vocabulary hint as one
+// Prompt frame when there is one (Args then passes --prompt-stdin), else
+// nothing.
+func (opt Options) Stdin() (io.Reader, error) {
+	if opt.Prompt == "" {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := frame.NewWriter(&b).Prompt(opt.Prompt); err != nil {
+		return nil, fmt.Errorf("%w: prompt: %w", ErrStart, err)
+	}
+	return &b, nil
 }
 
 // CheckModel reports ErrModelMissing unless the model is a regular file.
@@ -149,6 +167,11 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), s
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = opt.Env
 	cmd.ExtraFiles = []*os.File{f}
+	stdin, err := opt.Stdin()
+	if err != nil {
+		return Result{}, err
+	}
+	cmd.Stdin = stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Cancel kills the whole group at once: the decoder writes nothing
 	// worth waiting for once the caller has gone.

@@ -1,6 +1,7 @@
 package localdecode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/frame"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -72,7 +74,7 @@ printf '{"file":"/dev/fd/3","audio_ms":1500,"text":"%s %s","segments":[{"start_m
 	if !strings.HasPrefix(res.Text, "RIFF ") {
 		t.Errorf("the child did not read the file on fd 3: text %q", res.Text)
 	}
-	for _, arg := range []string{"--model=" + model, "--output=json", "--progress=always", "--language=en", "--threads=2", "--prompt=-x", "-- /dev/fd/3"} {
+	for _, arg := range []string{"--model=" + model, "--output=json", "--progress=always", "--language=en", "--threads=2", "--prompt-stdin", "-- /dev/fd/3"} {
 		if !strings.Contains(res.Text, arg) {
 			t.Errorf("argv %q lacks %q", res.Text, arg)
 		}
@@ -220,4 +222,75 @@ func equal(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// privateIn returns the pids whose /proc/PID/cmdline or /proc/PID/environ
+// holds marker, each with the file that holds it: what any process that
+// may read /proc sees. A process that ends meanwhile is skipped.
+func privateIn(marker string) []string {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	env, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var found []string
+	for _, p := range append(paths, env...) {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// TestPromptOnNoCommandLine: the vocabulary prompt is private
+// (docs/config.md): it reaches the decoder as one Prompt frame on its
+// stdin (yaz-decode --prompt-stdin), and no process shows it in its
+// command line or environment while the decoder runs. The fake decoder
+// keeps what it read on stdin and waits on a FIFO until /proc was read.
+func TestPromptOnNoCommandLine(t *testing.T) {
+	const marker = "PROMPT-MARKER-3390 Kubernetes, Grüße"
+	dir := t.TempDir()
+	gate, stdin := filepath.Join(dir, "gate"), filepath.Join(dir, "stdin")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fake(t, `cat > `+stdin+`; read go < `+gate+`; printf '{"text":"%s"}\n' "$*"`)
+	model, f := fixture(t)
+	var held *os.File
+	defer func() {
+		if held != nil {
+			held.Close()
+		}
+	}()
+	scanned := false
+	look := func(pid int) {
+		if found := privateIn(marker); len(found) > 0 {
+			t.Errorf("the prompt is readable in %v while the decoder (pid %d) runs", found, pid)
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || len(b) == 0 {
+			t.Errorf("the decoder %d had ended before /proc was read (%v): nothing was checked", pid, err)
+		}
+		scanned = true
+		var err error
+		if held, err = os.OpenFile(gate, os.O_RDWR, 0); err != nil {
+			t.Errorf("open the decoder's gate: %v", err)
+			return
+		}
+		held.WriteString("go\n")
+	}
+	res, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Prompt: marker}, f, nil, look)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !scanned {
+		t.Fatal("started was not called")
+	}
+	if !strings.Contains(res.Text, "--prompt-stdin") {
+		t.Errorf("argv %q lacks --prompt-stdin", res.Text)
+	}
+	b, err := os.ReadFile(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := frame.NewReader(bytes.NewReader(b)).Next()
+	if err != nil || fr.Type != frame.Prompt || string(fr.Payload) != marker {
+		t.Errorf("the decoder read %q on stdin (%v), want one Prompt frame of %q", b, err, marker)
+	}
 }

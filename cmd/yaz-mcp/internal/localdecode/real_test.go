@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,5 +150,54 @@ func TestRealDecoderVAD(t *testing.T) {
 				t.Errorf("Silero on noise: %+v, want 10 s and no text", res)
 			}
 		})
+	}
+}
+
+// TestRealDecoderPromptPrivate: the real yaz-decode gets the vocabulary
+// prompt on stdin and decodes jfk.wav exactly as it does with the same
+// text on its command line (and not as it does without one), while no process shows the prompt in its
+// command line or environment (read with the decoder stopped, SIGSTOP, so
+// it cannot end before /proc is read).
+func TestRealDecoderPromptPrivate(t *testing.T) {
+	const marker = "PROMPT-MARKER-8812 Kubernetes"
+	dir := t.TempDir()
+	bin, model, jfk := realDecoder(t, dir)
+	decode := func(opt Options, started func(int)) Result {
+		t.Helper()
+		f, err := os.Open(jfk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		// Every window decoded and every segment kept: the generated
+		// model then prints words, and a prompt changes them.
+		opt.Command = append([]string{bin, "--no-vad-gate", "--no-speech-threshold=1"}, opt.Command...)
+		opt.Model, opt.Threads = model, 2
+		res, err := Run(testwait.Context(t), opt, f, nil, started)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res
+	}
+	look := func(pid int) {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Errorf("stop the decoder: %v", err)
+			return
+		}
+		defer syscall.Kill(pid, syscall.SIGCONT)
+		if found := privateIn(marker); len(found) > 0 {
+			t.Errorf("the prompt is readable in %v while the decoder (pid %d) runs", found, pid)
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || len(b) == 0 {
+			t.Errorf("the decoder %d had ended before /proc was read (%v): nothing was checked", pid, err)
+		}
+	}
+	private := decode(Options{Prompt: marker}, look)
+	public := decode(Options{Command: []string{"--prompt=" + marker}}, nil)
+	if private.Text != public.Text {
+		t.Errorf("with the prompt on stdin: %q; with it on the command line: %q", private.Text, public.Text)
+	}
+	if none := decode(Options{}, nil); none.Text == private.Text {
+		t.Errorf("the same text %q with the prompt and without: the prompt did not reach the decoder", none.Text)
 	}
 }

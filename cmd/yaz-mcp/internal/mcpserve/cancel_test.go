@@ -3,10 +3,16 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -67,4 +73,113 @@ func TestTranscribeCancelIsNotAWarning(t *testing.T) {
 		opt.Decoder = fakeDecoder(t, "exit 1\n")
 		check(t, cancelOnce(t, opt, func() { testwait.Recv(t, called, "the daemon's transcribe to be called") }))
 	})
+}
+
+// TestCancelledTranscribeIsNotAnswered: the official MCP Go SDK, as a
+// host, cancels a transcribe while the decoder runs (it sends
+// notifications/cancelled). MCP says the receiver should not answer a
+// cancelled request, and above all yaz-mcp must not tell the model that
+// the file failed to decode: no response to that call ever comes (the
+// wire is read until yaz-mcp logs that it left the call unanswered), the
+// decoder is killed, and the server goes on serving the same client.
+// (It used to answer "decode_failed: The speech decoder failed on this
+// file".)
+func TestCancelledTranscribeIsNotAnswered(t *testing.T) {
+	noDaemon(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	opt := baseOptions(t)
+	opt.Decoder = fakeDecoder(t, "echo $$ > "+pidFile+"\nexec sleep 600\n")
+	logs := &testwait.Buffer{}
+	opt.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(context.Background(), inR, outW)
+		inR.Close()
+		outW.Close()
+		served <- err
+	}()
+	wire := &testwait.Buffer{} // every message either way, as the SDK logs them
+	client := sdk.NewClient(&sdk.Implementation{Name: "cancel-test", Version: "1"}, nil)
+	cs, err := client.Connect(testwait.Context(t),
+		&sdk.LoggingTransport{Transport: &sdk.IOTransport{Reader: outR, Writer: inW}, Writer: wire}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() {
+		cs.Close()
+		if err := testwait.Recv(t, served, "Serve to end after the client closed"); err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(testwait.Context(t))
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "transcribe",
+			Arguments: map[string]any{"path": wavFile(t, t.TempDir(), "a.wav")}})
+		called <- err
+	}()
+	pid := waitPID(t, pidFile)
+	exited, err := testwait.Exited(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := testwait.Recv(t, called, "CallTool to return after its cancel"); !errors.Is(err, context.Canceled) {
+		t.Errorf("CallTool after its cancel = %v, want context.Canceled", err)
+	}
+	testwait.Closed(t, exited, fmt.Sprintf("the decoder %d to be killed by the cancel", pid))
+
+	// The call's id, from what the client wrote; then any response to it.
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	lines := func(prefix string) []msg {
+		var out []msg
+		for _, l := range strings.Split(wire.String(), "\n") {
+			if rest, ok := strings.CutPrefix(l, prefix); ok {
+				var m msg
+				if json.Unmarshal([]byte(rest), &m) == nil {
+					out = append(out, m)
+				}
+			}
+		}
+		return out
+	}
+	var id json.RawMessage
+	for _, m := range lines("write: ") {
+		if m.Method == "tools/call" {
+			id = m.ID
+		}
+	}
+	if id == nil {
+		t.Fatalf("no tools/call on the wire:\n%s", wire.String())
+	}
+	answer := func() string {
+		for _, m := range lines("read: ") {
+			if m.Method == "" && string(m.ID) == string(id) {
+				return string(m.Result) + string(m.Error)
+			}
+		}
+		return ""
+	}
+	unanswered := func() bool { return strings.Contains(logs.String(), "cancelled call left unanswered") }
+	if err := testwait.Until(testwait.Context(t), func() bool { return answer() != "" || unanswered() }, wire, logs); err != nil {
+		t.Fatalf("waiting for a response to the cancelled call or the log line that none is sent: %v\n%s", err, logs.String())
+	}
+	if a := answer(); a != "" {
+		t.Errorf("the cancelled call %s was answered: %s", id, a)
+	}
+	if _, err := cs.ListTools(testwait.Context(t), nil); err != nil {
+		t.Errorf("tools/list after the cancel: %v", err)
+	}
+	if a := answer(); a != "" {
+		t.Errorf("the cancelled call %s was answered: %s", id, a)
+	}
 }

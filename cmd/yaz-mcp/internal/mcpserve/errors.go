@@ -44,6 +44,9 @@ var Sentences = map[Code]string{
 const (
 	detailPath    = "path must be a non-empty string: the absolute path of a WAV file."
 	detailTimeout = "timeout_s must be a number of seconds, 0 or more (0: the configured default)."
+	// detailEmpty is unsupported_format's sentence for a file of 0 bytes:
+	// there is nothing to convert.
+	detailEmpty = "The file is empty (0 bytes): it holds no audio to transcribe."
 )
 
 var detailQuestion = fmt.Sprintf("question must be a non-empty string of at most %d characters.", daemonapi.MaxQuestionRunes)

@@ -163,7 +163,8 @@ func (s *Server) Serve(ctx context.Context, stdin io.Reader, stdout io.Writer) e
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(log.New(&slogWriter{s.log}, "", 0))
 	s.log.Info("serving MCP on stdio", "version", version.Get(), "ask_human", s.opt.Config.MCP.AskHuman)
-	err := stdio.Listen(ctx, newLineCap(stdin, MaxLineBytes), stdout)
+	c := newCalls(stdout, s.log)
+	err := stdio.Listen(ctx, newInbound(newLineCap(stdin, MaxLineBytes), c), c)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve stdio: %w", err)
 	}

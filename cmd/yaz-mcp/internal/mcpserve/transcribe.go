@@ -41,8 +41,11 @@ func (s *Server) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		code := codeOf(err)
 		s.log.Info("transcribe refused", "code", string(code))
-		if code == InvalidArgument {
+		switch {
+		case code == InvalidArgument:
 			return toolError(code, detailPath), nil
+		case errors.Is(err, audiofile.ErrEmpty):
+			return toolError(code, detailEmpty), nil
 		}
 		return toolError(code), nil
 	}
@@ -55,7 +58,7 @@ func (s *Server) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		case err == nil:
 			return transcriptResult(t), nil
 		case ctx.Err() != nil:
-			return toolError(DecodeFailed), nil
+			return cancelledTranscribe(), nil
 		case errors.Is(err, errFallBack):
 			// no daemon, or its decoder is down: decode here
 		default:
@@ -66,13 +69,20 @@ func (s *Server) transcribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	t, err := s.transcribeLocally(ctx, af, prog)
 	if err != nil {
 		if ctx.Err() != nil {
-			return toolError(DecodeFailed), nil
+			return cancelledTranscribe(), nil
 		}
 		code := codeOf(err)
 		s.log.Warn("transcribe failed", "code", string(code), "audio_ms", af.Duration.Milliseconds())
 		return toolError(code), nil
 	}
 	return transcriptResult(t), nil
+}
+
+// cancelledTranscribe is the result of a call that ended because it was
+// cancelled: the client that cancelled it never gets it (calls drops it),
+// and it says nothing of the file, which may be fine.
+func cancelledTranscribe() *mcp.CallToolResult {
+	return toolError(Unavailable, "The call was cancelled before the file was transcribed.")
 }
 
 func transcriptResult(t Transcript) *mcp.CallToolResult {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -420,9 +421,24 @@ func dial(ctx context.Context, how func(context.Context) (*daemonapi.Client, err
 		if errors.As(err, &rerr) {
 			return nil, fmt.Errorf("%s: %w", msg, rerr)
 		}
-		return nil, errors.New(msg)
+		return nil, fmt.Errorf("%s: %s", msg, lookedIn())
 	}
 	return c, err
+}
+
+// lookedIn says where a client looked for the daemon and why there, for a
+// "not running" (a daemon started with another XDG_RUNTIME_DIR listens
+// elsewhere).
+func lookedIn() string {
+	base, err := daemonapi.RuntimeBase()
+	if err != nil {
+		return err.Error()
+	}
+	sock := safesocket.SocketPath(filepath.Join(base, safesocket.DirName))
+	if os.Getenv("XDG_RUNTIME_DIR") == "" {
+		return fmt.Sprintf("nothing answers at %s (XDG_RUNTIME_DIR is not set: the per-user folder %s)", sock, base)
+	}
+	return fmt.Sprintf("nothing answers at %s (in XDG_RUNTIME_DIR)", sock)
 }
 
 func printJSON(w io.Writer, v any) error {

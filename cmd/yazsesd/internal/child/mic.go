@@ -62,7 +62,10 @@ func NewMic(spec supervise.Spec, always bool, preRollSamples int, log *slog.Logg
 	if always && preRollSamples > 0 {
 		m.ring = newRing(preRollSamples)
 	}
-	spec.Stdout, spec.Ready = m.stdout, true
+	// Exit 0 ends the capture's work (a replayed file ran out): it is
+	// not restarted by the supervisor, and the next Listen starts it
+	// again, as after any end of a supervision.
+	spec.Stdout, spec.Ready, spec.ExitZeroStops = m.stdout, true, true
 	m.init(spec, log)
 	return m
 }

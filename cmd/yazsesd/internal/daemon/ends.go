@@ -85,8 +85,7 @@ func (f fileDecoder) WaitUp(ctx context.Context) error {
 }
 
 // decodeCtx is parent, ended also when the daemon stops or when the
-// decoder child is down for good (exit 125, a crash loop, or exited 0 and
-// not restarted): a hold or a transcribe then fails at once with the
+// decoder child is down for good (exit 125, a crash loop): a hold or a transcribe then fails at once with the
 // decoder's cause instead of waiting for a decoder that will not come up,
 // holding the decoder's turn meanwhile.
 func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.CancelFunc) {

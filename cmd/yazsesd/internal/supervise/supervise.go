@@ -7,14 +7,18 @@
 //     and whenever it exits the whole group is SIGKILLed, so neither the child
 //     nor anything it started outlives it or the supervisor.
 //   - Stop is SIGTERM to the group, a grace period, then SIGKILL.
-//   - Exit 0 means "stopped": not restarted. Exit 125 means "do not restart
-//     me": never restarted. Any other end is restarted after a backoff that
-//     starts at one second, doubles up to 30 s and is reset after a minute of
-//     uptime. Five starts within a minute trip the crash guard (systemd's
-//     StartLimitBurst; the window is a minute rather than systemd's ten
-//     seconds because our backoff spaces the starts 1, 2, 4 and 8 s apart:
-//     a child that fails at once is given up after about 15 s): the child
-//     is left down and Run returns ErrCrashLoop.
+//   - Exit 125 means "do not restart me": never restarted. Any other end
+//     while the context lives is restarted, exit 0 included (every YazSes
+//     program exits 0 on SIGTERM, so a child that someone else stopped
+//     would otherwise stay down while the daemon serves on), unless
+//     Spec.ExitZeroStops says exit 0 is the end of the child's work. The
+//     restart comes after a backoff that starts at one second, doubles up
+//     to 30 s and is reset after a minute of uptime. Five starts within a
+//     minute trip the crash guard (systemd's StartLimitBurst; the window
+//     is a minute rather than systemd's ten seconds because our backoff
+//     spaces the starts 1, 2, 4 and 8 s apart: a child that fails at once
+//     is given up after about 15 s): the child is left down and Run
+//     returns ErrCrashLoop.
 //   - Files in Spec.ExtraFiles become fd 3, 4, ... in the child, named in
 //     YAZ_FDNAMES the way systemd names LISTEN_FDNAMES; the supervisor never
 //     closes them, so a restarted child finds the other side still there.
@@ -64,7 +68,8 @@ const (
 
 // Exit codes with a meaning to the supervisor.
 const (
-	// ExitStopped (0) ends supervision without a restart.
+	// ExitStopped (0) ends supervision without a restart where
+	// Spec.ExitZeroStops says so; otherwise it is restarted as any end.
 	ExitStopped = 0
 	// ExitNoRestart (125) asks never to be restarted.
 	ExitNoRestart = 125
@@ -115,6 +120,11 @@ type Spec struct {
 
 	StopGrace time.Duration // SIGTERM, then SIGKILL after this; default 3 s
 
+	// ExitZeroStops makes exit 0 the end of the child's work: stopped,
+	// not restarted (a capture child that replayed its file). Without it
+	// exit 0 is restarted like any other end.
+	ExitZeroStops bool
+
 	// Stdin and Stdout, when non-nil, are called on every (re)start; the
 	// file they return is handed to the child and closed here once the
 	// child has started (the child keeps its copy). Nil means /dev/null.
@@ -136,7 +146,7 @@ const (
 	StateStarting  State = "starting"  // started, waiting for readiness
 	StateRunning   State = "running"   // up (and ready, if asked)
 	StateBackoff   State = "backoff"   // ended abnormally, restart pending
-	StateStopped   State = "stopped"   // exited 0, or stopped by the context
+	StateStopped   State = "stopped"   // stopped by the context, or exited 0 with ExitZeroStops
 	StateCrashLoop State = "crashloop" // crash guard tripped; left down
 	StateExited    State = "exited"    // exited 125; never restarted
 )
@@ -148,8 +158,8 @@ const (
 func (s State) Failed() bool { return s == StateExited || s == StateCrashLoop }
 
 // Down reports a state from which no start comes by itself: Failed, or
-// stopped (exited 0, or by the context). A waiter for the child's work
-// gives up on it.
+// stopped (by the context, or exited 0 with Spec.ExitZeroStops). A waiter
+// for the child's work gives up on it.
 func (s State) Down() bool { return s.Failed() || s == StateStopped }
 
 // Status is a snapshot of a child for `yazsesd status`.
@@ -284,11 +294,11 @@ func Backoff(n int, base, max time.Duration) time.Duration {
 
 // Run supervises the child until ctx is done, then stops it (SIGTERM to the
 // group, StopGrace, SIGKILL), waits for it and returns nil. It also returns
-// nil when the child exits 0 (state stopped) or 125 (state exited). When
-// CrashBurst starts fall within CrashWindow and the last one ended
-// abnormally, Run leaves the child down in state crashloop and returns an
-// error wrapping ErrCrashLoop (and ErrNotReady, if readiness was what
-// failed last).
+// nil when the child exits 125 (state exited), or 0 with Spec.ExitZeroStops
+// (state stopped); any other end is restarted. When CrashBurst starts fall
+// within CrashWindow and the last one ended abnormally, Run leaves the
+// child down in state crashloop and returns an error wrapping ErrCrashLoop
+// (and ErrNotReady, if readiness was what failed last).
 func (c *Child) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
@@ -338,7 +348,7 @@ func (c *Child) Run(ctx context.Context) error {
 		case res.restarted:
 			c.log.Info("restarting on request", "last_exit", res.exit)
 			continue
-		case res.code == ExitStopped:
+		case res.code == ExitStopped && c.spec.ExitZeroStops:
 			c.log.Info("child stopped", "last_exit", res.exit)
 			c.setState(StateStopped, 0)
 			return nil
@@ -361,7 +371,7 @@ func (c *Child) Run(ctx context.Context) error {
 		failures++
 		delay := Backoff(failures, c.spec.BackoffBase, c.spec.BackoffMax)
 		c.setState(StateBackoff, 0)
-		c.log.Warn("child failed, restarting", "last_exit", res.exit, "backoff", delay)
+		c.log.Warn("child ended, restarting", "last_exit", res.exit, "backoff", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -422,8 +432,8 @@ func (c *Child) runOnce(ctx context.Context, n int) result {
 			default:
 				c.kill(p)
 			}
-			// A child that exited by itself before it was ready: 0 and
-			// 125 keep their meaning.
+			// A child that exited by itself before it was ready: its
+			// exit code keeps its meaning.
 			if code, exit := describe(p.cmd.ProcessState); code == ExitStopped || code == ExitNoRestart {
 				return result{code: code, exit: exit, uptime: time.Since(started)}
 			}

@@ -273,6 +273,7 @@ func gone(pid int) bool {
 func TestExitCodes(t *testing.T) {
 	tests := []struct {
 		mode     string
+		zeroStop bool // Spec.ExitZeroStops
 		burst    int
 		window   time.Duration
 		wantErr  error
@@ -280,18 +281,20 @@ func TestExitCodes(t *testing.T) {
 		lastExit string
 		starts   int
 	}{
-		{"exit0", 5, 0, nil, StateStopped, "exit 0", 1},
-		{"exit125", 5, 0, nil, StateExited, "exit 125", 1},
+		{"exit0", true, 5, 0, nil, StateStopped, "exit 0", 1},
+		{"exit125", false, 5, 0, nil, StateExited, "exit 125", 1},
+		{"exit125", true, 5, 0, nil, StateExited, "exit 125", 1},
 		// The window is wide: 5 starts of this binary under -race on a
 		// loaded machine take seconds.
-		{"exit1", 5, testwait.Hang, ErrCrashLoop, StateCrashLoop, "exit 1", 5},
-		{"exit1", 3, testwait.Hang, ErrCrashLoop, StateCrashLoop, "exit 1", 3},
+		{"exit0", false, 5, testwait.Hang, ErrCrashLoop, StateCrashLoop, "exit 0", 5},
+		{"exit1", false, 5, testwait.Hang, ErrCrashLoop, StateCrashLoop, "exit 1", 5},
+		{"exit1", true, 3, testwait.Hang, ErrCrashLoop, StateCrashLoop, "exit 1", 3},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/burst%d", tt.mode, tt.burst), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/zerostops=%t/burst%d", tt.mode, tt.zeroStop, tt.burst), func(t *testing.T) {
 			rep := newReporter(t)
 			spec := childSpec(tt.mode, rep)
-			spec.CrashBurst, spec.CrashWindow = tt.burst, tt.window
+			spec.CrashBurst, spec.CrashWindow, spec.ExitZeroStops = tt.burst, tt.window, tt.zeroStop
 			c := New(spec, slog.New(slog.DiscardHandler))
 			cancel, wait := start(c)
 			defer cancel()
@@ -308,6 +311,43 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("starts = %d (Restarts %d), want %d", len(lines), st.Restarts, tt.starts)
 			}
 		})
+	}
+}
+
+// A child that someone else stops with SIGTERM exits 0, as every YazSes
+// program does on SIGTERM: while the supervisor's context lives, that end
+// is restarted like any other, and the child is running again.
+func TestSIGTERMFromOutsideRestarts(t *testing.T) {
+	rep := newReporter(t)
+	spec := childSpec("term", rep)
+	spec.Ready, spec.CrashWindow = true, testwait.Hang
+	c := New(spec, slog.New(slog.DiscardHandler))
+	running := make(chan int, 4)
+	c.OnStart(func(pid, restart int) { running <- restart })
+	cancel, wait := start(c)
+	defer func() {
+		cancel()
+		if err := wait(); err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+		rep.close()
+	}()
+	pid := pidOf(t, rep.next(t), 1)
+	testwait.Recv(t, running, "the first start to be ready")
+	if err := unix.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.next(t); l != "term" {
+		t.Fatalf("report %q, want term", l)
+	}
+	if l := rep.next(t); pidOf(t, l, 1) == pid {
+		t.Fatalf("report %q: the same pid after its end", l)
+	}
+	if n := testwait.Recv(t, running, "the child to be running again after SIGTERM"); n != 1 {
+		t.Errorf("restart number %d, want 1", n)
+	}
+	if st := c.Status(); st.State != StateRunning || st.LastExit != "exit 0" || st.Restarts != 1 {
+		t.Errorf("Status() = %+v, want running after one restart, last exit 0", st)
 	}
 }
 
@@ -591,7 +631,9 @@ func TestGrandchildKilled(t *testing.T) {
 func TestStderrRelabelled(t *testing.T) {
 	rep := newReporter(t)
 	log, buf := testLogger()
-	c := New(childSpec("stderr", rep), log)
+	spec := childSpec("stderr", rep)
+	spec.ExitZeroStops = true // one start: its lines are the test
+	c := New(spec, log)
 	cancel, wait := start(c)
 	defer cancel()
 	if err := wait(); err != nil {
@@ -717,12 +759,12 @@ func TestNoFDLeak(t *testing.T) {
 	rep.close()
 }
 
-// Exit 0 and 125 keep their meaning when the child exits before it said
-// it was ready: stopped, and never restarted.
+// Exit 0 (with ExitZeroStops) and 125 keep their meaning when the child
+// exits before it said it was ready: stopped, and never restarted.
 func TestExitBeforeReady(t *testing.T) {
 	for code, want := range map[string]State{"0": StateStopped, "125": StateExited} {
 		t.Run(code, func(t *testing.T) {
-			c := New(Spec{Name: "early", Argv: []string{"/bin/sh", "-c", "exit " + code}, Ready: true}, slog.New(slog.DiscardHandler))
+			c := New(Spec{Name: "early", Argv: []string{"/bin/sh", "-c", "exit " + code}, Ready: true, ExitZeroStops: true}, slog.New(slog.DiscardHandler))
 			if err := c.Run(testwait.Context(t)); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
