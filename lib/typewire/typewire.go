@@ -81,6 +81,9 @@ const (
 const (
 	// CauseUnavailable: no backend can type in this session.
 	CauseUnavailable = "unavailable"
+	// CauseNoRoute: no route could be opened in this session yet (the
+	// child tries again at each text).
+	CauseNoRoute = "no_route"
 	// CauseInterrupted: typing stopped part-way and how much arrived is
 	// not known (a tool that died, the display gone after keys went out).
 	CauseInterrupted = "interrupted"

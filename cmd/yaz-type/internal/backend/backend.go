@@ -49,6 +49,9 @@ var (
 	// GNOME and KDE, which offer no data control to watch the fetch).
 	// Not typed, and not typed again by another backend.
 	ErrPasted = errors.New("pasted through the clipboard: whether the window took it cannot be seen")
+	// ErrNoRoute: no route could be opened in this session (yet): the
+	// typing child tries again at the next text. It wraps ErrUnavailable.
+	ErrNoRoute = fmt.Errorf("no route can type here: %w", ErrUnavailable)
 	// ErrUnconfirmed: the text was committed through the input method
 	// (IBus) to the focused input context, and whether a text field had
 	// it cannot be seen (the field does not report the text around its

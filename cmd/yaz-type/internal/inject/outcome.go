@@ -35,6 +35,8 @@ func Outcome(used string, err error, chars int) typewire.Event {
 		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseDisplayGone
 	case errors.Is(err, ErrInterrupted):
 		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseInterrupted
+	case errors.Is(err, backend.ErrNoRoute):
+		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseNoRoute
 	case errors.Is(err, ErrUnavailable):
 		ev.Outcome, ev.Cause = typewire.OutcomeFailed, typewire.CauseUnavailable
 	case errors.Is(err, context.DeadlineExceeded):

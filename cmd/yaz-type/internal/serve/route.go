@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/yazses/yazses/cmd/yaz-type/internal/inject"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/lib/typewire"
 )
 
@@ -49,7 +49,7 @@ func (r *Route) Type(ctx context.Context, text string) (string, error) {
 	t, err := r.t, r.err
 	r.mu.Unlock()
 	if t == nil {
-		return "", fmt.Errorf("%w: %v", inject.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: %v", backend.ErrNoRoute, err)
 	}
 	return t.Type(ctx, text)
 }

@@ -31,7 +31,7 @@ func TestRouteOpensAgainUntilItCan(t *testing.T) {
 	if rd := r.Ready(); len(rd.Backends) != 0 || rd.Error != "no RemoteDesktop portal offers a keyboard" {
 		t.Fatalf("Ready = %+v, want no backends and why", rd)
 	}
-	if _, err := r.Type(context.Background(), "x"); !errors.Is(err, inject.ErrUnavailable) {
+	if _, err := r.Type(context.Background(), "x"); !errors.Is(err, inject.ErrUnavailable) || inject.Outcome("", err, 1).Cause != typewire.CauseNoRoute {
 		t.Fatalf("Type before the portal = %v, want unavailable", err)
 	}
 	up = true

@@ -196,7 +196,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 			ev.Reason = "partial"
 			env.Log.Warn("typing stopped part-way: the text is kept for `yazsesd ctl last`", "cause", te.Event.Cause, "arrived", te.Event.Arrived, "chars", res.Chars, "backend", backend)
 			env.Report.Notify("typing_failed")
-		case te != nil && te.Event.Cause == typewire.CauseUnavailable:
+		case te != nil && te.Event.Cause == typewire.CauseNoRoute:
 			// Nothing can type in this session (yet): as with no backend.
 			ev.Reason = "no_backend"
 			env.Log.Warn("nothing can type here: the text is kept for `yazsesd ctl last`", "backend", backend)

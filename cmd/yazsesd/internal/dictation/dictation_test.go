@@ -157,7 +157,7 @@ func TestFinish(t *testing.T) {
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5, Cause: "typing_error"}, kept: "hello", typed: []string{"hello"},
 			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "inject_failed", Backend: "x11"}, notes: []string{"typing_failed"}, typingSet: true},
 		{name: "nothing can type yet", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
-			typeErr: typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseUnavailable, Chars: 5}.Err(),
+			typeErr: typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseNoRoute, Chars: 5}.Err(),
 			want:    daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5}, kept: "hello", typed: []string{"hello"},
 			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "no_backend", Backend: "x11"}, notes: []string{"no_route"}, typingSet: true},
 		{name: "committed through the input method", r: hold.Result{Outcome: hold.Decoded, Text: "hello", Audio: second},
