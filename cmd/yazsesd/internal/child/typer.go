@@ -105,7 +105,14 @@ func (t *Typer) Configure(name string, pasteOverChars int) {
 func (t *Typer) Open(ctx context.Context) (typewire.Ready, error) {
 	for {
 		t.mu.Lock()
-		up, ok, r, want := t.up.C(), t.up.on && t.readyGen == t.cfgGen, t.ready, t.cfgGen
+		ok, r, want := t.up.on && t.readyGen == t.cfgGen, t.ready, t.cfgGen
+		// Up with older settings: the restart that brings the new ones is
+		// a change of state (Changed); waiting on up would spin.
+		var up <-chan struct{}
+		if !t.up.on {
+			up = t.up.C()
+		}
+		changed := t.Changed()
 		t.mu.Unlock()
 		if ok {
 			return r, nil
@@ -118,7 +125,7 @@ func (t *Typer) Open(ctx context.Context) (typewire.Ready, error) {
 			st := t.Status()
 			return typewire.Ready{}, fmt.Errorf("the typing child (yaz-type) is down (%s, %s)", st.State, st.LastExit)
 		case <-up:
-		case <-t.Changed():
+		case <-changed:
 		}
 	}
 }
