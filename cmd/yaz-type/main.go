@@ -176,7 +176,7 @@ func typeOne(ctx context.Context, stderr io.Writer, t *inject.Typer, text string
 	// A display server that stops answering must not hang the pipeline:
 	// past the bound the text is given up and yaz-type exits (the
 	// process's end closes its connections).
-	bound := 10*time.Second + time.Duration(chars)*2*time.Millisecond
+	bound := typewire.Bound(chars)
 	type result struct {
 		used string
 		err  error

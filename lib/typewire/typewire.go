@@ -26,7 +26,21 @@ package typewire
 import (
 	"errors"
 	"fmt"
+	"time"
 )
+
+// Typing bounds: a text gets BoundBase plus BoundPerChar for each of its
+// characters (the slowest route, the portal, types about a character a
+// millisecond; x11 about 25 µs), after which the daemon takes its typing
+// child for hung and restarts it, and yaz-type in a pipeline gives the
+// text up.
+const (
+	BoundBase    = 10 * time.Second
+	BoundPerChar = 2 * time.Millisecond
+)
+
+// Bound is how long a text of n characters may take to type.
+func Bound(n int) time.Duration { return BoundBase + time.Duration(n)*BoundPerChar }
 
 // Ready is the child's readiness line.
 type Ready struct {

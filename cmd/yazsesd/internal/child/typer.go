@@ -18,22 +18,13 @@ import (
 	"github.com/yazses/yazses/lib/typewire"
 )
 
-// Typing bounds: a text gets TypeBase plus TypePerChar for each of its
-// characters to be typed (the slowest route, the portal, types about a
-// character a millisecond; x11 about 11 µs), after which the child is
-// taken for hung, killed and started again.
 const (
-	TypeBase    = 10 * time.Second
-	TypePerChar = 2 * time.Millisecond
 	// statusWait bounds a status request (a child typing a long text
 	// still answers at once; one that does not is hung or down).
 	statusWait = time.Second
 	// maxEventLine caps one event line from the child.
 	maxEventLine = 64 << 10
 )
-
-// TypeBound is how long a text of n characters may take.
-func TypeBound(n int) time.Duration { return TypeBase + time.Duration(n)*TypePerChar }
 
 // Typer is the daemon's end of `yaz-type --serve` (lib/typewire):
 // requests on its stdin, outcomes from its stdout, routed by id. Its
@@ -57,7 +48,7 @@ type Typer struct {
 	startGen int // the cfgGen the next start is made with
 	notify   func(kind string)
 	lg       *slog.Logger
-	bound    func(chars int) time.Duration // TypeBound; tests shorten it
+	bound    func(chars int) time.Duration // typewire.Bound; tests shorten it
 }
 
 // NewTyper returns the end of the typing child run as spec; spec.Argv is
@@ -65,7 +56,7 @@ type Typer struct {
 // settings of the last Configure. notify shows the notifications the
 // child asks for (nil: none).
 func NewTyper(spec supervise.Spec, notify func(kind string), log *slog.Logger) *Typer {
-	t := &Typer{argv: slices.Clone(spec.Argv), pending: make(map[string]chan typewire.Event), name: "auto", notify: notify, lg: log, bound: TypeBound}
+	t := &Typer{argv: slices.Clone(spec.Argv), pending: make(map[string]chan typewire.Event), name: "auto", notify: notify, lg: log, bound: typewire.Bound}
 	spec.Argv = nil
 	spec.ArgvFor = t.argvFor
 	spec.Stdin, spec.Stdout, spec.Ready = t.openStdin, t.openStdout, true
@@ -265,7 +256,7 @@ func (t *Typer) send(req typewire.Request, deadline time.Time) (<-chan typewire.
 // Type types text through the child and returns the backend it used.
 // An outcome other than typed is a *typewire.Error (errors.Is with
 // typewire.ErrPasted, ErrNoTarget, ErrPartial, ErrRefused, ErrFailed). A
-// child that does not answer within TypeBound is killed and started
+// child that does not answer within typewire.Bound is killed and started
 // again, and the text is failed with cause timeout; one that ends first
 // fails it with cause child_gone. Neither is ever typed.
 func (t *Typer) Type(ctx context.Context, text string) (string, error) {
@@ -300,6 +291,10 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 		return ev.Backend, ev.Err()
 	case <-ctx.Done():
 		forget()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The caller gave up (the daemon stops): not the child's fault.
+			return fail(typewire.CauseInterrupted)
+		}
 		t.lg.Warn("typing: the typing child did not answer in time: it is restarted", "bound_ms", bound.Milliseconds())
 		// What it was doing is cut off: a restart puts back what its
 		// routes held (the X server's keys, the portal's session) as a

@@ -117,3 +117,22 @@ func TestTyperConfigureRestarts(t *testing.T) {
 		t.Fatalf("Type after the reload = %v", err)
 	}
 }
+
+// A caller that gives up (the daemon stopping) ends the text as
+// interrupted, not as the child's timeout, and the child is not restarted.
+func TestTyperCallerGivesUp(t *testing.T) {
+	ty := runTyper(t, fakeTypeChild(`:`), time.Hour)
+	pid := ty.Status().PID
+	ctx, cancel := context.WithCancel(testwait.Context(t))
+	res := make(chan error, 1)
+	go func() { _, err := ty.Type(ctx, "hello"); res <- err }()
+	cancel()
+	err := testwait.Recv(t, res, "Type after the caller gave up")
+	var te *typewire.Error
+	if !errors.As(err, &te) || te.Event.Cause != typewire.CauseInterrupted {
+		t.Fatalf("Type = %v, want failed, interrupted", err)
+	}
+	if st := ty.Status(); st.PID != pid || st.Restarts != 0 {
+		t.Errorf("the child after the caller gave up: %+v, want the same start", st)
+	}
+}
