@@ -38,10 +38,14 @@ func TestDaemonParakeetAnswerAndMCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("transcribe on the daemon: %v", err)
 	}
+	// The decoder's log lines reach the daemon's log after the answers
+	// do: wait for the line of the daemon's own transcribe before counting.
+	d.Await(10*time.Second, func() bool { return d.fileUtterances() >= 1 })
 	cs, _, stderr := sdkSession(t, hostEnv(d.Dir, "XDG_RUNTIME_DIR="+d.Runtime), "2025-11-25", nil)
 	utts := d.fileUtterances()
 	tr := checkTranscript(t, callTool(t, cs, "transcribe", map[string]any{"path": world.jfk}), jfkMs)
 	cs.Close()
+	d.Await(10*time.Second, func() bool { return d.fileUtterances() > utts })
 	if n := d.fileUtterances(); n != utts+1 {
 		t.Errorf("daemon decoder utterances of jfk.wav: %d -> %d, want one more (transcribe on the resident Parakeet decoder)\n%s", utts, n, stderr)
 	}
