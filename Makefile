@@ -144,13 +144,14 @@ test-programs: setup inspector ## the tests of whisper.cpp, the real programs an
 test-desktop: setup inspector desk ## the tests that need Xvfb, sway, PulseAudio, D-Bus, the portal and the real GNOME desk: typing, notifications, end to end
 	@$(MAKE) --no-print-directory test-desktop-run
 
-# The real GNOME Shell 48 the desktop tests run (internal/testdesk): a
-# Debian 13 root built once into the cache (scripts/desk-root.sh: about
-# 1.3 GB and 4 to 10 minutes the first time, mmdebstrap from the Debian
-# mirror). It needs root; without root the desk's tests say why and skip.
-desk: ## the Debian 13 root with GNOME Shell, IBus and the portals for the desktop tests (once; needs root)
-	@if [ "$$(id -u)" -eq 0 ]; then scripts/desk-root.sh >/dev/null; \
-	else echo "desk: not root: the real GNOME desk's tests will be skipped (scripts/desk-root.sh needs root)"; fi
+# The real GNOME Shell 48 and KWin 6.3 the desktop tests run
+# (internal/testdesk): two Debian 13 roots built once into the cache
+# (scripts/desk-root.sh: GNOME about 1.3 GB and 4 to 10 minutes the first
+# time, KWin about 1 GB and 1 to 4 more, mmdebstrap from the Debian
+# mirror). It needs root; without root the desks' tests say why and skip.
+desk: ## the Debian 13 roots with GNOME Shell or KWin, IBus and the portals for the desktop tests (once; needs root)
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/desk-root.sh gnome >/dev/null && scripts/desk-root.sh kde >/dev/null; \
+	else echo "desk: not root: the real GNOME and KDE desks' tests will be skipped (scripts/desk-root.sh needs root)"; fi
 
 # -timeout is a last guard against a test that never ends (each wait in a
 # test has its own bound, testwait.Hang); test/e2e alone takes about 8 min
