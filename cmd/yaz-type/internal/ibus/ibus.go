@@ -518,6 +518,14 @@ func (s *Session) restore(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, RestoreWait)
 	defer cancel()
+	// Quiet after the engine's own change while it is still the global
+	// engine: an input method that asks for it now gets it (once the
+	// engine's connection closes there is none until the previous one is
+	// back, and IBus's Wayland input method aborts on none).
+	if err := s.r.settle(ctx); err != nil {
+		s.close()
+		return fmt.Errorf("ibus: give the engine back: %w", err)
+	}
 	b, err := s.r.dial(ctx, nil)
 	if err != nil {
 		s.close()
