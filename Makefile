@@ -194,6 +194,8 @@ MANDIR ?= $(PREFIX)/share/man/man1
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
 CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
+# What loads the completions: the bash-completion package.
+BASHCOMP_LOADER ?= /usr/share/bash-completion/bash_completion
 
 install: build ## binaries, yaz-fetch-model, man pages, bash completion, the systemd user unit, a default config (kept if present)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
@@ -210,6 +212,8 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 		echo "complete -o default -C '$(BINDIR)/$$b' $$b" > $(DESTDIR)$(BASHCOMPDIR)/$$b; \
 	done
 	scripts/fetch-model.sh --completion > $(DESTDIR)$(BASHCOMPDIR)/yaz-fetch-model
+	@if [ ! -f $(BASHCOMP_LOADER) ]; then \
+		echo "install: bash loads the completions in $(BASHCOMPDIR) through the bash-completion package, which is missing: apt install bash-completion (dnf, pacman: bash-completion)"; fi
 	$(DESTDIR)$(BINDIR)/yaz-fetch-model --man > $(DESTDIR)$(MANDIR)/yaz-fetch-model.1
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service

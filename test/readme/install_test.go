@@ -322,3 +322,30 @@ func TestUninstallStopsDaemon(t *testing.T) {
 		t.Errorf("yazsesd is still installed: %v", err)
 	}
 }
+
+// TestInstallSaysCompletionNeedsItsLoader: bash loads the completion make
+// install writes only through the bash-completion package; where that is
+// missing (Debian's minimal installs and containers lack it), make install
+// says which package to install, and says nothing where it is there.
+func TestInstallSaysCompletionNeedsItsLoader(t *testing.T) {
+	inst := install(t)
+	loader := filepath.Join(t.TempDir(), "bash_completion")
+	if err := os.WriteFile(loader, []byte("# bash-completion\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		loader string
+		says   bool
+	}{{filepath.Join(t.TempDir(), "none"), true}, {loader, false}} {
+		dest := t.TempDir()
+		vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
+			"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses", "BASHCOMP_LOADER=" + tc.loader}
+		out, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(out, "apt install bash-completion"); says != tc.says {
+			t.Errorf("make install with the loader %s (there: %v) says to install bash-completion: %v, want %v\n%s", tc.loader, !tc.says, says, tc.says, out)
+		}
+	}
+}
