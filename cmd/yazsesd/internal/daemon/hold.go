@@ -269,11 +269,12 @@ func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
 // text for `last`.
 func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
 	res, text := dictation.Finish(d.typeCtx, dictation.Env{
-		Typer:   d.injector(),
-		Decoder: d.decode,
-		Replace: d.config().Dictation.Replace,
-		Report:  dictationReport{d},
-		Log:     d.log,
+		Typer:     d.injector(),
+		Decoder:   d.decode,
+		Replace:   d.config().Dictation.Replace,
+		Separator: d.config().Dictation.Separator,
+		Report:    dictationReport{d},
+		Log:       d.log,
 	}, r)
 	if text != "" {
 		d.state.mu.Lock()

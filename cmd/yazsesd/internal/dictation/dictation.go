@@ -115,8 +115,11 @@ type Env struct {
 	Typer   Typer // nil: no way to type here; the text is kept
 	Decoder Decoder
 	Replace []config.Replacement // dictation.replace
-	Report  Reporter
-	Log     *slog.Logger
+	// Separator is typed after the text (dictation.separator), unless the
+	// text ends with whitespace; the text kept for `ctl last` is without it.
+	Separator string
+	Report    Reporter
+	Log       *slog.Logger
 }
 
 // Finish turns a hold that ended with or without a text (not cancelled,
@@ -165,7 +168,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	res.Outcome = "kept"
 	if env.Typer != nil {
 		env.Report.Typing()
-		backend, err := env.Typer.Type(ctx, text)
+		backend, err := env.Typer.Type(ctx, Separated(text, env.Separator))
 		var te *typewire.Error
 		errors.As(err, &te)
 		switch {
@@ -309,6 +312,19 @@ func (l *NoteLimit) Allow(cause string, now time.Time) bool {
 	}
 	l.last[cause] = now
 	return true
+}
+
+// Separated is text as it is typed: with sep after it, so that the next
+// dictation into the same field does not run into it, unless text ends
+// with whitespace already.
+func Separated(text, sep string) string {
+	if sep == "" || text == "" {
+		return text
+	}
+	if r, _ := utf8.DecodeLastRuneInString(text); unicode.IsSpace(r) {
+		return text
+	}
+	return text + sep
 }
 
 // Text is what a transcript types: each [[dictation.replace]] rule

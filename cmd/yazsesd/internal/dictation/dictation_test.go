@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,6 +313,45 @@ func TestFailure(t *testing.T) {
 		cause, reason := Failure(c.st, c.kind)
 		if cause != c.cause || reason != c.reason {
 			t.Errorf("Failure(%s, %s) = %q, %q; want %q, %q", c.st.State, c.kind, cause, reason, c.cause, c.reason)
+		}
+	}
+}
+
+// TestSeparated: the separator goes after a text, never after one that
+// ends with whitespace, never into an empty one.
+func TestSeparated(t *testing.T) {
+	for _, c := range []struct{ text, sep, want string }{
+		{"country.", " ", "country. "},
+		{"日本語", " ", "日本語 "},
+		{"ends with a tab\t", " ", "ends with a tab\t"},
+		{"no separator", "", "no separator"},
+		{"", " ", ""},
+		{"two", "  ", "two  "},
+	} {
+		if got := Separated(c.text, c.sep); got != c.want {
+			t.Errorf("Separated(%q, %q) = %q, want %q", c.text, c.sep, got, c.want)
+		}
+	}
+}
+
+// TestFinishSeparates: a typed dictation goes out with the separator
+// after it, so the next one does not run into it; what is kept for
+// `ctl last`, the result's chars and the audit count are the text alone.
+func TestFinishSeparates(t *testing.T) {
+	rec := &record{backend: "x11"}
+	env := Env{Typer: rec, Decoder: rec, Report: rec, Separator: " "}
+	for _, said := range []string{"in that country.", "And so"} {
+		res, kept := Finish(context.Background(), env, hold.Result{Outcome: hold.Decoded, Text: said, Audio: time.Second})
+		if res.Outcome != "typed" || kept != said || res.Chars != len(said) {
+			t.Errorf("Finish(%q) = %+v, kept %q; want typed, %d chars, kept as said", said, res, kept, len(said))
+		}
+	}
+	if got, want := strings.Join(rec.typed, ""), "in that country. And so "; got != want {
+		t.Errorf("two dictations typed %q, want %q", got, want)
+	}
+	for _, ev := range rec.events {
+		if ev.Count != len("in that country.") && ev.Count != len("And so") {
+			t.Errorf("audit count %d counts the separator", ev.Count)
 		}
 	}
 }
