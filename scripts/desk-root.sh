@@ -64,6 +64,7 @@ case "$desk" in
       ibus
       kwin-wayland
       python3-gi
+      qt6-wayland
       xdg-desktop-portal
       xdg-desktop-portal-kde
     )
