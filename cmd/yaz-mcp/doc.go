@@ -9,9 +9,12 @@
 // # Description
 //
 // An MCP host starts yaz-mcp and speaks MCP (JSON-RPC 2.0, one message per
-// line) on its stdin and stdout; protocol versions 2025-06-18 and 2025-11-25
-// negotiate (the older ones and the stateless 2026-07-28 too). It opens no
-// network or socket listener of any kind. For example, with Claude Code:
+// line) on its stdin and stdout: protocol 2026-07-28 (stateless: no
+// initialize, the server found with server/discover), 2025-11-25 and
+// 2025-06-18 (and the older ones). A member name of JSON-RPC or MCP is
+// exact: "ID" for "id", or a member given twice, is an invalid request. It
+// opens no network or socket listener of any kind. For example, with
+// Claude Code:
 //
 //	claude mcp add yazses -- yaz-mcp
 //
