@@ -29,14 +29,16 @@
 //	    sockets are refused without being opened), at most 1 GiB and at most
 //	    4 hours of audio. When yazsesd runs and uses the same model, its
 //	    resident decoder does the work (no model load per call; dictation
-//	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
-//	    its own process group, at CPU niceness +5, reading the file through
-//	    an inherited descriptor; one such child runs at a time, later calls
-//	    wait. A progress token in the call gets progress notifications:
-//	    milliseconds of audio done of the file's (total), from the
-//	    decoder's own progress here, or through the daemon at 0 and after
-//	    each piece of at most 30 s (nothing within a piece); cancelling the
-//	    call kills the decoder at once.
+//	    still comes first); otherwise yaz-mcp runs yaz-decode serve as a
+//	    child in its own process group, at CPU niceness +5, and sends it the
+//	    file's audio on its stdin; one such child runs at a time, later
+//	    calls wait. Either way the file is cut and decoded the same way (the
+//	    same pieces of at most 30 s, each decoded alone with the same
+//	    [decode] and [vad] settings), so a file gives the same transcript on
+//	    both. A progress token in the call gets progress notifications:
+//	    milliseconds of audio done of the file's (total), at 0 and after
+//	    each piece (nothing within a piece); cancelling the call kills the
+//	    decoder at once.
 //
 //	ask_human(question, timeout_s)
 //	    Listed only when the configuration says [mcp] ask_human = true;
