@@ -53,18 +53,6 @@ func wav16k(t *testing.T, s []int16) string {
 	return p
 }
 
-func slicesEqual(a, b []int16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // slowServe plays `yaz-decode --serve` on the decoder's pipes as
 // internal/fakedecode does: each utterance takes perSecond per second of
 // audio, an X after its E abandons it at once (contract 1), and every
