@@ -286,8 +286,8 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	var mu sync.Mutex
 	var progress []float64
 	// decoding is closed at a run's first progress above 0 (yaz-mcp says 0
-	// before it starts the decoder; the rest is the decoder's own bar):
-	// whisper.cpp decodes, with its threads.
+	// before it starts the decoder, then the end of each 30 s piece of the
+	// 60 s file): whisper.cpp decodes the second piece, with its threads.
 	decoding := map[string]chan struct{}{"long-1": make(chan struct{}), "long-2": make(chan struct{})}
 	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 		mu.Lock()

@@ -75,6 +75,7 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/pcm"
@@ -284,11 +285,9 @@ func New(opt Options) (*Daemon, error) {
 	d.speak = child.NewSpeaker(supervise.Spec{Name: "speak", Argv: speakArgv, Env: env}, d.log)
 	d.speak.OnStart(d.childStarted("speak"))
 
-	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
-		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
-		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize), "--device="+cfg.Decode.Device,
-		"--vad", cfg.VAD.Engine, "--vad-model", cfg.VAD.Model,
-		"--vad-threshold", strconv.FormatFloat(cfg.VAD.Threshold, 'g', -1, 64))
+	// The decoder's flags are lib/filedecode's, which yaz-mcp's own
+	// decoder runs with too: a file gives the same text on either.
+	decArgv := append(slices.Clone(decodeArgv), filedecode.Flags(cfg.Decode, cfg.VAD)...)
 	// decode.prompt is private (a vocabulary of names, say): the end
 	// sends it with each utterance, never on the command line.
 	d.decode = child.NewDecoder(supervise.Spec{
