@@ -120,6 +120,7 @@ type askHouse struct {
 	d     *Daemon
 	peer  peer
 	start time.Time
+	run   *askRun // set by Enter: this question is state.asking
 }
 
 func (h *askHouse) WaitNoHold(ctx context.Context) bool { return h.d.waitNoHold(ctx) }
@@ -144,19 +145,32 @@ func (h *askHouse) Enter() (question.Barge, func(), error) {
 	}
 	run := &askRun{stop: make(chan struct{})}
 	d.state.asking = run
+	h.run = run
+	// The watch stream's question phase follows state.asking, the one
+	// the daemon acts on: set with it, under its lock, by this question
+	// alone.
 	d.live.SetAsk(daemonapi.StateSpeaking)
 	leave := func() {
-		d.live.SetAsk(daemonapi.StateIdle)
 		d.state.mu.Lock()
 		if d.state.asking == run {
 			d.state.asking = nil
+			d.live.SetAsk(daemonapi.StateIdle)
 		}
 		d.state.mu.Unlock()
 	}
 	return run, leave, nil
 }
 
-func (h *askHouse) SetPhase(phase string) { h.d.live.SetAsk(phase) }
+// SetPhase shows the phase of this question while it is the one being
+// asked; a call that is not (any more) changes nothing.
+func (h *askHouse) SetPhase(phase string) {
+	d := h.d
+	d.state.mu.Lock()
+	defer d.state.mu.Unlock()
+	if h.run != nil && d.state.asking == h.run {
+		d.live.SetAsk(phase)
+	}
+}
 
 // Tally audits what any client may cause without limit and the person
 // never heard (a reservation, a release, a question refused, deferred or

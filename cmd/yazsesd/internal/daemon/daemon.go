@@ -276,6 +276,12 @@ func New(opt Options) (*Daemon, error) {
 
 	d.gate = child.NewGate(supervise.Spec{Name: "gate", Argv: gateArgv, Env: env}, cfg.Budget.AskHumanPerHour, d.log)
 	d.gate.OnStart(d.childStarted("gate"))
+	// The budget in the watch stream is read from the gate again at each
+	// change of the gate's state and each start (after the end's own start
+	// hook has its client): available from the gate's first start on, not
+	// from the first reload or question.
+	d.gate.OnState(func(supervise.Status) { d.live.RefreshBudget() })
+	d.gate.OnStart(func(int, int) { d.live.RefreshBudget() })
 
 	speakArgv = append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate))
 	if cfg.Speak.Device != "" {
@@ -364,7 +370,6 @@ func (d *Daemon) childStarted(name string) func(pid, restart int) {
 			if name == "gate" {
 				d.log.Warn("gate restarted fully spent: no question until the hour has passed")
 				d.auditf(audit.Event{Kind: "gate.fail_closed", Child: name})
-				d.live.RefreshBudget() // status bars show the spent hour
 			}
 		}
 	}
