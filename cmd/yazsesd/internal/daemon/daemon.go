@@ -177,6 +177,10 @@ type Daemon struct {
 
 	cfgMu sync.Mutex
 	cfg   config.Config
+	// cut ends at a reload that lowers the cap or turns questions off
+	// (cutWaiting): the questions not yet asked give their slots back.
+	cut    context.Context
+	endCut context.CancelFunc
 	// refused says why the last reload was refused ("config: reload
 	// refused at line N: …"), for status and the systemd status line,
 	// until a reload succeeds; "" after a good one.
@@ -246,6 +250,7 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.life, d.endLife = context.WithCancel(context.Background())
+	d.cut, d.endCut = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
 
@@ -639,6 +644,11 @@ func (d *Daemon) reload(ctx context.Context) {
 				d.gate.Restart()
 			}
 		}
+	}
+	if nc.Budget.AskHumanPerHour < old.Budget.AskHumanPerHour || (old.MCP.AskHuman && !nc.MCP.AskHuman) {
+		// After the gate has the new cap: the questions not yet asked
+		// reserve again under it, or are refused when questions are off.
+		d.cutWaiting()
 	}
 	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
 		d.openInjector(applied.Dictation)
