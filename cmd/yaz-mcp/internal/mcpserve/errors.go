@@ -42,7 +42,7 @@ var Sentences = map[Code]string{
 
 // Fixed details of invalid_argument, one per argument rule.
 const (
-	detailPath    = "path must be a non-empty string: the absolute path of a WAV file."
+	detailPath = "path must be a non-empty string: the absolute path of a WAV file."
 	// detailEmpty is unsupported_format's sentence for a file of 0 bytes:
 	// there is nothing to convert.
 	detailEmpty = "The file is empty (0 bytes): it holds no audio to transcribe."

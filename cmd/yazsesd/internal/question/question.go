@@ -241,8 +241,12 @@ func (a *asking) run(ctx, dctx context.Context, q untrusted.Question) daemonapi.
 	if h.Off() { // turned off while it waited
 		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
 	}
-	a.cut = h.Cut() // before the reservation: a reload after it cuts it
-	defer func() { a.settle(ctx) }() // the one place the slot is charged or refunded (a.slot is the latest)
+	// The cut is taken before the reservation, so that a reload after it
+	// reaches it.
+	a.cut = h.Cut()
+	// The one place the slot is charged or refunded (a.slot is the latest
+	// reservation: recut takes a new one).
+	defer func() { a.settle(ctx) }()
 	if r, ok := a.reserve(ctx); !ok {
 		return r
 	}

@@ -41,9 +41,9 @@ type world struct {
 	hold      chan struct{} // non-nil: a hold is open until closed
 	holdFrom  int           // >0: the hold is seen from this WaitNoHold call on
 	waits     int
-	takeBlock bool          // the turn never comes
-	enterErrs []error       // Enter's errors before it succeeds
-	tallyErr  error         // for ask.reserved
+	takeBlock bool    // the turn never comes
+	enterErrs []error // Enter's errors before it succeeds
+	tallyErr  error   // for ask.reserved
 	barge     chan struct{}
 	entered   int
 	left      int
@@ -577,7 +577,7 @@ func TestQuestion(t *testing.T) {
 			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
 		{name: "the turn comes in time: asked", set: func(w *world) { w.turn = make(chan struct{}) },
 			events: []event{{40 * time.Second, "turn"}},
-			want: answered, settled: charged, decoded: []int{int(at(time.Second))}},
+			want:   answered, settled: charged, decoded: []int{int(at(time.Second))}},
 		{name: "a hold ends too late: not started", set: func(w *world) { w.hold = make(chan struct{}) },
 			events: []event{{42*time.Second + 500*time.Millisecond, "hold ends"}},
 			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
