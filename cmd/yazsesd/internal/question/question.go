@@ -21,7 +21,8 @@
 //     (then wait again) or the daemon is closing. A question that has
 //     less time left than it needs to be spoken and answered
 //     (daemonapi.AskTiming.Need) is not started: deferred timeout, its
-//     slot given back. Until it enters, a reload that lowers the cap or
+//     slot given back (checked before the reservation too, so that none is
+//     taken for a question that could never use it). Until it enters, a reload that lowers the cap or
 //     turns questions off (House.Cut) makes it give its slot back and
 //     reserve again under the new cap (refused disabled when questions
 //     are off, refused as the gate says when the new cap is spent); the
@@ -241,6 +242,9 @@ func (a *asking) run(ctx, dctx context.Context, q untrusted.Question) daemonapi.
 	if h.Off() { // turned off while it waited
 		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
 	}
+	if a.tooLate() { // no slot is taken that could never be used
+		return notAsked(ctx, daemonapi.ReasonTimeout)
+	}
 	// The cut is taken before the reservation, so that a reload after it
 	// reaches it.
 	a.cut = h.Cut()
@@ -355,9 +359,7 @@ func (a *asking) enter(ctx, dctx context.Context) (b Barge, leave func(), r daem
 			a.slot.silent(daemonapi.ReasonHolding)
 			return nil, nil, notAsked(ctx, daemonapi.ReasonHolding), false
 		}
-		if left := time.Until(a.deadline); left < a.need {
-			a.log.Info("ask_human: too little time left to speak the question and hear an answer; not started",
-				"left_ms", left.Milliseconds(), "need_ms", a.need.Milliseconds())
+		if a.tooLate() {
 			a.slot.silent(daemonapi.ReasonTimeout)
 			return nil, nil, notAsked(ctx, daemonapi.ReasonTimeout), false
 		}
@@ -371,6 +373,18 @@ func (a *asking) enter(ctx, dctx context.Context) (b Barge, leave func(), r daem
 		}
 		// a hold began just now: wait again
 	}
+}
+
+// tooLate reports (and logs) that less of the timeout is left than the
+// question needs to be spoken and answered: it is not started.
+func (a *asking) tooLate() bool {
+	left := time.Until(a.deadline)
+	if left >= a.need {
+		return false
+	}
+	a.log.Info("ask_human: too little time left to speak the question and hear an answer; not started",
+		"left_ms", left.Milliseconds(), "need_ms", a.need.Milliseconds())
+	return true
 }
 
 // notAsked is the result of a question that was never spoken: deferred,

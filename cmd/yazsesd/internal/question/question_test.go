@@ -570,15 +570,18 @@ func TestQuestion(t *testing.T) {
 		// minute: 2.12 s) and hear the shortest answer (the 300 ms guard,
 		// 250 ms of speech, the 800 ms pause): 3.47 s. Not started, given
 		// back unspent.
-		{name: "a timeout shorter than the question needs: not started", timeoutS: 3,
-			want: deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
+		{name: "a timeout shorter than the question needs: nothing reserved", timeoutS: 3,
+			want: deferred(daemonapi.ReasonTimeout), settled: none, silent: true},
 		{name: "the turn comes too late: not started", set: func(w *world) { w.turn = make(chan struct{}) },
 			events: []event{{42*time.Second + 500*time.Millisecond, "turn"}},
 			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
 		{name: "the turn comes in time: asked", set: func(w *world) { w.turn = make(chan struct{}) },
 			events: []event{{40 * time.Second, "turn"}},
 			want:   answered, settled: charged, decoded: []int{int(at(time.Second))}},
-		{name: "a hold ends too late: not started", set: func(w *world) { w.hold = make(chan struct{}) },
+		{name: "a hold ends too late: nothing reserved", set: func(w *world) { w.hold = make(chan struct{}) },
+			events: []event{{42*time.Second + 500*time.Millisecond, "hold ends"}},
+			want:   deferred(daemonapi.ReasonTimeout), settled: none, silent: true},
+		{name: "a hold after the turn ends too late: not started, refunded", set: func(w *world) { w.hold, w.holdFrom = make(chan struct{}), 2 },
 			events: []event{{42*time.Second + 500*time.Millisecond, "hold ends"}},
 			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
 
