@@ -239,15 +239,17 @@ func (a *asking) run(ctx, dctx context.Context, q untrusted.Question) daemonapi.
 	if !h.WaitNoHold(dctx) {
 		return notAsked(ctx, daemonapi.ReasonHolding)
 	}
+	// The cut is taken before Off is read and the slot reserved: a reload
+	// that turns questions off sets the settings before it ends the cut,
+	// so one that comes after is seen either here by Off or later by the
+	// cut.
+	a.cut = h.Cut()
 	if h.Off() { // turned off while it waited
 		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
 	}
 	if a.tooLate() { // no slot is taken that could never be used
 		return notAsked(ctx, daemonapi.ReasonTimeout)
 	}
-	// The cut is taken before the reservation, so that a reload after it
-	// reaches it.
-	a.cut = h.Cut()
 	// The one place the slot is charged or refunded (a.slot is the latest
 	// reservation: recut takes a new one).
 	defer func() { a.settle(ctx) }()
