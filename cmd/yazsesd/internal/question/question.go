@@ -21,12 +21,12 @@
 //     (then wait again) or the daemon is closing. A question that has
 //     less time left than it needs to be spoken and answered
 //     (daemonapi.AskTiming.Need) is not started: deferred timeout, its
-//     slot given back (checked before the reservation too, so that none is
-//     taken for a question that could never use it). Until it enters, a reload that lowers the cap or
-//     turns questions off (House.Cut) makes it give its slot back and
-//     reserve again under the new cap (refused disabled when questions
-//     are off, refused as the gate says when the new cap is spent); the
-//     question being asked goes on.
+//     slot given back (checked before the reservation too, so that none
+//     is taken for a question that could never use it). Until it enters,
+//     a reload that lowers the cap or turns questions off (House.Cut)
+//     makes it give its slot back and reserve again under the new cap
+//     (refused disabled when questions are off, refused as the gate says
+//     when the new cap is spent); the question being asked goes on.
 //  5. Speak "An MCP client asks: …". The slot follows the speaker: charged
 //     (committed at once) from its "started" on, or when it dies, fails
 //     after starting or falls silent; released only when it proved that
