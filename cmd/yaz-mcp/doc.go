@@ -49,7 +49,12 @@
 //	    characters are removed, and it must then be 1 to 500 characters
 //	    with something visible, in valid UTF-8. timeout_s is in seconds: 0 or absent takes
 //	    ask.default_timeout_s (45), more than ask.max_timeout_s (45) is cut
-//	    to it, a fraction is rounded up. The structured result is one of
+//	    to it, a fraction is rounded up, and one shorter than any answer
+//	    needs (the label and a word spoken at speak.rate, ask.guard_ms,
+//	    250 ms of speech and ask.answer_silence_ms: 4 s with the defaults)
+//	    is invalid_argument, naming the minimum. A question left with too
+//	    little time to be spoken and answered is not asked (deferred
+//	    timeout, nothing charged). The structured result is one of
 //	    answered {answer}, no_answer {reason}, deferred {reason},
 //	    refused {reason, retry_after_s} and unavailable {reason}, with a
 //	    short text. No daemon running: unavailable {reason:

@@ -82,7 +82,13 @@
 // daemon is not running or stops it prints an offline line and exits 1,
 // for the bar to run it again. At most 16 watches run at once; a watch has
 // no idle clock. No method changes the budget or the opt-in: those
-// come from the configuration file (SIGHUP reloads it). Parameter names are
+// come from the configuration file (SIGHUP reloads it); a reload that turns
+// questions off or lowers the cap refuses (or reserves again under the new
+// cap) every question not yet being asked, and the one being asked
+// finishes. An ask_human timeout_s shorter than any answer needs (4 s with
+// the defaults; docs/config.md, [ask]) is invalid params, and a question
+// left with too little time to be spoken and answered is not asked
+// (deferred timeout, nothing charged). Parameter names are
 // exact (case-sensitive, each once) and must be valid UTF-8, else invalid
 // params. A connection idle for 30 s, or 5 s into an unfinished line, is
 // closed; with 256 connections open a new one is told server busy and

@@ -28,7 +28,7 @@
 //
 //	{"result":"answered","answer":"…"}
 //	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}
-//	{"result":"deferred","reason":"holding"|"busy"|"cancelled"}
+//	{"result":"deferred","reason":"holding"|"busy"|"timeout"|"cancelled"}
 //	{"result":"refused","reason":"disabled"|"budget_exhausted","retry_after_s":N}
 //	{"result":"unavailable","reason":"daemon_not_running"|"tts_unavailable"|…}
 //
@@ -102,13 +102,18 @@ const (
 
 // Reasons of ask_human results.
 const (
-	// refused
+	// refused: nothing was spoken and nothing was charged, also when a
+	// reload turned questions off or lowered the cap while the question
+	// waited
 	ReasonDisabled        = "disabled"         // opt-in off, or ask_human_per_hour = 0
 	ReasonBudgetExhausted = "budget_exhausted" // retry_after_s says when a slot frees
 
 	// deferred: nothing was spoken and nothing was charged
 	ReasonHolding = "holding" // the person was dictating until the timeout
 	ReasonBusy    = "busy"    // other questions were ahead until the timeout
+	// ReasonTimeout with deferred: too little of the timeout was left to
+	// speak the question and hear an answer (AskTiming.Need), so it was
+	// not started; with no_answer: the timeout passed after it was spoken.
 	// ReasonCancelled with deferred: the caller went away before anything
 	// was spoken; with no_answer: after the question was spoken.
 
@@ -148,7 +153,9 @@ type AskParams struct {
 	// MaxQuestionRunes, or not valid UTF-8 is refused as invalid params.
 	Question string `json:"question"`
 	// TimeoutS is the longest wait in seconds; 0 takes the configured
-	// default, more than the configured maximum is cut to it.
+	// default, more than the configured maximum is cut to it, and one
+	// above 0 under AskTiming.MinTimeoutS is invalid params
+	// (TimeoutTooShort).
 	TimeoutS int `json:"timeout_s,omitempty"`
 }
 

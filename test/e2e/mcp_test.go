@@ -217,6 +217,7 @@ func TestMCPBadInput(t *testing.T) {
 		{"folder", "transcribe", map[string]any{"path": dir}, "not_a_file"},
 		{"question as list", "ask_human", map[string]any{"question": []string{"a"}}, "invalid_argument"},
 		{"timeout as text", "ask_human", map[string]any{"question": "Q?", "timeout_s": "ten"}, "invalid_argument"},
+		{"timeout too short for an answer", "ask_human", map[string]any{"question": "Q?", "timeout_s": 0.001}, "invalid_argument"},
 		{"empty question", "ask_human", map[string]any{"question": "\u200e\x07 "}, "invalid_argument"},
 	} {
 		isErr, text := r.Tool(c.tool, c.args)

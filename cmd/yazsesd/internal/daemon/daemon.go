@@ -178,6 +178,10 @@ type Daemon struct {
 
 	cfgMu sync.Mutex
 	cfg   config.Config
+	// cut ends at a reload that lowers the cap or turns questions off
+	// (cutWaiting): the questions not yet asked give their slots back.
+	cut    context.Context
+	endCut context.CancelFunc
 	// refused says why the last reload was refused ("config: reload
 	// refused at line N: …"), for status and the systemd status line,
 	// until a reload succeeds; "" after a good one.
@@ -247,6 +251,7 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.life, d.endLife = context.WithCancel(context.Background())
+	d.cut, d.endCut = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
 
@@ -277,6 +282,12 @@ func New(opt Options) (*Daemon, error) {
 
 	d.gate = child.NewGate(supervise.Spec{Name: "gate", Argv: gateArgv, Env: env}, cfg.Budget.AskHumanPerHour, d.log)
 	d.gate.OnStart(d.childStarted("gate"))
+	// The budget in the watch stream is read from the gate again at each
+	// change of the gate's state and each start (after the end's own start
+	// hook has its client): available from the gate's first start on, not
+	// from the first reload or question.
+	d.gate.OnState(func(supervise.Status) { d.live.RefreshBudget() })
+	d.gate.OnStart(func(int, int) { d.live.RefreshBudget() })
 
 	speakArgv = append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate))
 	if cfg.Speak.Device != "" {
@@ -363,7 +374,6 @@ func (d *Daemon) childStarted(name string) func(pid, restart int) {
 			if name == "gate" {
 				d.log.Warn("gate restarted fully spent: no question until the hour has passed")
 				d.auditf(audit.Event{Kind: "gate.fail_closed", Child: name})
-				d.live.RefreshBudget() // status bars show the spent hour
 			}
 		}
 	}
@@ -633,6 +643,11 @@ func (d *Daemon) reload(ctx context.Context) {
 				d.gate.Restart()
 			}
 		}
+	}
+	if nc.Budget.AskHumanPerHour < old.Budget.AskHumanPerHour || (old.MCP.AskHuman && !nc.MCP.AskHuman) {
+		// After the gate has the new cap: the questions not yet asked
+		// reserve again under it, or are refused when questions are off.
+		d.cutWaiting()
 	}
 	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
 		d.openInjector(applied.Dictation)
