@@ -123,6 +123,7 @@ type Conn struct {
 	changed  bcast.Signal                    // owner or closed changed
 	sigs     chan *dbus.Signal
 	dispatch sync.WaitGroup
+	reg      *registration // the last Register
 }
 
 type response struct {
