@@ -61,6 +61,15 @@ type Options struct {
 	// Interfaces lists the backend interfaces the .portal file offers
 	// ("RemoteDesktop", "GlobalShortcuts"); nil is both.
 	Interfaces []string
+	// Late leaves the frontend stopped: the test starts it with
+	// StartFrontend (a portal that comes after its client, as at login).
+	Late bool
+	// RequireAppID refuses a GlobalShortcuts session to a caller the
+	// frontend knows no application id of, as xdg-desktop-portal 1.21
+	// and later do ("An app id is required"; the frontend answers the
+	// caller with response 2). The frontend here (1.16) has no host
+	// registry: it knows a program by its systemd unit's name.
+	RequireAppID bool
 }
 
 // Portal is a private session bus with the real frontend and the test's
@@ -125,7 +134,9 @@ func Start(t testing.TB, opts Options) *Portal {
 	if err := os.WriteFile(filepath.Join(portals, Desktop+".portal"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.StartFrontend()
+	if !opts.Late {
+		p.StartFrontend()
+	}
 	return p
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -24,13 +25,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type listener struct {
 	holds    chan bool
 	triggers chan string
+	waits    chan string
 	err      chan error
 	cancel   context.CancelFunc
 }
 
 func listen(t *testing.T, p *testportal.Portal, mode string) *listener {
 	t.Helper()
-	l := &listener{holds: make(chan bool, 16), triggers: make(chan string, 16), err: make(chan error, 1)}
+	l := &listener{holds: make(chan bool, 16), triggers: make(chan string, 16), waits: make(chan string, 16), err: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	var wg sync.WaitGroup
@@ -38,7 +40,7 @@ func listen(t *testing.T, p *testportal.Portal, mode string) *listener {
 	go func() {
 		defer wg.Done()
 		l.err <- Run(ctx, Options{Environ: p.Env, Key: "KEY_F13", Mode: mode,
-			Bound: func(trigger string) { l.triggers <- trigger }},
+			Bound: func(trigger string) { l.triggers <- trigger }, Waiting: func(what string) { l.waits <- what }},
 			func(start bool) { l.holds <- start })
 	}()
 	t.Cleanup(func() {
@@ -145,13 +147,68 @@ func TestStopWhileHeld(t *testing.T) {
 	}
 }
 
-// TestNoGlobalShortcuts: a desktop whose portal lacks the interface is a
-// clear error at once, naming what to use instead.
+// waiting waits until Run says what it waits for.
+func (l *listener) waiting(t *testing.T, want string) {
+	t.Helper()
+	hang := time.NewTimer(testwait.Hang)
+	defer hang.Stop()
+	select {
+	case err := <-l.err:
+		t.Fatalf("Run returned %v, want it waiting for %s", err, want)
+	case got := <-l.waits:
+		if got != want {
+			t.Fatalf("waiting for %q, want %q", got, want)
+		}
+	case <-hang.C:
+		t.Fatalf("Run said nothing of what it waits for within %v", testwait.Hang)
+	}
+}
+
+// TestNoGlobalShortcuts: a desktop whose portal lacks the interface is
+// said at once, naming what to use instead, and waited for: Run does not
+// end, and binds when a portal with it takes the name.
 func TestNoGlobalShortcuts(t *testing.T) {
 	p := testportal.Start(t, testportal.Options{Interfaces: []string{"RemoteDesktop"}})
+	l := listen(t, p, "hold")
+	l.waiting(t, WaitShortcuts)
+	if !strings.Contains(WaitShortcuts, "evdev") {
+		t.Errorf("%q does not name hotkey.source = \"evdev\"", WaitShortcuts)
+	}
+}
+
+// TestPortalAfterDaemon: the login race. The daemon starts before the
+// desktop's portal is on the session bus; it says that it waits for the
+// portal, and binds the shortcut when the portal's name appears, with
+// no try of its own in between (the test bus cannot start a portal).
+func TestPortalAfterDaemon(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{Late: true})
+	l := listen(t, p, "hold")
+	l.waiting(t, WaitPortal)
+	p.StartFrontend()
+	l.bound(t)
+	if got := testwait.Recv(t, l.waits, "the wait's end"); got != "" {
+		t.Errorf("Waiting(%q) after the binding, want \"\"", got)
+	}
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press")
+	p.Backend.Deactivate(ID)
+	l.next(t, false, "the release")
+}
+
+// TestRequireAppID: a portal that refuses a program without an
+// application id (xdg-desktop-portal 1.21 and later) ends Run with an
+// error that says how the portal learns YazSes's id. Run here is outside
+// the user unit and the frontend (1.16) has no host registry, so the
+// frontend knows no id: this is the refusal a daemon without its
+// identity meets.
+func TestRequireAppID(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{RequireAppID: true})
 	err := Run(testwait.Context(t), Options{Environ: p.Env, Key: "KEY_F13", Mode: "hold"}, func(bool) {})
-	if !errors.Is(err, xdp.ErrNoPortal) || !strings.Contains(err.Error(), "evdev") {
-		t.Errorf("Run = %v, want ErrNoPortal naming hotkey.source = \"evdev\"", err)
+	if !errors.Is(err, xdp.ErrEnded) || !strings.Contains(err.Error(), "app-"+xdp.AppID+".service") {
+		t.Errorf("Run = %v, want the refusal naming the unit app-%s.service", err, xdp.AppID)
+	}
+	if ids := p.Backend.AppIDs(); len(ids) != 1 || ids[0] != "" {
+		t.Errorf("app ids %q, want one session asked for without one", ids)
 	}
 }
 
