@@ -56,8 +56,8 @@ type Backend struct {
 	selects    []map[string]dbus.Variant
 	dialogs    int
 	refuse     bool
-	needID     bool     // Options.RequireAppID
-	appIDs     []string // the application id of each GlobalShortcuts session asked for
+	needID     bool      // Options.RequireAppID
+	appIDs     []string  // the application id of each GlobalShortcuts session asked for
 	hold       chan bool // non-nil: Start waits for the test's answer
 	typed      []rune
 	keysyms    int
