@@ -57,6 +57,7 @@ type Backend struct {
 	dialogs    int
 	refuse     bool
 	needID     bool      // Options.RequireAppID
+	bindCode   uint32    // Options.BindResponse
 	appIDs     []string  // the application id of each GlobalShortcuts session asked for
 	hold       chan bool // non-nil: Start waits for the test's answer
 	typed      []rune
@@ -77,7 +78,7 @@ type Backend struct {
 }
 
 func newBackend(t testing.TB, addr string, opts Options) *Backend {
-	b := &Backend{t: t, layout: opts.Layout, options: opts.Options, refuse: opts.Refuse, needID: opts.RequireAppID, runes: map[uint32]rune{}, leds: t.TempDir()}
+	b := &Backend{t: t, layout: opts.Layout, options: opts.Options, refuse: opts.Refuse, needID: opts.RequireAppID, bindCode: opts.BindResponse, runes: map[uint32]rune{}, leds: t.TempDir()}
 	for _, led := range []string{"input3::numlock", "input3::capslock", "input3::scrolllock"} {
 		if err := os.MkdirAll(filepath.Join(b.leds, led), 0o755); err != nil {
 			t.Fatal(err)
@@ -586,9 +587,10 @@ func (g gsImpl) BindShortcuts(handle, sess dbus.ObjectPath, shortcuts []shortcut
 	}
 	b.mu.Lock()
 	b.bound, b.gsSession = bound, sess
+	code := b.bindCode
 	b.mu.Unlock()
 	b.note("GlobalShortcuts.BindShortcuts")
-	return 0, options{"shortcuts": dbus.MakeVariant(out)}, nil
+	return code, options{"shortcuts": dbus.MakeVariant(out)}, nil
 }
 
 func (g gsImpl) ListShortcuts(handle, sess dbus.ObjectPath) (uint32, options, *dbus.Error) {

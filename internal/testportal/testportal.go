@@ -70,6 +70,11 @@ type Options struct {
 	// caller with response 2). The frontend here (1.16) has no host
 	// registry: it knows a program by its systemd unit's name.
 	RequireAppID bool
+	// BindResponse is the response code of a BindShortcuts that binds
+	// (0 when unset): xdg-desktop-portal-gnome 48.0 answers a binding
+	// that succeeded with an unset code, most often 2, and the shortcuts
+	// it bound.
+	BindResponse uint32
 }
 
 // Portal is a private session bus with the real frontend and the test's

@@ -267,17 +267,16 @@ func (r *runner) bind(ctx context.Context, conn *xdp.Conn) error {
 	shortcuts := []shortcut{{ID, opts}}
 	// The desktop may show a dialog: as long as the person takes.
 	res, err = conn.Request(ctx, gsIface+".BindShortcuts", map[string]dbus.Variant{}, sess, shortcuts, "")
-	if err != nil {
+	trigger, ok := boundTrigger(res)
+	switch {
+	case err == nil:
+	case errors.Is(err, xdp.ErrEnded) && ok:
+		// xdg-desktop-portal-gnome 48.0 (Debian 13) answers a binding
+		// that succeeded with an unset response code, most often 2, and
+		// the shortcuts it bound; a real failure has none.
+		r.o.Log.Debug("shortcut: the desktop bound the shortcut and answered it failed; taken as bound", "err", err)
+	default:
 		return fmt.Errorf("shortcut: bind %s: %w%s", ID, err, identity(regErr, r.o.AppID))
-	}
-	trigger := ""
-	var bound []shortcut
-	if v, ok := res["shortcuts"]; ok && dbus.Store([]any{v.Value()}, &bound) == nil {
-		for _, s := range bound {
-			if s.ID == ID {
-				trigger, _ = s.Opts["trigger_description"].Value().(string)
-			}
-		}
 	}
 	r.o.Log.Info("push-to-talk shortcut bound through the desktop portal", "trigger", trigger)
 	if r.wait != "" && r.o.Waiting != nil {
@@ -288,6 +287,21 @@ func (r *runner) bind(ctx context.Context, conn *xdp.Conn) error {
 		r.o.Bound(trigger)
 	}
 	return nil
+}
+
+// boundTrigger reads a BindShortcuts answer: ok when it lists the
+// shortcut, with the trigger as the desktop describes it.
+func boundTrigger(res map[string]dbus.Variant) (trigger string, ok bool) {
+	var bound []shortcut
+	if v, found := res["shortcuts"]; found && dbus.Store([]any{v.Value()}, &bound) == nil {
+		for _, s := range bound {
+			if s.ID == ID {
+				trigger, _ = s.Opts["trigger_description"].Value().(string)
+				ok = true
+			}
+		}
+	}
+	return trigger, ok
 }
 
 // identity is what a refusal adds when the portal did not take the

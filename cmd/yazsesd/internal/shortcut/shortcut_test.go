@@ -32,6 +32,12 @@ type listener struct {
 
 func listen(t *testing.T, p *testportal.Portal, mode string) *listener {
 	t.Helper()
+	return listenOn(t, p.Env, "KEY_F13", mode)
+}
+
+// listenOn runs Run on the session bus of env with the key.
+func listenOn(t *testing.T, env []string, key, mode string) *listener {
+	t.Helper()
 	l := &listener{holds: make(chan bool, 16), triggers: make(chan string, 16), waits: make(chan string, 16), err: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -39,7 +45,7 @@ func listen(t *testing.T, p *testportal.Portal, mode string) *listener {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		l.err <- Run(ctx, Options{Environ: p.Env, Key: "KEY_F13", Mode: mode,
+		l.err <- Run(ctx, Options{Environ: env, Key: key, Mode: mode,
 			Bound: func(trigger string) { l.triggers <- trigger }, Waiting: func(what string) { l.waits <- what }},
 			func(start bool) { l.holds <- start })
 	}()
@@ -61,7 +67,17 @@ func (l *listener) next(t *testing.T, want bool, what string) {
 // desktop described.
 func (l *listener) bound(t *testing.T) string {
 	t.Helper()
-	return testwait.Recv(t, l.triggers, "the shortcut to be bound")
+	hang := time.NewTimer(testwait.Hang)
+	defer hang.Stop()
+	select {
+	case err := <-l.err:
+		t.Fatalf("Run returned %v, want the shortcut bound", err)
+	case trig := <-l.triggers:
+		return trig
+	case <-hang.C:
+		t.Fatalf("the shortcut was not bound within %v", testwait.Hang)
+	}
+	return ""
 }
 
 // TestPressRelease: BindShortcuts with a description and the preferred
@@ -188,6 +204,23 @@ func TestPortalAfterDaemon(t *testing.T) {
 	l.bound(t)
 	if got := testwait.Recv(t, l.waits, "the wait's end"); got != "" {
 		t.Errorf("Waiting(%q) after the binding, want \"\"", got)
+	}
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press")
+	p.Backend.Deactivate(ID)
+	l.next(t, false, "the release")
+}
+
+// TestBindAnsweredFailed: GNOME 48.0's portal (xdg-desktop-portal-gnome
+// in Debian 13) answers a binding that succeeded with response 2 and the
+// shortcuts it bound: the shortcut is bound (its presses arrive), so Run
+// takes it as bound. A response 2 without the shortcut stays a failure
+// (TestRequireAppID).
+func TestBindAnsweredFailed(t *testing.T) {
+	p := testportal.Start(t, testportal.Options{BindResponse: 2})
+	l := listen(t, p, "hold")
+	if trig := l.bound(t); trig != "Press F13" {
+		t.Errorf("trigger %q, want the desktop's description", trig)
 	}
 	p.Backend.Activate(ID)
 	l.next(t, true, "the press")
