@@ -48,6 +48,10 @@ const (
 	portalName  = "org.freedesktop.portal.Desktop"
 )
 
+// AppID is YazSes's application id (lib/xdp's AppID, whose tests use
+// this package: written out here).
+const AppID = "io.github.yazses.YazSes"
+
 // Options configure the test desktop.
 type Options struct {
 	// Layout is the XKB layout (or layouts, "us,gr") of the desktop's
@@ -75,6 +79,11 @@ type Options struct {
 	// that succeeded with an unset code, most often 2, and the shortcuts
 	// it bound.
 	BindResponse uint32
+	// NoDesktopFile leaves out YazSes's .desktop file, which Start puts
+	// where the frontend looks for applications (its XDG_DATA_HOME): a
+	// frontend with the host registry (1.19 and later) takes the
+	// application id only with it.
+	NoDesktopFile bool
 }
 
 // Portal is a private session bus with the real frontend and the test's
@@ -138,6 +147,16 @@ func Start(t testing.TB, opts Options) *Portal {
 	conf := fmt.Sprintf("[portal]\nDBusName=%s\nInterfaces=%s\nUseIn=%s\n", BackendName, ifaces.String(), Desktop)
 	if err := os.WriteFile(filepath.Join(portals, Desktop+".portal"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if !opts.NoDesktopFile {
+		apps := filepath.Join(dir, "data", "applications")
+		if err := os.MkdirAll(apps, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entry := "[Desktop Entry]\nType=Application\nName=YazSes\nExec=/bin/true\nNoDisplay=true\n"
+		if err := os.WriteFile(filepath.Join(apps, AppID+".desktop"), []byte(entry), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !opts.Late {
 		p.StartFrontend()
@@ -212,11 +231,12 @@ func (p *Portal) StartFrontend() {
 	t := p.T
 	t.Helper()
 	cmd := exec.Command(Frontend, "--verbose")
-	cmd.Env = append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY"),
+	cmd.Env = append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "DISPLAY", "WAYLAND_DISPLAY"),
 		"DBUS_SESSION_BUS_ADDRESS="+p.Addr,
 		"XDG_CURRENT_DESKTOP="+Desktop,
 		"XDG_DESKTOP_PORTAL_DIR="+filepath.Join(p.Dir, "portals"),
 		"XDG_RUNTIME_DIR="+p.Dir,
+		"XDG_DATA_HOME="+filepath.Join(p.Dir, "data"),
 		"HOME="+p.Dir,
 		"GIO_USE_VFS=local",
 	)
