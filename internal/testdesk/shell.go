@@ -124,18 +124,28 @@ func (f *Focus) Lines() []string {
 	return strings.FieldsFunc(string(b), func(r rune) bool { return r == '\n' })
 }
 
+// Count is how many times a window titled title has taken the focus.
+func (f *Focus) Count(title string) int {
+	n := 0
+	for _, l := range f.Lines() {
+		if l == "focus: "+title {
+			n++
+		}
+	}
+	return n
+}
+
 // Wait waits until a window titled title has taken the focus.
 func (f *Focus) Wait(t testing.TB, title string) {
 	t.Helper()
-	has := func() bool {
-		for _, l := range f.Lines() {
-			if l == "focus: "+title {
-				return true
-			}
-		}
-		return false
-	}
-	if err := testwait.Until(testwait.Context(t), has, f.w); err != nil {
-		t.Fatalf("waiting for %q to take the focus: %v (focus: %q)", title, err, f.Lines())
+	f.WaitCount(t, title, 1)
+}
+
+// WaitCount waits until a window titled title has taken the focus n
+// times.
+func (f *Focus) WaitCount(t testing.TB, title string, n int) {
+	t.Helper()
+	if err := testwait.Until(testwait.Context(t), func() bool { return f.Count(title) >= n }, f.w); err != nil {
+		t.Fatalf("waiting for %q to take the focus (%d times): %v (focus: %q)", title, n, err, f.Lines())
 	}
 }

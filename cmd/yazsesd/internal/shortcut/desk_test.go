@@ -62,10 +62,11 @@ func pressRelease(t *testing.T, d *testdesk.Desk, l *listener) {
 // installed as make install installs it.
 //
 // The daemon registers its application id before anything else, so GNOME
-// asks the person once, in its "Add Keyboard Shortcuts" window, which
-// the test answers as a person does: Alt+A (the Add button's mnemonic)
-// on the seat's keyboard. GNOME keeps the shortcut under the id, and the
-// press and release of the key start and stop a hold.
+// asks the person, in its "Add Keyboard Shortcuts" window, which the test
+// answers as a person does on the seat's keyboard: first Escape (Cancel:
+// the binding fails, nothing is kept), then Alt+A (the Add button's
+// mnemonic). GNOME keeps the shortcut under the id, and the press and
+// release of the key start and stop a hold.
 //
 // Then the login race: the portal is not on the bus (stopped, and no
 // longer started on demand) when the daemon starts; the daemon waits,
@@ -88,8 +89,21 @@ func TestOnGNOME(t *testing.T) {
 	env := append(d.Env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+d.Relay(t, filepath.Join(d.Runtime, "bus")))
 	focus := d.WatchFocus(t)
 
+	// Cancel (Escape) refuses: the binding fails, and nothing is kept.
 	l := listenOn(t, env, "KEY_PAUSE", "hold")
 	focus.Wait(t, "Add Keyboard Shortcuts")
+	if err := d.Tap(testwait.Context(t), testdesk.KeyEscape); err != nil {
+		t.Fatal(err)
+	}
+	if err := testwait.Recv(t, l.err, "Run to end at the refusal"); err == nil || !strings.Contains(err.Error(), "bind "+ID) {
+		t.Errorf("Run after Cancel = %v, want the binding's failure", err)
+	}
+	if got := strings.TrimSpace(d.Run(t, "gsettings", "get", appSchema, "shortcuts")); got != "@a(sa{sv}) []" {
+		t.Errorf("GNOME keeps %s after Cancel, want nothing", got)
+	}
+
+	l = listenOn(t, env, "KEY_PAUSE", "hold")
+	focus.WaitCount(t, "Add Keyboard Shortcuts", 2)
 	if err := d.Tap(testwait.Context(t), testdesk.KeyAltL, 'a'); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +168,8 @@ func TestOnGNOME(t *testing.T) {
 	if trig := l.bound(t); trig != "Press Pause" {
 		t.Errorf("after the portal came: trigger %q, want \"Press Pause\"", trig)
 	}
-	if n := strings.Count(strings.Join(focus.Lines(), "\n"), "focus: Add Keyboard Shortcuts"); n != 1 {
-		t.Errorf("GNOME's window took the focus %d times, want once (the second bind asks nothing)", n)
+	if n := focus.Count("Add Keyboard Shortcuts"); n != 2 {
+		t.Errorf("GNOME's window took the focus %d times, want twice (the bind with the shortcut kept asks nothing)", n)
 	}
 	pressRelease(t, d, l)
 }
