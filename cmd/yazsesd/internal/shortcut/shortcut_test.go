@@ -67,17 +67,33 @@ func (l *listener) next(t *testing.T, want bool, what string) {
 // desktop described.
 func (l *listener) bound(t *testing.T) string {
 	t.Helper()
+	return l.recv(t, l.triggers, "the shortcut to be bound")
+}
+
+// recv waits for a value on ch; Run returning first fails the test.
+func (l *listener) recv(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
 	hang := time.NewTimer(testwait.Hang)
 	defer hang.Stop()
 	select {
 	case err := <-l.err:
-		t.Fatalf("Run returned %v, want the shortcut bound", err)
-	case trig := <-l.triggers:
-		return trig
+		t.Fatalf("Run returned %v while waiting for %s", err, what)
+	case v := <-ch:
+		return v
 	case <-hang.C:
-		t.Fatalf("the shortcut was not bound within %v", testwait.Hang)
+		t.Fatalf("waiting for %s: nothing within %v", what, testwait.Hang)
 	}
 	return ""
+}
+
+// pressRelease has the desktop press and release the shortcut, and wants
+// a hold started and stopped.
+func (l *listener) pressRelease(t *testing.T, p *testportal.Portal) {
+	t.Helper()
+	p.Backend.Activate(ID)
+	l.next(t, true, "the press")
+	p.Backend.Deactivate(ID)
+	l.next(t, false, "the release")
 }
 
 // TestPressRelease: BindShortcuts with a description and the preferred
@@ -166,17 +182,8 @@ func TestStopWhileHeld(t *testing.T) {
 // waiting waits until Run says what it waits for.
 func (l *listener) waiting(t *testing.T, want string) {
 	t.Helper()
-	hang := time.NewTimer(testwait.Hang)
-	defer hang.Stop()
-	select {
-	case err := <-l.err:
-		t.Fatalf("Run returned %v, want it waiting for %s", err, want)
-	case got := <-l.waits:
-		if got != want {
-			t.Fatalf("waiting for %q, want %q", got, want)
-		}
-	case <-hang.C:
-		t.Fatalf("Run said nothing of what it waits for within %v", testwait.Hang)
+	if got := l.recv(t, l.waits, "Run to say what it waits for"); got != want {
+		t.Fatalf("waiting for %q, want %q", got, want)
 	}
 }
 
@@ -205,10 +212,7 @@ func TestPortalAfterDaemon(t *testing.T) {
 	if got := testwait.Recv(t, l.waits, "the wait's end"); got != "" {
 		t.Errorf("Waiting(%q) after the binding, want \"\"", got)
 	}
-	p.Backend.Activate(ID)
-	l.next(t, true, "the press")
-	p.Backend.Deactivate(ID)
-	l.next(t, false, "the release")
+	l.pressRelease(t, p)
 }
 
 // TestBindAnsweredFailed: GNOME 48.0's portal (xdg-desktop-portal-gnome
@@ -222,10 +226,7 @@ func TestBindAnsweredFailed(t *testing.T) {
 	if trig := l.bound(t); trig != "Press F13" {
 		t.Errorf("trigger %q, want the desktop's description", trig)
 	}
-	p.Backend.Activate(ID)
-	l.next(t, true, "the press")
-	p.Backend.Deactivate(ID)
-	l.next(t, false, "the release")
+	l.pressRelease(t, p)
 }
 
 // TestRequireAppID: a portal that refuses a program without an
