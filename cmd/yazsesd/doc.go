@@ -177,7 +177,8 @@
 //	$XDG_RUNTIME_DIR/yazses/control.sock  the control socket (hold.* and status only)
 //	$XDG_STATE_HOME/yazses/audit.jsonl    the audit log (yazsesd ctl audit)
 //	$XDG_STATE_HOME/yazses/               also the single-instance lock and the crash marker
-//	~/.config/systemd/user/yazsesd.service  the systemd user unit (make install)
+//	~/.config/systemd/user/app-io.github.yazses.YazSes.service  the systemd user unit (make install; enabled, also yazsesd.service)
+//	~/.local/share/applications/io.github.yazses.YazSes.desktop  YazSes's application id for the desktop portal (make install)
 //
 // Unset, XDG_CONFIG_HOME is ~/.config, XDG_DATA_HOME ~/.local/share and
 // XDG_STATE_HOME ~/.local/state; without XDG_RUNTIME_DIR the sockets are in

@@ -251,6 +251,10 @@ type HotkeyStatus struct {
 	Key       string `json:"key"`             // hotkey.key
 	Mode      string `json:"mode"`            // hotkey.mode
 	Error     string `json:"error,omitempty"` // why it stopped or did not start
+	// Waiting is what a listening key source waits for before the key
+	// works (hotkey.source = "portal": the desktop's portal to appear on
+	// the session bus, one with GlobalShortcuts); "" when the key works.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Status is the result of status.

@@ -159,6 +159,15 @@ type Hotkey interface {
 	Listen(ctx context.Context, press func(down bool)) error
 }
 
+// WaitingHotkey is a Hotkey that may wait before it can listen (the
+// desktop's shortcut portal not on the bus yet): ListenWaiting is Listen
+// that calls waiting with what it waits for, and with "" once it
+// listens; status shows it.
+type WaitingHotkey interface {
+	Hotkey
+	ListenWaiting(ctx context.Context, press func(down bool), waiting func(what string)) error
+}
+
 // Injector types text into the focused window.
 type Injector interface {
 	// Type types text and returns the backend used (a closed-vocabulary
@@ -665,6 +674,9 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 	set := func(listening bool, err error) {
 		d.hotkeyMu.Lock()
 		d.hotkey.Listening = listening
+		if !listening {
+			d.hotkey.Waiting = ""
+		}
 		if err != nil {
 			d.hotkey.Error = err.Error()
 		}
@@ -673,7 +685,7 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 	keys, err := d.opt.Desktop.OpenHotkey()
 	if err == nil {
 		set(true, nil)
-		err = keys.Listen(ctx, func(start bool) {
+		press := func(start bool) {
 			if start {
 				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
 					d.log.Warn("hotkey: hold.start failed", "err", err)
@@ -685,7 +697,16 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 			// goroutine decodes and types after the key is up, and Run
 			// waits for it before it closes the audit.
 			d.holdRelease()
-		})
+		}
+		if w, ok := keys.(WaitingHotkey); ok {
+			err = w.ListenWaiting(ctx, press, func(what string) {
+				d.hotkeyMu.Lock()
+				d.hotkey.Waiting = what
+				d.hotkeyMu.Unlock()
+			})
+		} else {
+			err = keys.Listen(ctx, press)
+		}
 	}
 	set(false, err)
 	if err != nil && ctx.Err() == nil {
