@@ -34,8 +34,10 @@ type micAudio struct {
 	l *child.Listener
 }
 
-func (a micAudio) Blocks() <-chan []int16 { return a.l.Audio() }
-func (a micAudio) Stop()                  { a.m.Unlisten(a.l) }
+func (a micAudio) Blocks() <-chan []int16  { return a.l.Audio() }
+func (a micAudio) Failed() <-chan struct{} { return a.l.Failed() }
+func (a micAudio) Restart()                { a.m.Restart() }
+func (a micAudio) Stop()                   { a.m.Unlisten(a.l) }
 
 // tailEnergy begins the energy detector for a tail the hold's own
 // detector can no longer decide; nil when the daemon stops.
