@@ -366,8 +366,8 @@ func Run(ctx context.Context, deps Deps, p Params, ctl *Control) Result {
 	h := &hold{deps: deps, p: p, ctx: ctx, log: deps.Log,
 		audio: deps.Audio.Blocks(), events: deps.Detector.Events(), failedCh: deps.Audio.Failed(),
 		lastBlock: time.Now(),
-		max:  pcm.Samples(maxPreRoll + p.MaxHold + maxTail + time.Second),
-		msgs: make(chan any)}
+		max:       pcm.Samples(maxPreRoll + p.MaxHold + maxTail + time.Second),
+		msgs:      make(chan any)}
 	h.eager.init(p)
 	r := h.run(ctl)
 	h.drain()
