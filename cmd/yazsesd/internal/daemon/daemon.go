@@ -434,8 +434,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The children outlive the serving: a hold past its recording when
+	// the daemon is told to stop is decoded and typed by them (waitWork)
+	// before they are stopped.
+	cctx, stopChildren := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChildren()
 	var wg sync.WaitGroup
-	d.startAll(ctx, &wg)
+	d.startAll(ctx, cctx, &wg)
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
@@ -443,7 +448,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Go(func() { d.health.AwaitSettled(ctx, d.opt.Service.Ready) })
 	}
 	runErr := d.serve(ctx, cancel, ln, cln, hup)
-	d.waitWork()
+	stopChildren()
 	d.stopTyping()
 	d.gate.Close()
 	d.speak.Close()
@@ -510,13 +515,13 @@ func (d *Daemon) rejected(uid, pid int) {
 	}
 }
 
-// startAll starts, on goroutines of wg that end with ctx, the children's
-// supervisors, the versions' query, the budget's stream and the hotkey;
-// and opens the injector.
-func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
+// startAll starts, on goroutines of wg, the children's supervisors
+// (ending with cctx), the versions' query, the budget's stream and the
+// hotkey (ending with ctx); and opens the injector.
+func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 	supervised := func(c interface{ Run(context.Context) error }, name string) {
 		wg.Go(func() {
-			if err := c.Run(ctx); err != nil {
+			if err := c.Run(cctx); err != nil {
 				d.log.Error("child left down", "child", name, "err", err)
 				d.auditf(audit.Event{Kind: "child.crashloop", Child: name})
 			}
@@ -540,8 +545,9 @@ func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
 
 // serve serves both sockets, each on a server of its own, and reloads on
 // hup, until ctx ends or a server fails (its error); then it begins the
-// stop (no new hold or question, the holds and questions told) and
-// returns once both servers have.
+// stop (no new hold or question, the holds and questions told), waits for
+// the holds (waitWork: a hold.stop in flight gets its answer) and returns
+// once both servers have.
 func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = withPeer
@@ -578,6 +584,7 @@ loop:
 	d.state.shutdown()
 	d.live.Close()
 	d.endLife()
+	d.waitWork()
 	cancel()
 	for ; serving > 0; serving-- {
 		<-serveErr // each Serve returns once ctx is cancelled
@@ -812,20 +819,27 @@ func peerOf(ctx context.Context) peer {
 	return p
 }
 
-// workWait bounds how long a stopping daemon waits for its holds. A
-// hold's decoding ends at once when the daemon stops (decodeCtx) and its
-// typing takes a moment; past the bound the daemon stops anyway and says
-// so (the children stop meanwhile: the whole stop stays within the 10 s
-// a service manager or a test gives it).
-const workWait = 5 * time.Second
+// The stop's budget. A daemon told to stop drops a hold that still
+// records, but lets a hold past its recording (released, in its tail,
+// being decoded) finish: its decoding has holdStopWait from the stop
+// (holdDecodeCtx; then it is lost, cause "shutdown"), its typing the rest
+// of workWait (then typeCtx tells it to stop, and it has typingStop);
+// then the children stop (SIGTERM, a grace of 3 s, SIGKILL). In all at
+// most 10 + 1 + 3 s: within the 15 s the service's unit gives the stop
+// (TimeoutStopSec in packaging/systemd/yazsesd.service).
+const (
+	holdStopWait = 8 * time.Second
+	workWait     = 10 * time.Second
+)
 
 // typingStop bounds the wait for a typing that was told to stop.
 const typingStop = time.Second
 
 // waitWork waits (up to workWait) for the holds' goroutines (a hold
 // still recording ends with d.life: its audio is dropped, its microphone
-// closed); past it the typing in progress is told to stop (typeCtx),
-// and waited for up to typingStop.
+// closed; one past its recording is decoded within holdStopWait and
+// typed); past it the typing in progress is told to stop (typeCtx), and
+// waited for up to typingStop.
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {
