@@ -551,6 +551,7 @@ func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = withPeer
+	srv.AnswerOnStop = true // a hold.stop in flight at the stop gets its answer
 	d.register(srv)
 	// The control socket's own server: its connections, slots and
 	// goroutines are its own, so no number of clients on the main socket
@@ -558,11 +559,16 @@ func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln n
 	ctl := jsonrpc.NewServer(d.log.With("part", "control"))
 	ctl.ConnContext = withPeer
 	ctl.MaxStreams = 0
+	ctl.AnswerOnStop = true
 	d.registerControl(ctl)
 
+	// The servers outlive ctx until the holds have ended (waitWork), so
+	// that a hold.stop in flight when the stop came gets its answer.
+	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ctx, ln) }()
-	go func() { serveErr <- ctl.Serve(ctx, cln) }()
+	go func() { serveErr <- srv.Serve(sctx, ln) }()
+	go func() { serveErr <- ctl.Serve(sctx, cln) }()
 	serving := 2
 	var runErr error
 loop:
@@ -585,6 +591,7 @@ loop:
 	d.live.Close()
 	d.endLife()
 	d.waitWork()
+	stopServing()
 	cancel()
 	for ; serving > 0; serving-- {
 		<-serveErr // each Serve returns once ctx is cancelled
