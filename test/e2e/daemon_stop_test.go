@@ -15,7 +15,7 @@ import (
 // TestHoldStopDecoderStopped: with the real yaz-decode stopped (SIGSTOP: it
 // runs, as far as its supervisor sees, and never answers), hold.stop does
 // not wait forever. After the hold's decode bound (a minute plus four
-// times its audio) the hold ends failed, cause decoder_timeout, with a
+// times its audio, from the end of its recording) the hold ends failed, cause decoder_timeout, with a
 // reason that says what became of the utterance; the audit has
 // dictation.lost decoder_timeout; the stopped decoder is killed and
 // started again, and the next hold is decoded by the new one. (hold.stop
@@ -46,7 +46,7 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	var o stopOut
 	select {
 	case o = <-stopped:
-	case <-time.After(4 * time.Minute): // the bound for this hold is about 80 s
+	case <-time.After(4 * time.Minute): // the bound for this hold is about 70 s
 		t.Fatalf("hold.stop still waits for the stopped decoder after 4 minutes\n%s", d.LogTail(30))
 	}
 	if o.err != nil || o.r.Hold != daemonapi.HoldIdle || o.r.Outcome != "failed" || o.r.Cause != "decoder_timeout" {
