@@ -148,11 +148,12 @@ type holdOut struct {
 	err error
 }
 
-// holdStopAsync sends hold.stop and delivers its answer.
+// holdStopAsync sends hold.stop and delivers its answer (or its error
+// after 5 minutes).
 func holdStopAsync(c *daemonapi.Client) <-chan holdOut {
 	res := make(chan holdOut, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
 		res <- holdOut{r, err}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -32,18 +31,8 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) }) // harmless once it is gone
 	d.holdWhileSpeaking(c, wavDuration(t, speech))
 
-	type stopOut struct {
-		r   daemonapi.HoldResult
-		err error
-	}
-	stopped := make(chan stopOut, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		r, err := c.Hold(ctx, daemonapi.MethodHoldStop)
-		stopped <- stopOut{r, err}
-	}()
-	var o stopOut
+	stopped := holdStopAsync(c)
+	var o holdOut
 	select {
 	case o = <-stopped:
 	case <-time.After(4 * time.Minute): // the bound for this hold is about 70 s
