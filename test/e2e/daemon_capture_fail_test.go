@@ -17,18 +17,33 @@ import (
 // hold.stop says what happened: decoded (never failed), cause
 // capture_failed, a reason that says how much audio was lost; the audit
 // event says capture_failed too. The next hold is whole again, with no
-// cause. (The decoder used to get what was heard before the end, and the
-// outcome said typed with no cause at all.)
+// cause. So with eager decoding off and on. (The decoder used to get what
+// was heard before the end, and the outcome said typed with no cause at
+// all.)
 func TestHoldCaptureChildFails(t *testing.T) {
 	t.Parallel()
-	for name, sig := range map[string]syscall.Signal{"SIGKILL": syscall.SIGKILL, "SIGSTOP": syscall.SIGSTOP} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sig   syscall.Signal
+		eager bool
+	}{
+		{"SIGKILL", syscall.SIGKILL, false},
+		{"SIGSTOP", syscall.SIGSTOP, false},
+		{"SIGKILL_eager", syscall.SIGKILL, true},
+		{"SIGSTOP_eager", syscall.SIGSTOP, true},
+	} {
+		sig := tc.sig
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			x := startX(t) // typed: the audit event keeps the cause
 			rec := startRecorder(t, x)
 			rec.Focus(t)
 			speech := speechWAV(t, 3*time.Second)
-			d := startDaemon(t, dictationConfig(speech, false), x.DaemonEnv()...)
+			cfg := dictationConfig(speech, false)
+			if tc.eager {
+				cfg = cfg.With("dictation.eager_pause_ms", "300")
+			}
+			d := startDaemon(t, cfg, x.DaemonEnv()...)
 			c := d.Client()
 			d.holdUntil(c, time.Second)
 			pid := d.PidOf("capture")
@@ -44,6 +59,7 @@ func TestHoldCaptureChildFails(t *testing.T) {
 			if r.Outcome == "failed" || r.Outcome == "" || r.Outcome == "cancelled" || r.Cause != "capture_failed" {
 				t.Fatalf("hold.stop after the capture child's %v = %+v; want it decoded, cause capture_failed\n%s", sig, r, d.LogTail(30))
 			}
+			t.Logf("hold.stop: %s, %s: %s (%d characters)", r.Outcome, r.Cause, r.Reason, r.Chars)
 			if !strings.Contains(r.Reason, "s of audio was lost") {
 				t.Errorf("reason %q: want how much audio was lost", r.Reason)
 			}
