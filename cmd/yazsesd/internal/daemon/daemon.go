@@ -42,8 +42,9 @@
 //
 // Goroutines. A hold's goroutine outlives the call that opened it (it
 // types the text after the key is up): Run waits for every one, up to
-// workWait and then the typing's own stop, before it closes the audit
-// log; everything else it starts ends with Run's context.
+// workWait and then the typing's own stop, while the sockets still answer
+// and the children still run, before it stops the children and closes
+// the audit log; everything else it starts ends with Run's context.
 //
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
