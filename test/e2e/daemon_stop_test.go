@@ -47,6 +47,24 @@ func TestHoldStopDecoderStopped(t *testing.T) {
 	if n := d.Count("dictation.lost", "decoder_timeout"); n != 1 {
 		t.Errorf("audit has %d dictation.lost decoder_timeout, want 1", n)
 	}
+	// The bound it failed at is the documented one: a minute plus four
+	// times the hold's audio (docs/design.md, "Desktop dictation"), to
+	// the 4 ms that audio_ms's rounding leaves. The log line may come
+	// after the answer: the daemon's stderr is a pipe of its own.
+	var lost map[string]any
+	d.WaitLog(30*time.Second, "the \"dictation lost\" line", func(m map[string]any) bool {
+		if m["msg"] == "dictation lost" && m["child"] == nil {
+			lost = m
+			return true
+		}
+		return false
+	})
+	audio, _ := lost["audio_ms"].(float64)
+	bound, _ := lost["bound_ms"].(float64)
+	if want := 60000 + 4*audio; bound < want || bound >= want+4 {
+		t.Errorf("failed at a bound of %v ms for %v ms of audio, want %v ms", bound, audio, want)
+	}
+	t.Logf("the bound: %v ms for %v ms of audio", bound, audio)
 	d.WaitFor(60*time.Second, "the decoder restarted", func() bool {
 		ch := d.Child("decode")
 		return ch.State == "running" && ch.PID != pid && ch.Restarts >= 1
