@@ -157,9 +157,13 @@
 //
 // # Signals
 //
-// SIGINT and SIGTERM stop the children (SIGTERM, then SIGKILL after 3 s)
-// and exit 0. SIGHUP reloads the configuration; a file with any error is
-// refused as a whole and the old settings stay.
+// SIGINT and SIGTERM stop the daemon: a hold that still records is
+// dropped; one already released is decoded, if that takes at most 8 s
+// (else it is lost, cause shutdown), and typed, and a hold.stop waiting
+// for it gets its answer. Then the children stop (SIGTERM, then SIGKILL
+// after 3 s) and it exits 0: all within 15 s, the user unit's
+// TimeoutStopSec. SIGHUP reloads the configuration; a file with any error
+// is refused as a whole and the old settings stay.
 //
 // # Exit status
 //

@@ -320,10 +320,14 @@ type HoldResult struct {
 	// while the decoder is down for good): a word ("model_missing",
 	// "decoder_failed", …) and a sentence for a person, the decoder's
 	// own when it said one ("decode: model not found: … — fetch one with
-	// yaz-fetch-model base.en"). On a hold "typed", "kept" or "empty"
-	// they say what it survived: "vad_timeout" (the voice detector did
-	// not answer; it is restarted) or "vad_failed"; all of its audio was
-	// decoded.
+	// yaz-fetch-model base.en"), "decoder_timeout" (no answer within the
+	// hold's bound), "shutdown" (the daemon stopped before the hold could
+	// be decoded). On a hold "typed", "kept" or "empty" they say what it
+	// survived: "capture_failed" (the capture child died or stalled and
+	// is restarted; the reason says how much audio was lost, the rest was
+	// decoded), "vad_timeout" (the voice detector did not answer; it is
+	// restarted) or "vad_failed"; all of its audio was decoded. The
+	// closed list is in docs/design.md, "Desktop dictation".
 	Cause  string `json:"cause,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }

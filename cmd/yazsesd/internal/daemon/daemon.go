@@ -42,8 +42,9 @@
 //
 // Goroutines. A hold's goroutine outlives the call that opened it (it
 // types the text after the key is up): Run waits for every one, up to
-// workWait and then the typing's own stop, before it closes the audit
-// log; everything else it starts ends with Run's context.
+// workWait and then the typing's own stop, while the sockets still answer
+// and the children still run, before it stops the children and closes
+// the audit log; everything else it starts ends with Run's context.
 //
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
@@ -452,8 +453,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The children outlive the serving: a hold past its recording when
+	// the daemon is told to stop is decoded and typed by them (waitWork)
+	// before they are stopped.
+	cctx, stopChildren := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChildren()
 	var wg sync.WaitGroup
-	d.startAll(ctx, &wg)
+	d.startAll(ctx, cctx, &wg)
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
@@ -461,7 +467,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Go(func() { d.health.AwaitSettled(ctx, d.opt.Service.Ready) })
 	}
 	runErr := d.serve(ctx, cancel, ln, cln, hup)
-	d.waitWork()
+	stopChildren()
 	d.stopTyping()
 	d.gate.Close()
 	d.speak.Close()
@@ -528,13 +534,13 @@ func (d *Daemon) rejected(uid, pid int) {
 	}
 }
 
-// startAll starts, on goroutines of wg that end with ctx, the children's
-// supervisors, the versions' query, the budget's stream and the hotkey;
-// and opens the injector.
-func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
+// startAll starts, on goroutines of wg, the children's supervisors
+// (ending with cctx), the versions' query, the budget's stream and the
+// hotkey (ending with ctx); and opens the injector.
+func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 	supervised := func(c interface{ Run(context.Context) error }, name string) {
 		wg.Go(func() {
-			if err := c.Run(ctx); err != nil {
+			if err := c.Run(cctx); err != nil {
 				d.log.Error("child left down", "child", name, "err", err)
 				d.auditf(audit.Event{Kind: "child.crashloop", Child: name})
 			}
@@ -558,11 +564,13 @@ func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
 
 // serve serves both sockets, each on a server of its own, and reloads on
 // hup, until ctx ends or a server fails (its error); then it begins the
-// stop (no new hold or question, the holds and questions told) and
-// returns once both servers have.
+// stop (no new hold or question, the holds and questions told), waits for
+// the holds (waitWork: a hold.stop in flight gets its answer) and returns
+// once both servers have.
 func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = withPeer
+	srv.AnswerOnStop = true // a hold.stop in flight at the stop gets its answer
 	d.register(srv)
 	// The control socket's own server: its connections, slots and
 	// goroutines are its own, so no number of clients on the main socket
@@ -570,11 +578,16 @@ func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln n
 	ctl := jsonrpc.NewServer(d.log.With("part", "control"))
 	ctl.ConnContext = withPeer
 	ctl.MaxStreams = 0
+	ctl.AnswerOnStop = true
 	d.registerControl(ctl)
 
+	// The servers outlive ctx until the holds have ended (waitWork), so
+	// that a hold.stop in flight when the stop came gets its answer.
+	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ctx, ln) }()
-	go func() { serveErr <- ctl.Serve(ctx, cln) }()
+	go func() { serveErr <- srv.Serve(sctx, ln) }()
+	go func() { serveErr <- ctl.Serve(sctx, cln) }()
 	serving := 2
 	var runErr error
 loop:
@@ -596,6 +609,8 @@ loop:
 	d.state.shutdown()
 	d.live.Close()
 	d.endLife()
+	d.waitWork()
+	stopServing()
 	cancel()
 	for ; serving > 0; serving-- {
 		<-serveErr // each Serve returns once ctx is cancelled
@@ -847,20 +862,27 @@ func peerOf(ctx context.Context) peer {
 	return p
 }
 
-// workWait bounds how long a stopping daemon waits for its holds. A
-// hold's decoding ends at once when the daemon stops (decodeCtx) and its
-// typing takes a moment; past the bound the daemon stops anyway and says
-// so (the children stop meanwhile: the whole stop stays within the 10 s
-// a service manager or a test gives it).
-const workWait = 5 * time.Second
+// The stop's budget. A daemon told to stop drops a hold that still
+// records, but lets a hold past its recording (released, in its tail,
+// being decoded) finish: its decoding has holdStopWait from the stop
+// (holdDecodeCtx; then it is lost, cause "shutdown"), its typing the rest
+// of workWait (then typeCtx tells it to stop, and it has typingStop);
+// then the children stop (SIGTERM, a grace of 3 s, SIGKILL). In all at
+// most 10 + 1 + 3 s: within the 15 s the service's unit gives the stop
+// (TimeoutStopSec in packaging/systemd/yazsesd.service).
+const (
+	holdStopWait = 8 * time.Second
+	workWait     = 10 * time.Second
+)
 
 // typingStop bounds the wait for a typing that was told to stop.
 const typingStop = time.Second
 
 // waitWork waits (up to workWait) for the holds' goroutines (a hold
 // still recording ends with d.life: its audio is dropped, its microphone
-// closed); past it the typing in progress is told to stop (typeCtx),
-// and waited for up to typingStop.
+// closed; one past its recording is decoded within holdStopWait and
+// typed); past it the typing in progress is told to stop (typeCtx), and
+// waited for up to typingStop.
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {
