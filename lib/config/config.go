@@ -30,6 +30,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/yazses/yazses/lib/modelfile"
 )
 
 // Config is the whole configuration. Each field is one TOML table.
@@ -272,9 +274,7 @@ func Default() Config {
 	if p, err := ExpandPath(c.Decode.Model); err == nil {
 		c.Decode.Model = p
 	}
-	if p, err := ExpandPath(c.VAD.Model); err == nil {
-		c.VAD.Model = p
-	}
+	c.VAD.Model = modelfile.DefaultVADPath()
 	return c
 }
 

@@ -669,3 +669,42 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagedVADModel: vad.model left at its default (or written as the
+// default, as make install's file has it) takes a packaged Silero model
+// where the user fetched none; a path the user chose stays.
+func TestPackagedVADModel(t *testing.T) {
+	data, sys := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	t.Setenv("XDG_DATA_DIRS", sys)
+	packaged := filepath.Join(sys, "yazses", "models", "ggml-silero-v6.2.0.bin")
+	if err := os.MkdirAll(filepath.Dir(packaged), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packaged, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, file := range map[string]string{
+		"unset":              "",
+		"written as default": "[vad]\nmodel = \"$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin\"\n",
+	} {
+		c, err := Parse([]byte(file), "config.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.VAD.Model != packaged {
+			t.Errorf("%s: vad.model = %s, want the packaged %s", name, c.VAD.Model, packaged)
+		}
+	}
+	if got := Default().VAD.Model; got != packaged {
+		t.Errorf("Default().VAD.Model = %s, want the packaged %s", got, packaged)
+	}
+	own := filepath.Join(t.TempDir(), "mine.bin")
+	c, err := Parse([]byte("[vad]\nmodel = \""+own+"\"\n"), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.VAD.Model != own {
+		t.Errorf("a chosen vad.model became %s, want %s", c.VAD.Model, own)
+	}
+}
