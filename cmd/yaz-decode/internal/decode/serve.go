@@ -45,6 +45,10 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
 func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+	c.warmUp(ctx, log, m)
+	if ctx.Err() != nil {
+		return nil
+	}
 	// The readiness line names the device, and why a GPU backend installed
 	// is not available (yazsesd status shows both).
 	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes}); err != nil {
@@ -71,6 +75,31 @@ func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, st
 	default:
 	}
 	return derr
+}
+
+// warmer is a Recognizer that can warm up (asr.Model.WarmUp).
+type warmer interface {
+	WarmUp(ctx context.Context, threads int) (time.Duration, error)
+}
+
+// warmUp runs the model once on silence before serve says it is ready:
+// the first utterance after a start would otherwise pay for what the
+// first call of a process sets up (seconds on a loaded machine, and a GPU
+// backend's pipelines). A warm-up that fails is said on a WARN line and
+// serving goes on: the first utterance pays instead.
+func (c *settings) warmUp(ctx context.Context, log *slog.Logger, m Recognizer) {
+	w, ok := m.(warmer)
+	if !ok {
+		return
+	}
+	d, err := w.WarmUp(ctx, c.Threads)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		log.Warn("warm-up failed: the first utterance sets the model up instead", "err", err)
+	default:
+		log.Info("model warmed up", "ms", d.Milliseconds())
+	}
 }
 
 // readFrames turns frames into jobs. An Abandon frame discards what has
