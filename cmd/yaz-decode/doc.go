@@ -201,22 +201,29 @@
 // CPU, and one binary runs with or without a Vulkan loader and driver, the
 // CUDA libraries and the NVIDIA driver. A backend installed but unable to
 // run says why on a line of yaz-decode devices ("not available: CUDA: ...")
-// and in --device gpu's error. yaz-decode devices prints every
+// and in --device gpu's warning. yaz-decode devices prints every
 // device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
 // (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
 // total memory in MiB and its own name, then "auto: NAME", and for a
-// --device other than auto a line "gpu: NAME" (or its error, exit 1); with
-// -f json one JSON object instead: devices, auto, device, chosen, error
-// (what yazsesd config check reads for decode.device). A software
+// --device other than auto a line "gpu: NAME" (or its error, exit 1) and,
+// when that device is not what --device meant, a line "warning: ..."; with
+// -f json one JSON object instead: devices, auto, device, chosen, error,
+// warning (what yazsesd config check reads for decode.device). A software
 // device is a Vulkan driver that runs on the CPU (Mesa's lavapipe,
 // "llvmpipe"): slower than the CPU backend, listed for tests. --device auto
 // (the default) takes the best real GPU, discrete before integrated, and
 // the CPU when there is none, never a software device (on a machine with
 // no GPU device node, /dev/dri/renderD* or /dev/nvidiactl, it does not
-// start Vulkan at all: every device there is a software one); cpu the CPU; gpu the
-// best GPU, a software one last; gpu:N device N of the list. gpu or gpu:N
-// with no such device is one line naming it, and exit 1 (125 under a
-// supervisor: cause device_missing). A decode on a GPU says so in one INFO
+// start Vulkan at all: every device there is a software one); cpu the CPU;
+// gpu the best hardware GPU in the same order, never a software device:
+// with none it decodes on the CPU, with a WARN line that says so and why
+// ("--device gpu: no hardware GPU found: decoding on the CPU: ..."; serve
+// puts it on its readiness line, which yazsesd status shows), since who
+// asks for a GPU on a machine without one still wants the transcript;
+// gpu:N device N of the list, a software one too (for tests), with a WARN
+// line that it is slower than the CPU. gpu:N with no such device is one
+// line naming it, and exit 1 (125 under a supervisor: cause
+// device_missing). A decode on a GPU says so in one INFO
 // line at start ("decoding on Vulkan0"; on the CPU the line is at debug
 // level). A model file larger than a GPU's free memory is not put there:
 // auto says so on a WARN line and takes the next device or the CPU, gpu and

@@ -213,6 +213,10 @@ type DeviceStatus struct {
 	// Notes: a GPU backend installed that the decoder could not use, one
 	// line each ("CUDA: libcuda.so.1: cannot open shared object file ...").
 	Notes []string `json:"notes,omitempty"`
+	// Warning: the device is not what Setting meant, in one line ("gpu"
+	// with no hardware GPU decodes on the CPU; "gpu:N" of a software
+	// device is slower than the CPU); "" when it is.
+	Warning string `json:"warning,omitempty"`
 }
 
 // TypingStatus is how dictated text is typed.

@@ -49,9 +49,10 @@ func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, st
 	if ctx.Err() != nil {
 		return nil
 	}
-	// The readiness line names the device, and why a GPU backend installed
-	// is not available (yazsesd status shows both).
-	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes}); err != nil {
+	// The readiness line names the device, why a GPU backend installed is
+	// not available, and a device that is not what --device meant
+	// (yazsesd status shows them).
+	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes, Warning: c.devWarning}); err != nil {
 		return err
 	}
 	c.det.announce()
