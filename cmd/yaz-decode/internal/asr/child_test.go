@@ -26,7 +26,7 @@ type deviceReport struct {
 	Auto       string   // the device auto takes
 	GPUMissing bool     // gpu found no hardware GPU: it decodes on the CPU
 	GPUWarning string   // what gpu then says
-	Lavapipe   bool // Mesa's lavapipe driver is mapped into the process
+	Lavapipe   bool     // Mesa's lavapipe driver is mapped into the process
 }
 
 // deviceChild runs TestDevicesChild as exe (os.Args[0], or a copy of this
