@@ -33,7 +33,16 @@
 //	text of b
 //
 // (one file: no header; a file with no speech: nothing at all; json prints
-// one object per line with its "file").
+// one object per line with its "file"). A file cut short, whose header
+// declares more audio than it holds (an interrupted download), is
+// transcribed as far as it goes, as whisper-cli does, with a line on
+// stderr
+//
+//	yaz-decode: warning: PATH: the file is cut short: it ends N bytes before the audio its header declares (an interrupted download?); transcribed the 4.5 s it holds
+//
+// and "truncated":true in json; it is not a failure (exit 0). A WAV stream
+// on stdin cut short the same way ends with a WARN record. A file that ends
+// inside its header holds no audio and is an error.
 // Other formats are refused with the sox or ffmpeg command that converts
 // them. --progress always draws a bar on stderr while a file decodes (auto:
 // on a terminal, for files over 30 s).
@@ -236,7 +245,8 @@
 //
 // # Exit status
 //
-// 0 success (also after SIGINT or SIGTERM); 1 a file, the model
+// 0 success (also after SIGINT or SIGTERM, and for a file cut short: its
+// audio is transcribed, and the warning above says so); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
 // 125 under a supervisor (serve, vad-stream, or YAZ_READY_FD set) when
 // the model is missing or not a whisper or Parakeet model, -l names a language the model does not
