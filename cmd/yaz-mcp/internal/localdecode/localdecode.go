@@ -84,6 +84,9 @@ type Result struct {
 	Segments []Segment `json:"segments"`
 	AudioMs  int64     `json:"audio_ms"`
 	DecodeMs int64     `json:"decode_ms"`
+	// Truncated: the file is cut short (its header declares more audio
+	// than it holds); the transcript is of the audio it holds.
+	Truncated bool `json:"truncated,omitempty"`
 	// PID is the decoder's process id (for tests and logs).
 	PID int `json:"-"`
 }
@@ -222,9 +225,10 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), s
 		return Result{}, fmt.Errorf("%w: transcript over %d bytes", ErrDecodeFailed, maxOutput)
 	}
 	var doc struct {
-		AudioMs  int64     `json:"audio_ms"`
-		Text     *string   `json:"text"`
-		Segments []Segment `json:"segments"`
+		AudioMs   int64     `json:"audio_ms"`
+		Text      *string   `json:"text"`
+		Segments  []Segment `json:"segments"`
+		Truncated bool      `json:"truncated"`
 	}
 	if err := json.Unmarshal(out.buf.Bytes(), &doc); err != nil || doc.Text == nil {
 		return Result{}, fmt.Errorf("%w: unreadable transcript JSON", ErrDecodeFailed)
@@ -232,7 +236,7 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), s
 	if doc.Segments == nil {
 		doc.Segments = []Segment{}
 	}
-	return Result{Text: *doc.Text, Segments: doc.Segments, AudioMs: doc.AudioMs, DecodeMs: elapsed.Milliseconds(), PID: pid}, nil
+	return Result{Text: *doc.Text, Segments: doc.Segments, AudioMs: doc.AudioMs, DecodeMs: elapsed.Milliseconds(), Truncated: doc.Truncated, PID: pid}, nil
 }
 
 // startLocked starts cmd on a locked OS thread: Pdeathsig follows the
