@@ -83,17 +83,24 @@ type warmer interface {
 	WarmUp(ctx context.Context, threads int) (time.Duration, error)
 }
 
+// warmUpLimit bounds the warm-up, well inside the minute yazsesd waits
+// for the decoder's readiness (a model's load comes first).
+const warmUpLimit = 20 * time.Second
+
 // warmUp runs the model once on silence before serve says it is ready:
 // the first utterance after a start would otherwise pay for what the
 // first call of a process sets up (seconds on a loaded machine, and a GPU
-// backend's pipelines). A warm-up that fails is said on a WARN line and
-// serving goes on: the first utterance pays instead.
+// backend's pipelines). A warm-up that fails, or is stopped at
+// warmUpLimit, is said on a WARN line and serving goes on: the first
+// utterance pays for the rest.
 func (c *settings) warmUp(ctx context.Context, log *slog.Logger, m Recognizer) {
 	w, ok := m.(warmer)
 	if !ok {
 		return
 	}
-	d, err := w.WarmUp(ctx, c.Threads)
+	wctx, cancel := context.WithTimeout(ctx, warmUpLimit)
+	defer cancel()
+	d, err := w.WarmUp(wctx, c.Threads)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
