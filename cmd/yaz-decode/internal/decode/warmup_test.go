@@ -3,11 +3,15 @@ package decode
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yazses/yazses/internal/testwait"
@@ -93,5 +97,39 @@ func TestServeWarmsUpBeforeReady(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), `"utt":1`) {
 		t.Errorf("stdout %q: want the utterance's result", stdout.String())
+	}
+}
+
+// stuckWarmer is a model whose warm-up never ends on its own, or fails.
+type stuckWarmer struct {
+	fakeRecognizer
+	err error // nil: wait for the context
+}
+
+func (w *stuckWarmer) WarmUp(ctx context.Context, threads int) (time.Duration, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	<-ctx.Done()
+	return warmUpLimit, ctx.Err()
+}
+
+// TestWarmUpBounded: a warm-up that does not end is stopped at
+// warmUpLimit, and one that fails is a WARN line; either way serve goes
+// on to say it is ready (the first utterance pays instead).
+func TestWarmUpBounded(t *testing.T) {
+	for _, w := range []*stuckWarmer{{}, {err: errors.New("whisper_full failed")}} {
+		synctest.Test(t, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			start := time.Now()
+			newCLI().warmUp(context.Background(), log, w)
+			if w.err == nil && time.Since(start) != warmUpLimit {
+				t.Errorf("the warm-up ended after %v, want %v", time.Since(start), warmUpLimit)
+			}
+			if !strings.Contains(logs.String(), "level=WARN msg=\"warm-up failed") {
+				t.Errorf("log %q: want a WARN line", logs.String())
+			}
+		})
 	}
 }
