@@ -144,13 +144,14 @@ test-programs: setup inspector ## the tests of whisper.cpp, the real programs an
 test-desktop: setup inspector desk ## the tests that need Xvfb, sway, PulseAudio, D-Bus, the portal and the real GNOME desk: typing, notifications, end to end
 	@$(MAKE) --no-print-directory test-desktop-run
 
-# The real GNOME Shell 48 the desktop tests run (internal/testdesk): a
-# Debian 13 root built once into the cache (scripts/desk-root.sh: about
-# 1.3 GB and 4 to 10 minutes the first time, mmdebstrap from the Debian
-# mirror). It needs root; without root the desk's tests say why and skip.
-desk: ## the Debian 13 root with GNOME Shell, IBus and the portals for the desktop tests (once; needs root)
-	@if [ "$$(id -u)" -eq 0 ]; then scripts/desk-root.sh >/dev/null; \
-	else echo "desk: not root: the real GNOME desk's tests will be skipped (scripts/desk-root.sh needs root)"; fi
+# The real GNOME Shell 48 and KWin 6.3 the desktop tests run
+# (internal/testdesk): two Debian 13 roots built once into the cache
+# (scripts/desk-root.sh: GNOME about 1.3 GB and 4 to 10 minutes the first
+# time, KWin about 1 GB and 1 to 4 more, mmdebstrap from the Debian
+# mirror). It needs root; without root the desks' tests say why and skip.
+desk: ## the Debian 13 roots with GNOME Shell or KWin, IBus and the portals for the desktop tests (once; needs root)
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/desk-root.sh gnome >/dev/null && scripts/desk-root.sh kde >/dev/null; \
+	else echo "desk: not root: the real GNOME and KDE desks' tests will be skipped (scripts/desk-root.sh needs root)"; fi
 
 # -timeout is a last guard against a test that never ends (each wait in a
 # test has its own bound, testwait.Hang); test/e2e alone takes about 8 min
@@ -192,9 +193,15 @@ LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man/man1
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/systemd/user
+# The .desktop file that gives the desktop portal YazSes's application id.
+APPDIR ?= $(PREFIX)/share/applications
+APPID := io.github.yazses.YazSes
+UNIT := app-$(APPID).service
 CONFDIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/yazses
+# What loads the completions: the bash-completion package.
+BASHCOMP_LOADER ?= /usr/share/bash-completion/bash_completion
 
-install: build ## binaries, yaz-fetch-model, man pages, bash completion, the systemd user unit, a default config (kept if present)
+install: build ## binaries, yaz-fetch-model, man pages, bash completion, the .desktop file, the systemd user unit, a default config (kept if present)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BIN)/,$(BINS)) $(DESTDIR)$(BINDIR)/
 	@if [ -f $(BIN)/yaz-ggml-cuda.so ]; then \
@@ -209,16 +216,26 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 		echo "complete -o default -C '$(BINDIR)/$$b' $$b" > $(DESTDIR)$(BASHCOMPDIR)/$$b; \
 	done
 	scripts/fetch-model.sh --completion > $(DESTDIR)$(BASHCOMPDIR)/yaz-fetch-model
+	@if [ ! -f $(BASHCOMP_LOADER) ]; then \
+		echo "install: bash loads the completions in $(BASHCOMPDIR) through the bash-completion package, which is missing: apt install bash-completion (dnf, pacman: bash-completion)"; fi
 	$(DESTDIR)$(BINDIR)/yaz-fetch-model --man > $(DESTDIR)$(MANDIR)/yaz-fetch-model.1
+	install -d $(DESTDIR)$(APPDIR)
+	sed 's#@BINDIR@#$(BINDIR)#' packaging/desktop/$(APPID).desktop > $(DESTDIR)$(APPDIR)/$(APPID).desktop
 	install -d $(DESTDIR)$(UNITDIR)
-	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/yazsesd.service > $(DESTDIR)$(UNITDIR)/yazsesd.service
+	@# The unit was yazsesd.service; now that is the name enabling gives it.
+	@if [ -f $(DESTDIR)$(UNITDIR)/yazsesd.service ] && [ ! -L $(DESTDIR)$(UNITDIR)/yazsesd.service ]; then \
+		echo "install: yazsesd.service is now $(UNIT) (enable it by that name)"; \
+		rm -f $(DESTDIR)$(UNITDIR)/yazsesd.service $(DESTDIR)$(UNITDIR)/graphical-session.target.wants/yazsesd.service; \
+	fi
+	sed 's#%h/.local/bin/#$(BINDIR)/#' packaging/systemd/$(UNIT) > $(DESTDIR)$(UNITDIR)/$(UNIT)
 	install -d -m 0700 $(DESTDIR)$(CONFDIR)
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.toml ]; then \
 		echo "install: keeping $(CONFDIR)/config.toml"; \
 	else \
 		$(BIN)/yazsesd config default > $(DESTDIR)$(CONFDIR)/config.toml && chmod 0600 $(DESTDIR)$(CONFDIR)/config.toml; \
 	fi
-	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now yazsesd"
+	@echo "install: systemctl --user daemon-reload && systemctl --user enable --now $(UNIT)"
+	@echo "  (then systemctl --user status yazsesd, reload yazsesd … name it too)"
 	@# MCP hosts: the full path (a host without ~/.local/bin in PATH fails with spawn ENOENT).
 	@echo "install: MCP hosts start $(BINDIR)/yaz-mcp; give them the full path:"
 	@echo "  claude mcp add yazses -- $(BINDIR)/yaz-mcp"
@@ -226,9 +243,10 @@ install: build ## binaries, yaz-fetch-model, man pages, bash completion, the sys
 	@echo '  VS Code (.vscode/mcp.json): {"servers": {"yazses": {"type": "stdio", "command": "$(BINDIR)/yaz-mcp", "args": []}}}'
 	@echo '  Codex (~/.codex/config.toml): [mcp_servers.yazses] command = "$(BINDIR)/yaz-mcp"'
 
-uninstall: ## stops the running daemon, then removes the binaries, man pages, completion and the unit; your configuration and models stay
+uninstall: ## stops the running daemon, then removes the binaries, man pages, completion, the .desktop file and the unit; your configuration and models stay
 	@scripts/stop-daemon.sh $(DESTDIR)$(BINDIR)
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(UNITDIR)/yazsesd.service $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) yaz-fetch-model) $(DESTDIR)$(LIBDIR)/yazses/yaz-ggml-cuda.so
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNIT) yazsesd.service graphical-session.target.wants/$(UNIT) graphical-session.target.wants/yazsesd.service) $(DESTDIR)$(APPDIR)/$(APPID).desktop
 	@if [ -d $(DESTDIR)$(LIBDIR)/yazses ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(LIBDIR)/yazses; fi
 	rm -f $(foreach b,$(BINS) yaz-fetch-model,$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# desk-root.sh: build a Debian 13 (trixie) root with a real GNOME Shell, the
-# desktop portals, IBus and python3-gi GTK 3/4 once into a cache folder that
-# later runs (internal/testdesk) reuse.
+# desk-root.sh: build a Debian 13 (trixie) root with a real desktop (GNOME
+# Shell, or KWin with `kde`), the desktop portals, IBus and python3-gi GTK 3/4
+# once into a cache folder that later runs (internal/testdesk) reuse.
 #
 # Result: $cache/desk-trixie-<hash>, a complete root file system, where
 # <hash> is a short hash of the suite, the variant and the package list: a
@@ -21,37 +21,63 @@
 # mmdebstrap comes from the host's apt when it is missing. About 1.3 GB and
 # 5 to 10 minutes on a 2-core machine.
 #
-# `desk-root.sh --path` prints the root's path and builds nothing.
+# `desk-root.sh [--path] [gnome|kde]`: --path prints the root's path and
+# builds nothing; gnome (the default) is GNOME Shell with its portal backend,
+# kde is KWin (kwin_wayland) with xdg-desktop-portal-kde.
 set -euo pipefail
 
 SUITE=trixie
 VARIANT=apt
-# Keep this list minimal: every test that uses the desk waits for it once.
-PACKAGES=(
-  dbus-daemon
-  dbus-user-session
-  gir1.2-gtk-3.0
-  gir1.2-gtk-4.0
-  gnome-shell
-  ibus
-  python3-gi
-  xdg-desktop-portal
-  xdg-desktop-portal-gnome
-)
-mirror=${DESK_MIRROR:-http://deb.debian.org/debian}
-
 log() { printf 'desk-root: %s\n' "$*" >&2; }
+
+path_only=
+desk=gnome
+for arg in "$@"; do
+  case "$arg" in
+    --path) path_only=1 ;;
+    gnome|kde) desk=$arg ;;
+    *) log "unknown argument $arg (want --path, gnome or kde)"; exit 2 ;;
+  esac
+done
+
+# Keep these lists minimal: every test that uses the desk waits for it once.
+case "$desk" in
+  gnome)
+    PACKAGES=(
+      dbus-daemon
+      dbus-user-session
+      gir1.2-gtk-3.0
+      gir1.2-gtk-4.0
+      gnome-shell
+      ibus
+      python3-gi
+      xdg-desktop-portal
+      xdg-desktop-portal-gnome
+    )
+    BIN=/usr/bin/gnome-shell ;;
+  kde)
+    PACKAGES=(
+      dbus-daemon
+      dbus-user-session
+      gir1.2-gtk-3.0
+      gir1.2-gtk-4.0
+      ibus
+      kwin-wayland
+      python3-gi
+      qt6-wayland
+      xdg-desktop-portal
+      xdg-desktop-portal-kde
+    )
+    BIN=/usr/bin/kwin_wayland ;;
+esac
+mirror=${DESK_MIRROR:-http://deb.debian.org/debian}
 
 list=$(printf '%s\n' "$SUITE" "$VARIANT" "${PACKAGES[@]}" | LC_ALL=C sort)
 hash=$(printf '%s' "$list" | sha256sum | cut -c1-12)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/yazses
 root=$cache/desk-$SUITE-$hash
 
-case "${1:-}" in
-  --path) echo "$root"; exit 0 ;;
-  "") ;;
-  *) log "unknown argument $1 (want --path or none)"; exit 2 ;;
-esac
+if [ -n "$path_only" ]; then echo "$root"; exit 0; fi
 
 # A finished root has this file, written last (after the rename too, the
 # rename is what makes it visible).
@@ -90,7 +116,7 @@ buildlog=$root.log
 : > "$buildlog"
 tmp=$root.tmp.$$
 start=$(date +%s)
-log "building Debian $SUITE root $root from $mirror: ${PACKAGES[*]} (log: $buildlog; 5 to 10 minutes)"
+log "building the $desk desk: Debian $SUITE root $root from $mirror: ${PACKAGES[*]} (log: $buildlog; 5 to 10 minutes)"
 # mmdebstrap's progress: one stderr line per stage it announces.
 awk_lines=()
 if awk -W interactive 'BEGIN { exit 0 }' </dev/null >/dev/null 2>&1; then awk_lines=(-W interactive); fi
@@ -107,8 +133,8 @@ unshare --mount --propagation private mmdebstrap --mode=root --variant="$VARIANT
   "$SUITE" "$tmp" "$mirror" 2>&1 | tee -a "$buildlog" |
   awk ${awk_lines[@]+"${awk_lines[@]}"} '/^I: / { sub(/^I: /, ""); print "desk-root: " $0; fflush() }' >&2 ||
   failed "mmdebstrap failed"
-[ -x "$tmp/usr/bin/gnome-shell" ] && [ -x "$tmp/usr/bin/ibus-daemon" ] ||
-  failed "mmdebstrap finished without gnome-shell or ibus-daemon in the root"
+[ -x "$tmp$BIN" ] && [ -x "$tmp/usr/bin/ibus-daemon" ] ||
+  failed "mmdebstrap finished without $BIN or ibus-daemon in the root"
 # Downloaded packages are not needed in the root.
 rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*_Packages
 mv "$tmp" "$root"

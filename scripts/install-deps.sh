@@ -21,7 +21,7 @@ pkgs=(
   dbus-daemon dunst            # tests only: a private session bus (internal/testbus) and a real notification server; the daemon posts notifications over D-Bus itself (godbus)
   xdg-desktop-portal libxkbcommon-tools # internal/testportal: the real portal frontend (RemoteDesktop, GlobalShortcuts) and xkbcli, the XKB oracle
   linux-libc-dev               # lib/keyname: input-event-codes.h, checked against the key table
-  systemd                      # systemd-analyze verifies packaging/systemd/yazsesd.service
+  systemd                      # systemd-analyze verifies packaging/systemd/app-io.github.yazses.YazSes.service
   npm              # fetches the pinned whisper.cpp source package
 )
 missing=()

@@ -7,14 +7,18 @@
 set -euo pipefail
 bindir=${1:?usage: stop-daemon.sh BINDIR}
 exe="$bindir/yazsesd"
-if command -v systemctl >/dev/null && systemctl --user is-active --quiet yazsesd 2>/dev/null; then
-  unit_exe=$(systemctl --user show -p ExecStart --value yazsesd 2>/dev/null || true)
-  if [[ "$unit_exe" == *"path=$exe "* || "$unit_exe" == *"$exe"* ]]; then
-    echo "uninstall: stopping and disabling the yazsesd user service"
-    systemctl --user disable --now yazsesd
-    exit 0
+# The unit is app-io.github.yazses.YazSes.service (yazsesd.service is
+# its alias once enabled, and the name of an older install).
+for unit in app-io.github.yazses.YazSes.service yazsesd.service; do
+  if command -v systemctl >/dev/null && systemctl --user is-active --quiet "$unit" 2>/dev/null; then
+    unit_exe=$(systemctl --user show -p ExecStart --value "$unit" 2>/dev/null || true)
+    if [[ "$unit_exe" == *"path=$exe "* || "$unit_exe" == *"$exe"* ]]; then
+      echo "uninstall: stopping and disabling the yazsesd user service ($unit)"
+      systemctl --user disable --now "$unit"
+      exit 0
+    fi
   fi
-fi
+done
 pids=()
 for p in /proc/[0-9]*; do
   [ -O "$p" ] || continue

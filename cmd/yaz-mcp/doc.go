@@ -9,9 +9,12 @@
 // # Description
 //
 // An MCP host starts yaz-mcp and speaks MCP (JSON-RPC 2.0, one message per
-// line) on its stdin and stdout; protocol versions 2025-06-18 and 2025-11-25
-// negotiate (the older ones and the stateless 2026-07-28 too). It opens no
-// network or socket listener of any kind. For example, with Claude Code:
+// line) on its stdin and stdout: protocol 2026-07-28 (stateless: no
+// initialize, the server found with server/discover), 2025-11-25 and
+// 2025-06-18 (and the older ones). A member name of JSON-RPC or MCP is
+// exact: "ID" for "id", or a member given twice, is an invalid request. It
+// opens no network or socket listener of any kind. For example, with
+// Claude Code:
 //
 //	claude mcp add yazses -- yaz-mcp
 //
@@ -25,20 +28,22 @@
 //	    declares more audio than it holds: an interrupted download) is
 //	    transcribed as far as it goes, with a "warning" in the structured
 //	    content and a text item "[warning: the file is cut short: ...]"
-//	    after the transcript; the daemon and yaz-decode give the same text
-//	    and warning. The file must be a regular file
+//	    after the transcript, on either path below. The file must be a
+//	    regular file
 //	    (symbolic links are followed; directories, FIFOs, devices and
 //	    sockets are refused without being opened), at most 1 GiB and at most
 //	    4 hours of audio. When yazsesd runs and uses the same model, its
 //	    resident decoder does the work (no model load per call; dictation
-//	    still comes first); otherwise yaz-mcp runs yaz-decode as a child in
-//	    its own process group, at CPU niceness +5, reading the file through
-//	    an inherited descriptor; one such child runs at a time, later calls
-//	    wait. A progress token in the call gets progress notifications:
-//	    milliseconds of audio done of the file's (total), from the
-//	    decoder's own progress here, or through the daemon at 0 and after
-//	    each piece of at most 30 s (nothing within a piece); cancelling the
-//	    call kills the decoder at once.
+//	    still comes first); otherwise yaz-mcp runs yaz-decode serve as a
+//	    child in its own process group, at CPU niceness +5, and sends it the
+//	    file's audio on its stdin; one such child runs at a time, later
+//	    calls wait. Either way the file is cut and decoded the same way (the
+//	    same pieces of at most 30 s, each decoded alone with the same
+//	    [decode] and [vad] settings), so a file gives the same transcript on
+//	    both. A progress token in the call gets progress notifications:
+//	    milliseconds of audio done of the file's (total), at 0 and after
+//	    each piece (nothing within a piece); cancelling the call kills the
+//	    decoder at once.
 //
 //	ask_human(question, timeout_s)
 //	    Listed only when the configuration says [mcp] ask_human = true;
@@ -49,7 +54,12 @@
 //	    characters are removed, and it must then be 1 to 500 characters
 //	    with something visible, in valid UTF-8. timeout_s is in seconds: 0 or absent takes
 //	    ask.default_timeout_s (45), more than ask.max_timeout_s (45) is cut
-//	    to it, a fraction is rounded up. The structured result is one of
+//	    to it, a fraction is rounded up, and one shorter than any answer
+//	    needs (the label and a word spoken at speak.rate, ask.guard_ms,
+//	    250 ms of speech and ask.answer_silence_ms: 4 s with the defaults)
+//	    is invalid_argument, naming the minimum. A question left with too
+//	    little time to be spoken and answered is not asked (deferred
+//	    timeout, nothing charged). The structured result is one of
 //	    answered {answer}, no_answer {reason}, deferred {reason},
 //	    refused {reason, retry_after_s} and unavailable {reason}, with a
 //	    short text. No daemon running: unavailable {reason:

@@ -82,7 +82,13 @@
 // daemon is not running or stops it prints an offline line and exits 1,
 // for the bar to run it again. At most 16 watches run at once; a watch has
 // no idle clock. No method changes the budget or the opt-in: those
-// come from the configuration file (SIGHUP reloads it). Parameter names are
+// come from the configuration file (SIGHUP reloads it); a reload that turns
+// questions off or lowers the cap refuses (or reserves again under the new
+// cap) every question not yet being asked, and the one being asked
+// finishes. An ask_human timeout_s shorter than any answer needs (4 s with
+// the defaults; docs/config.md, [ask]) is invalid params, and a question
+// left with too little time to be spoken and answered is not asked
+// (deferred timeout, nothing charged). Parameter names are
 // exact (case-sensitive, each once) and must be valid UTF-8, else invalid
 // params. A connection idle for 30 s, or 5 s into an unfinished line, is
 // closed; with 256 connections open a new one is told server busy and
@@ -151,9 +157,13 @@
 //
 // # Signals
 //
-// SIGINT and SIGTERM stop the children (SIGTERM, then SIGKILL after 3 s)
-// and exit 0. SIGHUP reloads the configuration; a file with any error is
-// refused as a whole and the old settings stay.
+// SIGINT and SIGTERM stop the daemon: a hold that still records is
+// dropped; one already released is decoded, if that takes at most 8 s
+// (else it is lost, cause shutdown), and typed, and a hold.stop waiting
+// for it gets its answer. Then the children stop (SIGTERM, then SIGKILL
+// after 3 s) and it exits 0: all within 15 s, the user unit's
+// TimeoutStopSec. SIGHUP reloads the configuration; a file with any error
+// is refused as a whole and the old settings stay.
 //
 // # Exit status
 //
@@ -171,7 +181,8 @@
 //	$XDG_RUNTIME_DIR/yazses/control.sock  the control socket (hold.* and status only)
 //	$XDG_STATE_HOME/yazses/audit.jsonl    the audit log (yazsesd ctl audit)
 //	$XDG_STATE_HOME/yazses/               also the single-instance lock and the crash marker
-//	~/.config/systemd/user/yazsesd.service  the systemd user unit (make install)
+//	~/.config/systemd/user/app-io.github.yazses.YazSes.service  the systemd user unit (make install; enabled, also yazsesd.service)
+//	~/.local/share/applications/io.github.yazses.YazSes.desktop  YazSes's application id for the desktop portal (make install)
 //
 // Unset, XDG_CONFIG_HOME is ~/.config, XDG_DATA_HOME ~/.local/share and
 // XDG_STATE_HOME ~/.local/state; without XDG_RUNTIME_DIR the sockets are in

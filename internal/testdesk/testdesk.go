@@ -1,7 +1,13 @@
-// Package testdesk brings up a real, headless GNOME Shell for a test: the
-// Debian 13 root that scripts/desk-root.sh builds once into the cache (GNOME
-// Shell 48, the desktop portals, IBus, python3-gi GTK 3 and 4), entered with
-// a private mount and PID namespace, and torn down when the test ends.
+// Package testdesk brings up a real, headless GNOME Shell (or KWin, with
+// StartKDE) for a test: the Debian 13 root that scripts/desk-root.sh builds
+// once into the cache (GNOME Shell 48 or KWin 6.3, the desktop portals,
+// IBus, python3-gi GTK 3 and 4), entered with a private mount and PID
+// namespace, and torn down when the test ends.
+//
+// KWin runs with a virtual output and IBus as its input method (kwinrc's
+// InputMethod: "IBus Wayland", ibus-ui-gtk3 --enable-wayland-im, which KWin
+// starts), the setting Plasma's Virtual Keyboard page writes. Eval is
+// GNOME's only.
 //
 // What runs where. Everything of the desk runs inside the root, in a PID
 // namespace of its own whose first process is a shell (the desk's init):
@@ -92,6 +98,9 @@ type Desk struct {
 	// process's environment.
 	Env []string
 
+	// Desktop is the desktop the desk runs.
+	Desktop Desktop
+
 	t      testing.TB
 	pid    int // the desk's init, in the host's PID namespace
 	log    *testwait.Buffer
@@ -109,9 +118,9 @@ func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if Want() {
-		t.Fatalf("the real GNOME desk is needed (YAZ_TEST_DESK=1): %s", msg)
+		t.Fatalf("the real desk is needed (YAZ_TEST_DESK=1): %s", msg)
 	}
-	t.Skipf("no real GNOME desk (set YAZ_TEST_DESK=1 to make this a failure): %s", msg)
+	t.Skipf("no real desk (set YAZ_TEST_DESK=1 to make this a failure): %s", msg)
 }
 
 // repoRoot is the folder with go.mod above the test's folder.
@@ -132,9 +141,39 @@ func repoRoot() (string, error) {
 	}
 }
 
-// Root returns the cached Debian root, building it first when it is
-// missing (scripts/desk-root.sh, which waits for another caller's build).
+// Desktop names the desktop a desk runs, as scripts/desk-root.sh names
+// its root.
+type Desktop string
+
+const (
+	// GNOME is GNOME Shell with xdg-desktop-portal-gnome; gnome-shell
+	// starts ibus-daemon itself.
+	GNOME Desktop = "gnome"
+	// KDE is KWin (kwin_wayland) with xdg-desktop-portal-kde; KWin starts
+	// IBus as its input method (kwinrc's InputMethod), as Plasma's
+	// Virtual Keyboard setting does.
+	KDE Desktop = "kde"
+)
+
+// compositor is the desktop's program in the root.
+func (k Desktop) compositor() string {
+	if k == KDE {
+		return "/usr/bin/kwin_wayland"
+	}
+	return "/usr/bin/gnome-shell"
+}
+
+// Root returns the cached Debian root of the GNOME desk, building it
+// first when it is missing.
 func Root(t testing.TB) string {
+	t.Helper()
+	return RootOf(t, GNOME)
+}
+
+// RootOf returns the cached Debian root of a desktop, building it first
+// when it is missing (scripts/desk-root.sh, which waits for another
+// caller's build).
+func RootOf(t testing.TB, desktop Desktop) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "needs root (mount and PID namespaces, chroot); running as uid %d", os.Geteuid())
@@ -145,7 +184,7 @@ func Root(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), BuildLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(repo, "scripts", "desk-root.sh"))
+	cmd := exec.CommandContext(ctx, filepath.Join(repo, "scripts", "desk-root.sh"), string(desktop))
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + os.Getenv("HOME")}
 	if c := os.Getenv("XDG_CACHE_HOME"); c != "" {
 		// The cache is the one thing of the caller's XDG_* it shares: the
@@ -156,11 +195,11 @@ func Root(t testing.TB) string {
 	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
-		unavailable(t, "scripts/desk-root.sh: %v: %s", err, lastLines(stderr.String(), 15))
+		unavailable(t, "scripts/desk-root.sh %s: %v: %s", desktop, err, lastLines(stderr.String(), 15))
 	}
 	root := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(root, "usr", "bin", "gnome-shell")); err != nil {
-		unavailable(t, "the desk root %s has no gnome-shell: %v", root, err)
+	if _, err := os.Stat(filepath.Join(root, desktop.compositor())); err != nil {
+		unavailable(t, "the %s desk root %s has no %s: %v", desktop, root, desktop.compositor(), err)
 	}
 	return root
 }
@@ -175,7 +214,11 @@ func lastLines(s string, n int) string {
 
 // innerEnv is the environment of every process of the desk, whose
 // runtime folder is run.
-func innerEnv(run string) []string {
+func innerEnv(run string, desktop Desktop) []string {
+	current, session := "GNOME", "gnome"
+	if desktop == KDE {
+		current, session = "KDE", "KDE"
+	}
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root",
@@ -185,9 +228,9 @@ func innerEnv(run string) []string {
 		"XDG_RUNTIME_DIR=" + run,
 		"XDG_CONFIG_HOME=" + run + "/config",
 		"XDG_CACHE_HOME=" + run + "/cache",
-		"XDG_CURRENT_DESKTOP=GNOME",
+		"XDG_CURRENT_DESKTOP=" + current,
 		"XDG_SESSION_TYPE=wayland",
-		"XDG_SESSION_DESKTOP=gnome",
+		"XDG_SESSION_DESKTOP=" + session,
 		"DBUS_SESSION_BUS_ADDRESS=unix:path=" + run + "/bus",
 		"WAYLAND_DISPLAY=wayland-0",
 		"NO_AT_BRIDGE=1",
@@ -245,14 +288,40 @@ dbus-daemon --session --address="$DBUS_SESSION_BUS_ADDRESS" --nofork --nopidfile
 # The session bus is up when its socket is there.
 while [ ! -S "$XDG_RUNTIME_DIR/bus" ]; do sleep 0.05; done
 echo "desk: session bus up"
-gnome-shell --headless --wayland --no-x11 --unsafe-mode --virtual-monitor 1280x800 </dev/null &
+/bin/sh -c "$COMPOSITOR" </dev/null &
 wait
 `
 
-// Start brings up a desk for t; it is torn down when t ends.
+// gnomeShell runs GNOME Shell: headless, Wayland only, with Eval (unsafe
+// mode) and one virtual monitor.
+const gnomeShell = `exec gnome-shell --headless --wayland --no-x11 --unsafe-mode --virtual-monitor 1280x800`
+
+// kwin runs KWin with a virtual output and IBus as its input method (what
+// Plasma's Settings writes for the Virtual Keyboard "IBus Wayland"): KWin
+// starts it and speaks input-method-v1 to it, and the clients' text-input
+// reaches IBus's engines through it.
+const kwin = `printf '[Wayland]\nInputMethod=/usr/share/applications/org.freedesktop.IBus.Panel.Wayland.Gtk3.desktop\n' > "$XDG_CONFIG_HOME/kwinrc"
+echo "desk: starting kwin"
+QT_QPA_PLATFORM=offscreen exec kwin_wayland --virtual --width 1280 --height 800 --no-lockscreen --socket wayland-0`
+
+// Start brings up a GNOME desk for t; it is torn down when t ends.
 func Start(t testing.TB) *Desk {
 	t.Helper()
-	root := Root(t)
+	return StartDesktop(t, GNOME)
+}
+
+// StartKDE brings up a KWin desk for t; it is torn down when t ends. Eval
+// is GNOME's and fails there.
+func StartKDE(t testing.TB) *Desk {
+	t.Helper()
+	return StartDesktop(t, KDE)
+}
+
+// StartDesktop brings up a desk of that desktop for t; it is torn down
+// when t ends.
+func StartDesktop(t testing.TB, desktop Desktop) *Desk {
+	t.Helper()
+	root := RootOf(t, desktop)
 	run := t.TempDir()
 	scratch := t.TempDir()
 	if err := os.Chmod(run, 0o700); err != nil {
@@ -263,8 +332,14 @@ func Start(t testing.TB) *Desk {
 		ConfigHome:    filepath.Join(run, "config"),
 		SessionBus:    "unix:path=" + filepath.Join(run, "bus"),
 		WaylandSocket: filepath.Join(run, "wayland-0"),
+		Desktop:       desktop,
 		t:             t,
 		log:           &testwait.Buffer{},
+	}
+	current := "GNOME"
+	compositor := gnomeShell
+	if desktop == KDE {
+		current, compositor = "KDE", kwin
 	}
 	d.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -274,7 +349,7 @@ func Start(t testing.TB) *Desk {
 		"WAYLAND_DISPLAY=wayland-0",
 		"XDG_CONFIG_HOME=" + d.ConfigHome,
 		"XDG_CACHE_HOME=" + filepath.Join(run, "cache"),
-		"XDG_CURRENT_DESKTOP=GNOME",
+		"XDG_CURRENT_DESKTOP=" + current,
 		"XDG_SESSION_TYPE=wayland",
 	}
 
@@ -283,7 +358,7 @@ func Start(t testing.TB) *Desk {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", outerScript, "desk", root, scratch, run)
-	cmd.Env = append(innerEnv(run), "INNER="+innerScript)
+	cmd.Env = append(innerEnv(run, desktop), "INNER="+innerScript, "COMPOSITOR="+compositor)
 	cmd.Stdin = stdin
 	cmd.Stdout = d.log
 	cmd.Stderr = d.log
@@ -318,10 +393,14 @@ func Start(t testing.TB) *Desk {
 	})
 
 	ctx := testwait.Context(t)
+	exited := &closedSource{ch: done}
+	if desktop == KDE {
+		d.kwinUp(ctx, exited)
+		return d
+	}
 	up := func() bool {
 		return strings.Contains(d.log.String(), "GNOME Shell started")
 	}
-	exited := &closedSource{ch: done}
 	if err := testwait.Until(ctx, func() bool { return up() || exited.closed() }, d.log, exited); err != nil || !up() {
 		t.Fatalf("GNOME Shell did not start (%v); desk log:\n%s", err, lastLines(d.log.String(), 40))
 	}
@@ -626,7 +705,7 @@ func (d *Desk) Command(t testing.TB, name string, args ...string) *exec.Cmd {
 	// nsenter's -w takes the folder as the host sees it: env -C, inside.
 	nsargs := []string{"-t", fmt.Sprint(d.pid), "-m", "-p", "-r", "--", "/usr/bin/env", "-C", d.Runtime, name}
 	cmd := exec.Command("nsenter", append(nsargs, args...)...)
-	cmd.Env = innerEnv(d.Runtime)
+	cmd.Env = innerEnv(d.Runtime, d.Desktop)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }

@@ -56,6 +56,9 @@ type Backend struct {
 	selects    []map[string]dbus.Variant
 	dialogs    int
 	refuse     bool
+	needID     bool      // Options.RequireAppID
+	bindCode   uint32    // Options.BindResponse
+	appIDs     []string  // the application id of each GlobalShortcuts session asked for
 	hold       chan bool // non-nil: Start waits for the test's answer
 	typed      []rune
 	keysyms    int
@@ -75,7 +78,7 @@ type Backend struct {
 }
 
 func newBackend(t testing.TB, addr string, opts Options) *Backend {
-	b := &Backend{t: t, layout: opts.Layout, options: opts.Options, refuse: opts.Refuse, runes: map[uint32]rune{}, leds: t.TempDir()}
+	b := &Backend{t: t, layout: opts.Layout, options: opts.Options, refuse: opts.Refuse, needID: opts.RequireAppID, bindCode: opts.BindResponse, runes: map[uint32]rune{}, leds: t.TempDir()}
 	for _, led := range []string{"input3::numlock", "input3::capslock", "input3::scrolllock"} {
 		if err := os.MkdirAll(filepath.Join(b.leds, led), 0o755); err != nil {
 			t.Fatal(err)
@@ -276,6 +279,14 @@ func (b *Backend) Closed() []dbus.ObjectPath {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.closed)
+}
+
+// AppIDs lists the application id the frontend gave each GlobalShortcuts
+// session asked for ("" for a caller it knows none of).
+func (b *Backend) AppIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.appIDs)
 }
 
 // Activate presses the shortcut id: the desktop emits Activated.
@@ -538,6 +549,14 @@ type shortcutArg struct {
 func (g gsImpl) CreateSession(handle, sess dbus.ObjectPath, appID string, opts options) (uint32, options, *dbus.Error) {
 	b := g.b
 	defer b.exportRequest(handle)()
+	b.mu.Lock()
+	b.appIDs = append(b.appIDs, appID)
+	needID := b.needID
+	b.mu.Unlock()
+	if needID && appID == "" {
+		b.note("GlobalShortcuts.CreateSession refused: no app id")
+		return 0, nil, dbus.NewError("org.freedesktop.portal.Error.NotAllowed", []any{"An app id is required"})
+	}
 	b.exportSession(sess)
 	b.note("GlobalShortcuts.CreateSession")
 	return 0, options{"session_handle": dbus.MakeVariant(sess)}, nil
@@ -568,9 +587,10 @@ func (g gsImpl) BindShortcuts(handle, sess dbus.ObjectPath, shortcuts []shortcut
 	}
 	b.mu.Lock()
 	b.bound, b.gsSession = bound, sess
+	code := b.bindCode
 	b.mu.Unlock()
 	b.note("GlobalShortcuts.BindShortcuts")
-	return 0, options{"shortcuts": dbus.MakeVariant(out)}, nil
+	return code, options{"shortcuts": dbus.MakeVariant(out)}, nil
 }
 
 func (g gsImpl) ListShortcuts(handle, sess dbus.ObjectPath) (uint32, options, *dbus.Error) {

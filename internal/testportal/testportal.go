@@ -48,6 +48,10 @@ const (
 	portalName  = "org.freedesktop.portal.Desktop"
 )
 
+// AppID is YazSes's application id (lib/xdp's AppID, whose tests use
+// this package: written out here).
+const AppID = "io.github.yazses.YazSes"
+
 // Options configure the test desktop.
 type Options struct {
 	// Layout is the XKB layout (or layouts, "us,gr") of the desktop's
@@ -61,6 +65,25 @@ type Options struct {
 	// Interfaces lists the backend interfaces the .portal file offers
 	// ("RemoteDesktop", "GlobalShortcuts"); nil is both.
 	Interfaces []string
+	// Late leaves the frontend stopped: the test starts it with
+	// StartFrontend (a portal that comes after its client, as at login).
+	Late bool
+	// RequireAppID refuses a GlobalShortcuts session to a caller the
+	// frontend knows no application id of, as xdg-desktop-portal 1.21
+	// and later do ("An app id is required"; the frontend answers the
+	// caller with response 2). The frontend here (1.16) has no host
+	// registry: it knows a program by its systemd unit's name.
+	RequireAppID bool
+	// BindResponse is the response code of a BindShortcuts that binds
+	// (0 when unset): xdg-desktop-portal-gnome 48.0 answers a binding
+	// that succeeded with an unset code, most often 2, and the shortcuts
+	// it bound.
+	BindResponse uint32
+	// NoDesktopFile leaves out YazSes's .desktop file, which Start puts
+	// where the frontend looks for applications (its XDG_DATA_HOME): a
+	// frontend with the host registry (1.19 and later) takes the
+	// application id only with it.
+	NoDesktopFile bool
 }
 
 // Portal is a private session bus with the real frontend and the test's
@@ -125,7 +148,19 @@ func Start(t testing.TB, opts Options) *Portal {
 	if err := os.WriteFile(filepath.Join(portals, Desktop+".portal"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.StartFrontend()
+	if !opts.NoDesktopFile {
+		apps := filepath.Join(dir, "data", "applications")
+		if err := os.MkdirAll(apps, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entry := "[Desktop Entry]\nType=Application\nName=YazSes\nExec=/bin/true\nNoDisplay=true\n"
+		if err := os.WriteFile(filepath.Join(apps, AppID+".desktop"), []byte(entry), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !opts.Late {
+		p.StartFrontend()
+	}
 	return p
 }
 
@@ -196,11 +231,12 @@ func (p *Portal) StartFrontend() {
 	t := p.T
 	t.Helper()
 	cmd := exec.Command(Frontend, "--verbose")
-	cmd.Env = append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY"),
+	cmd.Env = append(withoutEnv(os.Environ(), "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "DISPLAY", "WAYLAND_DISPLAY"),
 		"DBUS_SESSION_BUS_ADDRESS="+p.Addr,
 		"XDG_CURRENT_DESKTOP="+Desktop,
 		"XDG_DESKTOP_PORTAL_DIR="+filepath.Join(p.Dir, "portals"),
 		"XDG_RUNTIME_DIR="+p.Dir,
+		"XDG_DATA_HOME="+filepath.Join(p.Dir, "data"),
 		"HOME="+p.Dir,
 		"GIO_USE_VFS=local",
 	)

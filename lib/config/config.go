@@ -170,6 +170,10 @@ type Dictation struct {
 	Preview bool `toml:"preview"`
 	// Replace is applied to each dictated transcript, in order.
 	Replace []Replacement `toml:"replace"`
+	// Separator is typed after each dictation's text (unless the text
+	// ends with whitespace), so that the next dictation into the same
+	// field does not run into it: spaces only ("" for none).
+	Separator string `toml:"separator"`
 }
 
 // Replacement replaces one exact word or phrase in dictated text.
@@ -302,6 +306,7 @@ func rawDefault() Config {
 			Prompt:         "",
 			Inject:         "auto",
 			PasteOverChars: 3000,
+			Separator:      " ",
 			MinUtteranceMs: 300,
 			TailMs:         200,
 			MaxHoldS:       180,

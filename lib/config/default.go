@@ -113,6 +113,9 @@ max_hold_s = 180
 # Show the text decoded so far in a hold to "yazsesd ctl watch" (a status bar or
 # an overlay), on your own socket only, never logged. Off: the state carries no text.
 preview = false
+# Typed after each dictation, so that the next one into the same field does not
+# run into it ("country. And so", not "country.And so"): spaces only; "" for none.
+separator = " "
 # Exact word or phrase replacements in dictated text, applied in order
 # (never to ask_human answers). None by default; add tables like these:
 # [[dictation.replace]]

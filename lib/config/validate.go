@@ -31,6 +31,7 @@ const (
 	minEagerPauseMs   = 200
 	maxEagerPauseMs   = 5000
 	maxPasteOverChars = 1_000_000
+	maxSeparator      = 4
 	maxGuardMs        = 5000
 	maxMinUtterMs     = 5000
 	maxAnswerSilentMs = 10000
@@ -130,6 +131,9 @@ func validate(c Config) []problem {
 	prompt("dictation.prompt", c.Dictation.Prompt)
 	oneOf("dictation.inject", c.Dictation.Inject, InjectBackends)
 	between("dictation.paste_over_chars", int64(c.Dictation.PasteOverChars), 0, maxPasteOverChars)
+	if s := c.Dictation.Separator; strings.Trim(s, " ") != "" || len(s) > maxSeparator {
+		bad("dictation.separator", "must be at most %d spaces (\"\" for none; never a line break: nothing types an Enter), got %q", maxSeparator, s)
+	}
 	between("dictation.min_utterance_ms", int64(c.Dictation.MinUtteranceMs), 0, maxMinUtterMs)
 	between("dictation.tail_ms", int64(c.Dictation.TailMs), 0, maxTailMs)
 	if v := c.Dictation.AutoStopMs; v != 0 && (v < minAutoStopMs || v > maxAutoStopMs) {

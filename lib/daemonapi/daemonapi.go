@@ -28,7 +28,7 @@
 //
 //	{"result":"answered","answer":"…"}
 //	{"result":"no_answer","reason":"silence"|"timeout"|"interrupted"|…}
-//	{"result":"deferred","reason":"holding"|"busy"|"cancelled"}
+//	{"result":"deferred","reason":"holding"|"busy"|"timeout"|"cancelled"}
 //	{"result":"refused","reason":"disabled"|"budget_exhausted","retry_after_s":N}
 //	{"result":"unavailable","reason":"daemon_not_running"|"tts_unavailable"|…}
 //
@@ -102,13 +102,18 @@ const (
 
 // Reasons of ask_human results.
 const (
-	// refused
+	// refused: nothing was spoken and nothing was charged, also when a
+	// reload turned questions off or lowered the cap while the question
+	// waited
 	ReasonDisabled        = "disabled"         // opt-in off, or ask_human_per_hour = 0
 	ReasonBudgetExhausted = "budget_exhausted" // retry_after_s says when a slot frees
 
 	// deferred: nothing was spoken and nothing was charged
 	ReasonHolding = "holding" // the person was dictating until the timeout
 	ReasonBusy    = "busy"    // other questions were ahead until the timeout
+	// ReasonTimeout with deferred: too little of the timeout was left to
+	// speak the question and hear an answer (AskTiming.Need), so it was
+	// not started; with no_answer: the timeout passed after it was spoken.
 	// ReasonCancelled with deferred: the caller went away before anything
 	// was spoken; with no_answer: after the question was spoken.
 
@@ -148,7 +153,9 @@ type AskParams struct {
 	// MaxQuestionRunes, or not valid UTF-8 is refused as invalid params.
 	Question string `json:"question"`
 	// TimeoutS is the longest wait in seconds; 0 takes the configured
-	// default, more than the configured maximum is cut to it.
+	// default, more than the configured maximum is cut to it, and one
+	// above 0 under AskTiming.MinTimeoutS is invalid params
+	// (TimeoutTooShort).
 	TimeoutS int `json:"timeout_s,omitempty"`
 }
 
@@ -248,6 +255,10 @@ type HotkeyStatus struct {
 	Key       string `json:"key"`             // hotkey.key
 	Mode      string `json:"mode"`            // hotkey.mode
 	Error     string `json:"error,omitempty"` // why it stopped or did not start
+	// Waiting is what a listening key source waits for before the key
+	// works (hotkey.source = "portal": the desktop's portal to appear on
+	// the session bus, one with GlobalShortcuts); "" when the key works.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Status is the result of status.
@@ -313,10 +324,14 @@ type HoldResult struct {
 	// while the decoder is down for good): a word ("model_missing",
 	// "decoder_failed", …) and a sentence for a person, the decoder's
 	// own when it said one ("decode: model not found: … — fetch one with
-	// yaz-fetch-model base.en"). On a hold "typed", "kept" or "empty"
-	// they say what it survived: "vad_timeout" (the voice detector did
-	// not answer; it is restarted) or "vad_failed"; all of its audio was
-	// decoded.
+	// yaz-fetch-model base.en"), "decoder_timeout" (no answer within the
+	// hold's bound), "shutdown" (the daemon stopped before the hold could
+	// be decoded). On a hold "typed", "kept" or "empty" they say what it
+	// survived: "capture_failed" (the capture child died or stalled and
+	// is restarted; the reason says how much audio was lost, the rest was
+	// decoded), "vad_timeout" (the voice detector did not answer; it is
+	// restarted) or "vad_failed"; all of its audio was decoded. The
+	// closed list is in docs/design.md, "Desktop dictation".
 	Cause  string `json:"cause,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }

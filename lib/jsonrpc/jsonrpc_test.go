@@ -724,3 +724,34 @@ func TestHalfCloseCancelsAndAnswers(t *testing.T) {
 		t.Errorf("after the answer: %v, want EOF (the server closes)", err)
 	}
 }
+
+// With AnswerOnStop, a server told to stop (Serve's context ends) stops
+// reading each connection, cancels its requests in flight and still
+// writes their answers before it closes the connection; Serve returns
+// once it has. Without it the connection is closed at once
+// (TestCancelOnServerStop).
+func TestAnswerOnStop(t *testing.T) {
+	s := testServer(t, nil)
+	s.AnswerOnStop = true
+	started := make(chan struct{}, 1)
+	s.Handle("wait", func(ctx context.Context, params json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return "ended: " + context.Cause(ctx).Error(), nil
+	})
+	path, stop := serveStoppable(t, s)
+	c := dialRaw(t, path)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"wait"}`)
+	wait(t, started, "handler start")
+	stop() // Serve returns once the answer is written
+	resp, err := c.recv(testwait.Hang)
+	if err != nil {
+		t.Fatalf("after the server's stop: %v, want the request's answer", err)
+	}
+	if string(resp.ID) != "7" || string(resp.Result) != `"ended: context canceled"` {
+		t.Errorf("answer = id %s result %s, want id 7 and the cancelled handler's result", resp.ID, resp.Result)
+	}
+	if _, err := c.recv(testwait.Hang); !errors.Is(err, io.EOF) {
+		t.Errorf("after the answer: %v, want EOF (the server closes)", err)
+	}
+}

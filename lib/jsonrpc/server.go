@@ -75,6 +75,12 @@ type Server struct {
 	// WriteTimeout bounds the writing of one response. A client that does
 	// not read its replies within it is dropped.
 	WriteTimeout time.Duration
+	// AnswerOnStop: when Serve's context ends, a connection (one with a
+	// CloseRead method: a unix or TCP one) stops being read, as after
+	// the client's half close: its requests in flight are cancelled and
+	// still answer, within WriteTimeout, before it closes. Otherwise it
+	// is closed at once.
+	AnswerOnStop bool
 	// IdleTimeout closes a connection that has no request in flight and
 	// has sent no request for this long (accepted, or its last request
 	// answered, that long ago). A request that runs longer is never cut.
@@ -310,8 +316,14 @@ func (c *serverConn) serve(ctx context.Context) error {
 	if c.s.ConnContext != nil {
 		ctx = c.s.ConnContext(ctx, c.conn)
 	}
-	// The server stopping closes the connection at once.
-	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
+	// The server stopping closes the connection at once, or with
+	// AnswerOnStop its reading side (the answers still go out).
+	stop := context.AfterFunc(ctx, func() {
+		if cr, ok := c.conn.(interface{ CloseRead() error }); ok && c.s.AnswerOnStop && cr.CloseRead() == nil {
+			return
+		}
+		c.conn.Close()
+	})
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel

@@ -6,8 +6,9 @@
 // GlobalShortcuts, for the push-to-talk key (package shortcut). What they
 // share is here: the connection to the session bus (found in the
 // environment the daemon was given, as libdbus finds it), the version and
-// other properties of an interface, and the Request pattern of every
-// portal call that may show a dialog.
+// other properties of an interface, the Request pattern of every
+// portal call that may show a dialog, and the application id the portal
+// knows YazSes by ([AppID], [Conn.Register]).
 //
 // A portal method that asks the person something returns at once with the
 // object path of a Request; the answer comes later as that Request's
@@ -123,6 +124,7 @@ type Conn struct {
 	changed  bcast.Signal                    // owner or closed changed
 	sigs     chan *dbus.Signal
 	dispatch sync.WaitGroup
+	reg      *registration // the last Register
 }
 
 type response struct {

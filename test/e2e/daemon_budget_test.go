@@ -112,12 +112,12 @@ func TestHoldDeferralCostsNothing(t *testing.T) {
 		t.Fatalf("hold.start = %+v, %v", h, err)
 	}
 	start := time.Now()
-	r := d.Ask("Shall I wait?", 2)
+	r := d.Ask("Shall I wait?", 3) // the shortest timeout with baseConfig
 	if r.Result != daemonapi.Deferred || r.Reason != daemonapi.ReasonHolding {
 		t.Fatalf("ask during a hold = %+v, want deferred holding", r)
 	}
-	if el := time.Since(start); el < 1900*time.Millisecond {
-		t.Errorf("deferred after %v, want after the 2 s timeout", el)
+	if el := time.Since(start); el < 2900*time.Millisecond {
+		t.Errorf("deferred after %v, want after the 3 s timeout", el)
 	}
 	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
 		t.Fatal(err)

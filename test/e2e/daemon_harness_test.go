@@ -34,6 +34,10 @@ func baseConfig() toml {
 		"budget": {"ask_human_per_hour": "1"},
 		"ask":    {"guard_ms": "100", "answer_silence_ms": "800"},
 		"decode": {"model": q(world.mini), "threads": "1"},
+		// The text alone, as the tests that check what arrived byte for
+		// byte want it; TestDictationTypesExactTextIntoFocusedWindow
+		// types with the default separator.
+		"dictation": {"separator": q("")},
 		"children": {
 			"speak":   arr(bin("yaz-speak"), "--serve", "--backend", "pulseaudio"),
 			"capture": arr(bin("yaz-capture"), "--file", answerWAV()),

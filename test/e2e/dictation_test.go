@@ -54,6 +54,9 @@ func (d *daemon) decodes() int {
 // WAYLAND_DISPLAY is not): ASCII, non-ASCII ("Grüße, Ünïcödé ✓", which
 // plain xdotool typing mangles), and a transcript with line breaks, which
 // arrives as one line: never an Enter. No log or audit line holds the text.
+// With the default dictation.separator, each dictation is followed by a
+// space, so a second one does not run into the first; `ctl last` and the
+// result's chars are the text alone.
 func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, text, want string }{
@@ -67,23 +70,27 @@ func TestDictationTypesExactTextIntoFocusedWindow(t *testing.T) {
 			rec := startRecorder(t, x)
 			rec.Focus(t)
 			speech := answerWAV()
-			d := startDaemon(t, dictationConfig(speech, true), append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+tc.text)...)
+			d := startDaemon(t, dictationConfig(speech, true).With("dictation.separator", q(" ")), append(x.DaemonEnv(), "YAZ_FAKE_TEXT="+tc.text)...)
 			c := d.Client()
-			d.holdWhileSpeaking(c, wavDuration(t, speech))
-			r := d.stopHold(c)
-			want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "x11"}
-			if r != want {
-				t.Errorf("hold.stop = %+v, want %+v", r, want)
+			arrived := ""
+			for range 2 {
+				d.holdWhileSpeaking(c, wavDuration(t, speech))
+				r := d.stopHold(c)
+				want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(tc.want), Backend: "x11"}
+				if r != want {
+					t.Errorf("hold.stop = %+v, want %+v", r, want)
+				}
+				arrived += tc.want + " "
+				rec.WaitFor(t, arrived)
 			}
-			rec.WaitFor(t, tc.want)
-			if got := rec.settled(t); got != tc.want {
-				t.Errorf("window received %q, want %q and nothing after it", got, tc.want)
+			if got := rec.settled(t); got != arrived {
+				t.Errorf("window received %q, want %q and nothing after it", got, arrived)
 			}
 			if l := d.lastByCtl(); l.Text != tc.want || l.Outcome != "typed" {
 				t.Errorf("ctl last = %+v, want %q typed", l, tc.want)
 			}
-			if n := d.Count("dictation.typed", ""); n != 1 {
-				t.Errorf("audit has %d dictation.typed, want 1", n)
+			if n := d.Count("dictation.typed", ""); n != 2 {
+				t.Errorf("audit has %d dictation.typed, want 2", n)
 			}
 			// Invariant 10: no log or audit line holds the transcript.
 			auditLog, _ := os.ReadFile(d.Audit)

@@ -217,6 +217,7 @@ func TestMCPBadInput(t *testing.T) {
 		{"folder", "transcribe", map[string]any{"path": dir}, "not_a_file"},
 		{"question as list", "ask_human", map[string]any{"question": []string{"a"}}, "invalid_argument"},
 		{"timeout as text", "ask_human", map[string]any{"question": "Q?", "timeout_s": "ten"}, "invalid_argument"},
+		{"timeout too short for an answer", "ask_human", map[string]any{"question": "Q?", "timeout_s": 0.001}, "invalid_argument"},
 		{"empty question", "ask_human", map[string]any{"question": "\u200e\x07 "}, "invalid_argument"},
 	} {
 		isErr, text := r.Tool(c.tool, c.args)
@@ -286,8 +287,8 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	var mu sync.Mutex
 	var progress []float64
 	// decoding is closed at a run's first progress above 0 (yaz-mcp says 0
-	// before it starts the decoder; the rest is the decoder's own bar):
-	// whisper.cpp decodes, with its threads.
+	// before it starts the decoder, then the end of each 30 s piece of the
+	// 60 s file): whisper.cpp decodes the second piece, with its threads.
 	decoding := map[string]chan struct{}{"long-1": make(chan struct{}), "long-2": make(chan struct{})}
 	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 		mu.Lock()

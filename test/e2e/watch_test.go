@@ -240,3 +240,37 @@ func TestWatchEndsWithDaemon(t *testing.T) {
 		t.Errorf("ctl watch after the daemon stopped: exit %d (%v), stderr %q; want 1, yazsesd stopped", code, err, w.stderr.String())
 	}
 }
+
+// TestWatchFollowsTheQuestionAsked: the state a status bar sees is the
+// daemon's own. From the start the budget shows as available once the
+// gate is up, without a reload or a question first (it said the gate was
+// restarting until one came). While a long question is spoken, another
+// client's question refused meanwhile (the only slot is spent) changes
+// the last result, never the state: it stays speaking (it went idle, and
+// a listener keyed on the state played over the question).
+func TestWatchFollowsTheQuestionAsked(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, baseConfig().With("budget.ask_human_per_hour", "1"))
+	w := d.watch(t)
+	w.untilEvent("the budget available after the start", func(ev daemonapi.WatchEvent) bool {
+		return ev.Budget.Available && ev.Budget.PerHour == 1
+	})
+	ctx := testwait.Context(t)
+	first := make(chan daemonapi.AskResult, 1)
+	go func() {
+		r, _ := d.Client().AskHuman(ctx, daemonapi.AskParams{Question: longQuestion, TimeoutS: 60})
+		first <- r
+	}()
+	w.until(daemonapi.StateSpeaking)
+	r, err := d.Client().AskHuman(ctx, daemonapi.AskParams{Question: "Me too?", TimeoutS: 60})
+	if err != nil || r.Result != daemonapi.Refused {
+		t.Fatalf("a second question while the first is spoken = %+v, %v; want refused", r, err)
+	}
+	ev := w.untilEvent("the refusal in the watch", func(ev daemonapi.WatchEvent) bool {
+		return ev.LastAsk == string(daemonapi.Refused)
+	})
+	if ev.State == daemonapi.StateIdle || ev.Ask == daemonapi.StateIdle {
+		t.Errorf("watch after another client's refusal = %+v, want the first question still shown (speaking, or listening for its answer)", ev)
+	}
+	testwait.Recv(t, first, "the first question's result")
+}

@@ -197,8 +197,24 @@ func TestInstallUninstall(t *testing.T) {
 	dest := t.TempDir()
 	vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
 		"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses"}
-	if _, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...); err != nil {
+	// An older install's unit, yazsesd.service, enabled: the name is the
+	// new unit's alias now, so install takes the old file away.
+	wants := filepath.Join(dest, "etc/systemd/user/graphical-session.target.wants")
+	if err := os.MkdirAll(wants, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dest, "etc/systemd/user/yazsesd.service"), []byte("[Service]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/systemd/user/yazsesd.service", filepath.Join(wants, "yazsesd.service")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "enable --now app-io.github.yazses.YazSes.service") {
+		t.Errorf("make install does not say how to enable the unit:\n%s", out)
 	}
 	var files []string
 	filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
@@ -207,7 +223,7 @@ func TestInstallUninstall(t *testing.T) {
 		}
 		return nil
 	})
-	want := []string{"/etc/systemd/user/yazsesd.service", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model", "/opt/yazses/share/man/man1/yaz-fetch-model.1",
+	want := []string{"/etc/systemd/user/app-io.github.yazses.YazSes.service", "/opt/yazses/share/applications/io.github.yazses.YazSes.desktop", "/etc/yazses/config.toml", "/opt/yazses/bin/yaz-fetch-model", "/opt/yazses/share/man/man1/yaz-fetch-model.1",
 		"/opt/yazses/share/bash-completion/completions/yaz-fetch-model"}
 	for _, p := range inst.programs {
 		want = append(want, "/opt/yazses/bin/"+p, "/opt/yazses/share/man/man1/"+p+".1",
@@ -228,12 +244,21 @@ func TestInstallUninstall(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("make install wrote\n%s\nwant\n%s", strings.Join(files, "\n"), strings.Join(want, "\n"))
 	}
-	unit, err := os.ReadFile(filepath.Join(dest, "etc/systemd/user/yazsesd.service"))
+	unit, err := os.ReadFile(filepath.Join(dest, "etc/systemd/user/app-io.github.yazses.YazSes.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(unit), "ExecStart=/opt/yazses/bin/yazsesd") || strings.Contains(string(unit), dest) {
 		t.Errorf("the unit does not start /opt/yazses/bin/yazsesd:\n%s", unit)
+	}
+	// The portal takes the application id only with a .desktop file
+	// whose program exists.
+	entry, err := os.ReadFile(filepath.Join(dest, "opt/yazses/share/applications/io.github.yazses.YazSes.desktop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(entry), "\nExec=/opt/yazses/bin/yazsesd run\n") || strings.Contains(string(entry), "@BINDIR@") {
+		t.Errorf("the .desktop file does not run /opt/yazses/bin/yazsesd:\n%s", entry)
 	}
 	comp, err := os.ReadFile(filepath.Join(dest, "opt/yazses/share/bash-completion/completions/yaz-decode"))
 	if err != nil {
@@ -320,5 +345,32 @@ func TestUninstallStopsDaemon(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(prefix, "bin", "yazsesd")); !os.IsNotExist(err) {
 		t.Errorf("yazsesd is still installed: %v", err)
+	}
+}
+
+// TestInstallSaysCompletionNeedsItsLoader: bash loads the completion make
+// install writes only through the bash-completion package; where that is
+// missing (Debian's minimal installs and containers lack it), make install
+// says which package to install, and says nothing where it is there.
+func TestInstallSaysCompletionNeedsItsLoader(t *testing.T) {
+	inst := install(t)
+	loader := filepath.Join(t.TempDir(), "bash_completion")
+	if err := os.WriteFile(loader, []byte("# bash-completion\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		loader string
+		says   bool
+	}{{filepath.Join(t.TempDir(), "none"), true}, {loader, false}} {
+		dest := t.TempDir()
+		vars := []string{"DESTDIR=" + dest, "PREFIX=/opt/yazses", "BIN=" + inst.build,
+			"UNITDIR=/etc/systemd/user", "CONFDIR=/etc/yazses", "BASHCOMP_LOADER=" + tc.loader}
+		out, err := run(buildContext(t), world.root, makeEnv(), "make", append([]string{"-s", "install"}, vars...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(out, "apt install bash-completion"); says != tc.says {
+			t.Errorf("make install with the loader %s (there: %v) says to install bash-completion: %v, want %v\n%s", tc.loader, !tc.says, says, tc.says, out)
+		}
 	}
 }

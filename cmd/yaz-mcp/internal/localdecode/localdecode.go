@@ -1,18 +1,22 @@
-// Package localdecode transcribes one audio file by running yaz-decode as a
-// child process, the way yaz-mcp does when no daemon decodes for it.
+// Package localdecode transcribes one audio file on a yaz-decode serve
+// child of its own, the way yaz-mcp does when no daemon decodes for it.
+//
+// The file is cut and decoded as lib/filedecode defines it, the definition
+// the daemon's transcribe follows on its resident decoder: the same pieces,
+// each one utterance with the same flags and prompt, so the same file with
+// the same settings gives the same text on either path. The child loads the
+// model for the one call and ends when its stdin closes.
 //
 // The child runs in a process group of its own at a lower CPU priority
-// (nice, so dictation and the rest of the desktop come first) and reads the
-// file through an inherited descriptor (/dev/fd/3): it never sees the path,
-// and the file it decodes is the one the caller checked. Cancelling the
-// context kills the whole group at once. Its stderr is read only for the
-// progress percentage; nothing the child prints is passed on, so its error
-// texts can never reach a caller.
+// (nice, so dictation and the rest of the desktop come first) and gets the
+// file's audio as frames on its stdin: it never sees the path, and the file
+// it decodes is the one the caller checked (read through the descriptor
+// the caller opened). Cancelling the context kills the whole group at
+// once. Its stderr is dropped: nothing the child prints is passed on, so
+// its error texts can never reach a caller.
 package localdecode
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,16 +25,17 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
-	"strconv"
+	"slices"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/linebound"
+	"github.com/yazses/yazses/lib/wav"
 )
 
 // Errors of Run. Each wraps the underlying cause for logs; callers show
@@ -38,35 +43,32 @@ import (
 var (
 	// ErrModelMissing: the model file does not exist (or is not a file).
 	ErrModelMissing = errors.New("model missing")
-	// ErrDecodeFailed: the decoder exited with an error or printed no
-	// transcript.
+	// ErrDecodeFailed: the decoder exited with an error, answered what
+	// it should not, or the audio could not be read.
 	ErrDecodeFailed = errors.New("decode failed")
 	// ErrStart: the decoder could not be started.
 	ErrStart = errors.New("decoder did not start")
 )
 
-// maxOutput caps the transcript JSON read from the child: 4 hours of
-// speech is far below it.
-const maxOutput = 64 << 20
+// maxResultLine caps one result line of the child: a 30 s piece's
+// segments are far below it.
+const maxResultLine = 4 << 20
 
 // Options says how to run the decoder.
 type Options struct {
 	// Command is the decoder's argv prefix: the resolved yaz-decode
-	// program, and any fixed arguments.
+	// program and "serve".
 	Command []string
-	// Model is the whisper model file.
-	Model    string
-	Language string // "" keeps yaz-decode's default
-	Threads  int    // 0 keeps yaz-decode's default
-	BeamSize int    // 0 keeps yaz-decode's default
-	Prompt   string
-	// VAD is the voice detector ([vad]: engine, model, threshold); a zero
-	// field keeps yaz-decode's default (auto, its default model, 0.5).
-	VAD config.VAD
+	// Flags are the decoder's flags: filedecode.Flags.
+	Flags []string
+	// Model is the whisper model file the flags name, checked before the
+	// decoder starts.
+	Model string
+	// Prompt is the vocabulary hint, sent with each piece as a Prompt
+	// frame (never on the command line, which every local user can read).
+	Prompt string
 	// Nice is added to the child's CPU niceness (0 leaves it as is).
 	Nice int
-	// MaxDuration is passed as --max-duration when set.
-	MaxDuration time.Duration
 	// Env is the child's environment; nil inherits this process's.
 	Env []string
 }
@@ -83,61 +85,21 @@ type Result struct {
 	Text     string    `json:"text"`
 	Segments []Segment `json:"segments"`
 	AudioMs  int64     `json:"audio_ms"`
-	DecodeMs int64     `json:"decode_ms"`
+	// DecodeMs is the decoder's time on the pieces (filedecode).
+	DecodeMs int64 `json:"decode_ms"`
+	// Pieces is how many pieces the file was cut into.
+	Pieces int `json:"-"`
 	// Truncated: the file is cut short (its header declares more audio
-	// than it holds); the transcript is of the audio it holds.
-	Truncated bool `json:"truncated,omitempty"`
+	// than it holds, as after an interrupted download); the transcript is
+	// of the audio it holds, as the daemon's is.
+	Truncated bool `json:"-"`
 	// PID is the decoder's process id (for tests and logs).
 	PID int `json:"-"`
 }
 
-// Args is the decoder's full argv for opt, reading the file on fd 3.
+// Args is the decoder's full argv.
 func (opt Options) Args() []string {
-	args := append([]string(nil), opt.Command...)
-	args = append(args, "--model="+opt.Model, "--output=json", "--progress=always",
-		"--log-format=json", "--log-level=error")
-	if opt.Language != "" {
-		args = append(args, "--language="+opt.Language)
-	}
-	if opt.Threads > 0 {
-		args = append(args, "--threads="+strconv.Itoa(opt.Threads))
-	}
-	if opt.BeamSize > 0 {
-		args = append(args, "--beam-size="+strconv.Itoa(opt.BeamSize))
-	}
-	if opt.Prompt != "" {
-		// The prompt is private (docs/config.md): it goes on stdin as a
-		// Prompt frame (Stdin), never on the command line, which every
-		// local user can read.
-		args = append(args, "--prompt-stdin")
-	}
-	if opt.VAD.Engine != "" {
-		args = append(args, "--vad="+opt.VAD.Engine)
-	}
-	if opt.VAD.Model != "" {
-		args = append(args, "--vad-model="+opt.VAD.Model)
-	}
-	if opt.VAD.Threshold > 0 {
-		args = append(args, "--vad-threshold="+strconv.FormatFloat(opt.VAD.Threshold, 'g', -1, 64))
-	}
-	if opt.MaxDuration > 0 {
-		args = append(args, "--max-duration="+opt.MaxDuration.String())
-	}
-	return append(args, "--", "/dev/fd/3")
-}
-
-// Stdin is what the decoder reads on stdin: the vocabulary hint as one
-// Prompt frame when there is one (Args then passes --prompt-stdin), else
-// nothing.
-func (opt Options) Stdin() (io.Reader, error) {
-	if opt.Prompt == "" {
-		return nil, nil
-	}
-	var b bytes.Buffer
-	if err := frame.NewWriter(&b).Prompt(opt.Prompt); err != nil {
-		return nil, fmt.Errorf("%w: prompt: %w", ErrStart, err)
-	}
-	return &b, nil
+	return append(slices.Clone(opt.Command), opt.Flags...)
 }
 
 // CheckModel reports ErrModelMissing unless the model is a regular file.
@@ -155,39 +117,42 @@ func CheckModel(path string) error {
 	return nil
 }
 
-// Run decodes the file f (open for reading) and returns its transcript.
-// progress, if not nil, receives whisper's progress in percent, rising, from
-// the goroutine that reads the child's stderr. started, if not nil, is
-// called with the child's pid once it runs.
-func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), started func(pid int)) (Result, error) {
+// Run decodes the WAV file f (open for reading; read from its start) and
+// returns its transcript. progress, if not nil, hears the milliseconds of
+// audio decoded after each piece. started, if not nil, is called with the
+// child's pid once it runs.
+func Run(ctx context.Context, opt Options, f *os.File, progress func(doneMs int64), started func(pid int)) (Result, error) {
 	if len(opt.Command) == 0 {
 		return Result{}, fmt.Errorf("%w: no decoder command", ErrStart)
 	}
 	if err := CheckModel(opt.Model); err != nil {
 		return Result{}, err
 	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return Result{}, fmt.Errorf("%w: rewind the file: %w", ErrDecodeFailed, err)
+	}
+	audio, err := wav.NewReader16k(f)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, err)
+	}
+	audio.ShortOK() // a file cut short is transcribed as far as it goes
 	argv := opt.Args()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = opt.Env
-	cmd.ExtraFiles = []*os.File{f}
-	stdin, err := opt.Stdin()
-	if err != nil {
-		return Result{}, err
-	}
-	cmd.Stdin = stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Cancel kills the whole group at once: the decoder writes nothing
 	// worth waiting for once the caller has gone.
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = time.Second
-	out := &capped{max: maxOutput}
-	cmd.Stdout = out
-	stderr, err := cmd.StderrPipe()
+	cmd.Stderr = io.Discard
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-
-	start := time.Now()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrStart, err)
+	}
 	if err := startLocked(cmd); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrStart, err)
 	}
@@ -206,37 +171,69 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(pct int), s
 	if started != nil {
 		started(pid)
 	}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		readProgress(stderr, progress)
-	}()
-	<-readDone // the pipe closes when the child exits (or WaitDelay ends it)
-	err = cmd.Wait()
+	sc := &serveClient{fw: frame.NewWriter(stdin), lines: linebound.NewReader(stdout, linebound.Options{Max: maxResultLine}), prompt: opt.Prompt}
+	res, terr := filedecode.Transcribe(ctx, audio, sc, progress)
+	stdin.Close() // the decoder ends at EOF
+	if terr != nil {
+		_ = killGroup(pid) // nothing of it is waited for
+	}
+	werr := cmd.Wait()
 	_ = killGroup(pid) // nothing of the group outlives the call
-	elapsed := time.Since(start)
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return Result{}, fmt.Errorf("decode: %w", ctx.Err())
+	case terr != nil:
+		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, terr)
+	case werr != nil:
+		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, werr)
 	}
+	out := Result{Text: res.Text, Segments: make([]Segment, 0, len(res.Segments)), AudioMs: res.AudioMs,
+		DecodeMs: res.DecodeMs, Pieces: res.Pieces, Truncated: audio.Short() > 0, PID: pid}
+	for _, g := range res.Segments {
+		out.Segments = append(out.Segments, Segment{StartMs: g.StartMs, EndMs: g.EndMs, Text: g.Text})
+	}
+	return out, nil
+}
+
+// serveClient sends each piece to the child as one utterance (its Prompt
+// frame, its audio, an End frame) and reads the child's answer to it
+// (filedecode.Decoder). The child dying or being killed ends the read
+// with EOF.
+type serveClient struct {
+	fw     *frame.Writer
+	lines  *linebound.Reader
+	prompt string
+	utt    int
+}
+
+func (c *serveClient) Decode(_ context.Context, samples []int16) (frame.Result, error) {
+	if c.prompt != "" {
+		if err := c.fw.Prompt(c.prompt); err != nil {
+			return frame.Result{}, err
+		}
+	}
+	if err := c.fw.Audio(samples); err != nil {
+		return frame.Result{}, err
+	}
+	if err := c.fw.End(); err != nil {
+		return frame.Result{}, err
+	}
+	c.utt++
+	line, err := c.lines.ReadLine()
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, err)
+		return frame.Result{}, fmt.Errorf("read the answer to utterance %d: %w", c.utt, err)
 	}
-	if out.over {
-		return Result{}, fmt.Errorf("%w: transcript over %d bytes", ErrDecodeFailed, maxOutput)
+	var r frame.Result
+	if err := json.Unmarshal(line, &r); err != nil {
+		return frame.Result{}, fmt.Errorf("utterance %d: unreadable answer: %w", c.utt, err)
 	}
-	var doc struct {
-		AudioMs   int64     `json:"audio_ms"`
-		Text      *string   `json:"text"`
-		Segments  []Segment `json:"segments"`
-		Truncated bool      `json:"truncated"`
+	switch {
+	case r.Utt != c.utt:
+		return frame.Result{}, fmt.Errorf("answer for utterance %d, want %d", r.Utt, c.utt)
+	case r.Error != "":
+		return frame.Result{}, fmt.Errorf("utterance %d: decoder: %s", c.utt, r.Error)
 	}
-	if err := json.Unmarshal(out.buf.Bytes(), &doc); err != nil || doc.Text == nil {
-		return Result{}, fmt.Errorf("%w: unreadable transcript JSON", ErrDecodeFailed)
-	}
-	if doc.Segments == nil {
-		doc.Segments = []Segment{}
-	}
-	return Result{Text: *doc.Text, Segments: doc.Segments, AudioMs: doc.AudioMs, DecodeMs: elapsed.Milliseconds(), Truncated: doc.Truncated, PID: pid}, nil
+	return r, nil
 }
 
 // startLocked starts cmd on a locked OS thread: Pdeathsig follows the
@@ -253,52 +250,4 @@ func killGroup(pid int) error {
 		return nil
 	}
 	return err
-}
-
-// The progress bar yaz-decode draws with --progress=always:
-// "\rLABEL [=====     ]  42% 3s".
-var percentRE = regexp.MustCompile(`\]\s+(\d{1,3})%`)
-
-// readProgress reads the child's stderr to its end, passing each new, higher
-// percentage to progress. Everything else is dropped.
-func readProgress(r io.Reader, progress func(int)) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	last := -1
-	var line []byte
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return
-		}
-		if b != '\r' && b != '\n' {
-			if len(line) < 4096 {
-				line = append(line, b)
-			}
-			continue
-		}
-		if m := percentRE.FindSubmatch(line); m != nil && progress != nil {
-			if pct, err := strconv.Atoi(string(m[1])); err == nil && pct > last && pct <= 100 {
-				last = pct
-				progress(pct)
-			}
-		}
-		line = line[:0]
-	}
-}
-
-// capped keeps at most max bytes and remembers whether more came.
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room < len(p) {
-		c.over = true
-		c.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
 }

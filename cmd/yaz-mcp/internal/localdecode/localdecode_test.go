@@ -3,19 +3,24 @@ package localdecode
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
+	"github.com/yazses/yazses/lib/pcm"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,8 +35,15 @@ func fake(t *testing.T, body string) []string {
 	return []string{p}
 }
 
-// fixture makes a model file and an input file and opens the input.
+// fixture makes a model file and a WAV file of 1 s of silence and opens
+// the WAV file.
 func fixture(t *testing.T) (model string, f *os.File) {
+	t.Helper()
+	return fixtureOf(t, 1)
+}
+
+// fixtureOf is fixture with a WAV file of secs seconds.
+func fixtureOf(t *testing.T, secs int) (model string, f *os.File) {
 	t.Helper()
 	dir := t.TempDir()
 	model = filepath.Join(dir, "ggml-test.bin")
@@ -39,7 +51,8 @@ func fixture(t *testing.T) (model string, f *os.File) {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "in.wav")
-	if err := os.WriteFile(in, []byte("RIFF....WAVE"), 0o644); err != nil {
+	n := int64(secs) * 32000
+	if err := os.WriteFile(in, append(pcm.WAVHeader(n), make([]byte, n)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(in)
@@ -50,43 +63,81 @@ func fixture(t *testing.T) (model string, f *os.File) {
 	return model, f
 }
 
-func TestRunParsesTranscriptAndProgress(t *testing.T) {
-	// The fake reports its argv and the first bytes of fd 3 in the text.
-	cmd := fake(t, `
-printf '\r3 [===      ]   5%% 0s' >&2
-printf '\r3 [=====    ]  50%% 1s' >&2
-printf '\r3 [=====    ]  50%% 2s' >&2
-printf '{"level":"ERROR","msg":"] 99%% is not a bar"}\n' >&2
-printf '\r3 [=========] 100%% 2s\n' >&2
-head=$(head -c 4 /dev/fd/3)
-printf '{"file":"/dev/fd/3","audio_ms":1500,"text":"%s %s","segments":[{"start_ms":0,"end_ms":1500,"text":"hello"}]}\n' "$head" "$*"
-`)
-	model, f := fixture(t)
-	var got []int
-	res, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Language: "en", Threads: 2, Prompt: "-x"}, f,
-		func(p int) { got = append(got, p) }, nil)
+// answer is yaz-decode serve's answer line to utterance utt, with one
+// segment of text over 0 to ms.
+func answer(utt int, text string, ms int64) string {
+	b, _ := json.Marshal(frame.Result{Utt: utt, Text: text, Segments: []frame.Segment{{StartMs: 0, EndMs: ms, Text: text}}, AudioMs: ms, DecodeMs: 7})
+	return string(b)
+}
+
+// frames reads the frames of b: each frame's type, and for audio the
+// samples it carried, summed up to the next other frame.
+func frames(t *testing.T, b []byte) []string {
+	t.Helper()
+	r := frame.NewReader(bytes.NewReader(b))
+	var out []string
+	audio := 0
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the decoder's stdin: %v", err)
+		}
+		if f.Type == frame.Audio {
+			audio += len(f.Payload) / 2
+			continue
+		}
+		if audio > 0 {
+			out = append(out, fmt.Sprintf("A%d", audio))
+			audio = 0
+		}
+		out = append(out, string(f.Type))
+	}
+	return out
+}
+
+// TestRunDecodesPieces: Run starts the decoder with its command and
+// flags, sends each piece of the file as one utterance on its stdin (the
+// prompt before each), and joins the answers on the file's timeline; a
+// silent 35 s file is a piece of 30 s and one of 5 s. Progress is after
+// each piece.
+func TestRunDecodesPieces(t *testing.T) {
+	dir := t.TempDir()
+	argsFile, stdinFile := filepath.Join(dir, "args"), filepath.Join(dir, "stdin")
+	cmd := fake(t, `printf '%s\n' "$@" > `+argsFile+`
+echo '`+answer(1, " hello ", 30000)+`'
+echo '`+answer(2, "there", 5000)+`'
+cat > `+stdinFile+"\n")
+	model, f := fixtureOf(t, 35)
+	var got []int64
+	res, err := Run(testwait.Context(t), Options{Command: append(cmd, "serve"), Flags: []string{"--model=" + model, "--threads=2"}, Model: model, Prompt: "-x"}, f,
+		func(ms int64) { got = append(got, ms) }, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if want := []int{5, 50, 100}; !equal(got, want) {
+	if want := []int64{30000, 35000}; !slices.Equal(got, want) {
 		t.Errorf("progress = %v, want %v", got, want)
 	}
-	if !strings.HasPrefix(res.Text, "RIFF ") {
-		t.Errorf("the child did not read the file on fd 3: text %q", res.Text)
+	b, _ := os.ReadFile(argsFile)
+	if args, want := strings.Fields(string(b)), []string{"serve", "--model=" + model, "--threads=2"}; !slices.Equal(args, want) {
+		t.Errorf("argv %q, want %q", args, want)
 	}
-	for _, arg := range []string{"--model=" + model, "--output=json", "--progress=always", "--language=en", "--threads=2", "--prompt-stdin", "-- /dev/fd/3"} {
-		if !strings.Contains(res.Text, arg) {
-			t.Errorf("argv %q lacks %q", res.Text, arg)
-		}
+	b, _ = os.ReadFile(stdinFile)
+	if fs, want := frames(t, b), []string{"P", "A480000", "E", "P", "A80000", "E"}; !slices.Equal(fs, want) {
+		t.Errorf("frames on stdin %q, want %q", fs, want)
 	}
-	if res.AudioMs != 1500 || len(res.Segments) != 1 || res.Segments[0] != (Segment{0, 1500, "hello"}) {
-		t.Errorf("result = %+v", res)
+	want := Result{Text: "hello there", Segments: []Segment{{0, 30000, " hello "}, {30000, 35000, "there"}}, AudioMs: 35000, DecodeMs: 14, Pieces: 2, PID: res.PID}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
 	}
 }
 
 func TestRunFailures(t *testing.T) {
 	const marker = "SYNTHETIC-MARKER-7731"
 	model, f := fixture(t)
+	failed := strings.Replace(answer(1, "", 1000), `"decode_ms"`, `"error":"decode_failed","decode_ms"`, 1)
 	cases := []struct {
 		name  string
 		body  string
@@ -96,9 +147,12 @@ func TestRunFailures(t *testing.T) {
 		{"exit 1", "echo '" + marker + "'; echo 'error: " + marker + "' >&2; exit 1\n", model, ErrDecodeFailed},
 		{"killed", "kill -SEGV $$\n", model, ErrDecodeFailed},
 		{"not json", "echo '" + marker + "'\n", model, ErrDecodeFailed},
-		{"no text", "echo '{\"segments\":[]}'\n", model, ErrDecodeFailed},
-		{"model missing", "echo '{\"text\":\"\"}'\n", filepath.Join(t.TempDir(), marker+".bin"), ErrModelMissing},
-		{"model is a folder", "echo '{\"text\":\"\"}'\n", t.TempDir(), ErrModelMissing},
+		{"ends without an answer", "head -c 1 >/dev/null\n", model, ErrDecodeFailed},
+		{"another utterance's answer", "echo '" + answer(2, "x", 1000) + "'; cat >/dev/null\n", model, ErrDecodeFailed},
+		{"the utterance failed", "echo '" + failed + "'; cat >/dev/null\n", model, ErrDecodeFailed},
+		{"answered, then exit 1", "echo '" + answer(1, "x", 1000) + "'; cat >/dev/null; exit 1\n", model, ErrDecodeFailed},
+		{"model missing", "echo '" + answer(1, "x", 1000) + "'\n", filepath.Join(t.TempDir(), marker+".bin"), ErrModelMissing},
+		{"model is a folder", "echo '" + answer(1, "x", 1000) + "'\n", t.TempDir(), ErrModelMissing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,6 +165,16 @@ func TestRunFailures(t *testing.T) {
 	_, err := Run(testwait.Context(t), Options{Command: []string{filepath.Join(t.TempDir(), "none")}, Model: model}, f, nil, nil)
 	if !errors.Is(err, ErrStart) {
 		t.Errorf("Run with a missing program = %v, want ErrStart", err)
+	}
+	text := filepath.Join(t.TempDir(), "notes.wav")
+	os.WriteFile(text, []byte("not audio"), 0o644)
+	nf, err := os.Open(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nf.Close()
+	if _, err := Run(testwait.Context(t), Options{Command: fake(t, "cat >/dev/null\n"), Model: model}, nf, nil, nil); !errors.Is(err, ErrDecodeFailed) {
+		t.Errorf("Run on a file that is not a WAV file = %v, want ErrDecodeFailed", err)
 	}
 }
 
@@ -178,7 +242,7 @@ func TestNice(t *testing.T) {
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := fake(t, `read go < `+gate+`; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '{"text":""}'`)
+	cmd := fake(t, `read go < `+gate+`; cut -d' ' -f19 /proc/$$/stat > `+out+`; echo '`+answer(1, "", 1000)+`'; cat >/dev/null`)
 	model, f := fixture(t)
 	base, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
@@ -212,18 +276,6 @@ func TestNice(t *testing.T) {
 	}
 }
 
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // privateIn returns the pids whose /proc/PID/cmdline or /proc/PID/environ
 // holds marker, each with the file that holds it: what any process that
 // may read /proc sees. A process that ends meanwhile is skipped.
@@ -240,10 +292,10 @@ func privateIn(marker string) []string {
 }
 
 // TestPromptOnNoCommandLine: the vocabulary prompt is private
-// (docs/config.md): it reaches the decoder as one Prompt frame on its
-// stdin (yaz-decode --prompt-stdin), and no process shows it in its
-// command line or environment while the decoder runs. The fake decoder
-// keeps what it read on stdin and waits on a FIFO until /proc was read.
+// (docs/config.md): it reaches the decoder as a Prompt frame on its stdin
+// before the piece's audio, and no process shows it in its command line
+// or environment while the decoder runs. The fake decoder waits on a FIFO
+// until /proc was read, then keeps what it read on stdin.
 func TestPromptOnNoCommandLine(t *testing.T) {
 	const marker = "PROMPT-MARKER-3390 Kubernetes, Grüße"
 	dir := t.TempDir()
@@ -251,7 +303,7 @@ func TestPromptOnNoCommandLine(t *testing.T) {
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := fake(t, `cat > `+stdin+`; read go < `+gate+`; printf '{"text":"%s"}\n' "$*"`)
+	cmd := fake(t, `read go < `+gate+`; echo '`+answer(1, "", 1000)+`'; cat > `+stdin)
 	model, f := fixture(t)
 	var held *os.File
 	defer func() {
@@ -275,15 +327,11 @@ func TestPromptOnNoCommandLine(t *testing.T) {
 		}
 		held.WriteString("go\n")
 	}
-	res, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Prompt: marker}, f, nil, look)
-	if err != nil {
+	if _, err := Run(testwait.Context(t), Options{Command: cmd, Model: model, Prompt: marker}, f, nil, look); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if !scanned {
 		t.Fatal("started was not called")
-	}
-	if !strings.Contains(res.Text, "--prompt-stdin") {
-		t.Errorf("argv %q lacks --prompt-stdin", res.Text)
 	}
 	b, err := os.ReadFile(stdin)
 	if err != nil {
@@ -291,6 +339,9 @@ func TestPromptOnNoCommandLine(t *testing.T) {
 	}
 	fr, err := frame.NewReader(bytes.NewReader(b)).Next()
 	if err != nil || fr.Type != frame.Prompt || string(fr.Payload) != marker {
-		t.Errorf("the decoder read %q on stdin (%v), want one Prompt frame of %q", b, err, marker)
+		t.Errorf("the decoder read %q on stdin (%v), want a Prompt frame of %q first", b[:min(len(b), 80)], err, marker)
+	}
+	if fs := frames(t, b); !slices.Equal(fs, []string{"P", "A16000", "E"}) {
+		t.Errorf("frames on stdin %q, want the prompt, 1 s of audio, the end", fs)
 	}
 }

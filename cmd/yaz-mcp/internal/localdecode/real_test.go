@@ -17,6 +17,7 @@ import (
 	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/wav"
 )
@@ -53,9 +54,17 @@ func realDecoder(t *testing.T, dir string) (bin, model, jfk string) {
 	return bin, model, jfk
 }
 
-// TestRealDecoderLengths runs the real yaz-decode (which this package starts
-// with --progress=always) over file lengths whose progress once crashed it:
-// each gives a transcript, and progress rises to at most 100.
+// flags are the real decoder's flags for model, on 2 threads, with the
+// voice detector v.
+func flags(model string, v config.VAD) []string {
+	d := config.Default().Decode
+	d.Model, d.Threads = model, 2
+	return filedecode.Flags(d, v)
+}
+
+// TestRealDecoderLengths runs the real yaz-decode serve over file lengths
+// from 1 to 100 s (those past 30 s in several pieces): each gives a
+// transcript of the whole file, and progress rises to its length.
 func TestRealDecoderLengths(t *testing.T) {
 	dir := t.TempDir()
 	bin, model, jfk := realDecoder(t, dir)
@@ -64,7 +73,7 @@ func TestRealDecoderLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := pcm.FromFloat32(nil, f32)
-	for _, secs := range []int{40, 45, 50, 55, 66, 70, 75, 80, 100} {
+	for _, secs := range []int{1, 29, 31, 45, 66, 100} {
 		t.Run(fmt.Sprintf("%ds", secs), func(t *testing.T) {
 			n := secs * pcm.SampleRate
 			samples := make([]int16, 0, n)
@@ -82,22 +91,29 @@ func TestRealDecoderLengths(t *testing.T) {
 			}
 			defer f.Close()
 			ctx := testwait.Context(t)
-			var got []int
-			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2}, f, func(p int) { got = append(got, p) }, nil)
+			var got []int64
+			res, err := Run(ctx, Options{Command: []string{bin, "serve"}, Flags: flags(model, config.VAD{Engine: "energy"}), Model: model}, f,
+				func(ms int64) { got = append(got, ms) }, nil)
 			if err != nil {
 				t.Fatalf("Run on %d s: %v", secs, err)
 			}
 			if res.AudioMs != int64(secs)*1000 {
 				t.Errorf("audio_ms = %d, want %d", res.AudioMs, secs*1000)
 			}
-			if len(got) == 0 {
-				t.Errorf("no progress reported")
+			if want := (secs + 29) / 30; res.Pieces < want || len(got) != res.Pieces {
+				t.Errorf("%d pieces, %d progress reports, want at least %d pieces and one report each", res.Pieces, len(got), want)
 			}
 			for i, p := range got {
-				if p < 0 || p > 100 || i > 0 && p <= got[i-1] {
-					t.Errorf("progress %v does not rise within 0–100", got)
+				if p <= 0 || p > int64(secs)*1000 || i > 0 && p <= got[i-1] {
+					t.Errorf("progress %v does not rise within the file's %d ms", got, secs*1000)
 					break
 				}
+			}
+			if len(got) > 0 && got[len(got)-1] != int64(secs)*1000 {
+				t.Errorf("progress ends at %d, want %d", got[len(got)-1], secs*1000)
+			}
+			if res.Text == "" {
+				t.Errorf("no text")
 			}
 		})
 	}
@@ -140,7 +156,7 @@ func TestRealDecoderVAD(t *testing.T) {
 			}
 			defer f.Close()
 			ctx := testwait.Context(t)
-			res, err := Run(ctx, Options{Command: []string{bin}, Model: model, Threads: 2, VAD: tc.vad}, f, nil, nil)
+			res, err := Run(ctx, Options{Command: []string{bin, "serve"}, Flags: flags(model, tc.vad), Model: model}, f, nil, nil)
 			switch {
 			case tc.fail && !errors.Is(err, ErrDecodeFailed):
 				t.Errorf("Run = %v, want ErrDecodeFailed", err)
@@ -153,9 +169,9 @@ func TestRealDecoderVAD(t *testing.T) {
 	}
 }
 
-// TestRealDecoderPromptPrivate: the real yaz-decode gets the vocabulary
-// prompt on stdin and decodes jfk.wav exactly as it does with the same
-// text on its command line (and not as it does without one), while no process shows the prompt in its
+// TestRealDecoderPromptPrivate: the real yaz-decode serve gets the
+// vocabulary prompt on stdin (a Prompt frame with the piece) and decodes
+// jfk.wav exactly as it does with the same text on its command line (and not as it does without one), while no process shows the prompt in its
 // command line or environment (read with the decoder stopped, SIGSTOP, so
 // it cannot end before /proc is read).
 func TestRealDecoderPromptPrivate(t *testing.T) {
@@ -171,8 +187,8 @@ func TestRealDecoderPromptPrivate(t *testing.T) {
 		defer f.Close()
 		// Every window decoded and every segment kept: the generated
 		// model then prints words, and a prompt changes them.
-		opt.Command = append([]string{bin, "--no-vad-gate", "--no-speech-threshold=1"}, opt.Command...)
-		opt.Model, opt.Threads = model, 2
+		opt.Command = append([]string{bin, "serve", "--no-vad-gate", "--no-speech-threshold=1"}, opt.Command...)
+		opt.Model, opt.Flags = model, flags(model, config.VAD{Engine: "energy"})
 		res, err := Run(testwait.Context(t), opt, f, nil, started)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
@@ -204,8 +220,8 @@ func TestRealDecoderPromptPrivate(t *testing.T) {
 
 // TestRealDecoderCutShort: jfk.wav cut short (its header still declares
 // the whole of it, as after an interrupted download) gives the real
-// yaz-decode's transcript of the part it holds, marked truncated, and the
-// same text as that part in a whole file.
+// yaz-decode serve's transcript of the part it holds, marked truncated,
+// the same text as that part in a whole file.
 func TestRealDecoderCutShort(t *testing.T) {
 	dir := t.TempDir()
 	bin, model, jfk := realDecoder(t, dir)
@@ -226,7 +242,7 @@ func TestRealDecoderCutShort(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		res, err := Run(testwait.Context(t), Options{Command: []string{bin}, Model: model, Threads: 2}, f, nil, nil)
+		res, err := Run(testwait.Context(t), Options{Command: []string{bin, "serve"}, Flags: flags(model, config.VAD{Engine: "energy"}), Model: model}, f, nil, nil)
 		if err != nil {
 			t.Fatalf("Run on %s: %v", name, err)
 		}

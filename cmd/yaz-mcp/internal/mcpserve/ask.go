@@ -19,11 +19,12 @@ import (
 // daemonapi.MaxQuestionRunes) only so that a bad one is invalid_argument
 // before dialling, with or without a daemon; the daemon checks it again
 // where it enters, and that check is the one that counts. timeout_s must
-// be a number of seconds, 0 or more; it is passed on in whole seconds
-// (fractions rounded up) and absent is 0: the daemon alone takes 0 for its
-// default and cuts a longer one to its maximum. ok is false with a fixed
-// detail when an argument is wrong.
-func askArgs(args map[string]any) (p daemonapi.AskParams, detail string, ok bool) {
+// be 0 or a number of seconds of at least least (the daemon's rule,
+// daemonapi.AskTiming.MinTimeoutS: a shorter wait could hear no answer);
+// it is passed on in whole seconds (fractions rounded up) and absent is 0:
+// the daemon alone takes 0 for its default and cuts a longer one to its
+// maximum. ok is false with a fixed detail when an argument is wrong.
+func askArgs(args map[string]any, least int) (p daemonapi.AskParams, detail string, ok bool) {
 	raw, isString := args["question"].(string)
 	if !isString {
 		return p, detailQuestion, false
@@ -37,11 +38,14 @@ func askArgs(args map[string]any) (p daemonapi.AskParams, detail string, ok bool
 	case nil:
 	case float64:
 		if math.IsNaN(v) || v < 0 {
-			return p, detailTimeout, false
+			return p, detailTimeout(least), false
 		}
 		timeout = int(math.Min(math.Ceil(v), math.MaxInt32)) // an int on the wire
+		if timeout > 0 && timeout < least {
+			return p, detailTimeout(least), false
+		}
 	default:
-		return p, detailTimeout, false
+		return p, detailTimeout(least), false
 	}
 	return daemonapi.AskParams{Question: q.Text(), TimeoutS: timeout}, "", true
 }
@@ -51,7 +55,7 @@ func askArgs(args map[string]any) (p daemonapi.AskParams, detail string, ok bool
 var reasonRE = regexp.MustCompile(`^[a-z][a-z_]{0,39}$`)
 
 func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p, detail, ok := askArgs(req.GetArguments())
+	p, detail, ok := askArgs(req.GetArguments(), daemonapi.AskTimingOf(s.opt.Config).MinTimeoutS())
 	if !ok {
 		s.log.Info("ask_human refused", "code", string(InvalidArgument))
 		return toolError(InvalidArgument, detail), nil
@@ -74,6 +78,12 @@ func (s *Server) askHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		case ctx.Err() != nil:
 			return s.cancelled(closed(r)), nil
 		case errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.InvalidParams:
+			// The daemon's settings may ask for a longer timeout than
+			// this configuration (a file edited, not yet reloaded).
+			var least int
+			if n, _ := fmt.Sscanf(rpcErr.Message, daemonapi.TimeoutTooShort, &least); n == 1 && least > 0 {
+				return toolError(InvalidArgument, detailTimeout(least)), nil
+			}
 			return toolError(InvalidArgument, detailQuestion), nil
 		default:
 			s.log.Warn("ask_human failed in the daemon", "err_kind", errKind(err))

@@ -107,7 +107,8 @@ func TestAskArguments(t *testing.T) {
 		{"plain", map[string]any{"question": "Ship it?"}, "Ship it?", 0},
 		{"control characters", map[string]any{"question": "Ship\x07 it\r\nnow?\u202e", "timeout_s": 10}, "Ship it now?", 10},
 		{"timeout over the maximum is the daemon's to cut", map[string]any{"question": "Q?", "timeout_s": 999}, "Q?", 999},
-		{"fraction rounds up", map[string]any{"question": "Q?", "timeout_s": 2.5}, "Q?", 3},
+		{"fraction rounds up", map[string]any{"question": "Q?", "timeout_s": 4.5}, "Q?", 5},
+		{"the shortest timeout", map[string]any{"question": "Q?", "timeout_s": 4}, "Q?", 4}, // 5 words at 170 a minute, 300 ms, 250 ms, 1200 ms
 		{"zero is the daemon's default", map[string]any{"question": "Q?", "timeout_s": 0}, "Q?", 0},
 		{"null timeout", map[string]any{"question": "Q?", "timeout_s": nil}, "Q?", 0},
 		{"huge timeout stays an int", map[string]any{"question": "Q?", "timeout_s": 1e300}, "Q?", math.MaxInt32},
@@ -149,12 +150,21 @@ func TestAskArguments(t *testing.T) {
 		{"timeout as text", map[string]any{"question": "Q?", "timeout_s": "5"}},
 		{"negative timeout", map[string]any{"question": "Q?", "timeout_s": -1}},
 		{"boolean timeout", map[string]any{"question": "Q?", "timeout_s": true}},
+		// Too short for any answer: the label and a word spoken, the guard
+		// and the shortest answer take 3.5 s with the defaults.
+		{"timeout of a second", map[string]any{"question": "Q?", "timeout_s": 1}},
+		{"timeout of a millisecond", map[string]any{"question": "Q?", "timeout_s": 0.001}},
+		{"timeout just under the shortest", map[string]any{"question": "Q?", "timeout_s": 3}},
 		{"question with marker too long", map[string]any{"question": marker + strings.Repeat("x", 600)}},
 	}
 	before := len(d.calls())
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
-			wantError(t, s.tool("ask_human", c.args), InvalidArgument)
+			r := s.tool("ask_human", c.args)
+			wantError(t, r, InvalidArgument)
+			if strings.HasPrefix(c.name, "timeout ") && !strings.Contains(r.text(), "at least 4:") {
+				t.Errorf("error %q does not name the shortest timeout, 4 seconds", r.text())
+			}
 		})
 	}
 	if n := len(d.calls()) - before; n != 0 {

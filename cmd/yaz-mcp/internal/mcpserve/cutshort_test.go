@@ -3,38 +3,45 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/pcm"
 )
 
-// TestTranscribeCutShort: a file cut short (an interrupted download) is a
-// transcript with a warning the caller sees, not an error, whichever
-// decodes it: the daemon (its result's warning) or the local yaz-decode
-// ("truncated": true in its JSON). The warning is in the structured
-// content and in a text item after the transcript's; a whole file has
-// neither.
+// TestTranscribeCutShort: a file cut short (its header declares 2 s, it
+// holds 1 s, as after an interrupted download) is a transcript with a
+// warning the caller sees, not an error, whichever decodes it: the daemon
+// (its result's warning) or yaz-mcp's own decoder, which reads the file as
+// far as it goes. The warning is in the structured content and in a text
+// item after the transcript's; a whole file has neither.
 func TestTranscribeCutShort(t *testing.T) {
-	var whole atomic.Bool // the daemon's file is whole
+	dir := t.TempDir()
+	whole := wavFile(t, dir, "whole.wav")
+	cut := filepath.Join(dir, "cut.wav")
+	if err := os.WriteFile(cut, append(pcm.WAVHeader(64000), make([]byte, 32000)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fakeDaemon(t, map[string]jsonrpc.Handler{
 		daemonapi.MethodTranscribe: func(ctx context.Context, params json.RawMessage) (any, error) {
-			r := daemonapi.TranscribeResult{Text: "from the daemon", Segments: []daemonapi.Segment{{StartMs: 0, EndMs: 2000, Text: "from the daemon"}}, AudioMs: 2000, DecodeMs: 5}
-			if !whole.Load() {
+			var p daemonapi.TranscribeParams
+			json.Unmarshal(params, &p)
+			r := daemonapi.TranscribeResult{Text: "from the daemon", Segments: []daemonapi.Segment{{StartMs: 0, EndMs: 1000, Text: "from the daemon"}}, AudioMs: 1000, DecodeMs: 5}
+			if p.Path == cut {
 				r.Warning = daemonapi.WarningCutShort
 			}
 			return r, nil
 		},
 	})
-	wav := wavFile(t, t.TempDir(), "a.wav")
-	cut := strings.TrimSuffix(transcriptJSON, "}") + `,"truncated":true}`
-	run := func(opt Options) toolResult {
+	run := func(opt Options, path string) toolResult {
 		t.Helper()
 		s, _ := startSession(t, opt)
 		s.initialize("2025-06-18")
-		r := s.tool("transcribe", map[string]any{"path": wav})
+		r := s.tool("transcribe", map[string]any{"path": path})
 		s.close()
 		return r
 	}
@@ -46,7 +53,7 @@ func TestTranscribeCutShort(t *testing.T) {
 		}
 		if !warn {
 			if got.Warning != "" || len(r.Content) != 1 {
-				t.Errorf("%s: a whole file: warning %q, content %+v; want none", name, got.Warning, r.Content)
+				t.Errorf("%s: warning %q, content %+v; want none", name, got.Warning, r.Content)
 			}
 			return
 		}
@@ -58,12 +65,10 @@ func TestTranscribeCutShort(t *testing.T) {
 		}
 	}
 	opt := baseOptions(t)
-	opt.Decoder = fakeDecoder(t, "echo '"+cut+"'\n")
-	check("on the daemon", run(opt), "from the daemon", true)
-	whole.Store(true)
-	check("on the daemon, a whole file", run(opt), "from the daemon", false)
+	opt.Decoder = fakeDecoder(t, serveFake)
+	check("on the daemon, cut short", run(opt, cut), "from the daemon", true)
+	check("on the daemon, whole", run(opt, whole), "from the daemon", false)
 	opt.UseDaemon = false
-	check("locally", run(opt), "hello there", true)
-	opt.Decoder = fakeDecoder(t, "echo '"+transcriptJSON+"'\n")
-	check("locally, a whole file", run(opt), "hello there", false)
+	check("locally, cut short", run(opt, cut), "hello there", true)
+	check("locally, whole", run(opt, whole), "hello there", false)
 }

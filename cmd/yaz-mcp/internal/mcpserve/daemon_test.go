@@ -22,7 +22,7 @@ func TestNoDaemonCauseLoggedOnce(t *testing.T) {
 	runtime := noDaemon(t)
 	opt := baseOptions(t)
 	opt.Config.MCP.AskHuman = true
-	opt.Decoder = fakeDecoder(t, "cat /dev/fd/3 >/dev/null\necho '"+transcriptJSON+"'\n")
+	opt.Decoder = fakeDecoder(t, serveFake)
 	s, logs := startSession(t, opt)
 	s.initialize("2025-11-25")
 	wav := wavFile(t, t.TempDir(), "a.wav")
@@ -94,7 +94,7 @@ func TestRefusedDaemonFolderLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := baseOptions(t)
-	opt.Decoder = fakeDecoder(t, "cat /dev/fd/3 >/dev/null\necho '"+transcriptJSON+"'\n")
+	opt.Decoder = fakeDecoder(t, serveFake)
 	s, logs := startSession(t, opt)
 	s.initialize("2025-11-25")
 	wav := wavFile(t, t.TempDir(), "a.wav")

@@ -42,12 +42,17 @@ var Sentences = map[Code]string{
 
 // Fixed details of invalid_argument, one per argument rule.
 const (
-	detailPath    = "path must be a non-empty string: the absolute path of a WAV file."
-	detailTimeout = "timeout_s must be a number of seconds, 0 or more (0: the configured default)."
+	detailPath = "path must be a non-empty string: the absolute path of a WAV file."
 	// detailEmpty is unsupported_format's sentence for a file of 0 bytes:
 	// there is nothing to convert.
 	detailEmpty = "The file is empty (0 bytes): it holds no audio to transcribe."
 )
+
+// detailTimeout is invalid_argument's detail for a timeout_s that is not
+// 0 nor a number of seconds of at least least (AskTiming.MinTimeoutS).
+func detailTimeout(least int) string {
+	return fmt.Sprintf("timeout_s must be 0 (the configured default) or a number of seconds of at least %d: a shorter wait could not hear an answer.", least)
+}
 
 var detailQuestion = fmt.Sprintf("question must be a non-empty string of at most %d characters.", daemonapi.MaxQuestionRunes)
 

@@ -149,7 +149,7 @@ func New(opt Options) *Server {
 	)
 	s.mcp.AddTool(transcribeTool(), s.guard("transcribe", s.transcribe))
 	if opt.Config.MCP.AskHuman {
-		s.mcp.AddTool(askTool(opt.Config.Ask), s.guard("ask_human", s.askHuman))
+		s.mcp.AddTool(askTool(opt.Config), s.guard("ask_human", s.askHuman))
 	}
 	return s
 }

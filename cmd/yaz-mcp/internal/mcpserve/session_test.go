@@ -60,6 +60,9 @@ type session struct {
 	all    strings.Builder // every line the server wrote
 	served chan error
 	nextID int
+	// meta, once modern has set it, goes as _meta into every request's
+	// params: a 2026-07-28 client says its version with each request.
+	meta map[string]any
 }
 
 // startSession serves a session; the server's log is returned as a
@@ -146,7 +149,11 @@ func (s *session) request(method string, params any) (id int, resp chan message)
 	id = s.nextID
 	resp = make(chan message, 1)
 	s.waits[strconv.Itoa(id)] = resp
+	meta := s.meta
 	s.mu.Unlock()
+	if meta != nil {
+		params = withMeta(params, meta)
+	}
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		s.t.Fatal(err)
@@ -183,6 +190,46 @@ func (s *session) initialize(version string) {
 		s.t.Fatalf("negotiated %q, want %q", r.ProtocolVersion, version)
 	}
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// modern makes the session a client of protocol 2026-07-28: no
+// initialize; every request carries its version, identity and
+// capabilities in _meta.
+func (s *session) modern() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meta = modernMeta()
+}
+
+// modernMeta is the _meta of a 2026-07-28 request.
+func modernMeta() map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+}
+
+// withMeta returns params (nil or a map) with meta's keys added to its
+// _meta.
+func withMeta(params any, meta map[string]any) any {
+	p := map[string]any{}
+	if m, ok := params.(map[string]any); ok {
+		for k, v := range m {
+			p[k] = v
+		}
+	}
+	all := map[string]any{}
+	if m, ok := p["_meta"].(map[string]any); ok {
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	for k, v := range meta {
+		all[k] = v
+	}
+	p["_meta"] = all
+	return p
 }
 
 // tool calls a tool and returns its result; a protocol error fails.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-mcp/internal/localdecode"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/jsonrpc"
 )
 
@@ -183,22 +183,19 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 	if err != nil {
 		return Transcript{}, fmt.Errorf("%w: %w", errNoDecoder, err)
 	}
+	// The decoder and its flags are lib/filedecode's, as the daemon's
+	// decoder child runs: the same file gives the same text on either.
 	d := s.opt.Config.Decode
-	model := d.Model
 	if s.opt.Model != "" {
-		model = s.opt.Model
+		d.Model = s.opt.Model
 	}
 	opt := localdecode.Options{
-		Command:     argv,
-		Model:       model,
-		Language:    d.Language,
-		Threads:     d.Threads,
-		BeamSize:    d.BeamSize,
-		Prompt:      d.Prompt,
-		VAD:         s.opt.Config.VAD,
-		Nice:        s.opt.Nice,
-		MaxDuration: audiofile.MaxDuration,
-		Env:         childEnv(),
+		Command: append(argv, "serve"),
+		Flags:   filedecode.Flags(d, s.opt.Config.VAD),
+		Model:   d.Model,
+		Prompt:  d.Prompt,
+		Nice:    s.opt.Nice,
+		Env:     childEnv(),
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -206,13 +203,13 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 	case <-ctx.Done():
 		return Transcript{}, ctx.Err()
 	}
-	// Progress is milliseconds of audio done of the file's (the
-	// decoder's percent of its length), as on the daemon.
-	var onProgress func(int)
+	// Progress is milliseconds of audio done of the file's, at 0 and
+	// after each piece, as on the daemon.
+	var onProgress func(int64)
 	if prog.on() {
-		total := float64(max(1, af.Duration.Milliseconds()))
-		prog.send(0, total, "decoding")
-		onProgress = func(pct int) { prog.send(math.Round(float64(pct)*total/100), total, "decoding") }
+		total := max(1, af.Duration.Milliseconds())
+		prog.send(0, float64(total), "decoding")
+		onProgress = func(done int64) { prog.send(float64(min(done, total)), float64(total), "decoding") }
 	}
 	r, err := localdecode.Run(ctx, opt, af.F, onProgress, func(pid int) {
 		s.log.Debug("decoder started", "pid", pid, "audio_ms", af.Duration.Milliseconds())
@@ -220,7 +217,7 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 	if err != nil {
 		return Transcript{}, err
 	}
-	s.log.Info("transcribed locally", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs, "segments", len(r.Segments))
+	s.log.Info("transcribed locally", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs, "pieces", r.Pieces, "segments", len(r.Segments))
 	t := Transcript{Text: r.Text, Segments: r.Segments, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}
 	if r.Truncated {
 		t.Warning = daemonapi.WarningCutShort // as the daemon says it

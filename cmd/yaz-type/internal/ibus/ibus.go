@@ -161,8 +161,38 @@ type Options struct {
 // Route is the IBus typing backend.
 type Route struct {
 	opt  Options
-	mu   sync.Mutex // one text at a time
+	mu   sync.Mutex // one text at a time; guards last and changed
 	last Delivery
+	// changed is when this route last saw the global engine change.
+	changed time.Time
+}
+
+// EngineSettle is the quiet time the route leaves after each change of the
+// global engine before it makes another, or ends: IBus's own Wayland input
+// method (ibus-ui-gtk3 --enable-wayland-im, what KWin runs for "IBus
+// Wayland") answers each GlobalEngineChanged by asking for the global
+// engine and aborts when the answer is not the engine the signal named
+// (IBus 1.5.32, ibuswaylandim.c: the assertion in
+// _bus_global_engine_changed_cb), so two changes closer together than that
+// input method takes to answer the first kill it (seen here on KWin 6.3
+// on a busy machine: a change 100 ms after another). The cost is this
+// much after each text, not before it arrives.
+const EngineSettle = 400 * time.Millisecond
+
+// settle waits until EngineSettle has passed since the last change.
+func (r *Route) settle(ctx context.Context) error {
+	wait := time.Until(r.changed.Add(EngineSettle))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New returns a Route for the session opt describes.
@@ -339,9 +369,13 @@ func (r *Route) begin(ctx context.Context) (*Session, error) {
 	s.prev = prev
 	r.opt.Log.Debug("ibus connected", "previous_engine", prev, "ms", time.Since(start).Milliseconds())
 
+	if err := r.settle(ctx); err != nil {
+		return fail(fmt.Errorf("ibus: %w: %w", ErrUnavailable, err))
+	}
 	// Asynchronously: the daemon calls CreateEngine on this connection
 	// before it answers.
 	s.engaged = true
+	r.changed = time.Now()
 	set := bus.GoWithContext(ctx, ibusIface+".SetGlobalEngine", 0, make(chan *dbus.Call, 1), EngineName)
 	wait, cancel := context.WithTimeout(ctx, FocusWait)
 	defer cancel()
@@ -484,6 +518,14 @@ func (s *Session) restore(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, RestoreWait)
 	defer cancel()
+	// Quiet after the engine's own change while it is still the global
+	// engine: an input method that asks for it now gets it (once the
+	// engine's connection closes there is none until the previous one is
+	// back, and IBus's Wayland input method aborts on none).
+	if err := s.r.settle(ctx); err != nil {
+		s.close()
+		return fmt.Errorf("ibus: give the engine back: %w", err)
+	}
 	b, err := s.r.dial(ctx, nil)
 	if err != nil {
 		s.close()
@@ -514,11 +556,19 @@ func (s *Session) restore(ctx context.Context) error {
 			if sig.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(sig.Body) == 3 && sig.Body[0] == componentName && sig.Body[2] == "" {
 				owned = false
 			}
+			if sig.Name == ibusIface+".GlobalEngineChanged" {
+				// The daemon's own change as the engine went.
+				s.r.changed = time.Now()
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("ibus: give the engine back: waiting for the daemon to see the engine go: %w", ctx.Err())
 		}
 	}
+	if err := s.r.settle(ctx); err != nil {
+		return fmt.Errorf("ibus: give the engine back: %w", err)
+	}
 	bus := b.Object(ibusService, ibusPath)
+	s.r.changed = time.Now()
 	call := bus.GoWithContext(ctx, ibusIface+".SetGlobalEngine", 0, make(chan *dbus.Call, 1), prev)
 	replied, changed := false, false
 	for !replied || !changed {
@@ -543,6 +593,12 @@ func (s *Session) restore(ctx context.Context) error {
 		}
 	}
 	s.prev = ""
+	// Quiet before the next change, which may be another process's (the
+	// next yaz-type of a pipeline).
+	s.r.changed = time.Now()
+	if err := s.r.settle(ctx); err != nil {
+		return fmt.Errorf("ibus: give the engine back: %w", err)
+	}
 	return nil
 }
 

@@ -41,6 +41,8 @@ func fakeProbesIBus(t *testing.T, vk, vkKnown, rd, rdKnown, ydotoold, ibusRuns b
 func TestChoose(t *testing.T) {
 	wl := []string{"WAYLAND_DISPLAY=wayland-0", "DISPLAY=:0"}
 	x := []string{"DISPLAY=:0"}
+	gnomeWl := append([]string{"XDG_CURRENT_DESKTOP=ubuntu:GNOME"}, wl...)
+	kdeWl := append([]string{"XDG_CURRENT_DESKTOP=KDE"}, wl...)
 	tests := []struct {
 		name                               string
 		env                                []string
@@ -59,8 +61,10 @@ func TestChoose(t *testing.T) {
 		{"no bus, ydotoold", wl, false, true, false, false, true, []string{Ydotool}, "ydotoold", false},
 		{"nothing", wl, false, true, false, true, false, nil, "xdg-desktop-portal", false},
 		{"no session", []string{}, false, false, false, false, true, nil, "DISPLAY", false},
-		{"gnome with ibus", wl, false, true, true, true, false, []string{IBus}, "IBus", true},
-		{"gnome with ibus+ydotoold", wl, false, true, true, true, true, []string{IBus, Ydotool}, "no dialog", true},
+		{"gnome with ibus", gnomeWl, false, true, true, true, false, []string{IBus}, "IBus", true},
+		{"gnome with ibus+ydotoold", gnomeWl, false, true, true, true, true, []string{IBus, Ydotool}, "no dialog", true},
+		{"kde with ibus", kdeWl, false, true, true, true, false, []string{Portal}, "RemoteDesktop portal", true},
+		{"desktop unknown, ibus", wl, false, true, true, true, false, []string{Portal}, "RemoteDesktop portal", true},
 		{"wlroots, ibus too", wl, true, true, true, true, false, []string{Wayland, Clipboard}, "virtual keyboard", true},
 		{"x11, ibus too", x, false, false, true, true, false, []string{X11, Clipboard}, "XTEST", true},
 	}

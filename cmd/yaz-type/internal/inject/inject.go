@@ -372,9 +372,10 @@ var probe = probes{
 // WAYLAND_DISPLAY): x11 (XTEST in-process), the clipboard. A Wayland
 // session whose compositor offers the virtual keyboard (wlroots: sway,
 // Hyprland, river, labwc, Wayfire), or cannot be asked yet: wayland
-// (in-process), ydotool when ydotoold runs, the clipboard. One without it
-// (GNOME, KDE Plasma) whose session bus has a RemoteDesktop portal with a
-// keyboard: portal, then ydotool when ydotoold runs. Else ydotool when
+// (in-process), ydotool when ydotoold runs, the clipboard. One without it:
+// on GNOME (XDG_CURRENT_DESKTOP) where IBus answers, ibus; else (KDE Plasma
+// too) when the session bus has a RemoteDesktop portal with a keyboard:
+// portal, then ydotool when ydotoold runs. Else ydotool when
 // ydotoold runs. Else nothing can type: ErrUnavailable, saying what to
 // install or allow. xdotool and wtype speak the protocols of x11 and
 // wayland without their bounds, their proof of the focus or their
@@ -408,12 +409,17 @@ func (rs *routes) choose(ctx context.Context, opts Options) (Choice, error) {
 			return Choice{append(withYdotool(Wayland), Clipboard),
 				"the compositor could not be asked yet: the virtual keyboard first"}, nil
 		}
-		if probe.ibus(ctx, env) {
+		if gnome(env) && probe.ibus(ctx, env) {
 			// No dialog, no keymap, any character: before the portal,
 			// which is not opened (its consent dialog would come at
-			// start for nothing).
+			// start for nothing). On GNOME only, where the shell is
+			// IBus's input method: elsewhere (KWin's "IBus Wayland")
+			// IBus's own Wayland input method is between the engine and
+			// the field, which neither passes a password field's
+			// purpose on nor survives engines changing in quick
+			// succession (see package ibus): a person names it there.
 			return Choice{withYdotool(IBus),
-				"the compositor has no virtual keyboard (GNOME, KDE Plasma): IBus, the desktop's input method, runs: one commit per text, no dialog"}, nil
+				"GNOME, whose compositor has no virtual keyboard: IBus, the desktop's input method, runs: one commit per text, no dialog"}, nil
 		}
 		if rd, _ := probe.remoteDesktop(ctx, env); rd {
 			return Choice{withYdotool(Portal),
@@ -423,14 +429,29 @@ func (rs *routes) choose(ctx context.Context, opts Options) (Choice, error) {
 			return Choice{[]string{Ydotool},
 				"the compositor has no virtual keyboard and no RemoteDesktop portal offers a keyboard: ydotoold runs"}, nil
 		}
+		hint := ""
+		if probe.ibus(ctx, env) {
+			hint = "; IBus runs here: --backend ibus (dictation.inject = \"ibus\") types through it, but outside GNOME it cannot tell a password field"
+		}
 		return Choice{}, fmt.Errorf("nothing can type on this desktop: the compositor offers no virtual keyboard, "+
 			"no RemoteDesktop portal offers a keyboard (install xdg-desktop-portal with the desktop's backend, "+
 			"xdg-desktop-portal-gnome or xdg-desktop-portal-kde, and allow its dialog), and ydotoold does not run "+
-			"(ydotool, with access to /dev/uinput): %w", ErrUnavailable)
+			"(ydotool, with access to /dev/uinput)%s: %w", hint, ErrUnavailable)
 	case backend.Getenv(env, "DISPLAY") != "":
 		return Choice{[]string{X11, Clipboard}, "an X11 session (DISPLAY): typed in-process over XTEST"}, nil
 	}
 	return Choice{}, fmt.Errorf("no WAYLAND_DISPLAY or DISPLAY: %w", ErrUnavailable)
+}
+
+// gnome says whether the session's desktop is GNOME (XDG_CURRENT_DESKTOP,
+// a colon-separated list: "GNOME", "ubuntu:GNOME").
+func gnome(env []string) bool {
+	for d := range strings.SplitSeq(backend.Getenv(env, "XDG_CURRENT_DESKTOP"), ":") {
+		if strings.EqualFold(d, "GNOME") {
+			return true
+		}
+	}
+	return false
 }
 
 // Typer types with one backend, or with "auto"'s list of them.

@@ -408,6 +408,13 @@ func (s *session) dial() (*xdp.Conn, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
+	// Who asks, before any other call (the portal takes it only then).
+	rctx, cancel := context.WithTimeout(s.ctx, exchange)
+	err = c.Register(rctx, xdp.AppID)
+	cancel()
+	if err != nil && !errors.Is(err, xdp.ErrNoRegistry) {
+		s.o.Log.Warn("portal: the desktop portal did not take YazSes's application id", "err", err)
+	}
 	c.Subscribe(xdp.SessionIface+".Closed", func(sig *dbus.Signal) {
 		s.mu.Lock()
 		if sig.Path == s.handle && s.lost != nil {

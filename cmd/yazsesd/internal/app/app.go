@@ -188,6 +188,12 @@ func (k portalKeys) Listen(ctx context.Context, press func(down bool)) error {
 	return shortcut.Run(ctx, k.o, press)
 }
 
+func (k portalKeys) ListenWaiting(ctx context.Context, press func(down bool), waiting func(what string)) error {
+	o := k.o
+	o.Waiting = waiting
+	return shortcut.Run(ctx, o, press)
+}
+
 // hotkeyKeys is the evdev listener as the daemon's Hotkey.
 type hotkeyKeys struct{ l *hotkey.Listener }
 
@@ -263,6 +269,8 @@ func printStatus(out io.Writer, st daemonapi.Status) {
 	switch {
 	case !hk.Enabled:
 		fmt.Fprintf(w, "hotkey\toff (compositor bindings run `yazsesd ctl hold …`)\n")
+	case hk.Listening && hk.Waiting != "":
+		fmt.Fprintf(w, "hotkey\t%s (waiting for %s), %s, from %s\n", hk.Key, hk.Waiting, hk.Mode, keySource(hk.Source))
 	case hk.Listening:
 		fmt.Fprintf(w, "hotkey\t%s (listening), %s, from %s\n", hk.Key, hk.Mode, keySource(hk.Source))
 	default:

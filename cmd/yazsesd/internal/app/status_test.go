@@ -31,6 +31,12 @@ func TestPrintStatusPortal(t *testing.T) {
 			t.Errorf("status has no %q:\n%s", want, out)
 		}
 	}
+	st.Hotkey.Waiting = "the desktop portal (org.freedesktop.portal.Desktop) to appear on the session bus"
+	b.Reset()
+	printStatus(&b, st)
+	if want := "hotkey KEY_F13 (waiting for the desktop portal (org.freedesktop.portal.Desktop) to appear on the session bus), hold, from the desktop's shortcut portal"; !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
+		t.Errorf("status has no %q:\n%s", want, b.String())
+	}
 	st.Typing = daemonapi.TypingStatus{Inject: "auto", Backends: []string{}, Error: "open auto: nothing can type on this desktop"}
 	st.Hotkey = daemonapi.HotkeyStatus{Enabled: true, Source: "evdev", Key: "KEY_RIGHTCTRL", Mode: "hold", Error: "permission denied"}
 	b.Reset()

@@ -179,11 +179,12 @@ func holdSequence(t *testing.T, live *livestate.State, w *watcher, parse func(st
 	step(func() { live.EndHold("typed") })
 	step(func() { live.SetAsk(daemonapi.StateSpeaking) })
 	step(func() { live.SetAsk(daemonapi.StateListening) })
-	step(func() { live.EndAsk(daemonapi.Answered) })
+	step(func() { live.EndAsk(daemonapi.Answered) }) // the call's result, before the question leaves
+	step(func() { live.SetAsk(daemonapi.StateIdle) })
 	return states
 }
 
-var wantStates = []string{"idle", "listening", "waiting", "waiting", "decoding", "typing", "idle", "speaking", "listening", "idle"}
+var wantStates = []string{"idle", "listening", "waiting", "waiting", "decoding", "typing", "idle", "speaking", "listening", "listening", "idle"}
 
 // TestCtlWatchWaybar: against a daemon, `ctl watch --format waybar` prints
 // one Waybar object per change, with a known class each; with the preview

@@ -414,3 +414,72 @@ func runMic(t *testing.T, m *Mic) {
 		}
 	})
 }
+
+// A capture child that dies while someone listens (killed, or any end but
+// exit 0) tells each listener on Failed, and its supervisor starts it
+// again: the same listener gets the new start's audio. One that ends with
+// exit 0 (a replayed file ran out) tells nothing on Failed. Restart (a
+// stalled child) kills it and starts it again, without a failure told.
+func TestMicChildFailsWhileListened(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		failed bool
+	}{
+		{name: "killed", script: `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero; kill -9 $$`, failed: true},
+		{name: "exit 0", script: `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := supervise.Spec{Name: "capture", Argv: []string{"sh", "-c", tc.script}, BackoffBase: time.Millisecond}
+			m := NewMic(spec, false, 0, slog.New(slog.DiscardHandler))
+			stopped := make(chan struct{}, 16)
+			m.OnState(func(st supervise.Status) {
+				if st.State == supervise.StateStopped || st.State == supervise.StateStarting && st.Restarts > 0 {
+					stopped <- struct{}{}
+				}
+			})
+			runMic(t, m)
+			l := m.Listen(false)
+			defer m.Unlisten(l)
+			for s := testwait.Recv(t, l.Audio(), "the first start's audio"); s != nil; s = testwait.Recv(t, l.Audio(), "the first start's end") {
+			}
+			testwait.Recv(t, stopped, "the child's end to be seen by its supervisor (stopped, or started again)")
+			select {
+			case <-l.Failed():
+				if !tc.failed {
+					t.Error("Failed told for a child that ended with exit 0")
+				}
+			default:
+				if tc.failed {
+					t.Error("nothing on Failed for a killed child")
+				}
+			}
+			if tc.failed {
+				if s := testwait.Recv(t, l.Audio(), "the restarted child's audio"); len(s) == 0 {
+					t.Errorf("after the restart got %v, want audio", s)
+				}
+			}
+		})
+	}
+	t.Run("restart", func(t *testing.T) {
+		const script = `eval "printf '\\n' >&$YAZ_READY_FD"; head -c 3200 /dev/zero; exec sleep 60`
+		m := NewMic(supervise.Spec{Name: "capture", Argv: []string{"sh", "-c", script}}, false, 0, slog.New(slog.DiscardHandler))
+		runMic(t, m)
+		l := m.Listen(false)
+		defer m.Unlisten(l)
+		for got := 0; got < 1600; {
+			got += len(testwait.Recv(t, l.Audio(), "the first start's audio"))
+		}
+		m.Restart()
+		// The old stream's end (a nil chunk) and the new start's audio
+		// come from two readers, in either order.
+		for got := 0; got < 1600; {
+			got += len(testwait.Recv(t, l.Audio(), "the new start's audio"))
+		}
+		select {
+		case <-l.Failed():
+			t.Error("Failed told for a restart asked for")
+		default:
+		}
+	})
+}

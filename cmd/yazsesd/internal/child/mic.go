@@ -45,6 +45,7 @@ type Mic struct {
 // Listener receives audio from the microphone.
 type Listener struct {
 	ch      chan []int16
+	failed  chan struct{} // capacity 1: the child failed (Failed)
 	dropped int
 	told    bool // a nil chunk (the stream's end) was sent to it
 }
@@ -52,6 +53,12 @@ type Listener struct {
 // Audio delivers the microphone's audio as it arrives; a nil chunk means
 // that the capture child's stream ended.
 func (l *Listener) Audio() <-chan []int16 { return l.ch }
+
+// Failed delivers a value when the capture child failed while l listened:
+// it ended by a signal or with an error (its supervisor starts it again
+// after its backoff, and its audio comes to l again), or it is left down.
+// Not at exit 0 (a replayed file ran out), nor at a Restart asked for.
+func (l *Listener) Failed() <-chan struct{} { return l.failed }
 
 // NewMic returns the end of the capture child run as spec (its Stdout and
 // Ready are the Mic's). always keeps it open for the daemon's life with
@@ -67,6 +74,7 @@ func NewMic(spec supervise.Spec, always bool, preRollSamples int, log *slog.Logg
 	// again, as after any end of a supervision.
 	spec.Stdout, spec.Ready, spec.ExitZeroStops = m.stdout, true, true
 	m.init(spec, log)
+	m.OnState(m.stateChanged)
 	return m
 }
 
@@ -179,6 +187,27 @@ func (m *Mic) ended(start int) {
 	}
 }
 
+// stateChanged tells every listener when the child failed: it waits to
+// be started again (backoff) or is left down (crash loop, exit 125).
+func (m *Mic) stateChanged(st supervise.Status) {
+	switch st.State {
+	case supervise.StateBackoff, supervise.StateCrashLoop, supervise.StateExited:
+	default:
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stop == nil && !m.always {
+		return // a supervision nobody wants any more
+	}
+	for l := range m.subs {
+		select {
+		case l.failed <- struct{}{}:
+		default: // told already
+		}
+	}
+}
+
 // idleNap is the longest nap of the reader between reads while nobody
 // listens (always mode between holds): 100 ms, a tenth of the wakeups.
 const idleNap = 100 * time.Millisecond
@@ -253,7 +282,7 @@ func (m *Mic) want() {
 // Listen adds a listener; with preRoll the ring's audio comes first. The
 // microphone opens if it is not open.
 func (m *Mic) Listen(preRoll bool) *Listener {
-	l := &Listener{ch: make(chan []int16, 1024)}
+	l := &Listener{ch: make(chan []int16, 1024), failed: make(chan struct{}, 1)}
 	m.mu.Lock()
 	if preRoll && m.ring != nil {
 		if pre := m.ring.snapshot(); len(pre) > 0 {

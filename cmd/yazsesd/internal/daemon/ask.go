@@ -49,9 +49,14 @@ func (d *Daemon) askHuman(ctx context.Context, q untrusted.Question, timeoutS in
 	if timeoutS < 0 {
 		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "timeout_s must not be negative")
 	}
+	// A timeout too short for any answer is refused before anything is
+	// reserved (yaz-mcp checks the same rule).
+	if least := daemonapi.AskTimingOf(d.config()).MinTimeoutS(); timeoutS > 0 && timeoutS < least {
+		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, daemonapi.TimeoutTooShort, least)
+	}
 	h := &askHouse{d: d, peer: peerOf(ctx), start: time.Now()}
 	res := d.ask(ctx, h, q, timeoutS) // settles the slot
-	d.live.EndAsk(res.Result)
+	d.live.EndAsk(res.Result)         // the result only: the phase is the asked question's
 	d.live.RefreshBudget()
 	switch res.Result {
 	case daemonapi.Answered:
@@ -120,6 +125,7 @@ type askHouse struct {
 	d     *Daemon
 	peer  peer
 	start time.Time
+	run   *askRun // set by Enter: this question is state.asking
 }
 
 func (h *askHouse) WaitNoHold(ctx context.Context) bool { return h.d.waitNoHold(ctx) }
@@ -144,19 +150,32 @@ func (h *askHouse) Enter() (question.Barge, func(), error) {
 	}
 	run := &askRun{stop: make(chan struct{})}
 	d.state.asking = run
+	h.run = run
+	// The watch stream's question phase follows state.asking, the one
+	// the daemon acts on: set with it, under its lock, by this question
+	// alone.
 	d.live.SetAsk(daemonapi.StateSpeaking)
 	leave := func() {
-		d.live.SetAsk(daemonapi.StateIdle)
 		d.state.mu.Lock()
 		if d.state.asking == run {
 			d.state.asking = nil
+			d.live.SetAsk(daemonapi.StateIdle)
 		}
 		d.state.mu.Unlock()
 	}
 	return run, leave, nil
 }
 
-func (h *askHouse) SetPhase(phase string) { h.d.live.SetAsk(phase) }
+// SetPhase shows the phase of this question while it is the one being
+// asked; a call that is not (any more) changes nothing.
+func (h *askHouse) SetPhase(phase string) {
+	d := h.d
+	d.state.mu.Lock()
+	defer d.state.mu.Unlock()
+	if h.run != nil && d.state.asking == h.run {
+		d.live.SetAsk(phase)
+	}
+}
 
 // Tally audits what any client may cause without limit and the person
 // never heard (a reservation, a release, a question refused, deferred or
@@ -174,6 +193,29 @@ func (h *askHouse) Tally(kind, reason string) error {
 }
 
 func (h *askHouse) Audit(kind, reason string) { h.d.auditf(h.event(kind, reason)) }
+
+func (h *askHouse) Cut() context.Context { return h.d.cutContext() }
+
+func (h *askHouse) Off() bool { return !h.d.config().MCP.AskHuman }
+
+// cutContext returns the context that the next reload lowering the cap or
+// turning questions off ends (question.House.Cut).
+func (d *Daemon) cutContext() context.Context {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	return d.cut
+}
+
+// cutWaiting ends the cut context (a reload lowered the cap or turned
+// questions off, and the gate has the new cap): every question not yet
+// asked gives its slot back and, unless questions are off, reserves again
+// under the new cap. The question being asked goes on.
+func (d *Daemon) cutWaiting() {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	d.endCut()
+	d.cut, d.endCut = context.WithCancel(context.Background())
+}
 
 func (h *askHouse) event(kind, reason string) audit.Event {
 	return audit.Event{Kind: kind, Reason: reason, PeerPID: h.peer.pid, PeerUID: h.peer.uid,

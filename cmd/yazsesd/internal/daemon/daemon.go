@@ -42,8 +42,9 @@
 //
 // Goroutines. A hold's goroutine outlives the call that opened it (it
 // types the text after the key is up): Run waits for every one, up to
-// workWait and then the typing's own stop, before it closes the audit
-// log; everything else it starts ends with Run's context.
+// workWait and then the typing's own stop, while the sockets still answer
+// and the children still run, before it stops the children and closes
+// the audit log; everything else it starts ends with Run's context.
 //
 // Privacy. No log line, audit event or error carries question, answer or
 // transcript text; logs name kinds, reasons, counts and durations only.
@@ -75,6 +76,7 @@ import (
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/pcm"
@@ -158,6 +160,15 @@ type Hotkey interface {
 	Listen(ctx context.Context, press func(down bool)) error
 }
 
+// WaitingHotkey is a Hotkey that may wait before it can listen (the
+// desktop's shortcut portal not on the bus yet): ListenWaiting is Listen
+// that calls waiting with what it waits for, and with "" once it
+// listens; status shows it.
+type WaitingHotkey interface {
+	Hotkey
+	ListenWaiting(ctx context.Context, press func(down bool), waiting func(what string)) error
+}
+
 // Injector types text into the focused window.
 type Injector interface {
 	// Type types text and returns the backend used (a closed-vocabulary
@@ -177,6 +188,10 @@ type Daemon struct {
 
 	cfgMu sync.Mutex
 	cfg   config.Config
+	// cut ends at a reload that lowers the cap or turns questions off
+	// (cutWaiting): the questions not yet asked give their slots back.
+	cut    context.Context
+	endCut context.CancelFunc
 	// refused says why the last reload was refused ("config: reload
 	// refused at line N: …"), for status and the systemd status line,
 	// until a reload succeeds; "" after a good one.
@@ -246,6 +261,7 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.life, d.endLife = context.WithCancel(context.Background())
+	d.cut, d.endCut = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
 
@@ -276,6 +292,12 @@ func New(opt Options) (*Daemon, error) {
 
 	d.gate = child.NewGate(supervise.Spec{Name: "gate", Argv: gateArgv, Env: env}, cfg.Budget.AskHumanPerHour, d.log)
 	d.gate.OnStart(d.childStarted("gate"))
+	// The budget in the watch stream is read from the gate again at each
+	// change of the gate's state and each start (after the end's own start
+	// hook has its client): available from the gate's first start on, not
+	// from the first reload or question.
+	d.gate.OnState(func(supervise.Status) { d.live.RefreshBudget() })
+	d.gate.OnStart(func(int, int) { d.live.RefreshBudget() })
 
 	speakArgv = append(slices.Clone(speakArgv), "--voice", cfg.Speak.Voice, "--rate", strconv.Itoa(cfg.Speak.Rate))
 	if cfg.Speak.Device != "" {
@@ -284,11 +306,9 @@ func New(opt Options) (*Daemon, error) {
 	d.speak = child.NewSpeaker(supervise.Spec{Name: "speak", Argv: speakArgv, Env: env}, d.log)
 	d.speak.OnStart(d.childStarted("speak"))
 
-	decArgv := append(slices.Clone(decodeArgv), "--model", cfg.Decode.Model,
-		"--language", cfg.Decode.Language, "--threads", strconv.Itoa(cfg.Decode.Threads),
-		"--beam-size", strconv.Itoa(cfg.Decode.BeamSize), "--device="+cfg.Decode.Device,
-		"--vad", cfg.VAD.Engine, "--vad-model", cfg.VAD.Model,
-		"--vad-threshold", strconv.FormatFloat(cfg.VAD.Threshold, 'g', -1, 64))
+	// The decoder's flags are lib/filedecode's, which yaz-mcp's own
+	// decoder runs with too: a file gives the same text on either.
+	decArgv := append(slices.Clone(decodeArgv), filedecode.Flags(cfg.Decode, cfg.VAD)...)
 	// decode.prompt is private (a vocabulary of names, say): the end
 	// sends it with each utterance, never on the command line.
 	d.decode = child.NewDecoder(supervise.Spec{
@@ -364,7 +384,6 @@ func (d *Daemon) childStarted(name string) func(pid, restart int) {
 			if name == "gate" {
 				d.log.Warn("gate restarted fully spent: no question until the hour has passed")
 				d.auditf(audit.Event{Kind: "gate.fail_closed", Child: name})
-				d.live.RefreshBudget() // status bars show the spent hour
 			}
 		}
 	}
@@ -434,8 +453,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The children outlive the serving: a hold past its recording when
+	// the daemon is told to stop is decoded and typed by them (waitWork)
+	// before they are stopped.
+	cctx, stopChildren := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChildren()
 	var wg sync.WaitGroup
-	d.startAll(ctx, &wg)
+	d.startAll(ctx, cctx, &wg)
 	d.auditf(audit.Event{Kind: "daemon.started"})
 	d.log.Info("listening", "socket", safesocket.SocketPath(dir), "control", safesocket.ControlPath(dir), "ask_human", cfg.MCP.AskHuman,
 		"per_hour", cfg.Budget.AskHumanPerHour, "capture_mode", cfg.Capture.Mode)
@@ -443,7 +467,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Go(func() { d.health.AwaitSettled(ctx, d.opt.Service.Ready) })
 	}
 	runErr := d.serve(ctx, cancel, ln, cln, hup)
-	d.waitWork()
+	stopChildren()
 	d.stopTyping()
 	d.gate.Close()
 	d.speak.Close()
@@ -510,13 +534,13 @@ func (d *Daemon) rejected(uid, pid int) {
 	}
 }
 
-// startAll starts, on goroutines of wg that end with ctx, the children's
-// supervisors, the versions' query, the budget's stream and the hotkey;
-// and opens the injector.
-func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
+// startAll starts, on goroutines of wg, the children's supervisors
+// (ending with cctx), the versions' query, the budget's stream and the
+// hotkey (ending with ctx); and opens the injector.
+func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 	supervised := func(c interface{ Run(context.Context) error }, name string) {
 		wg.Go(func() {
-			if err := c.Run(ctx); err != nil {
+			if err := c.Run(cctx); err != nil {
 				d.log.Error("child left down", "child", name, "err", err)
 				d.auditf(audit.Event{Kind: "child.crashloop", Child: name})
 			}
@@ -540,11 +564,13 @@ func (d *Daemon) startAll(ctx context.Context, wg *sync.WaitGroup) {
 
 // serve serves both sockets, each on a server of its own, and reloads on
 // hup, until ctx ends or a server fails (its error); then it begins the
-// stop (no new hold or question, the holds and questions told) and
-// returns once both servers have.
+// stop (no new hold or question, the holds and questions told), waits for
+// the holds (waitWork: a hold.stop in flight gets its answer) and returns
+// once both servers have.
 func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
 	srv.ConnContext = withPeer
+	srv.AnswerOnStop = true // a hold.stop in flight at the stop gets its answer
 	d.register(srv)
 	// The control socket's own server: its connections, slots and
 	// goroutines are its own, so no number of clients on the main socket
@@ -552,11 +578,16 @@ func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln n
 	ctl := jsonrpc.NewServer(d.log.With("part", "control"))
 	ctl.ConnContext = withPeer
 	ctl.MaxStreams = 0
+	ctl.AnswerOnStop = true
 	d.registerControl(ctl)
 
+	// The servers outlive ctx until the holds have ended (waitWork), so
+	// that a hold.stop in flight when the stop came gets its answer.
+	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ctx, ln) }()
-	go func() { serveErr <- ctl.Serve(ctx, cln) }()
+	go func() { serveErr <- srv.Serve(sctx, ln) }()
+	go func() { serveErr <- ctl.Serve(sctx, cln) }()
 	serving := 2
 	var runErr error
 loop:
@@ -578,6 +609,8 @@ loop:
 	d.state.shutdown()
 	d.live.Close()
 	d.endLife()
+	d.waitWork()
+	stopServing()
 	cancel()
 	for ; serving > 0; serving-- {
 		<-serveErr // each Serve returns once ctx is cancelled
@@ -635,6 +668,11 @@ func (d *Daemon) reload(ctx context.Context) {
 			}
 		}
 	}
+	if nc.Budget.AskHumanPerHour < old.Budget.AskHumanPerHour || (old.MCP.AskHuman && !nc.MCP.AskHuman) {
+		// After the gate has the new cap: the questions not yet asked
+		// reserve again under it, or are refused when questions are off.
+		d.cutWaiting()
+	}
 	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
 		d.openInjector(applied.Dictation)
 	}
@@ -651,6 +689,9 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 	set := func(listening bool, err error) {
 		d.hotkeyMu.Lock()
 		d.hotkey.Listening = listening
+		if !listening {
+			d.hotkey.Waiting = ""
+		}
 		if err != nil {
 			d.hotkey.Error = err.Error()
 		}
@@ -659,7 +700,7 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 	keys, err := d.opt.Desktop.OpenHotkey()
 	if err == nil {
 		set(true, nil)
-		err = keys.Listen(ctx, func(start bool) {
+		press := func(start bool) {
 			if start {
 				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
 					d.log.Warn("hotkey: hold.start failed", "err", err)
@@ -671,7 +712,16 @@ func (d *Daemon) runHotkey(ctx context.Context) {
 			// goroutine decodes and types after the key is up, and Run
 			// waits for it before it closes the audit.
 			d.holdRelease()
-		})
+		}
+		if w, ok := keys.(WaitingHotkey); ok {
+			err = w.ListenWaiting(ctx, press, func(what string) {
+				d.hotkeyMu.Lock()
+				d.hotkey.Waiting = what
+				d.hotkeyMu.Unlock()
+			})
+		} else {
+			err = keys.Listen(ctx, press)
+		}
 	}
 	set(false, err)
 	if err != nil && ctx.Err() == nil {
@@ -812,20 +862,27 @@ func peerOf(ctx context.Context) peer {
 	return p
 }
 
-// workWait bounds how long a stopping daemon waits for its holds. A
-// hold's decoding ends at once when the daemon stops (decodeCtx) and its
-// typing takes a moment; past the bound the daemon stops anyway and says
-// so (the children stop meanwhile: the whole stop stays within the 10 s
-// a service manager or a test gives it).
-const workWait = 5 * time.Second
+// The stop's budget. A daemon told to stop drops a hold that still
+// records, but lets a hold past its recording (released, in its tail,
+// being decoded) finish: its decoding has holdStopWait from the stop
+// (holdDecodeCtx; then it is lost, cause "shutdown"), its typing the rest
+// of workWait (then typeCtx tells it to stop, and it has typingStop);
+// then the children stop (SIGTERM, a grace of 3 s, SIGKILL). In all at
+// most 10 + 1 + 3 s: within the 15 s the service's unit gives the stop
+// (TimeoutStopSec in packaging/systemd/yazsesd.service).
+const (
+	holdStopWait = 8 * time.Second
+	workWait     = 10 * time.Second
+)
 
 // typingStop bounds the wait for a typing that was told to stop.
 const typingStop = time.Second
 
 // waitWork waits (up to workWait) for the holds' goroutines (a hold
 // still recording ends with d.life: its audio is dropped, its microphone
-// closed); past it the typing in progress is told to stop (typeCtx),
-// and waited for up to typingStop.
+// closed; one past its recording is decoded within holdStopWait and
+// typed); past it the typing in progress is told to stop (typeCtx), and
+// waited for up to typingStop.
 func (d *Daemon) waitWork() {
 	done := make(chan struct{})
 	go func() {

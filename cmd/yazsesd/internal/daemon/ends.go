@@ -34,8 +34,10 @@ type micAudio struct {
 	l *child.Listener
 }
 
-func (a micAudio) Blocks() <-chan []int16 { return a.l.Audio() }
-func (a micAudio) Stop()                  { a.m.Unlisten(a.l) }
+func (a micAudio) Blocks() <-chan []int16  { return a.l.Audio() }
+func (a micAudio) Failed() <-chan struct{} { return a.l.Failed() }
+func (a micAudio) Restart()                { a.m.Restart() }
+func (a micAudio) Stop()                   { a.m.Unlisten(a.l) }
 
 // tailEnergy begins the energy detector for a tail the hold's own
 // detector can no longer decide; nil when the daemon stops.
@@ -48,21 +50,61 @@ func (d *Daemon) tailEnergy() hold.Detector {
 
 // holdDecoder is the resident decoder at the hold's priority, with
 // dictation.prompt (hold.Decoder). Its decodes end also when the decoder
-// is down for good or the daemon stops (decodeCtx):
-// dictation.ErrDecodeEnded.
+// is down for good (dictation.ErrDecodeEnded), and holdStopWait after
+// the daemon was told to stop (dictation.ErrShutdown): holdDecodeCtx.
 type holdDecoder struct {
 	d      *Daemon
 	prompt *string
 }
 
 func (h holdDecoder) Decode(ctx context.Context, samples []int16, said string) (string, error) {
-	dctx, cancel := h.d.decodeCtx(ctx)
-	defer cancel()
+	dctx, cancel := h.d.holdDecodeCtx(ctx)
+	defer cancel(nil)
 	r, err := h.d.decode.DecodeAfter(dctx, turn.Hold, samples, h.prompt, said)
-	if err != nil && dctx.Err() != nil {
+	switch {
+	case err == nil || dctx.Err() == nil:
+	case errors.Is(context.Cause(dctx), errStopDeadline):
+		err = fmt.Errorf("%w: %w", dictation.ErrShutdown, err)
+	default:
 		err = fmt.Errorf("%w: %w", dictation.ErrDecodeEnded, err)
 	}
 	return r.Text, err
+}
+
+// errStopDeadline ends a hold's decode holdStopWait after the stop.
+var errStopDeadline = errors.New("the daemon's stop gave the decoding no more time")
+
+// holdDecodeCtx is parent, ended also when the decoder child is down for
+// good (exit 125, a crash loop) and, once the daemon is stopping,
+// holdStopWait after the stop (cause errStopDeadline): a hold that was
+// released when the stop came is decoded if it can be in that time.
+func (d *Daemon) holdDecodeCtx(parent context.Context) (context.Context, context.CancelCauseFunc) {
+	dctx, cancel := context.WithCancelCause(parent)
+	go func() { // ends with dctx, which the caller cancels
+		for {
+			d.state.mu.Lock()
+			closing, stopAt, changed := d.state.closing, d.state.stopAt, d.state.changed.C()
+			d.state.mu.Unlock()
+			var deadline <-chan time.Time
+			if closing {
+				t := time.NewTimer(time.Until(stopAt.Add(holdStopWait)))
+				defer t.Stop()
+				deadline, changed = t.C, nil
+			}
+			select {
+			case <-dctx.Done():
+				return
+			case <-d.decode.Down():
+				cancel(nil)
+				return
+			case <-deadline:
+				cancel(errStopDeadline)
+				return
+			case <-changed:
+			}
+		}
+	}()
+	return dctx, cancel
 }
 
 // fileDecoder is the resident decoder at file priority

@@ -29,6 +29,7 @@ type stateT struct {
 	changed bcast.Signal // broadcast under mu whenever hold or closing changes
 	asking  *askRun      // the question being spoken or answered
 	closing bool
+	stopAt  time.Time // when closing began
 	last    daemonapi.Last
 }
 
@@ -45,7 +46,7 @@ func (s *stateT) broadcastLocked() { s.changed.Broadcast() }
 func (s *stateT) shutdown() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closing = true
+	s.closing, s.stopAt = true, time.Now()
 	if s.asking != nil {
 		s.asking.interrupt(daemonapi.ReasonInterrupted)
 	}
@@ -106,7 +107,9 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	// A hold in its tail goes on collecting the tail and is typed; the
 	// key pressed again meanwhile opens a new one.
 	params, detParams := dictation.Settings(d.config(), toggled)
-	det := d.detect.Begin(d.life, detParams)
+	// The detector's use outlives d.life: a hold past its recording when
+	// the daemon stops still settles (the hold releases the use).
+	det := d.detect.Begin(context.WithoutCancel(d.life), detParams)
 	if det == nil {
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
@@ -269,11 +272,12 @@ func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
 // text for `last`.
 func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
 	res, text := dictation.Finish(d.typeCtx, dictation.Env{
-		Typer:   d.injector(),
-		Decoder: d.decode,
-		Replace: d.config().Dictation.Replace,
-		Report:  dictationReport{d},
-		Log:     d.log,
+		Typer:     d.injector(),
+		Decoder:   d.decode,
+		Replace:   d.config().Dictation.Replace,
+		Separator: d.config().Dictation.Separator,
+		Report:    dictationReport{d},
+		Log:       d.log,
 	}, r)
 	if text != "" {
 		d.state.mu.Lock()

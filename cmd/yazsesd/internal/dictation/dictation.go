@@ -85,6 +85,24 @@ func Speculate(engine string) bool { return engine == detect.Silero }
 // hold's: the result says the decoder's cause.
 var ErrDecodeEnded = errors.New("the decoder is down or the daemon stops")
 
+// ErrShutdown marks a hold's decode that the daemon's stop ended: it was
+// not decoded within the time a stop gives it. The result says
+// "shutdown", never the decoder's failure.
+var ErrShutdown = errors.New("the daemon stopped before the decoding ended")
+
+// Causes a hold's result names (daemonapi.HoldResult.Cause) besides the
+// decoder's own (contract 2), the typing's ("typing_…") and those of the
+// decoder's state (Failure). docs/design.md lists them all.
+const (
+	CauseCaptureFailed  = "capture_failed"  // typed, kept or empty: audio was lost
+	CauseVADTimeout     = "vad_timeout"     // typed, kept or empty: all was decoded
+	CauseVADFailed      = "vad_failed"      // typed, kept or empty: all was decoded
+	CauseDecoderTimeout = "decoder_timeout" // failed: no answer within hold.DecodeBound
+	CauseDecoderFailed  = "decoder_failed"  // failed: it ended before answering
+	CauseDecodeError    = "decode_error"    // failed: it answered an error
+	CauseShutdown       = "shutdown"        // failed: the daemon stopped first
+)
+
 // Decoder is the resident decoder as a finished hold sees it.
 type Decoder interface {
 	Status() supervise.Status
@@ -115,8 +133,11 @@ type Env struct {
 	Typer   Typer // nil: no way to type here; the text is kept
 	Decoder Decoder
 	Replace []config.Replacement // dictation.replace
-	Report  Reporter
-	Log     *slog.Logger
+	// Separator is typed after the text (dictation.separator), unless the
+	// text ends with whitespace; the text kept for `ctl last` is without it.
+	Separator string
+	Report    Reporter
+	Log       *slog.Logger
 }
 
 // Finish turns a hold that ended with or without a text (not cancelled,
@@ -130,6 +151,14 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	}
 	res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
 	ev := audit.Event{Duration: r.Audio}
+	if r.CaptureFailed {
+		// Audio is missing from what is decoded: the outcome says how
+		// much, and the audit event too (but where the typing says more).
+		res.Cause = CauseCaptureFailed
+		res.Reason = fmt.Sprintf("the microphone's capture child died or stalled during this hold and is restarted: %.1f s of audio was lost; what was heard was decoded", r.CaptureLost.Seconds())
+		ev.Reason = CauseCaptureFailed
+		env.Log.Warn("a dictation lost audio: the capture child died or stalled", "lost_ms", r.CaptureLost.Milliseconds(), "audio_ms", r.Audio.Milliseconds())
+	}
 	switch r.Outcome {
 	case hold.TooShort:
 		res.Outcome = "too_short"
@@ -142,14 +171,17 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		return res, ""
 	}
 	// A detector that failed or went silent during the hold said nothing
-	// of the rest: all of it is decoded, and the outcome says so.
+	// of the rest: all of it is decoded, and the outcome says so (unless
+	// audio was lost, which matters more).
 	switch {
+	case r.CaptureFailed:
 	case r.DetectorSilent:
-		res.Cause, res.Reason = "vad_timeout", "the voice detector did not answer during this hold: all of its audio was decoded, and the detector is restarted"
+		res.Cause, res.Reason = CauseVADTimeout, "the voice detector did not answer during this hold: all of its audio was decoded, and the detector is restarted"
 	case r.DetectorFailed:
-		res.Cause, res.Reason = "vad_failed", "the voice detector failed during this hold: all of its audio was decoded"
+		res.Cause, res.Reason = CauseVADFailed, "the voice detector failed during this hold: all of its audio was decoded"
 	}
 	if r.Outcome == hold.Failed {
+		ev.Reason = ""
 		lost(env, &res, &ev, r)
 		return res, ""
 	}
@@ -165,7 +197,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	res.Outcome = "kept"
 	if env.Typer != nil {
 		env.Report.Typing()
-		backend, err := env.Typer.Type(ctx, text)
+		backend, err := env.Typer.Type(ctx, Separated(text, env.Separator))
 		var te *typewire.Error
 		errors.As(err, &te)
 		switch {
@@ -230,10 +262,15 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 // pieces behind it are served by the new one.
 func lost(env Env, res *daemonapi.HoldResult, ev *audit.Event, r hold.Result) {
 	res.Outcome = "failed"
-	ev.Kind, ev.Reason = "dictation.lost", "decoder_failed"
+	ev.Kind, ev.Reason = "dictation.lost", CauseDecoderFailed
 	switch {
+	case errors.Is(r.Err, ErrShutdown):
+		// The daemon stops, and its stop gave the decoding all the time
+		// it could: lost to the stop, not to the decoder.
+		ev.Reason = CauseShutdown
+		res.Cause, res.Reason = CauseShutdown, "yazsesd stopped before this utterance was decoded: it is lost; say it again once yazsesd runs"
 	case r.Hung:
-		ev.Reason = "decoder_timeout"
+		ev.Reason = CauseDecoderTimeout
 		res.Cause = ev.Reason
 		secs := int(r.Bound / time.Second)
 		if st := env.Decoder.Status().State; st != supervise.StateRunning {
@@ -247,12 +284,12 @@ func lost(env Env, res *daemonapi.HoldResult, ev *audit.Event, r hold.Result) {
 		env.Decoder.Restart()
 		res.Reason = fmt.Sprintf("decode: the decoder did not answer within %d s; it is restarted, and this utterance is lost: say it again", secs)
 	case !errors.Is(r.Err, child.ErrLost) && !errors.Is(r.Err, ErrDecodeEnded):
-		ev.Reason = "decode_error"
+		ev.Reason = CauseDecodeError
 		fallthrough
 	default:
 		res.Cause, res.Reason = Failure(env.Decoder.Status(), ev.Reason)
 	}
-	env.Log.Error("dictation lost: the decoder failed", "reason", ev.Reason, "cause", res.Cause,
+	env.Log.Error("dictation lost", "reason", ev.Reason, "cause", res.Cause,
 		"audio_ms", r.Audio.Milliseconds(), "bound_ms", r.Bound.Milliseconds())
 	env.Report.Audit(*ev)
 	env.Report.Notify("lost")
@@ -270,7 +307,7 @@ func Failure(st supervise.Status, kind string) (cause, reason string) {
 		}
 		return cause, "decode: " + health.Reason(st)
 	}
-	if kind == "decode_error" {
+	if kind == CauseDecodeError {
 		return kind, "decode: the decoder could not decode this utterance; see its log lines"
 	}
 	return kind, "decode: the decoder ended before answering; it is restarted"
@@ -309,6 +346,19 @@ func (l *NoteLimit) Allow(cause string, now time.Time) bool {
 	}
 	l.last[cause] = now
 	return true
+}
+
+// Separated is text as it is typed: with sep after it, so that the next
+// dictation into the same field does not run into it, unless text ends
+// with whitespace already.
+func Separated(text, sep string) string {
+	if sep == "" || text == "" {
+		return text
+	}
+	if r, _ := utf8.DecodeLastRuneInString(text); unicode.IsSpace(r) {
+		return text
+	}
+	return text + sep
 }
 
 // Text is what a transcript types: each [[dictation.replace]] rule

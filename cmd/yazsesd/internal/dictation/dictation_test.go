@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +209,24 @@ func TestFinish(t *testing.T) {
 		{name: "decoder down for good", r: hold.Result{Outcome: hold.Failed, Err: fmt.Errorf("%w: context canceled", ErrDecodeEnded), Audio: second}, state: missing,
 			want:  daemonapi.HoldResult{Hold: "idle", Outcome: "failed", Cause: "model_missing", Reason: "decode: model not found: /m/ggml-base.en.bin"},
 			event: audit.Event{Kind: "dictation.lost", Reason: "decoder_failed", Duration: second}, notes: []string{"lost"}},
+		{name: "capture failed", r: hold.Result{Outcome: hold.Decoded, Text: "hello", CaptureFailed: true, CaptureLost: 1140 * time.Millisecond, Audio: second},
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "typed", Chars: 5, Backend: "x11", Cause: "capture_failed",
+				Reason: "the microphone's capture child died or stalled during this hold and is restarted: 1.1 s of audio was lost; what was heard was decoded"},
+			kept: "hello", typed: []string{"hello"}, event: audit.Event{Kind: "dictation.typed", Duration: second, Count: 5, Backend: "x11", Reason: "capture_failed"}, typingSet: true},
+		{name: "capture failed before a word", r: hold.Result{Outcome: hold.Empty, CaptureFailed: true, CaptureLost: 2 * second, Audio: second},
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "empty", Cause: "capture_failed",
+				Reason: "the microphone's capture child died or stalled during this hold and is restarted: 2.0 s of audio was lost; what was heard was decoded"},
+			event: audit.Event{Kind: "dictation.empty", Duration: second, Reason: "capture_failed"}},
+		{name: "capture failed, and no focused window", r: hold.Result{Outcome: hold.Decoded, Text: "hello", CaptureFailed: true, CaptureLost: second, Audio: second},
+			typeErr: typewire.Event{Outcome: typewire.OutcomeNoTarget, Chars: 5}.Err(),
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "kept", Chars: 5, Cause: "capture_failed",
+				Reason: "the microphone's capture child died or stalled during this hold and is restarted: 1.0 s of audio was lost; what was heard was decoded"},
+			kept: "hello", typed: []string{"hello"},
+			event: audit.Event{Kind: "dictation.kept", Duration: second, Count: 5, Reason: "no_target", Backend: "x11"}, notes: []string{"no_target"}, typingSet: true},
+		{name: "the daemon stopped before it was decoded", r: hold.Result{Outcome: hold.Failed, Err: fmt.Errorf("%w: context deadline exceeded", ErrShutdown), Audio: second}, state: running,
+			want: daemonapi.HoldResult{Hold: "idle", Outcome: "failed", Cause: "shutdown",
+				Reason: "yazsesd stopped before this utterance was decoded: it is lost; say it again once yazsesd runs"},
+			event: audit.Event{Kind: "dictation.lost", Reason: "shutdown", Duration: second}, notes: []string{"lost"}},
 		{name: "decoder error", r: hold.Result{Outcome: hold.Failed, Err: errors.New("decoder: bad audio"), Audio: second}, state: running,
 			want: daemonapi.HoldResult{Hold: "idle", Outcome: "failed", Cause: "decode_error",
 				Reason: "decode: the decoder could not decode this utterance; see its log lines"},
@@ -312,6 +331,45 @@ func TestFailure(t *testing.T) {
 		cause, reason := Failure(c.st, c.kind)
 		if cause != c.cause || reason != c.reason {
 			t.Errorf("Failure(%s, %s) = %q, %q; want %q, %q", c.st.State, c.kind, cause, reason, c.cause, c.reason)
+		}
+	}
+}
+
+// TestSeparated: the separator goes after a text, never after one that
+// ends with whitespace, never into an empty one.
+func TestSeparated(t *testing.T) {
+	for _, c := range []struct{ text, sep, want string }{
+		{"country.", " ", "country. "},
+		{"日本語", " ", "日本語 "},
+		{"ends with a tab\t", " ", "ends with a tab\t"},
+		{"no separator", "", "no separator"},
+		{"", " ", ""},
+		{"two", "  ", "two  "},
+	} {
+		if got := Separated(c.text, c.sep); got != c.want {
+			t.Errorf("Separated(%q, %q) = %q, want %q", c.text, c.sep, got, c.want)
+		}
+	}
+}
+
+// TestFinishSeparates: a typed dictation goes out with the separator
+// after it, so the next one does not run into it; what is kept for
+// `ctl last`, the result's chars and the audit count are the text alone.
+func TestFinishSeparates(t *testing.T) {
+	rec := &record{backend: "x11"}
+	env := Env{Typer: rec, Decoder: rec, Report: rec, Separator: " "}
+	for _, said := range []string{"in that country.", "And so"} {
+		res, kept := Finish(context.Background(), env, hold.Result{Outcome: hold.Decoded, Text: said, Audio: time.Second})
+		if res.Outcome != "typed" || kept != said || res.Chars != len(said) {
+			t.Errorf("Finish(%q) = %+v, kept %q; want typed, %d chars, kept as said", said, res, kept, len(said))
+		}
+	}
+	if got, want := strings.Join(rec.typed, ""), "in that country. And so "; got != want {
+		t.Errorf("two dictations typed %q, want %q", got, want)
+	}
+	for _, ev := range rec.events {
+		if ev.Count != len("in that country.") && ev.Count != len("And so") {
+			t.Errorf("audit count %d counts the separator", ev.Count)
 		}
 	}
 }

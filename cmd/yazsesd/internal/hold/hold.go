@@ -14,7 +14,11 @@
 //     eager.go), where the speaker has been quiet for tailQuiet (Silence:
 //     the tail and the speculation) and, for a toggled hold, when
 //     Params.AutoStop of silence has passed (the hold stops by itself). At
-//     Params.MaxHold the hold ends as if released.
+//     Params.MaxHold the hold ends as if released. A capture child that
+//     dies (Audio.Failed) or sends no block for CaptureStall (stalled: it
+//     is restarted) does not end the hold: what was heard before it and
+//     after its restart is kept, and the Result says how much audio was
+//     lost (CaptureFailed, CaptureLost).
 //   - The tail (Ending.Tail, after a release, the limit or the auto stop):
 //     recording goes on until the detector hears tailQuiet of silence
 //     after the release, the capture stream ends, or the tail's maximum; a
@@ -29,13 +33,16 @@
 //     given up (Detector.Restart) and the whole hold counts as speech. A
 //     hold in which nothing was said ends Empty, without a decode.
 //   - Decoding: the eager pieces' text when they hold all of it, else one
-//     decode of the whole (or of what follows the pieces), bounded by
-//     DecodeBound. Its failure is the Result's Err.
+//     decode of the whole (or of what follows the pieces). From the end of
+//     the recording the hold has DecodeBound of its audio to settle and
+//     decode, whatever it waits for (a speculation, a piece, the whole):
+//     then it fails hung. Its failure is the Result's Err.
 //
 // A cancel (Control.Cancel) is taken while the hold records or is in its
 // tail; afterwards the hold goes on to its text. The end of Run's context
-// (the daemon stops) cancels a recording hold, cuts a tail short, and ends
-// the decodes, which derive their contexts from it.
+// (the daemon stops) cancels a recording hold and cuts a tail short; a
+// hold past its recording goes on to its text: its decodes do not end
+// with that context (the Decoder bounds them while the daemon stops).
 //
 // The children stay processes behind the small interfaces below (Audio,
 // Detector, Decoder), which the daemon implements over its child ends, so
@@ -58,6 +65,12 @@ type Audio interface {
 	// Blocks delivers the audio as it arrives; a nil block means that the
 	// capture stream ended (no more audio will come).
 	Blocks() <-chan []int16
+	// Failed delivers a value each time the capture child fails while
+	// the hold listens: it died, or ended with an error (not a replayed
+	// file's end, exit 0). Its supervisor restarts it.
+	Failed() <-chan struct{}
+	// Restart restarts the capture child, which stalled (CaptureStall).
+	Restart()
 	// Stop stops listening. The hold calls it once.
 	Stop()
 }
@@ -180,6 +193,11 @@ type Result struct {
 	Err   error
 	Hung  bool
 	Bound time.Duration
+	// CaptureFailed: the capture child died or stalled during the
+	// recording; CaptureLost is how much audio that cost (the time
+	// without audio). What was heard before and after was kept.
+	CaptureFailed bool
+	CaptureLost   time.Duration
 }
 
 // Control is the way into a running hold. Make it with NewControl; its
@@ -217,6 +235,16 @@ func (c *Control) ask(ch chan chan bool) bool {
 	}
 }
 
+// CaptureStall is how long a hold waits for the microphone's next block
+// while it records (or records its tail) before it takes the capture
+// child for stalled (stopped by SIGSTOP, or a device that delivers
+// nothing) and restarts it. The capture owes 16,000 samples a second and
+// hands them out in blocks of at most 100 ms (a replayed file's are
+// 40 ms, the daemon reads up to 250 ms at once): a second without one is
+// a second of audio missing, ten blocks or more, never the pace of a
+// working microphone.
+const CaptureStall = time.Second
+
 // tailQuiet is the silence after which a tail ends: released after this
 // much silence, a hold closes at once; released during speech, it records
 // until the speaker has been quiet this long, or Ending.Tail. The detector
@@ -243,9 +271,13 @@ const (
 // A hold's decoding is bounded: a decoder that answers nothing within
 // DecodeBound (stopped by SIGSTOP, say, or looping) is taken for hung, and
 // the context of that decode ends with cause ErrDecodeBound. The bound
-// covers the wait for the decoder's turn too: a minute, plus four seconds
-// for every second of audio (a large model on a slow CPU decodes at about
-// twice real time, and a hold may wait behind an answer's decoding).
+// runs from the end of the hold's recording (its release and tail) and
+// covers everything after: the detector's last answers, a speculation or
+// piece the hold waits for, the wait for the decoder's turn: a minute,
+// plus four seconds for every second of audio (a large model on a slow
+// CPU decodes at about twice real time, and a hold may wait behind an
+// answer's decoding). 2.4 s of audio: 69.6 s. Each eager piece and
+// speculation has the bound of its own audio from its start besides.
 const (
 	decodeFloor    = time.Minute
 	decodePerAudio = 4
@@ -294,6 +326,24 @@ type hold struct {
 	eager  eager
 	settle *time.Timer // settling: the detector's last answers
 
+	// The capture stream: when its last block came, the stall timer
+	// (armed by each block while the hold records or records its tail),
+	// whether the child failed, since when the stream is down (zero while
+	// it is up) and the audio lost so far.
+	failedCh  <-chan struct{}
+	lastBlock time.Time
+	stall     *time.Timer
+	stallC    <-chan time.Time
+	capFailed bool
+	downSince time.Time
+	capLost   time.Duration
+
+	// The decoding's bound (DecodeBound of the audio), from the end of
+	// the recording: the hold fails hung at deadline, wherever it waits.
+	bound    time.Duration
+	deadline time.Time
+	dlTimer  *time.Timer
+
 	// Helpers: every goroutine the hold starts sends one message on
 	// msgs and is counted in running until it has.
 	msgs    chan any
@@ -314,13 +364,15 @@ func Run(ctx context.Context, deps Deps, p Params, ctl *Control) Result {
 		p.Ending = func() Ending { return Ending{} }
 	}
 	h := &hold{deps: deps, p: p, ctx: ctx, log: deps.Log,
-		audio: deps.Audio.Blocks(), events: deps.Detector.Events(),
-		max:  pcm.Samples(maxPreRoll + p.MaxHold + maxTail + time.Second),
-		msgs: make(chan any)}
+		audio: deps.Audio.Blocks(), events: deps.Detector.Events(), failedCh: deps.Audio.Failed(),
+		lastBlock: time.Now(),
+		max:       pcm.Samples(maxPreRoll + p.MaxHold + maxTail + time.Second),
+		msgs:      make(chan any)}
 	h.eager.init(p)
 	r := h.run(ctl)
 	h.drain()
 	r.Audio = pcm.Duration(len(h.samples))
+	r.CaptureFailed, r.CaptureLost = h.capFailed, h.capLost
 	return r
 }
 
@@ -330,9 +382,12 @@ func (h *hold) run(ctl *Control) Result {
 	defer limit.Stop()
 	ctxDone := h.ctx.Done()
 	for {
-		var settled <-chan time.Time
+		var settled, deadline <-chan time.Time
 		if h.settle != nil {
 			settled = h.settle.C
+		}
+		if h.dlTimer != nil {
+			deadline = h.dlTimer.C
 		}
 		select {
 		case s := <-h.audio:
@@ -364,6 +419,12 @@ func (h *hold) run(ctl *Control) Result {
 			}
 		case <-settled:
 			h.giveUpDetector()
+		case <-h.failedCh:
+			h.captureDown("died")
+		case <-h.stallC:
+			h.stalled()
+		case <-deadline:
+			return h.timedOut()
 		}
 		if r, done := h.advance(started); done {
 			return r
@@ -433,10 +494,21 @@ func (h *hold) advance(started time.Time) (r Result, done bool) {
 func (h *hold) add(s []int16) {
 	if s == nil { // the capture child's stream ended
 		h.micEnd = true
-		h.audio = nil // nothing more comes
+		h.stopStall() // an ended stream is not a stalled one
+		if h.phase != recording {
+			h.audio = nil // nothing more is taken
+		} // else a capture child restarted after a failure goes on
 		h.tail.micEnded(h)
 		return
 	}
+	h.micEnd = false
+	now := time.Now()
+	if !h.downSince.IsZero() { // the capture child is back
+		h.capLost += max(0, now.Sub(h.downSince)-pcm.Duration(len(s)))
+		h.downSince = time.Time{}
+	}
+	h.lastBlock = now
+	h.armStall()
 	s = s[:min(len(s), max(0, h.max-len(h.samples)))]
 	if len(s) == 0 {
 		return
@@ -481,6 +553,82 @@ func (h *hold) event(e vadlink.Event, ok bool) {
 	}
 }
 
+// armStall starts the wait for the next block (CaptureStall) while the
+// hold records or records its tail.
+func (h *hold) armStall() {
+	if h.phase > inTail || h.audio == nil {
+		return
+	}
+	if h.stall == nil {
+		h.stall = time.NewTimer(CaptureStall)
+	} else {
+		h.stall.Reset(CaptureStall)
+	}
+	h.stallC = h.stall.C
+}
+
+func (h *hold) stopStall() {
+	if h.stall != nil {
+		h.stall.Stop()
+	}
+	h.stallC = nil
+}
+
+// stalled: no block for CaptureStall. What the microphone queued
+// meanwhile (the daemon was slow, not the capture) is no stall; else the
+// capture child is taken for stalled and restarted.
+func (h *hold) stalled() {
+	h.stallC = nil
+	for h.audio != nil {
+		select {
+		case s := <-h.audio:
+			h.add(s)
+			if h.stallC != nil || h.micEnd {
+				return // a block came, or the stream ended
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if h.audio == nil {
+		return
+	}
+	h.captureDown("stalled")
+	h.deps.Audio.Restart()
+}
+
+// captureDown: the capture child failed (it died, or stalled); the
+// audio from its last block on is lost until it is back.
+func (h *hold) captureDown(why string) {
+	if h.phase > inTail || !h.downSince.IsZero() {
+		return
+	}
+	h.capFailed = true
+	h.downSince = h.lastBlock
+	h.log.Warn("the capture child failed during a hold: what it heard is kept, and it is restarted", "why", why,
+		"silent_ms", time.Since(h.lastBlock).Milliseconds(), "stall_ms", CaptureStall.Milliseconds())
+}
+
+// captureUp ends the capture's account at the end of the recording: a
+// stream still down lost the audio to here.
+func (h *hold) captureUp() {
+	h.stopStall()
+	h.failedCh = nil
+	if !h.downSince.IsZero() {
+		h.capLost += time.Since(h.downSince)
+		h.downSince = time.Time{}
+	}
+}
+
+// timedOut ends a hold whose decoding did not end by its deadline: the
+// decoder is taken for hung.
+func (h *hold) timedOut() Result {
+	h.log.Warn("the hold's decoding did not end within its bound", "bound_ms", h.bound.Milliseconds())
+	return Result{Why: h.why, Outcome: Failed, Err: ErrDecodeBound, Hung: true, Bound: h.bound,
+		DetectorFailed: h.failed && !h.silent, DetectorSilent: h.silent}
+}
+
 // message takes what a helper goroutine sent.
 func (h *hold) message(m any) {
 	switch m := m.(type) {
@@ -518,6 +666,7 @@ drain:
 		}
 	}
 	h.audio = nil
+	h.captureUp()
 	h.deps.Audio.Stop()
 }
 
@@ -551,6 +700,9 @@ func (h *hold) collected(started time.Time) Result {
 		return Result{Why: h.why, Outcome: TooShort}
 	}
 	h.phase = settling
+	h.bound = DecodeBound(pcm.Duration(len(h.samples)))
+	h.deadline = time.Now().Add(h.bound)
+	h.dlTimer = time.NewTimer(h.bound)
 	h.deps.Detector.End()
 	h.settle = time.NewTimer(settleWait)
 	return Result{}
@@ -616,8 +768,7 @@ func (h *hold) decodeWhole() (Result, bool) {
 		audio, said, prefix = h.samples[cut:], saidSoFar(h.eager.texts), text
 		h.log.Debug("hold: the audio after the last piece is decoded", "audio_ms", pcm.Duration(len(audio)).Milliseconds())
 	}
-	bound := DecodeBound(pcm.Duration(len(h.samples)))
-	h.whole = h.startDecode(audio, said, bound)
+	h.whole = h.startDecodeUntil(audio, said, h.deadline, h.bound)
 	h.whole.prefix = prefix
 	return Result{}, false
 }
@@ -640,6 +791,13 @@ func (h *hold) wholeResult() Result {
 // drain ends every helper the hold started and waits for each.
 func (h *hold) drain() {
 	h.tail.stop()
+	h.stopStall()
+	if h.dlTimer != nil {
+		h.dlTimer.Stop()
+	}
+	if h.settle != nil {
+		h.settle.Stop()
+	}
 	h.eager.cancel()
 	if h.whole != nil && !h.whole.finished {
 		h.whole.cancel()
@@ -675,7 +833,15 @@ type job struct {
 
 // startDecode decodes audio (a copy the job owns) after said, within bound.
 func (h *hold) startDecode(audio []int16, said string, bound time.Duration) *job {
-	ctx, cancel := context.WithTimeoutCause(h.ctx, bound, ErrDecodeBound)
+	return h.startDecodeUntil(audio, said, time.Now().Add(bound), bound)
+}
+
+// startDecodeUntil decodes audio after said until deadline (bound is what
+// the Result reports). The decode does not end with Run's context (the
+// daemon stopping lets a hold past its recording finish: the Decoder
+// bounds that); a cancel or a drop ends it.
+func (h *hold) startDecodeUntil(audio []int16, said string, deadline time.Time, bound time.Duration) *job {
+	ctx, cancel := context.WithDeadlineCause(context.WithoutCancel(h.ctx), deadline, ErrDecodeBound)
 	j := &job{bound: bound, cancel: cancel, started: time.Now()}
 	h.running++
 	go func() { // owned: the hold receives the job before it ends (drain)

@@ -27,13 +27,18 @@ const block = vadWindow
 
 // fakeAudio is the microphone: the test sends blocks.
 type fakeAudio struct {
-	ch      chan []int16
-	mu      sync.Mutex
-	stopped int
+	ch       chan []int16
+	failed   chan struct{}
+	mu       sync.Mutex
+	stopped  int
+	restarts int
 }
 
-func (a *fakeAudio) Blocks() <-chan []int16 { return a.ch }
-func (a *fakeAudio) Stop()                  { a.mu.Lock(); a.stopped++; a.mu.Unlock() }
+func (a *fakeAudio) Blocks() <-chan []int16  { return a.ch }
+func (a *fakeAudio) Failed() <-chan struct{} { return a.failed }
+func (a *fakeAudio) Stop()                   { a.mu.Lock(); a.stopped++; a.mu.Unlock() }
+func (a *fakeAudio) Restart()                { a.mu.Lock(); a.restarts++; a.mu.Unlock() }
+func (a *fakeAudio) restarted() int          { a.mu.Lock(); defer a.mu.Unlock(); return a.restarts }
 
 // fakeDetector is a detector use the test scripts: it sends the events,
 // and says how Wait and End answer.
@@ -264,7 +269,7 @@ func params() Params {
 }
 
 func start(t *testing.T, p Params, setup func(r *rig)) *rig {
-	r := &rig{t: t, audio: &fakeAudio{ch: make(chan []int16, 4096)}, det: newDetector("silero"),
+	r := &rig{t: t, audio: &fakeAudio{ch: make(chan []int16, 4096), failed: make(chan struct{}, 1)}, det: newDetector("silero"),
 		dec: &fakeDecoder{}, owner: &fakeOwner{}, ctl: NewControl(), res: make(chan Result, 1), start: time.Now(),
 		tails: &tailLog{}}
 	if setup != nil {

@@ -48,9 +48,11 @@ func (t *tail) begin(h *hold, max time.Duration) {
 	t.clock = time.NewTimer(max)
 	t.detector = h.deps.Detector.Engine()
 	if h.micEnd {
-		// Nothing more can be recorded: the detector is told so, and
+		// Nothing more is recorded (a capture child restarted after a
+		// failure is not waited for): the detector is told so, and
 		// answers the release at once (the energy detector holds a
 		// window back until more audio comes): quiet, or ended.
+		h.audio = nil
 		h.deps.Detector.End()
 	}
 	t.wait(h, h.deps.Detector, t.pos)

@@ -21,8 +21,9 @@
 //	// on gate (re)start, reserve, commit, release: live.RefreshBudget()
 //	// hold: SetHold(listening) … SetPreview(text so far) … SetHold(decoding),
 //	//       SetHold(typing), EndHold(outcome)
-//	// ask:  AddWaiting(+1/-1) around a wait for the hold; SetAsk(speaking),
-//	//       SetAsk(listening), SetAsk(decoding), EndAsk(outcome)
+//	// ask:  AddWaiting(+1/-1) around a wait for the hold; the question
+//	//       being asked: SetAsk(speaking), SetAsk(listening),
+//	//       SetAsk(decoding), SetAsk(idle); every call: EndAsk(outcome)
 //
 // Nothing here logs, and the preview text leaves only through Serve, on
 // the owner's socket.
@@ -137,9 +138,13 @@ func (s *State) SetAsk(phase string) {
 	s.update(func() { s.ask = oneOf(phase, askPhases) })
 }
 
-// EndAsk ends a question with the kind of its result: its phase is idle.
+// EndAsk records the kind of an ask_human call's result (LastAsk). It
+// leaves the phase alone: the phase is the question's being asked, which
+// SetAsk sets from its entry to its leaving, and a call that ends without
+// being asked (refused, deferred, unavailable while another question is
+// spoken) has none.
 func (s *State) EndAsk(outcome daemonapi.Outcome) {
-	s.update(func() { s.ask, s.last.ask = daemonapi.StateIdle, string(outcome) })
+	s.update(func() { s.last.ask = string(outcome) })
 }
 
 // AddWaiting adds delta to the questions waiting for the hold to end

@@ -52,7 +52,7 @@ func TestStates(t *testing.T) {
 		{"question spoken", func() { s.SetAsk(speaking) }, speaking},
 		{"answer listened for", func() { s.SetAsk(listening) }, listening},
 		{"a hold barges in", func() { s.SetHold(listening) }, listening},
-		{"question over", func() { s.EndAsk(daemonapi.NoAnswer) }, listening},
+		{"question over", func() { s.SetAsk(idle); s.EndAsk(daemonapi.NoAnswer) }, listening},
 		{"hold cancelled", func() { s.EndHold("cancelled") }, idle},
 		{"answer decoding", func() { s.SetAsk(decoding) }, decoding},
 		{"an unknown hold phase is idle", func() { s.SetAsk(idle); s.SetHold("sideways") }, idle},
@@ -77,6 +77,27 @@ func TestStates(t *testing.T) {
 		if !known {
 			t.Errorf("state %q is not one of %v", st, daemonapi.States)
 		}
+	}
+}
+
+// TestOtherCallEndsDuringAQuestion: the question's phase is the one being
+// asked's alone. A call that ends without being asked (another client's,
+// refused while a question is spoken) records its result kind and leaves
+// the phase as it is: the state stays speaking until the question itself
+// moves on. (It went idle at the refusal, and a listener keyed on the
+// state played over the question.)
+func TestOtherCallEndsDuringAQuestion(t *testing.T) {
+	s := New(Options{})
+	s.SetAsk(daemonapi.StateSpeaking)
+	s.EndAsk(daemonapi.Refused)
+	if ev := s.Current(); ev.State != daemonapi.StateSpeaking || ev.Ask != daemonapi.StateSpeaking || ev.LastAsk != string(daemonapi.Refused) {
+		t.Errorf("after another call was refused during a question: state %q, ask %q, last %q; want speaking, speaking, refused",
+			ev.State, ev.Ask, ev.LastAsk)
+	}
+	s.SetAsk(daemonapi.StateIdle) // the question left
+	s.EndAsk(daemonapi.NoAnswer)
+	if ev := s.Current(); ev.State != daemonapi.StateIdle || ev.LastAsk != string(daemonapi.NoAnswer) {
+		t.Errorf("after the question ended: state %q, last %q; want idle, no_answer", ev.State, ev.LastAsk)
 	}
 }
 

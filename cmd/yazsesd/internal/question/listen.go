@@ -19,7 +19,7 @@ import (
 // the wait for the detector's last answers once the audio ended, and for
 // a detector that stopped answering. maxAnswerAudio is whisper's window.
 const (
-	answerMinSpeech = 250 * time.Millisecond
+	answerMinSpeech = daemonapi.AnswerMinSpeech
 	answerPad       = 300 * time.Millisecond
 	answerSettle    = 5 * time.Second
 	maxAnswerAudio  = 29 * time.Second

@@ -18,7 +18,15 @@
 //     reservation (a question that cannot be audited is not asked).
 //  4. Take the question's turn (one question at a time, in order), and
 //     enter: the daemon marks it as asked unless a hold began meanwhile
-//     (then wait again) or the daemon is closing.
+//     (then wait again) or the daemon is closing. A question that has
+//     less time left than it needs to be spoken and answered
+//     (daemonapi.AskTiming.Need) is not started: deferred timeout, its
+//     slot given back (checked before the reservation too, so that none
+//     is taken for a question that could never use it). Until it enters,
+//     a reload that lowers the cap or turns questions off (House.Cut)
+//     makes it give its slot back and reserve again under the new cap
+//     (refused disabled when questions are off, refused as the gate says
+//     when the new cap is spent); the question being asked goes on.
 //  5. Speak "An MCP client asks: …". The slot follows the speaker: charged
 //     (committed at once) from its "started" on, or when it dies, fails
 //     after starting or falls silent; released only when it proved that
@@ -54,7 +62,7 @@ import (
 
 // Label is what the person hears before every question (invariant 7): an
 // honest label, never a client-supplied name.
-const Label = "An MCP client asks: "
+const Label = daemonapi.AskLabel
 
 // House is the daemon's side of a question: holds, the turn, audit and
 // the status stream.
@@ -78,6 +86,14 @@ type House interface {
 	Tally(kind, reason string) error
 	// Audit writes one audit line.
 	Audit(kind, reason string)
+	// Cut returns a context that ends at the next reload that lowers
+	// the cap or turns questions off (once the gate has the new cap): a
+	// question not yet being asked then gives its slot back and, unless
+	// questions are off, reserves one again under the new cap.
+	Cut() context.Context
+	// Off reports whether questions are off now ([mcp] ask_human =
+	// false since a reload).
+	Off() bool
 }
 
 // Errors of House.Enter.
@@ -195,6 +211,11 @@ type asking struct {
 	slot slot
 	// deadline is the end of the caller's timeout.
 	deadline time.Time
+	// cut ends at a reload that cuts the questions not yet asked
+	// (House.Cut); taken again after each.
+	cut context.Context
+	// need is the least time the question needs once started.
+	need time.Duration
 }
 
 // Run puts q to the person and returns the result. ctx is the caller's:
@@ -203,7 +224,7 @@ type asking struct {
 func Run(ctx context.Context, env Env, cfg config.Config, q untrusted.Question, timeoutS int) daemonapi.AskResult {
 	dctx, cancel := context.WithTimeout(ctx, Timeout(cfg.Ask, timeoutS))
 	defer cancel()
-	a := &asking{env: env, log: env.Log, cfg: cfg}
+	a := &asking{env: env, log: env.Log, cfg: cfg, need: daemonapi.AskTimingOf(cfg).Need(q.Text())}
 	a.deadline, _ = dctx.Deadline()
 	return a.run(ctx, dctx, q)
 }
@@ -218,25 +239,30 @@ func (a *asking) run(ctx, dctx context.Context, q untrusted.Question) daemonapi.
 	if !h.WaitNoHold(dctx) {
 		return notAsked(ctx, daemonapi.ReasonHolding)
 	}
+	// The cut is taken before Off is read and the slot reserved: a reload
+	// that turns questions off sets the settings before it ends the cut,
+	// so one that comes after is seen either here by Off or later by the
+	// cut.
+	a.cut = h.Cut()
+	if h.Off() { // turned off while it waited
+		return result(daemonapi.Refused, daemonapi.ReasonDisabled)
+	}
+	if a.tooLate() { // no slot is taken that could never be used
+		return notAsked(ctx, daemonapi.ReasonTimeout)
+	}
+	// The one place the slot is charged or refunded (a.slot is the latest
+	// reservation: recut takes a new one).
+	defer func() { a.settle(ctx) }()
 	if r, ok := a.reserve(ctx); !ok {
 		return r
 	}
-	defer a.settle(ctx) // the one place the slot is charged or refunded
-	// A question that cannot be audited is not asked: the reservation is
-	// its first record, so a failing log refunds the slot before any audio.
-	if err := h.Tally("ask.reserved", ""); err != nil {
-		a.slot.silent(daemonapi.ReasonAuditUnavailable)
-		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable)
-	}
-	if ctx.Err() != nil { // the caller left while we reserved
-		a.slot.silent(daemonapi.ReasonCancelled)
-		return result(daemonapi.Deferred, daemonapi.ReasonCancelled)
+	if r, ok := a.reserved(ctx); !ok {
+		return r
 	}
 	// One question at a time, in order.
-	release, err := h.Take(dctx)
-	if err != nil {
-		a.slot.silent(daemonapi.ReasonBusy)
-		return notAsked(ctx, daemonapi.ReasonBusy)
+	release, r, ok := a.take(ctx, dctx)
+	if !ok {
+		return r
 	}
 	defer release()
 	barge, leave, r, ok := a.enter(ctx, dctx)
@@ -250,13 +276,94 @@ func (a *asking) run(ctx, dctx context.Context, q untrusted.Question) daemonapi.
 	return a.listen(ctx, dctx, barge)
 }
 
+// reserved records the reservation just made: a question that cannot be
+// audited is not asked (the reservation is its first record, so a failing
+// log refunds the slot before any audio), nor one whose caller left
+// meanwhile.
+func (a *asking) reserved(ctx context.Context) (r daemonapi.AskResult, ok bool) {
+	if err := a.env.House.Tally("ask.reserved", ""); err != nil {
+		a.slot.silent(daemonapi.ReasonAuditUnavailable)
+		return result(daemonapi.Unavailable, daemonapi.ReasonAuditUnavailable), false
+	}
+	if ctx.Err() != nil { // the caller left while we reserved
+		a.slot.silent(daemonapi.ReasonCancelled)
+		return result(daemonapi.Deferred, daemonapi.ReasonCancelled), false
+	}
+	return r, true
+}
+
+// untilCut is ctx, ended also by the reload cut (a.cut); stop releases it.
+func (a *asking) untilCut(ctx context.Context) (c context.Context, stop func()) {
+	c, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(a.cut, cancel)
+	return c, func() { unhook(); cancel() }
+}
+
+// recut handles a reload that cut the questions not yet asked: the slot
+// is given back (audit ask.released, reason reload), and reserved again
+// under the new settings unless questions are now off (refused disabled)
+// or the gate refuses (its refusal). ok: the question goes on waiting.
+func (a *asking) recut(ctx context.Context) (r daemonapi.AskResult, ok bool) {
+	a.slot.silent(ReasonReload)
+	a.settle(ctx)
+	a.slot = slot{}
+	a.cut = a.env.House.Cut()
+	if a.env.House.Off() {
+		return result(daemonapi.Refused, daemonapi.ReasonDisabled), false
+	}
+	if r, ok := a.reserve(ctx); !ok {
+		return r, false
+	}
+	return a.reserved(ctx)
+}
+
+// ReasonReload is the audit reason of a slot given back because a reload
+// lowered the cap or turned questions off before the question was asked.
+const ReasonReload = "reload"
+
+// take waits for the question's turn, giving the slot back and taking it
+// again at each reload cut meanwhile (recut).
+func (a *asking) take(ctx, dctx context.Context) (release func(), r daemonapi.AskResult, ok bool) {
+	for {
+		tctx, stop := a.untilCut(dctx)
+		release, err := a.env.House.Take(tctx)
+		stop()
+		switch {
+		case err == nil:
+			return release, r, true
+		case dctx.Err() == nil && a.cut.Err() != nil:
+			if r, ok := a.recut(ctx); !ok {
+				return nil, r, false
+			}
+		default:
+			a.slot.silent(daemonapi.ReasonBusy)
+			return nil, notAsked(ctx, daemonapi.ReasonBusy), false
+		}
+	}
+}
+
 // enter waits for no hold and enters the question (House.Enter), again
-// when a hold began in between.
+// when a hold began in between. A reload cut meanwhile gives the slot
+// back and takes it again (recut); a question whose time left is shorter
+// than it needs is not started (deferred timeout, its slot given back).
 func (a *asking) enter(ctx, dctx context.Context) (b Barge, leave func(), r daemonapi.AskResult, ok bool) {
 	for {
-		if !a.env.House.WaitNoHold(dctx) {
+		wctx, stop := a.untilCut(dctx)
+		free := a.env.House.WaitNoHold(wctx)
+		stop()
+		if a.cut.Err() != nil && dctx.Err() == nil {
+			if r, ok := a.recut(ctx); !ok {
+				return nil, nil, r, false
+			}
+			continue
+		}
+		if !free {
 			a.slot.silent(daemonapi.ReasonHolding)
 			return nil, nil, notAsked(ctx, daemonapi.ReasonHolding), false
+		}
+		if a.tooLate() {
+			a.slot.silent(daemonapi.ReasonTimeout)
+			return nil, nil, notAsked(ctx, daemonapi.ReasonTimeout), false
 		}
 		b, leave, err := a.env.House.Enter()
 		switch {
@@ -268,6 +375,18 @@ func (a *asking) enter(ctx, dctx context.Context) (b Barge, leave func(), r daem
 		}
 		// a hold began just now: wait again
 	}
+}
+
+// tooLate reports (and logs) that less of the timeout is left than the
+// question needs to be spoken and answered: it is not started.
+func (a *asking) tooLate() bool {
+	left := time.Until(a.deadline)
+	if left >= a.need {
+		return false
+	}
+	a.log.Info("ask_human: too little time left to speak the question and hear an answer; not started",
+		"left_ms", left.Milliseconds(), "need_ms", a.need.Milliseconds())
+	return true
 }
 
 // notAsked is the result of a question that was never spoken: deferred,

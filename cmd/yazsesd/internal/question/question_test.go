@@ -3,9 +3,11 @@ package question
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -37,9 +39,11 @@ type world struct {
 
 	// house
 	hold      chan struct{} // non-nil: a hold is open until closed
-	takeBlock bool          // the turn never comes
-	enterErrs []error       // Enter's errors before it succeeds
-	tallyErr  error         // for ask.reserved
+	holdFrom  int           // >0: the hold is seen from this WaitNoHold call on
+	waits     int
+	takeBlock bool    // the turn never comes
+	enterErrs []error // Enter's errors before it succeeds
+	tallyErr  error   // for ask.reserved
 	barge     chan struct{}
 	entered   int
 	left      int
@@ -49,7 +53,15 @@ type world struct {
 	audits    []string
 
 	// gate
-	reserveErr error
+	reserveErr  error
+	reserveErrs []error // the errors of the reserves after the first, in turn
+	reserves    int
+
+	// reloads
+	cut    context.Context
+	endCut context.CancelFunc
+	off    bool
+	turn   chan struct{} // non-nil: the turn comes when it is closed
 
 	// speaker
 	notReady bool
@@ -111,6 +123,10 @@ type fakeHouse struct{ *world }
 func (h fakeHouse) WaitNoHold(ctx context.Context) bool {
 	h.mu.Lock()
 	hold := h.hold
+	h.waits++
+	if h.waits < h.holdFrom {
+		hold = nil
+	}
 	h.mu.Unlock()
 	if hold == nil {
 		return true
@@ -128,6 +144,13 @@ func (h fakeHouse) Take(ctx context.Context) (func(), error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
+	if h.turn != nil {
+		select {
+		case <-h.turn:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	h.taken++
 	return func() { h.given++ }, nil
 }
@@ -143,6 +166,33 @@ func (h fakeHouse) Enter() (Barge, func(), error) {
 }
 
 func (h fakeHouse) SetPhase(string) {}
+
+func (h fakeHouse) Cut() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cut == nil {
+		h.cut, h.endCut = context.WithCancel(context.Background())
+	}
+	return h.cut
+}
+
+func (h fakeHouse) Off() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.off
+}
+
+// reload is a reload that lowers the cap (off: turns questions off).
+func (w *world) reload(off bool) {
+	w.mu.Lock()
+	w.off = off
+	end := w.endCut
+	w.cut, w.endCut = context.WithCancel(context.Background())
+	w.mu.Unlock()
+	if end != nil {
+		end()
+	}
+}
 
 func (h fakeHouse) Tally(kind, reason string) error {
 	h.note("tally " + kind)
@@ -166,8 +216,17 @@ func (b fakeBarge) Reason() string        { return daemonapi.ReasonInterrupted }
 type fakeGate struct{ *world }
 
 func (g fakeGate) Reserve(context.Context) (string, error) {
-	g.note("reserve")
-	return "t1", g.reserveErr
+	g.reserves++
+	tok := fmt.Sprintf("t%d", g.reserves)
+	g.note("reserve " + tok)
+	if g.reserves == 1 {
+		return tok, g.reserveErr
+	}
+	var err error
+	if len(g.reserveErrs) > 0 {
+		err, g.reserveErrs = g.reserveErrs[0], g.reserveErrs[1:]
+	}
+	return tok, err
 }
 
 func (g fakeGate) Commit(_ context.Context, tok string) error {
@@ -443,8 +502,9 @@ func TestQuestion(t *testing.T) {
 		set      func(w *world)
 		events   []event
 		want     daemonapi.AskResult
-		settled  string // the one settlement, or none
+		settled  string // the settlements, in order ("commit t1"), or none
 		decoded  []int  // sample counts handed to the decoder
+		silent   bool   // nothing was sent to the speaker
 	}{
 		{name: "answered", want: answered, settled: charged, decoded: []int{int(at(time.Second))}},
 		{name: "answer window ends in silence", set: func(w *world) { w.det = detScript{} },
@@ -501,9 +561,57 @@ func TestQuestion(t *testing.T) {
 			want: noAnswer(daemonapi.ReasonInterrupted), settled: charged},
 
 		// The timeout and cancel at every state.
-		{name: "timeout before the first sample: refunded", timeoutS: 1, set: func(w *world) { w.startAt = 1500 * time.Millisecond },
+		{name: "timeout before the first sample: refunded", timeoutS: 4, set: func(w *world) { w.startAt = 4500 * time.Millisecond },
 			want: deferred(daemonapi.ReasonTimeout), settled: refunded},
-		{name: "timeout during speech", timeoutS: 1, want: noAnswer(daemonapi.ReasonTimeout), settled: charged},
+		{name: "timeout during speech", timeoutS: 4, set: func(w *world) { w.doneAt = 5 * time.Second },
+			want: noAnswer(daemonapi.ReasonTimeout), settled: charged},
+
+		// Too little time left to speak the question (6 words at 170 a
+		// minute: 2.12 s) and hear the shortest answer (the 300 ms guard,
+		// 250 ms of speech, the 800 ms pause): 3.47 s. Not started, given
+		// back unspent.
+		{name: "a timeout shorter than the question needs: nothing reserved", timeoutS: 3,
+			want: deferred(daemonapi.ReasonTimeout), settled: none, silent: true},
+		{name: "the turn comes too late: not started", set: func(w *world) { w.turn = make(chan struct{}) },
+			events: []event{{42*time.Second + 500*time.Millisecond, "turn"}},
+			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
+		{name: "the turn comes in time: asked", set: func(w *world) { w.turn = make(chan struct{}) },
+			events: []event{{40 * time.Second, "turn"}},
+			want:   answered, settled: charged, decoded: []int{int(at(time.Second))}},
+		{name: "a hold ends too late: nothing reserved", set: func(w *world) { w.hold = make(chan struct{}) },
+			events: []event{{42*time.Second + 500*time.Millisecond, "hold ends"}},
+			want:   deferred(daemonapi.ReasonTimeout), settled: none, silent: true},
+		{name: "a hold after the turn ends too late: not started, refunded", set: func(w *world) { w.hold, w.holdFrom = make(chan struct{}), 2 },
+			events: []event{{42*time.Second + 500*time.Millisecond, "hold ends"}},
+			want:   deferred(daemonapi.ReasonTimeout), settled: refunded, silent: true},
+
+		// A reload that lowers the cap or turns questions off, before the
+		// question is asked and while it is.
+		{name: "reload turns questions off while the turn is awaited: refused, refunded", set: func(w *world) { w.turn = make(chan struct{}) },
+			events: []event{{time.Second, "off"}},
+			want:   daemonapi.AskResult{Result: daemonapi.Refused, Reason: daemonapi.ReasonDisabled}, settled: refunded, silent: true},
+		{name: "reload lowers the cap to none left: refused, refunded", set: func(w *world) {
+			w.turn = make(chan struct{})
+			w.reserveErrs = []error{&gate.Refused{Reason: gate.ReasonBudgetExhausted, RetryAfter: 90 * time.Second}}
+		}, events: []event{{time.Second, "cut"}},
+			want: daemonapi.AskResult{Result: daemonapi.Refused, Reason: daemonapi.ReasonBudgetExhausted, RetryAfterS: 90}, settled: refunded, silent: true},
+		{name: "reload lowers the cap to 0: refused disabled, refunded", set: func(w *world) {
+			w.turn = make(chan struct{})
+			w.reserveErrs = []error{&gate.Refused{Reason: gate.ReasonDisabled}}
+		}, events: []event{{time.Second, "cut"}},
+			want: daemonapi.AskResult{Result: daemonapi.Refused, Reason: daemonapi.ReasonDisabled}, settled: refunded, silent: true},
+		{name: "reload lowers the cap, a slot is left: reserved again and asked", set: func(w *world) { w.turn = make(chan struct{}) },
+			events: []event{{time.Second, "cut"}, {2 * time.Second, "turn"}},
+			want:   answered, settled: "release t1, commit t2", decoded: []int{int(at(time.Second))}},
+		{name: "reload turns questions off after the turn, while a hold is awaited: refunded", set: func(w *world) {
+			w.hold, w.holdFrom = make(chan struct{}), 2
+		}, events: []event{{time.Second, "off"}},
+			want: daemonapi.AskResult{Result: daemonapi.Refused, Reason: daemonapi.ReasonDisabled}, settled: refunded, silent: true},
+		{name: "reload turns questions off while a hold is awaited: refused, nothing reserved", set: func(w *world) { w.hold = make(chan struct{}) },
+			events: []event{{time.Second, "off"}, {2 * time.Second, "hold ends"}},
+			want:   daemonapi.AskResult{Result: daemonapi.Refused, Reason: daemonapi.ReasonDisabled}, settled: none, silent: true},
+		{name: "reload turns questions off during speech: the question goes on", events: []event{{time.Second, "off"}},
+			want: answered, settled: charged, decoded: []int{int(at(time.Second))}},
 		{name: "cancel while a hold is open", set: func(w *world) { w.hold = make(chan struct{}) },
 			events: []event{{time.Second, "cancel"}}, want: deferred(daemonapi.ReasonCancelled), settled: none},
 		{name: "cancel waiting for the turn: refunded", set: func(w *world) { w.takeBlock = true },
@@ -583,6 +691,12 @@ func TestQuestion(t *testing.T) {
 						cancel()
 					case "hold ends":
 						close(w.hold)
+					case "turn":
+						close(w.turn)
+					case "off":
+						w.reload(true)
+					case "cut":
+						w.reload(false)
 					}
 				}
 				got := <-res
@@ -591,6 +705,9 @@ func TestQuestion(t *testing.T) {
 					t.Errorf("Run = %+v, want %+v", got, tc.want)
 				}
 				w.check(t, tc.settled)
+				if tc.silent && slices.Contains(w.seen(), "speak") {
+					t.Errorf("sent to the speaker, want nothing sent (timeline %q)", w.seen())
+				}
 				if !slices.Equal(w.decoded, tc.decoded) {
 					t.Errorf("decoded %v samples, want %v", w.decoded, tc.decoded)
 				}
@@ -607,33 +724,35 @@ func (w *world) check(t *testing.T, settled string) {
 	tl := w.seen()
 	var settles []string
 	for _, s := range tl {
-		if s == "commit t1" || s == "release t1" {
+		if strings.HasPrefix(s, "commit ") || strings.HasPrefix(s, "release ") {
 			settles = append(settles, s)
 		}
 	}
 	want := []string{}
 	if settled != "" {
-		want = []string{settled}
+		want = strings.Split(settled, ", ")
 	}
 	if !slices.Equal(settles, want) && !(len(settles) == 0 && len(want) == 0) {
 		t.Errorf("settled %q, want %q (timeline %q)", settles, want, tl)
 	}
 	started := slices.Index(tl, "started")
-	if i := slices.Index(tl, "commit t1"); i >= 0 && started >= 0 && i < started {
+	commit := slices.IndexFunc(tl, func(s string) bool { return strings.HasPrefix(s, "commit ") })
+	release := slices.IndexFunc(tl, func(s string) bool { return strings.HasPrefix(s, "release ") })
+	if commit >= 0 && started >= 0 && commit < started {
 		t.Errorf("committed before audio reached the device: %q", tl)
 	}
 	// Charged as soon as it plays, not when it ends: a daemon that dies
 	// mid-question has already committed.
-	if i, played := slices.Index(tl, "commit t1"), slices.Index(tl, "played"); played >= 0 && (i < 0 || i > played) {
+	if played := slices.Index(tl, "played"); played >= 0 && (commit < 0 || commit > played) {
 		t.Errorf("not committed while the question played: %q", tl)
 	}
-	if i := slices.Index(tl, "release t1"); i >= 0 && started >= 0 {
+	if release >= 0 && started >= 0 && release > started {
 		t.Errorf("released a slot whose audio reached the device: %q", tl)
 	}
-	if slices.Contains(settles, "commit t1") != slices.Contains(w.audits, "ask.spoken") {
+	if (commit >= 0) != slices.Contains(w.audits, "ask.spoken") {
 		t.Errorf("commit without its ask.spoken line, or the line without it: %q, audits %q", tl, w.audits)
 	}
-	if slices.Contains(settles, "release t1") != slices.ContainsFunc(w.tallies, func(s string) bool { return len(s) > 12 && s[:12] == "ask.released" }) {
+	if (release >= 0) != slices.ContainsFunc(w.tallies, func(s string) bool { return strings.HasPrefix(s, "ask.released") }) {
 		t.Errorf("release without its ask.released line, or the line without it: %q, tallies %q", tl, w.tallies)
 	}
 	if w.entered != w.left {

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/xdp"
 )
 
 // unitPath is the shipped systemd user unit that talks to this package.
 func unitPath(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "packaging", "systemd", "yazsesd.service")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "packaging", "systemd", "app-"+xdp.AppID+".service")
 }
 
 // verify runs `systemd-analyze --user verify` on a unit, with a private
@@ -66,6 +67,8 @@ func TestShippedUnit(t *testing.T) {
 		"RestartPreventExitStatus": "125",
 		"NoNewPrivileges":          "yes",
 		"RestrictAddressFamilies":  "AF_UNIX",
+		"After":                    "graphical-session.target",
+		"Alias":                    "yazsesd.service",
 	} {
 		if keys[k] != want {
 			t.Errorf("%s=%q, want %q", k, keys[k], want)

@@ -14,13 +14,23 @@
 //     Activated while held, a Deactivated while not, do nothing);
 //   - "toggle": each Activated starts or stops in turn.
 //
-// When the portal leaves the bus (a crash, a restart) or the desktop
-// closes the session, a hold that is open is stopped at once, as the evdev
-// listener does when its keyboard goes away, and the shortcut is bound
-// again when the portal is back (a call starts it where the bus can
-// activate it; at most one try a second). A desktop whose portal has no
-// GlobalShortcuts is an error at once ([xdp.ErrNoPortal]) that names the
-// other key sources.
+// Before its first call to a portal it tells it who is asking
+// ([xdp.Conn.Register] with [xdp.AppID]): GNOME's provider discards a
+// bind from a program without an application id, and xdg-desktop-portal
+// 1.21 and later refuse its session. A portal without the host registry
+// (before 1.19) knows the daemon by its systemd unit's name,
+// app-io.github.yazses.YazSes.service, or not at all.
+//
+// A portal that is not on the session bus when Run starts (the daemon
+// started at login before the desktop's portal), or one without
+// GlobalShortcuts, is waited for: the shortcut is bound when the
+// portal's name changes hands on the bus (NameOwnerChanged), and
+// [Options.Waiting] says meanwhile what it waits for. Where the bus can
+// start the portal, a try starts it too, at most one a second, less
+// often each time up to one a minute. When the portal leaves the bus (a
+// crash, a restart) or the desktop closes the session, a hold that is
+// open is stopped at once, as the evdev listener does when its keyboard
+// goes away, and the shortcut is bound again when the portal is back.
 package shortcut
 
 import (
@@ -70,16 +80,33 @@ type Options struct {
 	// Bound, when set, is called after each binding with the trigger as
 	// the desktop describes it ("" when it says none).
 	Bound func(trigger string)
+	// Waiting, when set, is called with what Run waits for before it can
+	// bind (the portal to appear, one with GlobalShortcuts), and with ""
+	// once it is bound.
+	Waiting func(what string)
+	// AppID is the application id told to the portal; "" is xdp.AppID.
+	AppID string
 }
+
+// What Run waits for (Options.Waiting).
+const (
+	WaitPortal    = "the desktop portal (org.freedesktop.portal.Desktop) to appear on the session bus"
+	WaitShortcuts = "a desktop portal with GlobalShortcuts (this one has none: GNOME 48 and later, KDE Plasma and Hyprland's portal have it; " +
+		"hotkey.source = \"evdev\" or a compositor binding that runs `yazsesd ctl hold start|stop` work without it)"
+)
 
 // Run binds the shortcut and calls hold(true) to start a hold and
 // hold(false) to stop it, from its own goroutine, until ctx ends (it then
-// returns ctx's error, after stopping a hold that is open). A desktop
-// without GlobalShortcuts, or a binding the desktop refuses, ends it with
-// an error.
+// returns ctx's error, after stopping a hold that is open). A portal that
+// is not there, or has no GlobalShortcuts, is waited for; a binding the
+// person refuses, or one that fails before the first binding, ends it
+// with an error.
 func Run(ctx context.Context, o Options, hold func(start bool)) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.AppID == "" {
+		o.AppID = xdp.AppID
 	}
 	r := &runner{o: o, hold: hold}
 	defer r.release()
@@ -95,34 +122,63 @@ func Run(ctx context.Context, o Options, hold func(start bool)) error {
 		conn.Subscribe(gsIface+"."+m, r.signal)
 	}
 	conn.Subscribe(xdp.SessionIface+".Closed", r.signal)
-	first := true
+	bound := false // bound once: later failures are the portal's passing state
 	backoff := retryGap
 	for {
 		tried := time.Now()
 		err := r.bind(ctx, conn)
+		from := "" // waitPortal: any portal will do
+		owner, _ := conn.Owner()
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case err != nil && (first || errors.Is(err, xdp.ErrRefused)):
-			return err
-		case err != nil:
-			o.Log.Warn("shortcut: binding again failed; trying when the portal changes", "err", err)
-		default:
+		case err == nil:
+			bound = true
 			backoff = retryGap
 			r.serve(ctx, conn)
 			r.release()
+		case errors.Is(err, xdp.ErrRefused):
+			return err
+		case owner == "":
+			// Not on the bus (yet): the daemon started before the
+			// desktop's portal, or the portal went away.
+			r.waiting(WaitPortal, "shortcut: waiting for the desktop portal to appear on the session bus", "err", err)
+		case errors.Is(err, xdp.ErrNoPortal):
+			// This portal has no GlobalShortcuts: the next one may.
+			from = owner
+			r.waiting(WaitShortcuts, "shortcut: the desktop portal has no GlobalShortcuts; waiting for a portal that has it", "err", err)
+		case !bound:
+			return err
+		default:
+			o.Log.Warn("shortcut: binding again failed; trying when the portal changes", "err", err)
 		}
-		first = false
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if _, ok := conn.Owner(); !ok {
 			return fmt.Errorf("shortcut: the session bus connection ended: %w", xdp.ErrGone)
 		}
-		if !waitPortal(ctx, conn, tried, backoff) {
+		if !waitPortal(ctx, conn, tried, backoff, from) {
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// waiting tells Options.Waiting what Run waits for, and logs it the first
+// time.
+func (r *runner) waiting(what, msg string, args ...any) {
+	if r.wait == what {
+		return
+	}
+	r.wait = what
+	if what == WaitShortcuts {
+		r.o.Log.Error(msg, args...)
+	} else {
+		r.o.Log.Info(msg, args...)
+	}
+	if r.o.Waiting != nil {
+		r.o.Waiting(what)
 	}
 }
 
@@ -137,7 +193,8 @@ type runner struct {
 	closed  bool   // the desktop closed session
 	changed bcast.Signal
 
-	held bool // a hold is open (Run's goroutine only)
+	held bool   // a hold is open (Run's goroutine only)
+	wait string // what Run waits for ("" while bound)
 }
 
 // signal queues a signal of the bound session (on the bus's dispatcher:
@@ -170,6 +227,13 @@ func (r *runner) signal(s *dbus.Signal) {
 func (r *runner) bind(ctx context.Context, conn *xdp.Conn) error {
 	bctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
+	// First: the portal takes an id only before any other call.
+	regErr := conn.Register(bctx, r.o.AppID)
+	switch {
+	case regErr == nil, errors.Is(regErr, xdp.ErrNoRegistry), errors.Is(regErr, xdp.ErrNoPortal):
+	default:
+		r.o.Log.Warn("shortcut: the desktop portal did not take YazSes's application id; it may refuse the shortcut", "app_id", r.o.AppID, "err", regErr)
+	}
 	if _, err := conn.Version(bctx, gsIface); err != nil {
 		if errors.Is(err, xdp.ErrNoPortal) {
 			return fmt.Errorf("shortcut: this desktop's portal has no GlobalShortcuts (GNOME 48 and later, KDE Plasma and Hyprland's portal have it): "+
@@ -181,7 +245,7 @@ func (r *runner) bind(ctx context.Context, conn *xdp.Conn) error {
 		"session_handle_token": dbus.MakeVariant(conn.Token("s")),
 	})
 	if err != nil {
-		return fmt.Errorf("shortcut: create a session: %w", err)
+		return fmt.Errorf("shortcut: create a session: %w%s", err, identity(regErr, r.o.AppID))
 	}
 	var sess dbus.ObjectPath
 	switch v := res["session_handle"].Value().(type) {
@@ -203,23 +267,53 @@ func (r *runner) bind(ctx context.Context, conn *xdp.Conn) error {
 	shortcuts := []shortcut{{ID, opts}}
 	// The desktop may show a dialog: as long as the person takes.
 	res, err = conn.Request(ctx, gsIface+".BindShortcuts", map[string]dbus.Variant{}, sess, shortcuts, "")
-	if err != nil {
-		return fmt.Errorf("shortcut: bind %s: %w", ID, err)
-	}
-	trigger := ""
-	var bound []shortcut
-	if v, ok := res["shortcuts"]; ok && dbus.Store([]any{v.Value()}, &bound) == nil {
-		for _, s := range bound {
-			if s.ID == ID {
-				trigger, _ = s.Opts["trigger_description"].Value().(string)
-			}
-		}
+	trigger, ok := boundTrigger(res)
+	switch {
+	case err == nil:
+	case errors.Is(err, xdp.ErrEnded) && ok:
+		// xdg-desktop-portal-gnome 48.0 (Debian 13) answers a binding
+		// that succeeded with an unset response code, most often 2, and
+		// the shortcuts it bound; a real failure has none.
+		r.o.Log.Debug("shortcut: the desktop bound the shortcut and answered it failed; taken as bound", "err", err)
+	default:
+		return fmt.Errorf("shortcut: bind %s: %w%s", ID, err, identity(regErr, r.o.AppID))
 	}
 	r.o.Log.Info("push-to-talk shortcut bound through the desktop portal", "trigger", trigger)
+	if r.wait != "" && r.o.Waiting != nil {
+		r.o.Waiting("")
+	}
+	r.wait = ""
 	if r.o.Bound != nil {
 		r.o.Bound(trigger)
 	}
 	return nil
+}
+
+// boundTrigger reads a BindShortcuts answer: ok when it lists the
+// shortcut, with the trigger as the desktop describes it.
+func boundTrigger(res map[string]dbus.Variant) (trigger string, ok bool) {
+	var bound []shortcut
+	if v, found := res["shortcuts"]; found && dbus.Store([]any{v.Value()}, &bound) == nil {
+		for _, s := range bound {
+			if s.ID == ID {
+				trigger, _ = s.Opts["trigger_description"].Value().(string)
+				ok = true
+			}
+		}
+	}
+	return trigger, ok
+}
+
+// identity is what a refusal adds when the portal did not take the
+// application id: the likely cause.
+func identity(regErr error, appID string) string {
+	if regErr == nil || errors.Is(regErr, xdp.ErrNoPortal) {
+		return ""
+	}
+	if errors.Is(regErr, xdp.ErrNoRegistry) {
+		return " (this portal has no host registry: it knows YazSes as " + appID + " only when the user unit app-" + appID + ".service runs it)"
+	}
+	return " (the portal did not take the application id " + appID + ": is " + appID + ".desktop installed? make install puts it in share/applications)"
 }
 
 // shortcut is a(sa{sv})'s element.
@@ -285,11 +379,12 @@ func (r *runner) release() {
 	}
 }
 
-// waitPortal waits until a portal owns its name (a new one, or the same
-// when the desktop only closed the session), or backoff has passed (a try
-// then starts the portal where the bus can activate it), and retryGap
-// since the last try at least. false: ctx ended first.
-func waitPortal(ctx context.Context, conn *xdp.Conn, last time.Time, backoff time.Duration) bool {
+// waitPortal waits until a portal other than from owns its name (from
+// "": any, the same one too when the desktop only closed the session),
+// or backoff has passed (a try then starts the portal where the bus can
+// activate it), and retryGap since the last try at least. false: ctx
+// ended first.
+func waitPortal(ctx context.Context, conn *xdp.Conn, last time.Time, backoff time.Duration, from string) bool {
 	gap := time.NewTimer(time.Until(last.Add(retryGap)))
 	defer gap.Stop()
 	select {
@@ -301,7 +396,7 @@ func waitPortal(ctx context.Context, conn *xdp.Conn, last time.Time, backoff tim
 	defer give.Stop()
 	for {
 		ch := conn.Changed()
-		if owner, ok := conn.Owner(); owner != "" || !ok {
+		if owner, ok := conn.Owner(); (owner != "" && owner != from) || !ok {
 			return true
 		}
 		select {

@@ -1,17 +1,15 @@
 // Package transcribe is the daemon's transcribe method: a file decoded on
 // the resident decoder, without ever delaying dictation.
 //
-// A file is read as a 16 kHz stream (wav.Reader16k: read, mixed and
-// resampled a block at a time) and goes to the decoder in pieces of at
-// most pieceMax, each cut at the quietest moment of its last pieceSearch,
-// so the daemon holds one piece of a file at a time whatever the file's
-// length, rate or sample width, and the decoder never sees an utterance
-// longer than whisper's 30 s window (nor reaches yaz-decode serve's own
-// cap on one utterance). Each piece takes the decoder's turn at file
-// priority again (turn.File), so a hold or an answer waits at most for the
-// piece in progress, and gets it abandoned (contract 1; see
-// child.Decoder): the piece is sent again after them. The segments of
-// each piece are offset back to the file's timeline.
+// How a file is cut and decoded is lib/filedecode's, which yaz-mcp's own
+// decoder follows too (the same text for the same file on either path): a
+// 16 kHz stream cut into pieces of at most 30 s, each cut at the quietest
+// moment of its last 10 s, each piece one utterance of yaz-decode serve,
+// decoded alone; the daemon holds one piece of a file at a time whatever
+// the file's length, rate or sample width. Here each piece takes the
+// decoder's turn at file priority again (turn.File), so a hold or an
+// answer waits at most for the piece in progress, and gets it abandoned
+// (contract 1; see child.Decoder): the piece is sent again after them.
 //
 // File work is bounded: one file decodes at a time and fileWaiting more
 // may wait for their turn (a turn.Queue); a call beyond that is refused at
@@ -23,18 +21,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/filedecode"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/jsonrpc"
-	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/piece"
 	"github.com/yazses/yazses/lib/wav"
 )
@@ -58,17 +54,11 @@ type Files struct {
 }
 
 const (
-	// pieceMax is the longest piece of a file sent as one utterance:
-	// whisper's window.
-	pieceMax = 30 * time.Second
-	// pieceSearch is the end part of a full piece in which the cut is
-	// put at the quietest moment.
-	pieceSearch = 10 * time.Second
 	// fileWaiting is how many transcribe calls may wait behind the one
 	// that decodes.
 	fileWaiting = 4
 	// maxFileAudio caps a transcribed file, as yaz-mcp and yaz-decode do.
-	maxFileAudio = 4 * time.Hour
+	maxFileAudio = filedecode.MaxAudio
 	// pieceRetryWait is how long a piece waits, once, for a decoder that
 	// died under it to come back.
 	pieceRetryWait = 30 * time.Second
@@ -147,7 +137,7 @@ func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) 
 	}
 	defer t.Release()
 
-	out, err := f.decodeFile(ctx, newPiecer(r, pcm.Samples(maxFileAudio)), prog)
+	out, err := f.decodeFile(ctx, r, prog)
 	switch {
 	case err == nil:
 		if short := r.Short(); short > 0 {
@@ -162,19 +152,14 @@ func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) 
 	case ctx.Err() != nil:
 		f.log.Debug("transcribe cancelled: the caller went away")
 		return daemonapi.TranscribeResult{}, errCancelled
-	case errors.Is(err, errFileTooLong):
+	case errors.Is(err, filedecode.ErrTooLong):
 		return daemonapi.TranscribeResult{}, errTooLong
-	case errors.Is(err, errFileRead):
+	case errors.Is(err, filedecode.ErrRead):
 		return daemonapi.TranscribeResult{}, errBadFile
 	}
 	f.log.Warn("transcribe failed: the decoder failed", "err_kind", fmt.Sprintf("%T", errors.Unwrap(err)))
 	return daemonapi.TranscribeResult{}, errFileDecoder
 }
-
-var (
-	errFileTooLong = errors.New("file too long")
-	errFileRead    = errors.New("read file")
-)
 
 // fileProgress reports a file's progress, rising, never past its total.
 type fileProgress struct {
@@ -210,62 +195,40 @@ func (p *fileProgress) finish(audioMs int64) {
 	p.report(p.total)
 }
 
-// decodeFile sends the pieces of p to the decoder one by one and joins
-// their transcripts on the file's timeline, reporting the end of each to
-// prog.
-func (f *Files) decodeFile(ctx context.Context, p *piecer, prog *fileProgress) (daemonapi.TranscribeResult, error) {
-	out := daemonapi.TranscribeResult{Segments: []daemonapi.Segment{}}
-	var text strings.Builder
-	pieces, yields := 0, 0
-	for {
-		piece, at, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		r, err := f.decodePiece(ctx, piece, &yields)
-		if err != nil {
-			return out, err
-		}
-		pieces++
-		off := pcm.Millis(int(at))
-		prog.report(pcm.Millis(int(at) + len(piece)))
-		if t := strings.TrimSpace(r.Text); t != "" {
-			if text.Len() > 0 {
-				text.WriteByte(' ')
-			}
-			text.WriteString(t)
-		}
-		for _, s := range r.Segments {
-			out.Segments = append(out.Segments, daemonapi.Segment{StartMs: s.StartMs + off, EndMs: s.EndMs + off, Text: s.Text})
-		}
-		out.DecodeMs += r.DecodeMs
+// decodeFile decodes the 16 kHz stream r as lib/filedecode says, its
+// pieces at file priority, reporting the end of each to prog.
+func (f *Files) decodeFile(ctx context.Context, r piece.Reader, prog *fileProgress) (daemonapi.TranscribeResult, error) {
+	pd := &pieceDecoder{dec: f.dec}
+	out, err := filedecode.Transcribe(ctx, r, pd, prog.report)
+	if err != nil {
+		return out.TranscribeResult, err
 	}
-	out.Text = text.String()
-	out.AudioMs = pcm.Millis(int(p.pos))
-	f.log.Info("file transcribed", "audio_ms", out.AudioMs, "decode_ms", out.DecodeMs, "pieces", pieces, "gave_way", yields)
-	return out, nil
+	f.log.Info("file transcribed", "audio_ms", out.AudioMs, "decode_ms", out.DecodeMs, "pieces", out.Pieces, "gave_way", pd.yields)
+	return out.TranscribeResult, nil
 }
 
-// decodePiece decodes one piece at file priority. A piece that gave way to
-// a hold or an answer is sent again after them; one whose decoder died
-// under it is sent once more to the restarted decoder.
-func (f *Files) decodePiece(ctx context.Context, piece []int16, yields *int) (frame.Result, error) {
+// pieceDecoder decodes a file's pieces at file priority. A piece that gave
+// way to a hold or an answer is sent again after them; one whose decoder
+// died under it is sent once more to the restarted decoder.
+type pieceDecoder struct {
+	dec    Decoder
+	yields int // how many times a piece gave way
+}
+
+func (p *pieceDecoder) Decode(ctx context.Context, piece []int16) (frame.Result, error) {
 	retried := false
 	for {
-		r, err := f.dec.Decode(ctx, piece)
+		r, err := p.dec.Decode(ctx, piece)
 		switch {
 		case err == nil:
 			return r, nil
 		case errors.Is(err, child.ErrYielded) && ctx.Err() == nil:
-			*yields++
+			p.yields++
 			continue
 		case errors.Is(err, child.ErrLost) && !retried && ctx.Err() == nil:
 			retried = true
 			wctx, cancel := context.WithTimeout(ctx, pieceRetryWait)
-			err = f.dec.WaitUp(wctx)
+			err = p.dec.WaitUp(wctx)
 			cancel()
 			if err == nil {
 				continue
@@ -273,35 +236,4 @@ func (f *Files) decodePiece(ctx context.Context, piece []int16, yields *int) (fr
 		}
 		return r, err
 	}
-}
-
-// piecer cuts a 16 kHz stream into pieces of at most pieceMax, each full
-// piece cut at the quietest 100 ms of its last pieceSearch (lib/piece,
-// which yaz-decode's files share), as 16-bit samples for the decoder's
-// frames. It holds at most one piece of audio.
-type piecer struct {
-	c   *piece.Cutter
-	buf []int16 // the last piece
-	pos int64   // after io.EOF: the stream's length
-}
-
-func newPiecer(r *wav.Reader16k, limit int) *piecer {
-	return &piecer{c: piece.New(r, pcm.Samples(pieceMax), pcm.Samples(pieceSearch), int64(limit))}
-}
-
-// next returns the next piece and the stream sample it starts at, or
-// io.EOF after the last one. The piece is valid until the next call.
-func (p *piecer) next() ([]int16, int64, error) {
-	f, at, err := p.c.Next()
-	switch {
-	case err == io.EOF:
-		p.pos = p.c.End()
-		return nil, 0, io.EOF
-	case errors.Is(err, piece.ErrTooLong):
-		return nil, 0, errFileTooLong
-	case err != nil:
-		return nil, 0, fmt.Errorf("%w: %w", errFileRead, err)
-	}
-	p.buf = pcm.FromFloat32(p.buf[:0], f)
-	return p.buf, at, nil
 }

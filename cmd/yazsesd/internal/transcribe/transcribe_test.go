@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -52,71 +51,6 @@ func wav16k(t *testing.T, s []int16) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// The piecer hands out the whole stream, in order, in pieces of at most
-// 30 s, each full one cut in a pause of its last 10 s.
-func TestPiecer(t *testing.T) {
-	gaps := map[time.Duration]time.Duration{}
-	for at := 4 * time.Second; at < 100*time.Second; at += 7 * time.Second {
-		gaps[at] = 250 * time.Millisecond
-	}
-	src := tone16k(100.5, gaps)
-	r, err := wav.OpenFile16k(wav16k(t, src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p := newPiecer(r, len(src))
-	var got []int16
-	for {
-		piece, at, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if at != int64(len(got)) {
-			t.Fatalf("piece starts at %d, want %d", at, len(got))
-		}
-		if len(piece) > pcm.Samples(pieceMax) {
-			t.Errorf("piece of %d samples", len(piece))
-		}
-		if end := at + int64(len(piece)); end < int64(len(src)) {
-			if edge := src[end-1 : end+1]; edge[0] != 0 && edge[1] != 0 {
-				t.Errorf("piece cut at %.3f s, not in a pause", float64(end)/pcm.SampleRate)
-			}
-		}
-		got = append(got, piece...)
-	}
-	if !slicesEqual(got, src) {
-		t.Errorf("the pieces (%d samples) are not the stream (%d)", len(got), len(src))
-	}
-
-	// A stream longer than the limit is refused as it is read.
-	r2, _ := wav.OpenFile16k(wav16k(t, src))
-	defer r2.Close()
-	p = newPiecer(r2, 40*pcm.SampleRate)
-	var perr error
-	for perr == nil {
-		_, _, perr = p.next()
-	}
-	if !errors.Is(perr, errFileTooLong) {
-		t.Errorf("a 100 s stream with a 40 s limit: %v, want errFileTooLong", perr)
-	}
-}
-
-func slicesEqual(a, b []int16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // slowServe plays `yaz-decode --serve` on the decoder's pipes as
@@ -250,7 +184,7 @@ func TestDecodeFileGivesWay(t *testing.T) {
 		progress = append(progress, done)
 	}, total: 70000, last: -1}
 	go func() {
-		out, err := files.decodeFile(context.Background(), newPiecer(r, len(src)), prog)
+		out, err := files.decodeFile(context.Background(), r, prog)
 		var ends []int64
 		for _, s := range out.Segments {
 			ends = append(ends, s.StartMs, s.EndMs)
