@@ -91,12 +91,12 @@
 // since the last 'E' abandons the utterance that 'E' ended: if it waits it is
 // never decoded, if it is decoding whisper stops within milliseconds, and its
 // one result says "error":"abandoned" (see package lib/frame). The model
-// stays loaded, and runs once on a second of silence before serving (an INFO
-// record "model warmed up" with its ms), so the first utterance after a start
-// is as fast as the next ones. If YAZ_READY_FD names a file descriptor, one
-// line is written to it once the model is loaded and warmed up: a JSON object naming the device it loaded
-// on ({"device":{"index":0,"backend":"CPU","name":"CPU","kind":"cpu",...}},
-// package lib/devices), which yazsesd status shows.
+// stays loaded. If YAZ_READY_FD names a file descriptor, the model first runs
+// once on a second of silence (an INFO record "model warmed up" with its ms;
+// at most 20 s), so the first utterance after a start is as fast as the next
+// ones, and then one line is written to it: a JSON object naming the device
+// it loaded on ({"device":{"index":0,"backend":"CPU","name":"CPU",
+// "kind":"cpu",...}}, package lib/devices), which yazsesd status shows.
 //
 // With vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
 // pure Go and cannot link whisper.cpp): stdin carries 'A' and 'E' frames

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -45,9 +46,14 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
 func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
-	c.warmUp(ctx, log, m)
-	if ctx.Err() != nil {
-		return nil
+	// A supervisor that waits for the readiness line (yazsesd's resident
+	// decoder) gets a warmed-up model; a one-shot serve (yaz-mcp's own
+	// decoder of one file) would pay for the warm-up and gain nothing.
+	if os.Getenv(cli.ReadyEnv) != "" {
+		c.warmUp(ctx, log, m)
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
 	// The readiness line names the device, why a GPU backend installed is
 	// not available, and a device that is not what --device meant
@@ -87,7 +93,8 @@ type warmer interface {
 // for the decoder's readiness (a model's load comes first).
 const warmUpLimit = 20 * time.Second
 
-// warmUp runs the model once on silence before serve says it is ready:
+// warmUp runs the model once on silence before serve says it is ready
+// (under a supervisor that waits for its readiness line):
 // the first utterance after a start would otherwise pay for what the
 // first call of a process sets up (seconds on a loaded machine, and a GPU
 // backend's pipelines). A warm-up that fails, or is stopped at

@@ -18,9 +18,9 @@ import (
 	"github.com/yazses/yazses/lib/frame"
 )
 
-// TestServeWarmsUpBeforeReady: serve runs the model once before it says it
-// is ready, so the first utterance after a start does not set whisper.cpp
-// up. The log and the readiness line go down one pipe, in the order they
+// TestServeWarmsUpBeforeReady: under a supervisor, serve runs the model
+// once before it says it is ready, so the first utterance after a start
+// does not set whisper.cpp up. The log and the readiness line go down one pipe, in the order they
 // were written: the warm-up record and the first state's compute buffers
 // (whisper.cpp logs them for the first state of a process only) come
 // before the readiness line, and nothing is set up after it, the first
@@ -37,6 +37,7 @@ func TestServeWarmsUpBeforeReady(t *testing.T) {
 	fw := frame.NewWriter(&in)
 	fw.Audio(speech(time.Second))
 	fw.End()
+	frames := bytes.Clone(in.Bytes())
 	a, _ := json.Marshal([]string{"serve", "-m", model, "-t", "2", "--device", "cpu", "--no-vad-gate", "--vad", "energy",
 		"--log-format", "json", "--log-level", "debug"})
 	cmd := exec.CommandContext(testwait.Context(t), os.Args[0])
@@ -97,6 +98,13 @@ func TestServeWarmsUpBeforeReady(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), `"utt":1`) {
 		t.Errorf("stdout %q: want the utterance's result", stdout.String())
+	}
+
+	// Without a supervisor waiting for its readiness (yaz-mcp's decoder of
+	// one file) there is nothing to warm up for.
+	out, stderr, code := runMain(frames, "serve", "-m", model, "-t", "2", "--device", "cpu", "--no-vad-gate", "--vad", "energy")
+	if code != 0 || !strings.Contains(out, `"utt":1`) || strings.Contains(stderr, "warmed up") {
+		t.Errorf("serve without YAZ_READY_FD: exit %d, stdout %q, stderr %q; want the result and no warm-up", code, out, stderr)
 	}
 }
 
