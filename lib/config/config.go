@@ -95,7 +95,8 @@ type Decode struct {
 	// BeamSize is 1 for greedy decoding, more for beam search of that width.
 	BeamSize int `toml:"beam_size"`
 	// Device is where the model runs: "auto", "cpu", "gpu" or "gpu:N"
-	// (yaz-decode --device).
+	// (yaz-decode --device; "gpu" is a hardware GPU, else the CPU with a
+	// warning).
 	Device string `toml:"device"`
 }
 

@@ -51,6 +51,7 @@ prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
 # Where the model runs: "auto" (the best real GPU, else the CPU), "cpu", "gpu"
+# (the best real GPU; without one, the CPU with a warning in yazsesd status)
 # or "gpu:N" (N from yaz-decode devices).
 device = "auto"
 
