@@ -70,16 +70,25 @@ global._yazsesConsent.answer = %[3]q;
 'answerer'
 `
 
+// Answer is how the shell answers the consent window.
+type Answer string
+
+// Answers.
+const (
+	// Share shares the keyboard (and the clipboard, when asked for: its
+	// switch is on at first). There is no answer that turns the
+	// clipboard's switch off: its mnemonic, C, is also Cancel's, and
+	// Alt+C only moves the focus between them.
+	Share Answer = "accept"
+	// Decline presses Escape: the window's Cancel.
+	Decline Answer = "decline"
+)
+
 // AnswerConsent makes the shell answer every RemoteDesktop consent window
-// from now on, as a person would through the keyboard: accept (share) or
-// decline. Nothing of the portal or its backend is replaced: the real
-// xdg-desktop-portal-gnome shows its window, and the keys go to it
-// through the compositor.
-func (d *Desk) AnswerConsent(ctx context.Context, accept bool) error {
-	answer := "decline"
-	if accept {
-		answer = "accept"
-	}
+// from now on, as a person would through the keyboard. Nothing of the
+// portal or its backend is replaced: the real xdg-desktop-portal-gnome
+// shows its window, and the keys go to it through the compositor.
+func (d *Desk) AnswerConsent(ctx context.Context, answer Answer) error {
 	if _, err := d.Eval(ctx, fmt.Sprintf(consentJS, ConsentTitle, ReactionTime.Milliseconds(), answer)); err != nil {
 		return fmt.Errorf("install the consent answerer: %w", err)
 	}

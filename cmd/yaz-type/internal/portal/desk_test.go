@@ -27,12 +27,12 @@ const outside = "Grüße — ψυχή kostet 5 € 😀 fertig"
 // exit 3 (pasted: the field's fetch is seen, not what it shows), in GTK 4
 // and GTK 3; the second and later sessions with the kept restore token
 // start without a window; a declined window is exit 7 with the cause
-// (no_route, refused), at once, with nothing typed.
+// (unavailable, and the refusal in words), at once, with nothing typed.
 func TestProgramOnGNOME(t *testing.T) {
 	prog := testbin.Program(t, "yaz-type")
 	d := testdesk.Start(t)
 	ctx := testwait.Context(t)
-	if err := d.AnswerConsent(ctx, true); err != nil {
+	if err := d.AnswerConsent(ctx, testdesk.Share); err != nil {
 		t.Fatal(err)
 	}
 	// yaz-type runs in the desk, as a program of the session does: the
@@ -106,13 +106,13 @@ func TestProgramOnGNOME(t *testing.T) {
 	}
 
 	// Declined: a state folder with no token, so the window shows.
-	if err := d.AnswerConsent(ctx, false); err != nil {
+	if err := d.AnswerConsent(ctx, testdesk.Decline); err != nil {
 		t.Fatal(err)
 	}
 	before := windows(t)
 	code, stderr := run(t, filepath.Join(d.Runtime, "fresh"), "abgelehnt")
-	if code != 7 || !strings.Contains(stderr, "no_route") || !strings.Contains(stderr, "refused") {
-		t.Errorf("yaz-type -b portal with the window declined: exit %d, want 7 saying no_route and refused", code)
+	if code != 7 || !strings.Contains(stderr, "(unavailable)") || !strings.Contains(stderr, "refused") {
+		t.Errorf("yaz-type -b portal with the window declined: exit %d, want 7 saying unavailable and refused", code)
 	}
 	if n := windows(t); n != before+1 {
 		t.Errorf("%d consent windows answered, want %d", n, before+1)

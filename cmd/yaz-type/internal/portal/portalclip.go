@@ -32,8 +32,9 @@ var textTypes = []string{"text/plain;charset=utf-8", "UTF8_STRING", "text/plain"
 // transfer is one SelectionTransfer: a window pastes what the session
 // offers, and waits for it on the pipe SelectionWrite returns.
 type transfer struct {
-	handle dbus.ObjectPath
-	serial uint32
+	handle   dbus.ObjectPath
+	mimeType string
+	serial   uint32
 }
 
 // requestClipboard asks for the session's clipboard (RequestClipboard,
@@ -61,6 +62,7 @@ func (s *session) onTransfer(sig *dbus.Signal) {
 		return
 	}
 	tr.handle, _ = sig.Body[0].(dbus.ObjectPath)
+	tr.mimeType, _ = sig.Body[1].(string)
 	tr.serial, _ = sig.Body[2].(uint32)
 	select {
 	case s.transfers <- tr:
@@ -144,6 +146,7 @@ func (s *session) serveTransfer(tr transfer) {
 	if err := conn.Call(ctx, clipIface+".SelectionWriteDone", handle, tr.serial, ok); err != nil {
 		s.o.Log.Debug("portal: SelectionWriteDone", "err", err)
 	}
+	s.o.Log.Debug("portal: clipboard fetched", "type", tr.mimeType, "bytes", len(data), "ok", ok)
 	if ok {
 		s.mu.Lock()
 		s.fetches++
@@ -207,54 +210,60 @@ func (s *session) offer(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectP
 
 // pastePortal pastes text through the session's own clipboard: the text
 // is offered on the clipboard, Ctrl+V is pressed through the session's
-// keyboard, and the window's fetch (a SelectionTransfer the route
-// answers) is awaited for backend.PasteWait; then the clipboard gets
-// back what it held as text (or no owner). A window that fetched it has
-// the text, whether its field shows it cannot be seen: ErrPasted. One
-// that fetched nothing: ErrNotPasted (nothing arrived; another backend
-// may type it).
+// keyboard, and the route serves every fetch (a SelectionTransfer) while
+// it waits; then the clipboard gets back what it held as text, or an
+// empty text when it held none.
+//
+// Who fetched cannot be told: mutter's own clipboard manager fetches a
+// copy of every new text owner's offer at once (to keep it when the
+// owner goes), then the window fetches after the chord, each a transfer
+// of its own, in that order (mutter handles SetSelection before the
+// keys). So the route waits for two fetches, or backend.PasteWait when
+// only one comes (a text too long for the manager to keep), then
+// RestoreDelay more: the window reads the text from mutter after the
+// route wrote it, and a clipboard given up before then left a GTK 3
+// field without the text (seen on the desk). One fetch or more:
+// ErrPasted (whether the window shows it cannot be seen). None:
+// ErrNotPasted (nothing arrived; another backend may type it).
 func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
 	if km != nil && (!km.everywhere(ksControl, 0) || !km.everywhere(ksV, 0)) {
 		return fmt.Errorf("portal: the keymap has no Control_L or v to paste with: %w", backend.ErrUnavailable)
 	}
 	prev, had := s.clipboardText(ctx, conn, handle)
-	s.mu.Lock()
-	before := s.fetches
-	s.mu.Unlock()
-	fetched := func() bool {
+	count := func() uint64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.fetches > before
+		return s.fetches
 	}
+	// waitFetches waits until n fetches after base were served, or d.
+	waitFetches := func(base, n uint64, d time.Duration) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		for {
+			changed := s.fetched.C()
+			if count()-base >= n {
+				return
+			}
+			select {
+			case <-changed:
+			case <-t.C:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	before := count()
 	if err := s.offer(ctx, conn, handle, []byte(text), true); err != nil {
 		return fmt.Errorf("portal: offer the text on the clipboard: %w: %w", backend.ErrUnavailable, err)
 	}
 	start := time.Now()
 	chord := r.chord(ctx, conn, handle, ksControl, ksV)
 	if chord == nil {
-		t := time.NewTimer(backend.PasteWait)
-	wait:
-		for {
-			changed := s.fetched.C()
-			if fetched() {
-				break
-			}
-			select {
-			case <-changed:
-			case <-t.C:
-				break wait
-			case <-ctx.Done():
-				break wait
-			}
-		}
-		t.Stop()
+		waitFetches(before, 2, backend.PasteWait)
 	}
-	took := time.Since(start)
-	if fetched() {
-		// The text is in the pipe, and mutter copies it on to the window
-		// after: giving the clipboard up before then cancels the copy
-		// (seen on the desk: fetched, and the field showed nothing).
-		// Nothing tells when the window has read it all.
+	took, fetches := time.Since(start), count()-before
+	if fetches > 0 {
 		t := time.NewTimer(r.o.RestoreDelay)
 		select {
 		case <-t.C:
@@ -262,19 +271,26 @@ func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, han
 			t.Stop()
 		}
 	}
+	// Back: what the clipboard held as text, or an empty text (given up
+	// instead, the clipboard manager would keep the dictated text). The
+	// manager fetches it at once: served before this returns, so that a
+	// program that ends now leaves it there.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
 	defer cancel()
-	if err := s.offer(rctx, conn, handle, prev, had); err != nil {
+	restoreAt := count()
+	if err := s.offer(rctx, conn, handle, prev, true); err != nil {
 		r.o.Log.Warn("portal: the clipboard was not put back", "err", err)
+	} else {
+		waitFetches(restoreAt, 1, r.o.RestoreDelay)
 	}
+	r.o.Log.Debug("portal: pasted through the portal's clipboard", "fetches", fetches, "took", took, "restored", had)
 	switch {
 	case chord != nil:
 		return chord
-	case fetched():
-		r.o.Log.Debug("portal: pasted through the portal's clipboard", "fetched_after", took, "restored", had)
+	case fetches > 0:
 		return fmt.Errorf("portal: %w", backend.ErrPasted)
 	case ctx.Err() != nil:
 		return fmt.Errorf("portal: paste: %w: %w", backend.ErrInterrupted, ctx.Err())
 	}
-	return fmt.Errorf("portal: no window fetched the paste within %v: %w", backend.PasteWait, backend.ErrNotPasted)
+	return fmt.Errorf("portal: nothing fetched the paste within %v: %w", backend.PasteWait, backend.ErrNotPasted)
 }

@@ -99,6 +99,7 @@ type session struct {
 	// the desktop gave it; what the session offers on it (serving, while
 	// owning); fetches counts the windows that fetched it.
 	clip      bool
+	clipAsked bool // the portal has a clipboard: it was asked for
 	otherText bool // another window owns the clipboard, with text
 	serving   []byte
 	owning    bool
@@ -297,7 +298,7 @@ func (s *session) establish() error {
 	ctx := s.ctx
 	s.set(StateStarting, "", "")
 	s.mu.Lock()
-	s.clip, s.serving, s.owning, s.otherText = false, nil, false, false
+	s.clip, s.clipAsked, s.serving, s.owning, s.otherText = false, false, nil, false, false
 	s.mu.Unlock()
 	conn, err := s.dial()
 	if err != nil {
@@ -383,7 +384,7 @@ func (s *session) establish() error {
 	}
 	enabled, _ := res["clipboard_enabled"].Value().(bool)
 	s.mu.Lock()
-	s.clip = clip && enabled
+	s.clip, s.clipAsked = clip && enabled, clip
 	s.mu.Unlock()
 	s.o.Log.Debug("portal: clipboard", "requested", clip, "enabled", enabled)
 	consent := consentEachStart
@@ -627,7 +628,7 @@ func (r *Route) Type(ctx context.Context, typed untrusted.TypedText) error {
 		if why == "" {
 			why = "the remote-desktop session is not started yet"
 		}
-		return fmt.Errorf("portal: %s: %w", why, backend.ErrNoRoute)
+		return fmt.Errorf("portal: %s: %w", why, backend.ErrUnavailable)
 	}
 	start := time.Now()
 	km, kerr := r.keymap(ctx)
@@ -644,10 +645,16 @@ func (r *Route) Type(ctx context.Context, typed untrusted.TypedText) error {
 		r.o.Log.Debug("portal: Caps Lock is on and the keymap has no Caps_Lock key to turn it off: the text is pasted")
 	}
 	s.mu.Lock()
-	clip := s.clip
+	clip, asked := s.clip, s.clipAsked
 	s.mu.Unlock()
-	if clip {
+	switch {
+	case clip:
 		return r.pastePortal(ctx, s, conn, handle, km, text)
+	case asked:
+		// A desktop whose portal has a clipboard (GNOME) need not offer
+		// one to other clients (GNOME has no data control): the text is
+		// left to the next route (IBus), typed by none here.
+		return fmt.Errorf("portal: the desktop gave the session no clipboard (its dialog's clipboard switch was off) to paste what the keymap lacks: %w", backend.ErrUnavailable)
 	}
 	return r.paste(ctx, conn, handle, km, text)
 }
