@@ -112,3 +112,30 @@ func (d *Desk) ConsentWindows(ctx context.Context) (int, string, error) {
 	}
 	return n, titles, nil
 }
+
+// SetClipboard makes the shell the clipboard's owner with text, as a
+// person's copy in some window would.
+func (d *Desk) SetClipboard(ctx context.Context, text string) error {
+	js := fmt.Sprintf("const St = imports.gi.St; St.Clipboard.get_default().set_text(St.ClipboardType.CLIPBOARD, %s); 'set'", strconv.Quote(text))
+	if _, err := d.Eval(ctx, js); err != nil {
+		return fmt.Errorf("set the clipboard: %w", err)
+	}
+	return nil
+}
+
+// Chord presses the keys named (Clutter.KEY_<name>: "Control_L", "v")
+// together on the seat's virtual keyboard and releases them, into the
+// window that has the focus.
+func (d *Desk) Chord(ctx context.Context, keys ...string) error {
+	js := "const Clutter = imports.gi.Clutter; const GLib = imports.gi.GLib; const kb = global._yazsesKeyboard; let t = GLib.get_monotonic_time();"
+	for _, k := range keys {
+		js += fmt.Sprintf("kb.notify_keyval(t++, Clutter.KEY_%s, Clutter.KeyState.PRESSED);", k)
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		js += fmt.Sprintf("kb.notify_keyval(t++, Clutter.KEY_%s, Clutter.KeyState.RELEASED);", keys[i])
+	}
+	if _, err := d.Eval(ctx, js+"'pressed'"); err != nil {
+		return fmt.Errorf("press %v: %w", keys, err)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package portal
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,50 @@ func TestProgramOnGNOME(t *testing.T) {
 		t.Errorf("%d consent windows for four sessions with a kept token, want 1", n)
 	}
 
+	// A copy made while a session lives (as the daemon's does) is put
+	// back after its next paste, and stays after yaz-type has ended:
+	// Ctrl+V pastes it. (A copy made before the session started is not
+	// known to it: see pastePortal.)
+	const copied = "vorher kopiert"
+	cmd := d.Command(t, inside, "-b", "portal", "--log-level", "debug", "--state-dir", state)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := &testwait.Buffer{}
+	cmd.Stderr = lines
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "eins\n"); err != nil {
+		t.Fatal(err)
+	}
+	want := outside + ascii + "eins"
+	f3.WaitText(t, want)
+	if err := d.SetClipboard(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	if err := testwait.Until(ctx, func() bool { return strings.Contains(lines.String(), "clipboard's owner changed\" text=true") }, lines); err != nil {
+		t.Fatalf("the session never heard of the copy: %v\n%s", err, lines.String())
+	}
+	if _, err := io.WriteString(stdin, outside+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	t.Logf("yaz-type stderr:\n%s", lines.String())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("yaz-type -b portal, two lines: %v, want exit 3 (the second pasted)", err)
+	}
+	want += " " + outside
+	f3.WaitText(t, want)
+	if err := d.Chord(ctx, "Control_L", "v"); err != nil {
+		t.Fatal(err)
+	}
+	want += copied
+	f3.WaitText(t, want)
+
 	// Declined: a state folder with no token, so the window shows.
 	if err := d.AnswerConsent(ctx, testdesk.Decline); err != nil {
 		t.Fatal(err)
@@ -117,8 +162,8 @@ func TestProgramOnGNOME(t *testing.T) {
 	if n := windows(t); n != before+1 {
 		t.Errorf("%d consent windows answered, want %d", n, before+1)
 	}
-	if got := f3.Text(); got != outside+ascii {
-		t.Errorf("the field holds %q after the declined window, want %q", got, outside+ascii)
+	if got := f3.Text(); got != want {
+		t.Errorf("the field holds %q after the declined window, want %q", got, want)
 	}
 }
 

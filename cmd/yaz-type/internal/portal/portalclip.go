@@ -81,7 +81,7 @@ func (s *session) onOwner(sig *dbus.Signal) {
 	}
 	handle, _ := sig.Body[0].(dbus.ObjectPath)
 	opts, _ := sig.Body[1].(map[string]dbus.Variant)
-	types, _ := opts["mime_types"].Value().([]string)
+	types := mimeTypes(opts["mime_types"].Value())
 	own, _ := opts["session_is_owner"].Value().(bool)
 	text := false
 	for _, t := range types {
@@ -94,10 +94,28 @@ func (s *session) onOwner(sig *dbus.Signal) {
 	if handle != s.handle {
 		return
 	}
+	s.o.Log.Debug("portal: the clipboard's owner changed", "text", text, "session_is_owner", own, "types", len(types))
 	s.otherText = !own && text
 	if !own {
 		s.serving, s.owning = nil, false
 	}
+}
+
+// mimeTypes are the types of a SelectionOwnerChanged: an array of
+// strings as the portal's documentation has it, or that array in a
+// structure, as xdg-desktop-portal-gnome 48 sends it ("(as)", seen on
+// the desk).
+func mimeTypes(v any) []string {
+	switch t := v.(type) {
+	case []string:
+		return t
+	case []any:
+		if len(t) == 1 {
+			s, _ := t[0].([]string)
+			return s
+		}
+	}
+	return nil
 }
 
 // serveTransfers writes what the session offers on the clipboard to each
@@ -211,18 +229,25 @@ func (s *session) offer(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectP
 // pastePortal pastes text through the session's own clipboard: the text
 // is offered on the clipboard, Ctrl+V is pressed through the session's
 // keyboard, and the route serves every fetch (a SelectionTransfer) while
-// it waits; then the clipboard gets back what it held as text, or an
-// empty text when it held none.
+// it waits; then the clipboard gets back the text it held, where the
+// route knows it.
+//
+// Where it does not, the pasted text stays on the clipboard: the route
+// learns the owner from SelectionOwnerChanged (mutter sends the current
+// one as the session's clipboard is enabled, and each change after), and
+// reads the owner's text only when that said there is one: a
+// SelectionRead with no owner makes xdg-desktop-portal-gnome 48 exit
+// (seen on the desk: NoReply, then a new backend without the session),
+// ending every session of the desktop. An empty offer instead would
+// throw away what the person had copied, where the signal came late.
 //
 // Who fetched cannot be told: mutter's own clipboard manager fetches a
 // copy of every new text owner's offer at once (to keep it when the
 // owner goes), then the window fetches after the chord, each a transfer
 // of its own, in that order (mutter handles SetSelection before the
 // keys). So the route waits for two fetches, or backend.PasteWait when
-// only one comes (a text too long for the manager to keep), then
-// RestoreDelay more: the window reads the text from mutter after the
-// route wrote it, and a clipboard given up before then left a GTK 3
-// field without the text (seen on the desk). One fetch or more:
+// only one comes (a text too long for the manager to keep). One fetch or
+// more:
 // ErrPasted (whether the window shows it cannot be seen). None:
 // ErrNotPasted (nothing arrived; another backend may type it).
 func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
@@ -263,25 +288,27 @@ func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, han
 		waitFetches(before, 2, backend.PasteWait)
 	}
 	took, fetches := time.Since(start), count()-before
-	if fetches > 0 {
+	if had {
+		// The window reads the text from mutter after the route wrote
+		// it; a new offer before it has read it all cuts the paste
+		// short (seen on the desk with a GTK 3 field).
 		t := time.NewTimer(r.o.RestoreDelay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
-	}
-	// Back: what the clipboard held as text, or an empty text (given up
-	// instead, the clipboard manager would keep the dictated text). The
-	// manager fetches it at once: served before this returns, so that a
-	// program that ends now leaves it there.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
-	defer cancel()
-	restoreAt := count()
-	if err := s.offer(rctx, conn, handle, prev, true); err != nil {
-		r.o.Log.Warn("portal: the clipboard was not put back", "err", err)
-	} else {
-		waitFetches(restoreAt, 1, r.o.RestoreDelay)
+		// Back: what the clipboard held. mutter's clipboard manager
+		// fetches it at once: served before this returns, so that a
+		// program that ends now leaves it there.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
+		restoreAt := count()
+		if err := s.offer(rctx, conn, handle, prev, true); err != nil {
+			r.o.Log.Warn("portal: the clipboard was not put back", "err", err)
+		} else {
+			waitFetches(restoreAt, 1, r.o.RestoreDelay)
+		}
+		cancel()
 	}
 	r.o.Log.Debug("portal: pasted through the portal's clipboard", "fetches", fetches, "took", took, "restored", had)
 	switch {
