@@ -292,12 +292,7 @@ func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, han
 		// The window reads the text from mutter after the route wrote
 		// it; a new offer before it has read it all cuts the paste
 		// short (seen on the desk with a GTK 3 field).
-		t := time.NewTimer(r.o.RestoreDelay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		wait(ctx, r.o.RestoreDelay)
 		// Back: what the clipboard held. mutter's clipboard manager
 		// fetches it at once: served before this returns, so that a
 		// program that ends now leaves it there.
@@ -320,4 +315,14 @@ func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, han
 		return fmt.Errorf("portal: paste: %w: %w", backend.ErrInterrupted, ctx.Err())
 	}
 	return fmt.Errorf("portal: nothing fetched the paste within %v: %w", backend.PasteWait, backend.ErrNotPasted)
+}
+
+// wait returns after d, or when ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

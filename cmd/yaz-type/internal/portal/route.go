@@ -737,12 +737,7 @@ func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPat
 	chord := r.chord(ctx, conn, handle, ksShiftL, ksInsert)
 	if chord == nil {
 		// The window fetches the text after it sees the chord.
-		t := time.NewTimer(r.o.RestoreDelay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		wait(ctx, r.o.RestoreDelay)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
 	defer cancel()
