@@ -2,6 +2,7 @@ package portal
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/yazses/yazses/internal/testbin"
 	"github.com/yazses/yazses/internal/testdesk"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/typewire"
 )
 
 // outside has what a US layout (the desk's) has no key for: a letter
@@ -174,4 +176,104 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o755)
+}
+
+// TestServeOnGNOME runs `yaz-type --serve -b portal`, the daemon's typing
+// child, on the real GNOME desk: the consent notification comes before
+// the window, the one session it keeps types ASCII (typed) and pastes a
+// text with characters outside the layout (pasted) exactly into a GTK 4
+// field, and, while it lives, serves the clipboard itself: a text copied
+// after its start is put back after its paste, and Ctrl+V in the field
+// then pastes the copy (served by the session).
+func TestServeOnGNOME(t *testing.T) {
+	prog := testbin.Program(t, "yaz-type")
+	d := testdesk.Start(t)
+	ctx := testwait.Context(t)
+	if err := d.AnswerConsent(ctx, testdesk.Share); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(d.Runtime, "yaz-type")
+	if err := copyFile(prog, inside); err != nil {
+		t.Fatal(err)
+	}
+	f := d.Field(t, testdesk.FieldOptions{GTK: 4})
+	cmd := d.Command(t, inside, "--serve", "-b", "portal", "--log-level", "debug", "--state-dir", filepath.Join(d.Runtime, "state"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testwait.Buffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan typewire.Event, 16)
+	go func() {
+		defer close(events)
+		dec := json.NewDecoder(stdout)
+		for {
+			var ev typewire.Event
+			if err := dec.Decode(&ev); err != nil {
+				return
+			}
+			events <- ev
+		}
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		for range events {
+		}
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("yaz-type --serve stderr:\n%s", logs.String())
+		}
+	})
+	if ev := testwait.Recv(t, events, "the consent notification"); ev.Notify != NotifyConsent {
+		t.Fatalf("first event %+v, want the %q notification", ev, NotifyConsent)
+	}
+	logged := func(what string) {
+		t.Helper()
+		if err := testwait.Until(ctx, func() bool { return strings.Contains(logs.String(), what) }, logs); err != nil {
+			t.Fatalf("waiting for %q in the log: %v", what, err)
+		}
+	}
+	logged("state=ready")
+	enc := json.NewEncoder(stdin)
+	send := func(id, text string) typewire.Event {
+		t.Helper()
+		if err := enc.Encode(typewire.Request{ID: id, Op: typewire.OpType, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		ev := testwait.Recv(t, events, "the outcome of "+id)
+		if ev.ID != id {
+			t.Fatalf("event %+v, want the outcome of %s", ev, id)
+		}
+		return ev
+	}
+	const ascii = "Hello, world: 1+2=3 (ok)"
+	if ev := send("1", ascii); ev.Outcome != typewire.OutcomeTyped {
+		t.Fatalf("outcome %+v, want typed", ev)
+	}
+	f.WaitText(t, ascii)
+	if ev := send("2", outside); ev.Outcome != typewire.OutcomePasted {
+		t.Fatalf("outcome %+v, want pasted", ev)
+	}
+	f.WaitText(t, ascii+outside)
+	const copied = "vorher kopiert"
+	if err := d.SetClipboard(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	logged("clipboard's owner changed\" text=true session_is_owner=false")
+	if ev := send("3", outside); ev.Outcome != typewire.OutcomePasted {
+		t.Fatalf("outcome %+v, want pasted", ev)
+	}
+	f.WaitText(t, ascii+outside+outside)
+	if err := d.Chord(ctx, "Control_L", "v"); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitText(t, ascii+outside+outside+copied)
 }
