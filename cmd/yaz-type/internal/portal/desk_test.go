@@ -34,6 +34,7 @@ const outside = "Grüße — ψυχή kostet 5 € 😀 fertig"
 func TestProgramOnGNOME(t *testing.T) {
 	prog := testbin.Program(t, "yaz-type")
 	d := testdesk.Start(t)
+	d.InstallEntry(t) // as make install does: the portal knows who asks
 	ctx := testwait.Context(t)
 	if err := d.AnswerConsent(ctx, testdesk.Share); err != nil {
 		t.Fatal(err)
@@ -56,6 +57,9 @@ func TestProgramOnGNOME(t *testing.T) {
 		cmd.Stderr = &stderr
 		err := cmd.Run()
 		t.Logf("yaz-type stderr:\n%s", stderr.String())
+		if strings.Contains(stderr.String(), "did not take YazSes's application id") {
+			t.Errorf("the portal did not take the application id:\n%s", stderr.String())
+		}
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
@@ -188,6 +192,7 @@ func copyFile(src, dst string) error {
 func TestServeOnGNOME(t *testing.T) {
 	prog := testbin.Program(t, "yaz-type")
 	d := testdesk.Start(t)
+	d.InstallEntry(t) // as make install does: the portal knows who asks
 	ctx := testwait.Context(t)
 	if err := d.AnswerConsent(ctx, testdesk.Share); err != nil {
 		t.Fatal(err)
