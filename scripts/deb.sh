@@ -78,7 +78,7 @@ doc=$root/usr/share/doc/yazses
 install -d "$doc"
 gzip -9nc CHANGELOG.md > "$doc/changelog.gz"
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
-printf 'yazses (%s) unstable; urgency=medium\n\n  * Built from YazSes %s; see changelog.gz for what changed.\n\n -- The YazSes developers <yazses@users.noreply.github.com>  %s\n' \
+printf 'yazses (%s) unstable; urgency=medium\n\n  * Built from YazSes %s.\n  * What changed for users is in changelog.gz.\n\n -- The YazSes developers <yazses@users.noreply.github.com>  %s\n' \
   "$version" "$VERSION" "$date" | gzip -9n > "$doc/changelog.Debian.gz"
 scripts/deb-copyright.sh "$BIN" > "$doc/copyright"
 
