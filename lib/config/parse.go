@@ -267,6 +267,9 @@ func (d *decoder) expand(c *Config) {
 	one("decode.model", &c.Decode.Model)
 	one("vad.model", &c.VAD.Model)
 	one("hotkey.device", &c.Hotkey.Device)
+	if pp := c.Dictation.PostProcess; len(pp) > 0 {
+		one(indexKey("dictation.post_process", 0), &pp[0])
+	}
 	for _, ch := range c.Children.list() {
 		if len(*ch.argv) > 0 {
 			one(indexKey(ch.key, 0), &(*ch.argv)[0])
