@@ -271,13 +271,18 @@ func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
 // result (package dictation), typed with the injector, and keeps its
 // text for `last`.
 func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
+	cfg := d.config().Dictation
 	res, text := dictation.Finish(d.typeCtx, dictation.Env{
 		Typer:     d.injector(),
 		Decoder:   d.decode,
-		Replace:   d.config().Dictation.Replace,
-		Separator: d.config().Dictation.Separator,
-		Report:    dictationReport{d},
-		Log:       d.log,
+		Replace:   cfg.Replace,
+		Separator: cfg.Separator,
+		PostProcess: dictation.PostProcess{
+			Argv:    cfg.PostProcess,
+			Timeout: time.Duration(cfg.PostProcessTimeoutMs) * time.Millisecond,
+		},
+		Report: dictationReport{d},
+		Log:    d.log,
 	}, r)
 	if text != "" {
 		d.state.mu.Lock()
