@@ -13,6 +13,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/tts"
 )
 
 // Mic is the daemon's end of yaz-capture. In on-demand mode the child runs
@@ -48,6 +49,33 @@ type Listener struct {
 	failed  chan struct{} // capacity 1: the child failed (Failed)
 	dropped int
 	told    bool // a nil chunk (the stream's end) was sent to it
+	// quiet, until it closes or quietEnd, turns the audio into silence
+	// of the same length (Mic.Quiet); nil when not quieted.
+	quiet    <-chan tts.Event
+	quietEnd time.Time
+}
+
+// quieted reports whether audio that comes now is to be silence.
+func (l *Listener) quieted(now time.Time) bool {
+	if l.quiet == nil {
+		return false
+	}
+	for {
+		select {
+		case _, ok := <-l.quiet:
+			if ok {
+				continue // started: not played out yet
+			}
+			l.quiet = nil // played out, or failed
+			return false
+		default:
+		}
+		if now.Before(l.quietEnd) {
+			return true
+		}
+		l.quiet = nil
+		return false
+	}
 }
 
 // Audio delivers the microphone's audio as it arrives; a nil chunk means
@@ -160,9 +188,18 @@ func (m *Mic) deliver(b []byte, start int) {
 	if m.ring != nil {
 		m.ring.write(s)
 	}
+	var zeros []int16
+	now := time.Now()
 	for l := range m.subs {
+		ls := s
+		if l.quieted(now) {
+			if zeros == nil {
+				zeros = make([]int16, len(s))
+			}
+			ls = zeros
+		}
 		select {
-		case l.ch <- s:
+		case l.ch <- ls:
 		default:
 			l.dropped += len(s)
 		}
@@ -277,6 +314,17 @@ func (m *Mic) want() {
 	case m.wanted <- struct{}{}:
 	default: // asked already
 	}
+}
+
+// Quiet turns the audio l gets from now on into silence of the same
+// length until sound's channel closes (a cue played out: Speaker.Cue) or
+// max has passed, whichever comes first: a hold does not hear its own
+// start cue. What l was given before (the pre-roll) is kept. Quiet reads
+// sound's events; nobody else may.
+func (m *Mic) Quiet(l *Listener, sound <-chan tts.Event, max time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l.quiet, l.quietEnd = sound, time.Now().Add(max)
 }
 
 // Listen adds a listener; with preRoll the ring's audio comes first. The
