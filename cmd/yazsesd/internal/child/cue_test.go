@@ -76,7 +76,7 @@ func TestMicQuiet(t *testing.T) {
 	l := m.Listen(false)
 	defer m.Unlisten(l)
 	cue := make(chan tts.Event, 3)
-	m.Quiet(l, cue, time.Hour)
+	m.Quiet(l, cue, 0, time.Hour)
 	cue <- tts.Event{Event: tts.EventStarted}
 
 	read := func(what string) []int16 {
@@ -105,8 +105,15 @@ func TestMicQuiet(t *testing.T) {
 		t.Errorf("audio after the cue was changed")
 	}
 
-	bounded := &Listener{quiet: make(chan tts.Event), quietEnd: time.Now()}
-	if bounded.quieted(time.Now().Add(time.Millisecond)) {
+	now := time.Now()
+	bounded := &Listener{quiet: true, sound: make(chan tts.Event), quietEnd: now}
+	if bounded.quieted(now.Add(time.Millisecond)) {
 		t.Errorf("a listener past its quiet's bound is still quieted")
+	}
+	played := make(chan tts.Event)
+	close(played)
+	after := &Listener{quiet: true, sound: played, quietAfter: time.Second, quietEnd: now.Add(time.Hour)}
+	if !after.quieted(now) || !after.quieted(now.Add(999*time.Millisecond)) || after.quieted(now.Add(time.Second)) {
+		t.Errorf("a listener whose cue was played out is not quieted for exactly its after")
 	}
 }

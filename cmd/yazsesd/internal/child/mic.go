@@ -49,33 +49,40 @@ type Listener struct {
 	failed  chan struct{} // capacity 1: the child failed (Failed)
 	dropped int
 	told    bool // a nil chunk (the stream's end) was sent to it
-	// quiet, until it closes or quietEnd, turns the audio into silence
-	// of the same length (Mic.Quiet); nil when not quieted.
-	quiet    <-chan tts.Event
-	quietEnd time.Time
+	// quiet: the audio is silence of the same length until quietEnd,
+	// which comes sooner, quietAfter after sound closes (Mic.Quiet).
+	quiet      bool
+	sound      <-chan tts.Event // nil once closed
+	quietEnd   time.Time
+	quietAfter time.Duration
 }
 
 // quieted reports whether audio that comes now is to be silence.
 func (l *Listener) quieted(now time.Time) bool {
-	if l.quiet == nil {
+	if !l.quiet {
 		return false
 	}
-	for {
+	for l.sound != nil {
 		select {
-		case _, ok := <-l.quiet:
+		case _, ok := <-l.sound:
 			if ok {
 				continue // started: not played out yet
 			}
-			l.quiet = nil // played out, or failed
-			return false
+			// Played out (or failed): what the microphone delivers for a
+			// while yet was recorded while it played.
+			l.sound = nil
+			if end := now.Add(l.quietAfter); end.Before(l.quietEnd) {
+				l.quietEnd = end
+			}
 		default:
 		}
-		if now.Before(l.quietEnd) {
-			return true
-		}
-		l.quiet = nil
-		return false
+		break
 	}
+	if now.Before(l.quietEnd) {
+		return true
+	}
+	l.quiet, l.sound = false, nil
+	return false
 }
 
 // Audio delivers the microphone's audio as it arrives; a nil chunk means
@@ -317,14 +324,16 @@ func (m *Mic) want() {
 }
 
 // Quiet turns the audio l gets from now on into silence of the same
-// length until sound's channel closes (a cue played out: Speaker.Cue) or
-// max has passed, whichever comes first: a hold does not hear its own
-// start cue. What l was given before (the pre-roll) is kept. Quiet reads
-// sound's events; nobody else may.
-func (m *Mic) Quiet(l *Listener, sound <-chan tts.Event, max time.Duration) {
+// length, so that a hold does not hear its own start cue: until after has
+// passed since sound's channel closed (the cue played out: Speaker.Cue;
+// after covers the microphone's own latency, the sound played before it
+// reaches the daemon) or max since now, whichever comes first. What l
+// was given before (the pre-roll) is kept. Quiet reads sound's events;
+// nobody else may.
+func (m *Mic) Quiet(l *Listener, sound <-chan tts.Event, after, max time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l.quiet, l.quietEnd = sound, time.Now().Add(max)
+	l.quiet, l.sound, l.quietAfter, l.quietEnd = true, sound, after, time.Now().Add(max)
 }
 
 // Listen adds a listener; with preRoll the ring's audio comes first. The

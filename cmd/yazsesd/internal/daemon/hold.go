@@ -149,9 +149,18 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
 }
 
-// cueQuiet bounds the silence a hold's start cue makes of the hold's
-// audio when the speaker does not say that the cue was played out.
-const cueQuiet = 500 * time.Millisecond
+// The silence a hold's start cue makes of the hold's audio (child.Mic.
+// Quiet): until cueAfter after the speaker played it out (what the
+// microphone delivers a little after was recorded while it played), and
+// never longer than cueQuiet from the start. "Played out" is the device's
+// word, and a sound server may start a stream late (an idle PulseAudio
+// null sink plays it about 1.9 s after it was handed over): the quiet
+// follows the cue, not a guess of its length. The cue says "speak now":
+// a person speaks after hearing it, and what they say then is kept.
+const (
+	cueAfter = 250 * time.Millisecond
+	cueQuiet = 3 * time.Second
+)
 
 // cue plays a sound cue (dictation.cues) unless the speaker is saying
 // something or is down; a start cue quiets the hold's listener l until it
@@ -163,7 +172,7 @@ func (d *Daemon) cue(name string, l *child.Listener) {
 		return
 	}
 	if l != nil {
-		d.mic.Quiet(l, events, cueQuiet)
+		d.mic.Quiet(l, events, cueAfter, cueQuiet)
 	}
 }
 
