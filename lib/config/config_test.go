@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -675,5 +676,23 @@ func TestKeys(t *testing.T) {
 		if !found {
 			t.Errorf("Keys() lacks %s", k)
 		}
+	}
+}
+
+// TestPostProcessNotWithLive: dictation.post_process and dictation.live
+// (typing pieces while the key is held) are refused together. In a tree
+// without the live key, the key is unknown, and the check is keyed on the
+// field's name so that it holds once the key exists.
+func TestPostProcessNotWithLive(t *testing.T) {
+	fixedEnv(t)
+	_, err := Parse([]byte("[dictation]\npost_process = [\"tr\", \"a-z\", \"A-Z\"]\nlive = true\n"), "config.toml")
+	if _, ok := reflect.TypeFor[Dictation]().FieldByName("Live"); !ok {
+		if err == nil || !strings.Contains(err.Error(), "dictation.live: unknown key") {
+			t.Errorf("Parse with dictation.live in a tree without it = %v, want an unknown key", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "dictation.post_process: is not combined with dictation.live") {
+		t.Errorf("Parse with post_process and live = %v, want them refused together", err)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -167,6 +168,9 @@ func validate(c Config) []problem {
 			}
 		}
 	}
+	if len(c.Dictation.PostProcess) > 0 && liveOn(c.Dictation) {
+		bad("dictation.post_process", "is not combined with dictation.live (live pieces are typed before the whole text exists, so no command could see it): set one of the two")
+	}
 	between("dictation.post_process_timeout_ms", int64(c.Dictation.PostProcessTimeoutMs), minPostProcessMs, maxPostProcessMs)
 
 	if !keyRE.MatchString(c.Hotkey.Key) {
@@ -198,6 +202,14 @@ func validate(c Config) []problem {
 		}
 	}
 	return ps
+}
+
+// liveOn reports whether dictation.live (typing pieces while the key is
+// held) is set: it is read by the field's name, so that this check holds
+// in a tree with or without that key.
+func liveOn(d Dictation) bool {
+	f := reflect.ValueOf(d).FieldByName("Live")
+	return f.IsValid() && !f.IsZero()
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
