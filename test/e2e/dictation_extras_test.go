@@ -218,3 +218,47 @@ func zeroRun(s []int16) [2]int {
 	}
 	return best
 }
+
+// TestDictationCueNotOverQuestion: with dictation.cues, a hold that
+// interrupts a question being spoken (barge-in) gets no start cue: the
+// speaker had the question in hand. What the sink played up to the hold's
+// end cue holds no start cue.
+func TestDictationCueNotOverQuestion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sink := privateSink(t)
+	ears := listenTo(t, ctx, sink+".monitor")
+	frames := filepath.Join(t.TempDir(), "frames.bin")
+	d := startDaemon(t, echoConfig(sink, 170, frames).With("dictation.cues", "true"), "YAZ_FAKE_TEXT=the cue test")
+	res := make(chan daemonapi.AskResult, 1)
+	go func() { res <- d.Ask(longQuestion, 60) }()
+	waitSpoken(d, 1)
+	// Heard: the question is playing (a sound server may start it late).
+	if !ears.waitFor(ctx, func(s []int16) bool { return loudWindow(s, 0, 0.01) >= 0 }) {
+		t.Fatalf("the question never reached the sink\n%s", d.LogTail(30))
+	}
+	c := d.Client()
+	if r, err := c.Hold(ctx, daemonapi.MethodHoldStart); err != nil || r.Hold != daemonapi.HoldHolding {
+		t.Fatalf("hold.start = %+v, %v", r, err)
+	}
+	if r := <-res; r.Reason != daemonapi.ReasonInterrupted {
+		t.Errorf("ask = %+v, want interrupted by the hold", r)
+	}
+	if _, err := c.Hold(ctx, daemonapi.MethodHoldCancel); err != nil {
+		t.Fatal(err)
+	}
+	// The end cue comes after the hold, from the same speaker, which
+	// plays its requests in order: once it is heard, a start cue sent
+	// at the hold's start would have been heard before it.
+	end := -1
+	if !ears.waitFor(ctx, func(s []int16) bool { end = findTone(s, 0, cueEndHz); return end >= 0 }) {
+		t.Fatalf("the end cue never reached the sink\n%s", d.LogTail(30))
+	}
+	ears.mu.Lock()
+	heard := append([]int16(nil), ears.samples[:end]...)
+	ears.mu.Unlock()
+	if i := findTone(heard, 0, cueStartHz); i >= 0 {
+		t.Errorf("a start cue played at %d ms, over or after the question it interrupted", i/16)
+	}
+}
