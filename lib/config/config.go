@@ -176,6 +176,17 @@ type Dictation struct {
 	// ends with whitespace), so that the next dictation into the same
 	// field does not run into it: spaces only ("" for none).
 	Separator string `toml:"separator"`
+	// Cues plays a short generated tone through the speaker child when a
+	// hold starts listening and when it stops (dictation.cues): the
+	// owner's opt-in, off by default.
+	Cues bool `toml:"cues"`
+	// PostProcess, when not empty, is a command (an argv, run without a
+	// shell) that each dictation's text goes through: the text on its
+	// stdin, the text to type from its stdout. Empty: none.
+	PostProcess []string `toml:"post_process"`
+	// PostProcessTimeoutMs bounds one run of PostProcess; past it the
+	// command's process group is killed and the text typed as it was.
+	PostProcessTimeoutMs int `toml:"post_process_timeout_ms"`
 }
 
 // Replacement replaces one exact word or phrase in dictated text.
@@ -312,6 +323,10 @@ func rawDefault() Config {
 			MaxHoldS:       180,
 			Preview:        false,
 			Replace:        nil,
+			Cues:           false,
+			PostProcess:    []string{},
+
+			PostProcessTimeoutMs: 3000,
 		},
 		Hotkey: Hotkey{Enabled: false, Source: HotkeySourceEvdev, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},
 		Notify: Notify{Enabled: true, PerMinute: 6},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -322,6 +323,14 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: dictation.min_utterance_ms: must be between 0 and 5000, got -1"},
 		{"tail", "[dictation]\ntail_ms = 2001",
 			"config.toml:2: dictation.tail_ms: must be between 0 and 2000, got 2001"},
+		{"post process empty program", "[dictation]\npost_process = [\"\", \"x\"]",
+			"config.toml:2: dictation.post_process: must name a program: a non-empty array of strings, or [] for none"},
+		{"post process NUL", "[dictation]\npost_process = [\"tr\", \"a\\u0000\"]",
+			"config.toml:2: dictation.post_process[1]: must not contain a NUL character"},
+		{"post process timeout low", "[dictation]\npost_process_timeout_ms = 99",
+			"config.toml:2: dictation.post_process_timeout_ms: must be between 100 and 30000, got 99"},
+		{"post process timeout high", "[dictation]\npost_process_timeout_ms = 30001",
+			"config.toml:2: dictation.post_process_timeout_ms: must be between 100 and 30000, got 30001"},
 		{"auto stop", "[dictation]\nauto_stop_ms = 100",
 			"config.toml:2: dictation.auto_stop_ms: must be 0 (off) or between 300 and 60000, got 100"},
 		{"max hold", "[dictation]\nmax_hold_s = 241",
@@ -706,5 +715,23 @@ func TestPackagedVADModel(t *testing.T) {
 	}
 	if c.VAD.Model != own {
 		t.Errorf("a chosen vad.model became %s, want %s", c.VAD.Model, own)
+	}
+}
+
+// TestPostProcessNotWithLive: dictation.post_process and dictation.live
+// (typing pieces while the key is held) are refused together. In a tree
+// without the live key, the key is unknown, and the check is keyed on the
+// field's name so that it holds once the key exists.
+func TestPostProcessNotWithLive(t *testing.T) {
+	fixedEnv(t)
+	_, err := Parse([]byte("[dictation]\npost_process = [\"tr\", \"a-z\", \"A-Z\"]\nlive = true\n"), "config.toml")
+	if _, ok := reflect.TypeFor[Dictation]().FieldByName("Live"); !ok {
+		if err == nil || !strings.Contains(err.Error(), "dictation.live: unknown key") {
+			t.Errorf("Parse with dictation.live in a tree without it = %v, want an unknown key", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "dictation.post_process: is not combined with dictation.live") {
+		t.Errorf("Parse with post_process and live = %v, want them refused together", err)
 	}
 }

@@ -275,6 +275,9 @@ func (d *decoder) expand(c *Config) {
 		c.VAD.Model = modelfile.DefaultVADPath()
 	}
 	one("hotkey.device", &c.Hotkey.Device)
+	if pp := c.Dictation.PostProcess; len(pp) > 0 {
+		one(indexKey("dictation.post_process", 0), &pp[0])
+	}
 	for _, ch := range c.Children.list() {
 		if len(*ch.argv) > 0 {
 			one(indexKey(ch.key, 0), &(*ch.argv)[0])

@@ -136,8 +136,11 @@ type Env struct {
 	// Separator is typed after the text (dictation.separator), unless the
 	// text ends with whitespace; the text kept for `ctl last` is without it.
 	Separator string
-	Report    Reporter
-	Log       *slog.Logger
+	// PostProcess is dictation.post_process: the text goes through it
+	// after Replace, before it is typed and kept.
+	PostProcess PostProcess
+	Report      Reporter
+	Log         *slog.Logger
 }
 
 // Finish turns a hold that ended with or without a text (not cancelled,
@@ -185,7 +188,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		lost(env, &res, &ev, r)
 		return res, ""
 	}
-	text = Text(r.Text, env.Replace)
+	text = env.PostProcess.Apply(ctx, env.Log, Text(r.Text, env.Replace))
 	if text == "" {
 		res.Outcome = "empty"
 		ev.Kind = "dictation.empty"
