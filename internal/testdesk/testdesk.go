@@ -477,10 +477,11 @@ type Event struct {
 // Field is a GTK window with one entry, in the desk, that has the focus
 // and reports its text.
 type Field struct {
-	stdin  io.WriteCloser
-	events chan Event
-	mu     sync.Mutex
-	text   string
+	stdin   io.WriteCloser
+	events  chan Event
+	mu      sync.Mutex
+	text    string
+	changed testwait.Signal // at each change of text
 }
 
 // Field opens a recording field and returns once its window is active
@@ -552,6 +553,7 @@ func (d *Desk) field(t testing.TB, opt FieldOptions) *Field {
 				f.mu.Lock()
 				f.text = ev.Text
 				f.mu.Unlock()
+				f.changed.Notify()
 			}
 			f.events <- ev
 		}
@@ -640,6 +642,10 @@ func (f *Field) SetPassword(t testing.TB, password bool) {
 	}
 	f.Wait(t, "the field's purpose "+p, func(ev Event) bool { return ev.Ev == "purpose" && ev.Text == p })
 }
+
+// Changed is closed at the next change of the field's text (a
+// testwait.Source), for a wait that reads Text rather than the events.
+func (f *Field) Changed() <-chan struct{} { return f.changed.Changed() }
 
 // Events is the channel of the field's events (closed when it ends).
 func (f *Field) Events() <-chan Event { return f.events }

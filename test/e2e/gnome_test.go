@@ -26,7 +26,7 @@ func TestDictationOnGNOME(t *testing.T) {
 	field := desk.Field(t, testdesk.FieldOptions{GTK: 4})
 	speech := answerWAV()
 	d := startDaemon(t, dictationConfig(speech, true),
-		"DISPLAY=", "WAYLAND_DISPLAY="+desk.WaylandSocket, "IBUS_ADDRESS="+bus,
+		"DISPLAY=", "WAYLAND_DISPLAY="+desk.WaylandSocket, "IBUS_ADDRESS="+bus, "XDG_CURRENT_DESKTOP=GNOME",
 		"YAZ_FAKE_TEXT="+gnomeSample)
 	d.WaitFor(30*time.Second, "the typing child to run", func() bool { return d.Child("type").State == "running" })
 	if st := d.Status(); st.Typing.Route != "ibus" {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/internal/testdesk"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testsway"
 	"github.com/yazses/yazses/internal/testwait"
@@ -25,13 +26,15 @@ const text58 = "And so, my fellow Americans, ask not what your country can"
 // Xvfb), wayland (the virtual keyboard in the daemon, into foot under
 // headless sway), wtype (the same with wtype), and portal (Debian's
 // xdg-desktop-portal 1.16 to the test backend, the GNOME-like desktop of
-// TestPortalDesktop: to the last key the backend took). The goal
+// TestPortalDesktop: to the last key the backend took), and ibus (the
+// real GNOME Shell 48 with IBus, into a GTK 4 field: internal/testdesk;
+// skipped without root and the desk's root, as its tests are). The goal
 // for wayland: at most 120 ms. Each iteration records the speech once
 // (a few seconds) before the release; the first, a warm-up that also
 // gives the headless seat its keyboard, is not counted. Run with
 // -benchtime=5x.
 func BenchmarkReleaseToLastChar(b *testing.B) {
-	for _, route := range []string{"x11", "wayland", "wtype", "portal"} {
+	for _, route := range []string{"x11", "wayland", "wtype", "portal", "ibus"} {
 		b.Run("route="+route, func(b *testing.B) {
 			desk := benchDesktop(b, route)
 			content, src := desk.content, desk.src
@@ -102,6 +105,12 @@ func benchDesktop(b *testing.B, route string) benchDesk {
 		rec := startRecorder(b, x)
 		rec.Focus(b)
 		return benchDesk{x.DaemonEnv(), route, rec.File, func() string { return readFile(rec.File) }, rec}
+	case "ibus":
+		desk := testdesk.Start(b)
+		bus := desk.IBus(b)
+		f := desk.Field(b, testdesk.FieldOptions{GTK: 4})
+		return benchDesk{[]string{"DISPLAY=", "WAYLAND_DISPLAY=" + desk.WaylandSocket, "IBUS_ADDRESS=" + bus, "XDG_CURRENT_DESKTOP=GNOME"},
+			"auto", "", f.Text, f}
 	case "portal":
 		p := testportal.Start(b, testportal.Options{Layout: "us"})
 		p.Backend.Expect(text58)
