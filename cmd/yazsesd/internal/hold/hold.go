@@ -194,12 +194,12 @@ const (
 type Result struct {
 	Why     Why
 	Outcome Outcome
-	Text    string        // Decoded: the text, the pieces joined with a space
+	Text    string // Decoded: the text, the pieces joined with a space
 	// Live: the pieces handed to Owner.Piece, in order, and the text
 	// decided after them (Decoded); Text is their join with one space.
 	Pieces []string
 	Rest   string
-	Audio   time.Duration // the audio the hold kept
+	Audio  time.Duration // the audio the hold kept
 	// The detector failed (DetectorFailed) or did not answer in time
 	// (DetectorSilent) during the hold: all of its audio was decoded.
 	DetectorFailed, DetectorSilent bool

@@ -218,7 +218,11 @@ func (o *fakeOwner) Piece(text string) {
 	o.pieces = append(o.pieces, text)
 	o.mu.Unlock()
 }
-func (o *fakeOwner) handed() []string { o.mu.Lock(); defer o.mu.Unlock(); return slices.Clone(o.pieces) }
+func (o *fakeOwner) handed() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.pieces)
+}
 func (o *fakeOwner) tell(s string)  { o.mu.Lock(); o.told = append(o.told, s); o.mu.Unlock() }
 func (o *fakeOwner) said() []string { o.mu.Lock(); defer o.mu.Unlock(); return slices.Clone(o.told) }
 
