@@ -358,7 +358,7 @@ func typeRest(ctx context.Context, env Env, text string) (string, error) {
 	if env.Typer == nil {
 		return "", errNoTyper
 	}
-	return env.Typer.Type(ctx, text)
+	return env.Typer.Type(typewire.WithTarget(ctx, &typewire.Target{Want: env.Live.Window}), text)
 }
 
 // lost fills in the result of a hold whose decoding failed: its utterance

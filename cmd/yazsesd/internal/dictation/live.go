@@ -19,10 +19,13 @@ import (
 // ever taken back: what is typed is the shaped piece and a space, and
 // the transcript rule lets no control character through.
 //
-// The target is the window that took the first piece: typing stops at
-// the first piece that does not arrive whole (the typing child reports
-// the focus moved during it, no window had the focus, a password field,
-// a failure), and nothing more of the hold is typed anywhere; the pieces
+// The target is the window that took the first piece: where the route
+// names windows (x11), every later piece and the rest are bound to it
+// (typewire.Target), and one that finds another window focused types
+// nothing (failed, focus_moved). Typing stops at the first piece that
+// does not arrive whole (the focus moved before or during it, no window
+// had the focus, a password field, a failure), and nothing more of the
+// hold is typed anywhere; the pieces
 // after it, and the rest at the release, are kept for `ctl last`. A
 // pasted or committed piece (a route that cannot see whether the window
 // took it) does not stop the typing; the outcome says it.
@@ -51,6 +54,10 @@ type LiveReport struct {
 	Typed, Arrived int
 	// Backend is the last backend used.
 	Backend string
+	// Window is the window that took the first piece, where the route
+	// names it (typewire.Event.Window): every later piece, and the rest,
+	// goes there or nowhere. Empty: the route cannot tell.
+	Window string
 	// Stop is the typing outcome that stopped the typing (nil: none did),
 	// an error of Typer.Type; Unseen the last piece pasted or committed.
 	Stop, Unseen error
@@ -148,11 +155,17 @@ func (l *Live) typePiece(text string) {
 	n := utf8.RuneCountInString(text) + 1
 	var backend string
 	err := errNoTyper
+	l.mu.Lock()
+	tg := &typewire.Target{Want: l.rep.Window}
+	l.mu.Unlock()
 	if l.env.Typer != nil {
-		backend, err = l.env.Typer.Type(l.ctx, text+" ")
+		backend, err = l.env.Typer.Type(typewire.WithTarget(l.ctx, tg), text+" ")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.rep.Window == "" && tg.Got != "" && (err == nil || errors.Is(err, typewire.ErrPartial)) {
+		l.rep.Window = tg.Got // the first piece that arrived names the target
+	}
 	if backend != "" {
 		l.rep.Backend = backend
 	}

@@ -26,14 +26,17 @@ type window struct {
 	arrived  strings.Builder
 	texts    []string
 	outcomes []typewire.Event
-	gate     chan struct{}
-	started  chan struct{}
-	pieces   []daemonapi.WatchPieces
-	notes    []string
-	events   []audit.Event
+	// focus names the focused window at each text (an x11 route); the
+	// last one stays; none: a route that names no window.
+	focus   []string
+	gate    chan struct{}
+	started chan struct{}
+	pieces  []daemonapi.WatchPieces
+	notes   []string
+	events  []audit.Event
 }
 
-func (w *window) Type(_ context.Context, text string) (string, error) {
+func (w *window) Type(ctx context.Context, text string) (string, error) {
 	if w.started != nil {
 		w.started <- struct{}{}
 	}
@@ -46,6 +49,15 @@ func (w *window) Type(_ context.Context, text string) (string, error) {
 	ev := typewire.Event{Outcome: typewire.OutcomeTyped}
 	if len(w.outcomes) > 0 {
 		ev, w.outcomes = w.outcomes[0], w.outcomes[1:]
+	}
+	if len(w.focus) > 0 {
+		focused := w.focus[min(len(w.texts), len(w.focus))-1]
+		tg := typewire.TargetOf(ctx)
+		if tg != nil && tg.Want != "" && tg.Want != focused {
+			ev = typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseFocusMoved} // as yaz-type --serve answers
+		} else if tg != nil {
+			tg.Got = focused
+		}
 	}
 	switch ev.Outcome {
 	case typewire.OutcomeTyped, typewire.OutcomePasted:
@@ -83,6 +95,7 @@ func TestLive(t *testing.T) {
 		pieces   []string // raw, as the hold hands them out
 		rest     string   // raw
 		outcomes []typewire.Event
+		focus    []string
 		sep      string
 		// want: what arrived, the text kept, the outcome, arrived count,
 		// cause, notifications, the watch stream's last pieces state.
@@ -105,6 +118,14 @@ func TestLive(t *testing.T) {
 			outcomes: []typewire.Event{{Outcome: typewire.OutcomeTyped}, partial(3)},
 			sep:      " ", arrived: "alpha bet", last: "alpha beta gamma delta epsilon", outcome: "partial", count: 9, cause: typewire.CauseFocusMoved,
 			notes: []string{"typing_failed"}, watch: daemonapi.WatchPieces{Decided: 3, Typed: 1, Stopped: true}},
+		{name: "the focus moves between two pieces", pieces: []string{"alpha", "beta", "gamma"}, rest: "delta",
+			focus: []string{"1", "2", "1"}, // back in time for the third: still nothing more
+			sep:   " ", arrived: "alpha ", last: "alpha beta gamma delta", outcome: "partial", count: 6, cause: typewire.CauseFocusMoved,
+			notes: []string{"typing_failed"}, watch: daemonapi.WatchPieces{Decided: 3, Typed: 1, Stopped: true}},
+		{name: "the focus moves before the rest", pieces: []string{"alpha", "beta"}, rest: "gamma",
+			focus: []string{"1", "1", "2"},
+			sep:   " ", arrived: "alpha beta ", last: "alpha beta gamma", outcome: "partial", count: 11, cause: typewire.CauseFocusMoved,
+			notes: []string{"typing_failed"}, watch: daemonapi.WatchPieces{Decided: 2, Typed: 2}},
 		{name: "no window has the focus at the second piece", pieces: []string{"alpha", "beta"}, rest: "gamma",
 			outcomes: []typewire.Event{{Outcome: typewire.OutcomeTyped}, {Outcome: typewire.OutcomeNoTarget}},
 			sep:      " ", arrived: "alpha ", last: "alpha beta gamma", outcome: "partial", count: 6, cause: typewire.CauseFocusMoved,
@@ -119,7 +140,7 @@ func TestLive(t *testing.T) {
 			notes: []string{"no_target"}, watch: daemonapi.WatchPieces{Decided: 2, Stopped: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &window{outcomes: tc.outcomes}
+			w := &window{outcomes: tc.outcomes, focus: tc.focus}
 			env := Env{Typer: w, Replace: reps, Separator: tc.sep, Report: w, Decoder: &record{}}
 			l := StartLive(context.Background(), env)
 			for _, p := range tc.pieces {
