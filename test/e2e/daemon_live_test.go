@@ -31,6 +31,21 @@ func liveDaemon(t *testing.T, x xserver) *daemon {
 	return d
 }
 
+// liveHold starts an X server with a focused recording window and a
+// daemon with live text typing into it, opens a hold and returns once the
+// first piece has arrived in the window, the hold still open.
+func liveHold(t *testing.T) (xserver, *recorder, *daemon, *daemonapi.Client, string) {
+	t.Helper()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.Focus(t)
+	d := liveDaemon(t, x)
+	c := d.Client()
+	t.Cleanup(func() { c.Close() })
+	holdOpen(t, c)
+	return x, rec, d, c, waitPiece(t, rec)
+}
+
 // holdOpen starts a hold and leaves it open.
 func holdOpen(t *testing.T, c *daemonapi.Client) {
 	t.Helper()
@@ -76,14 +91,7 @@ func noControl(t *testing.T, s string) {
 // outcome is typed with every character counted.
 func TestLiveTextTypedWhileHeld(t *testing.T) {
 	t.Parallel()
-	x := startX(t)
-	rec := startRecorder(t, x)
-	rec.Focus(t)
-	d := liveDaemon(t, x)
-	c := d.Client()
-	defer c.Close()
-	holdOpen(t, c)
-	first := waitPiece(t, rec) // the hold is open: no hold.stop was sent
+	_, rec, d, c, first := liveHold(t) // the hold is open: no hold.stop was sent
 	d.waitReplayed(wavDuration(t, world.jfk))
 	r := d.stopHold(c)
 	last := d.lastByCtl()
@@ -110,14 +118,7 @@ func TestLiveTextTypedWhileHeld(t *testing.T) {
 // counts it.
 func TestLiveTextCancelTypesNoMore(t *testing.T) {
 	t.Parallel()
-	x := startX(t)
-	rec := startRecorder(t, x)
-	rec.Focus(t)
-	d := liveDaemon(t, x)
-	c := d.Client()
-	defer c.Close()
-	holdOpen(t, c)
-	first := waitPiece(t, rec)
+	_, rec, d, c, first := liveHold(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := c.Hold(ctx, daemonapi.MethodHoldCancel)
@@ -141,15 +142,8 @@ func TestLiveTextCancelTypesNoMore(t *testing.T) {
 // partial with the count of what arrived.
 func TestLiveTextFocusMovedMidHold(t *testing.T) {
 	t.Parallel()
-	x := startX(t)
-	rec := startRecorder(t, x)
+	x, rec, d, c, first := liveHold(t)
 	other := startRecorder(t, x)
-	rec.Focus(t)
-	d := liveDaemon(t, x)
-	c := d.Client()
-	defer c.Close()
-	holdOpen(t, c)
-	first := waitPiece(t, rec)
 	other.Focus(t)
 	d.waitReplayed(wavDuration(t, world.jfk))
 	r := d.stopHold(c)
