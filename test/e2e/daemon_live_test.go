@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/internal/testsway"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/daemonapi"
 )
@@ -19,14 +22,17 @@ import (
 // into a recording xterm under a private Xvfb.
 
 // liveDaemon starts a daemon with live text, typing into x.
-func liveDaemon(t *testing.T, x xserver) *daemon {
+func liveDaemon(t *testing.T, x xserver) *daemon { return liveDaemonEnv(t, x.DaemonEnv()) }
+
+// liveDaemonEnv starts a daemon with live text and the desktop env.
+func liveDaemonEnv(t *testing.T, env []string) *daemon {
 	t.Helper()
 	d := startDaemon(t, sileroConfig(t).
 		With("dictation.live", "true").
 		With("dictation.separator", q(" ")).
 		With("children.decode", arr(bin("fakedecode"))).
 		With("children.capture", arr(bin("yaz-capture"), "--file", world.jfk)),
-		append(x.DaemonEnv(), "YAZ_FAKE_TEXT=piece of {audio_ms}")...)
+		append(env, "YAZ_FAKE_TEXT=piece of {audio_ms}")...)
 	d.WaitRunning("vad")
 	return d
 }
@@ -74,6 +80,39 @@ func waitPiece(t *testing.T, rec *recorder) string {
 	return got
 }
 
+// watchPieces watches the daemon's live state until the hold ends, and
+// then sends the most pieces typed that an event showed while the hold
+// was open (none: the watch ended first). An event after the hold carrying pieces fails the test.
+func watchPieces(t *testing.T, d *daemon) <-chan daemonapi.WatchPieces {
+	t.Helper()
+	wc := d.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan daemonapi.WatchPieces, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done; wc.Close() })
+	go func() {
+		defer close(done)
+		var most daemonapi.WatchPieces
+		_ = wc.Watch(ctx, func(ev daemonapi.WatchEvent) error {
+			if ev.Hold != daemonapi.StateIdle {
+				if ev.Pieces.Typed >= most.Typed {
+					most = ev.Pieces
+				}
+				return nil
+			}
+			if ev.LastHold == "" {
+				return nil
+			}
+			if ev.Pieces != (daemonapi.WatchPieces{}) {
+				t.Errorf("the idle event after the hold carries pieces %+v", ev.Pieces)
+			}
+			return context.Canceled
+		})
+		out <- most // also when the watch ended early: the test fails then
+	}()
+	return out
+}
+
 // noControl fails on a byte below 0x20 or DEL: nothing live text types
 // takes anything back or moves the cursor.
 func noControl(t *testing.T, s string) {
@@ -92,8 +131,12 @@ func noControl(t *testing.T, s string) {
 func TestLiveTextTypedWhileHeld(t *testing.T) {
 	t.Parallel()
 	_, rec, d, c, first := liveHold(t) // the hold is open: no hold.stop was sent
+	pieces := watchPieces(t, d)
 	d.waitReplayed(wavDuration(t, world.jfk))
 	r := d.stopHold(c)
+	if p := <-pieces; p.Typed < 1 || p.Decided < p.Typed {
+		t.Errorf("the watch stream showed pieces %+v while the hold was open; want at least one decided and typed", p)
+	}
 	last := d.lastByCtl()
 	got := rec.settled(t)
 	if last.Text == "" || got != last.Text+" " {
@@ -159,4 +202,45 @@ func TestLiveTextFocusMovedMidHold(t *testing.T) {
 		t.Errorf("hold.stop = %+v; want partial, focus_moved, arrived %d of %d", r, utf8.RuneCountInString(got), utf8.RuneCountInString(last.Text))
 	}
 	noControl(t, got)
+}
+
+// TestLiveTextOnWayland: live text through the Wayland virtual keyboard
+// into foot on a headless sway: the first piece is in the window while
+// the key is held, and what arrives in the end is exactly `ctl last` and
+// the separator, with no control byte. (The route cannot name windows:
+// design.md says what it guarantees.)
+func TestLiveTextOnWayland(t *testing.T) {
+	t.Parallel()
+	sway := testsway.Start(t)
+	file := testsway.StartFoot(t, sway)
+	d := liveDaemonEnv(t, []string{"DISPLAY=", "SWAYSOCK=" + getenv(sway, "SWAYSOCK"),
+		"WAYLAND_DISPLAY=" + filepath.Join(getenv(sway, "XDG_RUNTIME_DIR"), getenv(sway, "WAYLAND_DISPLAY"))})
+	d.WaitFor(20*time.Second, "the typing child to run", func() bool { return d.Child("type").State == "running" })
+	c := d.Client()
+	defer c.Close()
+	w, err := testwait.WatchFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	read := func() string { b, _ := os.ReadFile(file); return string(b) }
+	holdOpen(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+	defer cancel()
+	var first string
+	if testwait.Until(ctx, func() bool { first = read(); return regexp.MustCompile(`^piece of [0-9]+ `).MatchString(first) }, w) != nil {
+		t.Fatalf("no piece arrived in foot while the key was held; it holds %q", first)
+	}
+	d.waitReplayed(wavDuration(t, world.jfk))
+	r := d.stopHold(c)
+	last := d.lastByCtl()
+	want := last.Text + " "
+	var got string
+	if testwait.Until(ctx, func() bool { got = read(); return len(got) >= len(want) }, w) != nil || got != want || !strings.HasPrefix(got, first) {
+		t.Errorf("foot received %q (%q while held); want ctl last %q and the separator", got, first, last.Text)
+	}
+	noControl(t, got)
+	if r.Outcome != "typed" || r.Backend != "wayland" || r.Chars != utf8.RuneCountInString(last.Text) {
+		t.Errorf("hold.stop = %+v, want typed with wayland, %d characters", r, utf8.RuneCountInString(last.Text))
+	}
 }
