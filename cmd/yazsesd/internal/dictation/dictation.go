@@ -166,6 +166,11 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		ev.Reason = CauseCaptureFailed
 		env.Log.Warn("a dictation lost audio: the capture child died or stalled", "lost_ms", r.CaptureLost.Milliseconds(), "audio_ms", r.Audio.Milliseconds())
 	}
+	if lv := env.Live; lv != nil && len(lv.Texts) > 0 && (r.Outcome == hold.TooShort || r.Outcome == hold.Empty) {
+		// Pieces went out while the key was held: they are the text,
+		// whatever the end of the hold came to.
+		return finishLive(ctx, env, r, res, ev)
+	}
 	switch r.Outcome {
 	case hold.TooShort:
 		res.Outcome = "too_short"

@@ -92,8 +92,9 @@ func TestLive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		pieces   []string // raw, as the hold hands them out
-		rest     string   // raw
+		end      hold.Outcome // the hold's; "": decoded
+		pieces   []string     // raw, as the hold hands them out
+		rest     string       // raw
 		outcomes []typewire.Event
 		focus    []string
 		sep      string
@@ -118,6 +119,8 @@ func TestLive(t *testing.T) {
 			outcomes: []typewire.Event{{Outcome: typewire.OutcomeTyped}, partial(3)},
 			sep:      " ", arrived: "alpha bet", last: "alpha beta gamma delta epsilon", outcome: "partial", count: 9, cause: typewire.CauseFocusMoved,
 			notes: []string{"typing_failed"}, watch: daemonapi.WatchPieces{Decided: 3, Typed: 1, Stopped: true}},
+		{name: "pieces typed, the hold too short in the end", end: hold.TooShort, pieces: []string{"alpha"},
+			sep: " ", arrived: "alpha ", last: "alpha", outcome: "typed", watch: daemonapi.WatchPieces{Decided: 1, Typed: 1}},
 		{name: "the focus moves between two pieces", pieces: []string{"alpha", "beta", "gamma"}, rest: "delta",
 			focus: []string{"1", "2", "1"}, // back in time for the third: still nothing more
 			sep:   " ", arrived: "alpha ", last: "alpha beta gamma delta", outcome: "partial", count: 6, cause: typewire.CauseFocusMoved,
@@ -148,7 +151,11 @@ func TestLive(t *testing.T) {
 			}
 			lv := l.Close()
 			env.Live = &lv
-			res, last := Finish(context.Background(), env, hold.Result{Why: hold.Released, Outcome: hold.Decoded,
+			end := tc.end
+			if end == "" {
+				end = hold.Decoded
+			}
+			res, last := Finish(context.Background(), env, hold.Result{Why: hold.Released, Outcome: end,
 				Pieces: tc.pieces, Rest: tc.rest, Text: strings.Join(append(append([]string(nil), tc.pieces...), tc.rest), " ")})
 			if got := w.got(); got != tc.arrived {
 				t.Errorf("arrived %q, want %q", got, tc.arrived)
