@@ -127,7 +127,8 @@ func noControl(t *testing.T, s string) {
 // TestLiveTextTypedWhileHeld: the first piece is in the window while the
 // key is still held; at the release only the rest follows; what arrived
 // is exactly `ctl last` and the separator, with no control byte, and the
-// outcome is typed with every character counted.
+// outcome is typed with every character counted. The watch stream shows
+// the pieces decided and typed; no log or audit line holds their text.
 func TestLiveTextTypedWhileHeld(t *testing.T) {
 	t.Parallel()
 	_, rec, d, c, first := liveHold(t) // the hold is open: no hold.stop was sent
@@ -152,6 +153,11 @@ func TestLiveTextTypedWhileHeld(t *testing.T) {
 	want := daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "typed", Chars: utf8.RuneCountInString(last.Text), Backend: "x11"}
 	if r != want {
 		t.Errorf("hold.stop = %+v, want %+v", r, want)
+	}
+	// No log or audit line holds the text of a piece.
+	auditLog, _ := os.ReadFile(d.Audit)
+	if strings.Contains(d.Log.String(), "piece of") || strings.Contains(string(auditLog), "piece of") {
+		t.Error("the daemon's log or audit holds the text of a piece")
 	}
 	t.Logf("while held: %q; in the end: %q", first, got)
 }
