@@ -67,7 +67,8 @@ type Request struct {
 	// Window, when set, is the window the text must go to (an earlier
 	// text's Event.Window): where another window has the focus, nothing
 	// is typed and the outcome is failed, cause focus_moved.
-	// Only a route that names windows (x11) checks it.
+	// Only a route that names windows (x11) checks it, and a bound text
+	// goes by no other (never pasted, never by a tool).
 	Window string `json:"window,omitempty"`
 }
 
