@@ -81,7 +81,7 @@ INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(GEN)/inspector
 export YAZ_MCP_INSPECTOR := $(abspath $(INSPECTOR))
 
-.PHONY: setup deps whisper test-models inspector desk build test test-short test-lint test-programs test-programs-run test-desktop test-desktop-run test-load bench demo install uninstall lint fmt clean env
+.PHONY: setup deps whisper test-models inspector desk deb dist test-package build test test-short test-lint test-programs test-programs-run test-desktop test-desktop-run test-load bench demo install uninstall lint fmt clean env
 
 setup: deps whisper test-models ## install missing Debian packages, build whisper.cpp once, the tests' Silero VAD model
 	$(GO) mod download
@@ -250,6 +250,27 @@ uninstall: ## stops the running daemon, then removes the binaries, man pages, co
 	@if [ -d $(DESTDIR)$(LIBDIR)/yazses ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(LIBDIR)/yazses; fi
 	rm -f $(foreach b,$(BINS) yaz-fetch-model,$(DESTDIR)$(MANDIR)/$(b).1) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(BINS) yaz-fetch-model)
 
+# The Debian package: the programs of make build staged as make install
+# puts them under /usr, the Silero model, the copyright of everything linked
+# in, dependencies from dpkg-shlibdeps (scripts/deb.sh).
+deb: build test-models ## the Debian package, dist/yazses_<version>_<arch>.deb
+	@BIN=$(abspath $(BIN)) VERSION=$(VERSION) VAD_MODEL=$(YAZ_TEST_MODELS)/ggml-silero-v6.2.0.bin GO=$(GO) scripts/deb.sh
+
+# The package's files as a tarball with install.sh, for distributions
+# without dpkg, and SHA256SUMS (scripts/dist.sh).
+dist: deb ## dist/yazses-<version>-linux-<arch>.tar.gz with install.sh, and dist/SHA256SUMS
+	@scripts/dist.sh $$(ls -t dist/yazses_*.deb | head -1)
+
+# The package on fresh Debian 12 and 13 roots: apt installs it with its
+# dependencies, and every program works there as a user starts it
+# (scripts/package-test.sh; needs root and a Debian mirror).
+test-package: dist ## the package installed by apt on fresh Debian 12 and 13 roots, and used there; the tarball installed and uninstalled
+	@if [ "$$(id -u)" -ne 0 ]; then echo "test-package: needs root (mmdebstrap, chroot)"; exit 1; fi
+	@pkg=$$(ls -t dist/yazses_*.deb | head -1); \
+	lintian --fail-on error --suppress-tags hardening-no-pie,hardening-no-relro $$pkg && echo "test-package: lintian: no errors" && \
+	scripts/dist-test.sh $$(ls -t dist/yazses-*.tar.gz | head -1) && \
+	YAZ_VERSION=$(VERSION) GO=$(GO) scripts/package-test.sh $$pkg $(PACKAGE_SUITES)
+
 lint:
 	$(GO) vet ./...
 	@command -v staticcheck >/dev/null && staticcheck ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
@@ -259,4 +280,4 @@ env: ## print the cgo settings for plain go commands: eval "$$(make -s env)"
 	@echo "export GOFLAGS='$(GOFLAGS)'"
 
 clean:
-	rm -rf bin $(GEN)
+	rm -rf bin dist $(GEN)

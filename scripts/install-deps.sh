@@ -23,6 +23,7 @@ pkgs=(
   linux-libc-dev               # lib/keyname: input-event-codes.h, checked against the key table
   systemd                      # systemd-analyze verifies packaging/systemd/app-io.github.yazses.YazSes.service
   npm              # fetches the pinned whisper.cpp source package
+  dpkg-dev fakeroot lintian mmdebstrap # make deb (dpkg-shlibdeps, dpkg-deb) and make test-package (lintian, fresh Debian roots)
 )
 missing=()
 for p in "${pkgs[@]}"; do

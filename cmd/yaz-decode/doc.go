@@ -33,7 +33,16 @@
 //	text of b
 //
 // (one file: no header; a file with no speech: nothing at all; json prints
-// one object per line with its "file").
+// one object per line with its "file"). A file cut short, whose header
+// declares more audio than it holds (an interrupted download), is
+// transcribed as far as it goes, as whisper-cli does, with a line on
+// stderr
+//
+//	yaz-decode: warning: PATH: the file is cut short: it ends N bytes before the audio its header declares (an interrupted download?); transcribed the 4.5 s it holds
+//
+// and "truncated":true in json; it is not a failure (exit 0). A WAV stream
+// on stdin cut short the same way ends with a WARN record. A file that ends
+// inside its header holds no audio and is an error.
 // Other formats are refused with the sox or ffmpeg command that converts
 // them. --progress always draws a bar on stderr while a file decodes (auto:
 // on a terminal, for files over 30 s).
@@ -82,10 +91,12 @@
 // since the last 'E' abandons the utterance that 'E' ended: if it waits it is
 // never decoded, if it is decoding whisper stops within milliseconds, and its
 // one result says "error":"abandoned" (see package lib/frame). The model
-// stays loaded. If YAZ_READY_FD names a file descriptor, one line is written
-// to it once the model is loaded: a JSON object naming the device it loaded
-// on ({"device":{"index":0,"backend":"CPU","name":"CPU","kind":"cpu",...}},
-// package lib/devices), which yazsesd status shows.
+// stays loaded. If YAZ_READY_FD names a file descriptor, the model first runs
+// once on a second of silence (an INFO record "model warmed up" with its ms;
+// at most 20 s), so the first utterance after a start is as fast as the next
+// ones, and then one line is written to it: a JSON object naming the device
+// it loaded on ({"device":{"index":0,"backend":"CPU","name":"CPU",
+// "kind":"cpu",...}}, package lib/devices), which yazsesd status shows.
 //
 // With vad-stream, yaz-decode is the daemon's voice detector (yazsesd is
 // pure Go and cannot link whisper.cpp): stdin carries 'A' and 'E' frames
@@ -199,22 +210,29 @@
 // CPU, and one binary runs with or without a Vulkan loader and driver, the
 // CUDA libraries and the NVIDIA driver. A backend installed but unable to
 // run says why on a line of yaz-decode devices ("not available: CUDA: ...")
-// and in --device gpu's error. yaz-decode devices prints every
+// and in --device gpu's warning. yaz-decode devices prints every
 // device ggml finds: its index, backend (CPU, Vulkan, CUDA), ggml's name
 // (Vulkan0), kind (discrete, integrated, virtual, software, cpu), free and
 // total memory in MiB and its own name, then "auto: NAME", and for a
-// --device other than auto a line "gpu: NAME" (or its error, exit 1); with
-// -f json one JSON object instead: devices, auto, device, chosen, error
-// (what yazsesd config check reads for decode.device). A software
+// --device other than auto a line "gpu: NAME" (or its error, exit 1) and,
+// when that device is not what --device meant, a line "warning: ..."; with
+// -f json one JSON object instead: devices, auto, device, chosen, error,
+// warning (what yazsesd config check reads for decode.device). A software
 // device is a Vulkan driver that runs on the CPU (Mesa's lavapipe,
 // "llvmpipe"): slower than the CPU backend, listed for tests. --device auto
 // (the default) takes the best real GPU, discrete before integrated, and
 // the CPU when there is none, never a software device (on a machine with
 // no GPU device node, /dev/dri/renderD* or /dev/nvidiactl, it does not
-// start Vulkan at all: every device there is a software one); cpu the CPU; gpu the
-// best GPU, a software one last; gpu:N device N of the list. gpu or gpu:N
-// with no such device is one line naming it, and exit 1 (125 under a
-// supervisor: cause device_missing). A decode on a GPU says so in one INFO
+// start Vulkan at all: every device there is a software one); cpu the CPU;
+// gpu the best hardware GPU in the same order, never a software device:
+// with none it decodes on the CPU, with a WARN line that says so and why
+// ("--device gpu: no hardware GPU found: decoding on the CPU: ..."; serve
+// puts it on its readiness line, which yazsesd status shows), since who
+// asks for a GPU on a machine without one still wants the transcript;
+// gpu:N device N of the list, a software one too (for tests), with a WARN
+// line that it is slower than the CPU. gpu:N with no such device is one
+// line naming it, and exit 1 (125 under a supervisor: cause
+// device_missing). A decode on a GPU says so in one INFO
 // line at start ("decoding on Vulkan0"; on the CPU the line is at debug
 // level). A model file larger than a GPU's free memory is not put there:
 // auto says so on a WARN line and takes the next device or the CPU, gpu and
@@ -227,7 +245,8 @@
 //
 // # Exit status
 //
-// 0 success (also after SIGINT or SIGTERM); 1 a file, the model
+// 0 success (also after SIGINT or SIGTERM, and for a file cut short: its
+// audio is transcribed, and the warning above says so); 1 a file, the model
 // or the language failed (other files are still transcribed); 2 usage error;
 // 125 under a supervisor (serve, vad-stream, or YAZ_READY_FD set) when
 // the model is missing or not a whisper or Parakeet model, -l names a language the model does not

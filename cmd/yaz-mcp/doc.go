@@ -24,7 +24,12 @@
 //	    Always listed. Decodes the WAV file at path with whisper.cpp on this
 //	    machine and returns the text, and as structured content
 //	    {text, segments:[{start_ms,end_ms,text}], audio_ms, decode_ms}
-//	    (an output schema is declared). The file must be a regular file
+//	    (an output schema is declared). A file cut short (its header
+//	    declares more audio than it holds: an interrupted download) is
+//	    transcribed as far as it goes, with a "warning" in the structured
+//	    content and a text item "[warning: the file is cut short: ...]"
+//	    after the transcript, on either path below. The file must be a
+//	    regular file
 //	    (symbolic links are followed; directories, FIFOs, devices and
 //	    sockets are refused without being opened), at most 1 GiB and at most
 //	    4 hours of audio. When yazsesd runs and uses the same model, its

@@ -101,6 +101,16 @@
 // "id":""; blank lines are ignored; the server then goes on with the next
 // line.
 //
+// A request may name a sound cue instead of a text (yazsesd's
+// dictation.cues):
+//
+//	{"id":"c1","cue":"start"}
+//
+// "start" is an 880 Hz tone and "end" a 660 Hz one, each 80 ms at a third
+// of full scale with a 10 ms fade in and out, generated in code (never a
+// recording, never espeak-ng), played and reported as an utterance is; an
+// unknown cue gets "failed" with "audible":false.
+//
 // Control: SIGUSR1 skips the utterance in progress (it ends with "failed"; a
 // SIGUSR1 while idle is ignored). EOF on stdin lets the current utterance
 // finish, then yaz-speak exits 0. SIGINT or SIGTERM stops playback at once,

@@ -40,6 +40,15 @@
 // A text longer than --paste-over-chars is pasted through the clipboard,
 // and the clipboard is put back after.
 //
+// The portal route starts with the desktop's consent dialog (none where
+// the desktop restores the consent it kept): yaz-type waits up to two
+// minutes for the person's answer before its first text; refused, it
+// exits 7 and says so. Characters the keyboard layout lacks (another
+// script, an emoji, an AltGr character) go through the portal's own
+// clipboard and Ctrl+V (exit 3); the clipboard gets back the text it
+// held where the desktop said what it held, else it keeps the pasted
+// text.
+//
 // Typing stops, and nothing goes elsewhere, when the focus moves to
 // another window (x11 proves the focus with the server held before each
 // batch of keys), the window goes away or the display server dies; a
@@ -61,7 +70,8 @@
 // stopped part-way (stderr says how many characters arrived; nothing went
 // to another window), 6 when the focused field refused the text (a
 // password field), 7 when no route can type in this session (stderr says
-// what to install or allow), 8 when the text was committed through the
+// the cause, unavailable or no_route, and what to install or allow: the
+// portal's dialog refused, for one), 8 when the text was committed through the
 // input method (--backend ibus) and the field did not show whether it
 // took it. Reading stdin stops at the first text that
 // was not typed.

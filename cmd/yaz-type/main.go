@@ -39,6 +39,10 @@ const (
 	exitUnseen   = 8
 )
 
+// ConsentWait bounds the wait for the person's answer to the desktop's
+// consent dialog (the portal route), before the first text.
+const ConsentWait = 2 * time.Minute
+
 // MaxLineBytes caps one line of stdin (a longer one is an error: nothing
 // of it is typed).
 const MaxLineBytes = 4 << 20
@@ -100,6 +104,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "%s: no route can type here: %v\n", name, err)
 		return exitNoRoute
 	}
+	// The portal's session starts with the desktop's consent dialog:
+	// nothing types before the person answers it.
+	sctx, cancel := context.WithTimeout(ctx, ConsentWait)
+	t.Settle(sctx)
+	cancel()
 	if len(c.Text) > 0 {
 		return typeOne(ctx, stderr, t, strings.Join(c.Text, " "), false)
 	}
@@ -226,8 +235,8 @@ func report(stderr io.Writer, ev typewire.Event, err error) int {
 		fmt.Fprintf(stderr, "%s: the focused field refused the text (a password field): nothing was typed\n", name)
 		return exitRefused
 	}
-	if ev.Cause == typewire.CauseUnavailable {
-		fmt.Fprintf(stderr, "%s: no route can type here: %v\n", name, err)
+	if ev.Cause == typewire.CauseUnavailable || ev.Cause == typewire.CauseNoRoute {
+		fmt.Fprintf(stderr, "%s: no route can type here (%s): %v\n", name, ev.Cause, err)
 		return exitNoRoute
 	}
 	fmt.Fprintf(stderr, "%s: typing failed (%s, %s): %v\n", name, ev.Cause, ev.Backend, err)

@@ -30,6 +30,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/yazses/yazses/lib/modelfile"
 )
 
 // Config is the whole configuration. Each field is one TOML table.
@@ -93,7 +95,8 @@ type Decode struct {
 	// BeamSize is 1 for greedy decoding, more for beam search of that width.
 	BeamSize int `toml:"beam_size"`
 	// Device is where the model runs: "auto", "cpu", "gpu" or "gpu:N"
-	// (yaz-decode --device).
+	// (yaz-decode --device; "gpu" is a hardware GPU, else the CPU with a
+	// warning).
 	Device string `toml:"device"`
 }
 
@@ -177,6 +180,17 @@ type Dictation struct {
 	// ends with whitespace), so that the next dictation into the same
 	// field does not run into it: spaces only ("" for none).
 	Separator string `toml:"separator"`
+	// Cues plays a short generated tone through the speaker child when a
+	// hold starts listening and when it stops (dictation.cues): the
+	// owner's opt-in, off by default.
+	Cues bool `toml:"cues"`
+	// PostProcess, when not empty, is a command (an argv, run without a
+	// shell) that each dictation's text goes through: the text on its
+	// stdin, the text to type from its stdout. Empty: none.
+	PostProcess []string `toml:"post_process"`
+	// PostProcessTimeoutMs bounds one run of PostProcess; past it the
+	// command's process group is killed and the text typed as it was.
+	PostProcessTimeoutMs int `toml:"post_process_timeout_ms"`
 }
 
 // LivePauseMs is the pause that ends a piece of live text
@@ -290,9 +304,7 @@ func Default() Config {
 	if p, err := ExpandPath(c.Decode.Model); err == nil {
 		c.Decode.Model = p
 	}
-	if p, err := ExpandPath(c.VAD.Model); err == nil {
-		c.VAD.Model = p
-	}
+	c.VAD.Model = modelfile.DefaultVADPath()
 	return c
 }
 
@@ -330,6 +342,10 @@ func rawDefault() Config {
 			Preview:        false,
 			Live:           false,
 			Replace:        nil,
+			Cues:           false,
+			PostProcess:    []string{},
+
+			PostProcessTimeoutMs: 3000,
 		},
 		Hotkey: Hotkey{Enabled: false, Source: HotkeySourceEvdev, Key: "KEY_RIGHTCTRL", Mode: HotkeyHold, Device: ""},
 		Notify: Notify{Enabled: true, PerMinute: 6},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -323,6 +324,14 @@ func TestErrors(t *testing.T) {
 			"config.toml:2: dictation.min_utterance_ms: must be between 0 and 5000, got -1"},
 		{"tail", "[dictation]\ntail_ms = 2001",
 			"config.toml:2: dictation.tail_ms: must be between 0 and 2000, got 2001"},
+		{"post process empty program", "[dictation]\npost_process = [\"\", \"x\"]",
+			"config.toml:2: dictation.post_process: must name a program: a non-empty array of strings, or [] for none"},
+		{"post process NUL", "[dictation]\npost_process = [\"tr\", \"a\\u0000\"]",
+			"config.toml:2: dictation.post_process[1]: must not contain a NUL character"},
+		{"post process timeout low", "[dictation]\npost_process_timeout_ms = 99",
+			"config.toml:2: dictation.post_process_timeout_ms: must be between 100 and 30000, got 99"},
+		{"post process timeout high", "[dictation]\npost_process_timeout_ms = 30001",
+			"config.toml:2: dictation.post_process_timeout_ms: must be between 100 and 30000, got 30001"},
 		{"auto stop", "[dictation]\nauto_stop_ms = 100",
 			"config.toml:2: dictation.auto_stop_ms: must be 0 (off) or between 300 and 60000, got 100"},
 		{"max hold", "[dictation]\nmax_hold_s = 241",
@@ -686,5 +695,62 @@ func TestPieceMs(t *testing.T) {
 		if got := tc.d.PieceMs(); got != tc.want {
 			t.Errorf("%+v.PieceMs() = %d, want %d", tc.d, got, tc.want)
 		}
+	}
+}
+
+// TestPackagedVADModel: vad.model left at its default (or written as the
+// default, as make install's file has it) takes a packaged Silero model
+// where the user fetched none; a path the user chose stays.
+func TestPackagedVADModel(t *testing.T) {
+	data, sys := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	t.Setenv("XDG_DATA_DIRS", sys)
+	packaged := filepath.Join(sys, "yazses", "models", "ggml-silero-v6.2.0.bin")
+	if err := os.MkdirAll(filepath.Dir(packaged), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packaged, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, file := range map[string]string{
+		"unset":              "",
+		"written as default": "[vad]\nmodel = \"$XDG_DATA_HOME/yazses/models/ggml-silero-v5.1.2.bin\"\n",
+	} {
+		c, err := Parse([]byte(file), "config.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.VAD.Model != packaged {
+			t.Errorf("%s: vad.model = %s, want the packaged %s", name, c.VAD.Model, packaged)
+		}
+	}
+	if got := Default().VAD.Model; got != packaged {
+		t.Errorf("Default().VAD.Model = %s, want the packaged %s", got, packaged)
+	}
+	own := filepath.Join(t.TempDir(), "mine.bin")
+	c, err := Parse([]byte("[vad]\nmodel = \""+own+"\"\n"), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.VAD.Model != own {
+		t.Errorf("a chosen vad.model became %s, want %s", c.VAD.Model, own)
+	}
+}
+
+// TestPostProcessNotWithLive: dictation.post_process and dictation.live
+// (typing pieces while the key is held) are refused together. In a tree
+// without the live key, the key is unknown, and the check is keyed on the
+// field's name so that it holds once the key exists.
+func TestPostProcessNotWithLive(t *testing.T) {
+	fixedEnv(t)
+	_, err := Parse([]byte("[dictation]\npost_process = [\"tr\", \"a-z\", \"A-Z\"]\nlive = true\n"), "config.toml")
+	if _, ok := reflect.TypeFor[Dictation]().FieldByName("Live"); !ok {
+		if err == nil || !strings.Contains(err.Error(), "dictation.live: unknown key") {
+			t.Errorf("Parse with dictation.live in a tree without it = %v, want an unknown key", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "dictation.post_process: is not combined with dictation.live") {
+		t.Errorf("Parse with post_process and live = %v, want them refused together", err)
 	}
 }

@@ -51,6 +51,7 @@ prompt = ""
 # 1: greedy decoding (fastest); 2-8: beam search of that width.
 beam_size = 1
 # Where the model runs: "auto" (the best real GPU, else the CPU), "cpu", "gpu"
+# (the best real GPU; without one, the CPU with a warning in yazsesd status)
 # or "gpu:N" (N from yaz-decode devices).
 device = "auto"
 
@@ -119,6 +120,16 @@ preview = false
 # Typed after each dictation, so that the next one into the same field does not
 # run into it ("country. And so", not "country.And so"): spaces only; "" for none.
 separator = " "
+# Play a short tone (generated, through the speaker's device) when a hold starts
+# listening and when it stops; never over a question being spoken.
+cues = false
+# A command each dictation's text goes through before it is typed, e.g.
+# ["/home/ada/bin/cleanup", "--fast"]: the text on its stdin, what to type from
+# its stdout; on a failure, a timeout or no output the text is typed as it was.
+# [] for none.
+post_process = []
+# The most one post_process run may take, milliseconds (100-30000).
+post_process_timeout_ms = 3000
 # Exact word or phrase replacements in dictated text, applied in order
 # (never to ask_human answers). None by default; add tables like these:
 # [[dictation.replace]]

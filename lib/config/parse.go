@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/yazses/yazses/lib/modelfile"
 )
 
 // Parse parses a configuration file's contents; name is what errors call
@@ -265,8 +267,17 @@ func (d *decoder) expand(c *Config) {
 		*p = e
 	}
 	one("decode.model", &c.Decode.Model)
+	untouched := c.VAD.Model == defaultVADModel
 	one("vad.model", &c.VAD.Model)
+	if untouched {
+		// The default names the user's folder; where nothing was
+		// fetched there, a packaged model serves.
+		c.VAD.Model = modelfile.DefaultVADPath()
+	}
 	one("hotkey.device", &c.Hotkey.Device)
+	if pp := c.Dictation.PostProcess; len(pp) > 0 {
+		one(indexKey("dictation.post_process", 0), &pp[0])
+	}
 	for _, ch := range c.Children.list() {
 		if len(*ch.argv) > 0 {
 			one(indexKey(ch.key, 0), &(*ch.argv)[0])

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -37,6 +38,11 @@ const (
 	maxAnswerSilentMs = 10000
 	minAnswerSilentMs = 200
 	maxAnswerS        = 300
+	// Bounds of dictation.post_process_timeout_ms: long enough for a
+	// small local model's clean-up of a sentence, short enough that a
+	// hung filter never holds a dictation for more than half a minute.
+	minPostProcessMs = 100
+	maxPostProcessMs = 30000
 )
 
 // Bounds of dictation.max_hold_s: a hold's audio (pre-roll, hold, tail)
@@ -152,6 +158,20 @@ func validate(c Config) []problem {
 			bad(key, "must be valid UTF-8 without control characters")
 		}
 	}
+	if pp := c.Dictation.PostProcess; len(pp) > 0 {
+		if pp[0] == "" {
+			bad("dictation.post_process", "must name a program: a non-empty array of strings, or [] for none")
+		}
+		for i, a := range pp {
+			if strings.ContainsRune(a, 0) {
+				bad(indexKey("dictation.post_process", i), "must not contain a NUL character")
+			}
+		}
+	}
+	if len(c.Dictation.PostProcess) > 0 && liveOn(c.Dictation) {
+		bad("dictation.post_process", "is not combined with dictation.live (live pieces are typed before the whole text exists, so no command could see it): set one of the two")
+	}
+	between("dictation.post_process_timeout_ms", int64(c.Dictation.PostProcessTimeoutMs), minPostProcessMs, maxPostProcessMs)
 
 	if !keyRE.MatchString(c.Hotkey.Key) {
 		bad("hotkey.key", `must be a Linux input key name such as "KEY_RIGHTCTRL", got %q`, c.Hotkey.Key)
@@ -182,6 +202,14 @@ func validate(c Config) []problem {
 		}
 	}
 	return ps
+}
+
+// liveOn reports whether dictation.live (typing pieces while the key is
+// held) is set: it is read by the field's name, so that this check holds
+// in a tree with or without that key.
+func liveOn(d Dictation) bool {
+	f := reflect.ValueOf(d).FieldByName("Live")
+	return f.IsValid() && !f.IsZero()
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

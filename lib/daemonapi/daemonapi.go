@@ -220,6 +220,10 @@ type DeviceStatus struct {
 	// Notes: a GPU backend installed that the decoder could not use, one
 	// line each ("CUDA: libcuda.so.1: cannot open shared object file ...").
 	Notes []string `json:"notes,omitempty"`
+	// Warning: the device is not what Setting meant, in one line ("gpu"
+	// with no hardware GPU decodes on the CPU; "gpu:N" of a software
+	// device is slower than the CPU); "" when it is.
+	Warning string `json:"warning,omitempty"`
 }
 
 // TypingStatus is how dictated text is typed.
@@ -373,7 +377,15 @@ type TranscribeResult struct {
 	Segments []Segment `json:"segments"`
 	AudioMs  int64     `json:"audio_ms"`
 	DecodeMs int64     `json:"decode_ms"`
+	// Warning, when not empty, is a fixed sentence about the file that
+	// did not stop its transcription: WarningCutShort.
+	Warning string `json:"warning,omitempty"`
 }
+
+// WarningCutShort is TranscribeResult.Warning for a file whose header
+// declares more audio than it holds (an interrupted download): the audio
+// it holds is transcribed, as whisper-cli does, and the caller is told.
+const WarningCutShort = "the file is cut short: its header declares more audio than it holds (an interrupted download?); the audio it holds was transcribed"
 
 // TranscribeEvent is an event of transcribe.stream: progress as
 // milliseconds of the file's audio decoded (DoneMs) of its length

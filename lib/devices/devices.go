@@ -39,6 +39,10 @@ type Ready struct {
 	// Notes: a GPU backend installed but not available, one line each (as
 	// in List).
 	Notes []string `json:"notes,omitempty"`
+	// Warning, when not empty, says that the device is not what its
+	// setting meant, in one line: gpu found no hardware GPU and decodes on
+	// the CPU, or gpu:N named a software device (slower than the CPU).
+	Warning string `json:"warning,omitempty"`
 }
 
 // List is yaz-decode devices -f json.
@@ -48,6 +52,9 @@ type List struct {
 	Device  string `json:"device"`           // --device as given: auto, cpu, gpu or gpu:N
 	Chosen  *Info  `json:"chosen,omitempty"` // the device --device takes; nil when none
 	Error   string `json:"error,omitempty"`  // why --device takes none
+	// Warning: the device --device takes is not what it meant (as in
+	// Ready).
+	Warning string `json:"warning,omitempty"`
 	// Notes: a GPU backend installed but not available, one line each
 	// ("CUDA: libcuda.so.1: cannot open shared object file ...").
 	Notes []string `json:"notes,omitempty"`

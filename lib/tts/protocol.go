@@ -28,10 +28,21 @@ package tts
 
 // Request asks the speaker to say Text. ID is the caller's and comes back on
 // every event of this request.
+//
+// A request with Cue instead of Text plays a sound cue (CueStart,
+// CueEnd): a short tone the speaker generates, with the same events.
 type Request struct {
 	ID   string `json:"id"`
 	Text string `json:"text"`
+	Cue  string `json:"cue,omitempty"`
 }
+
+// The sound cues of Request.Cue (dictation.cues): a hold starts listening,
+// a hold's recording ended.
+const (
+	CueStart = "start"
+	CueEnd   = "end"
+)
 
 // Event reports the progress of one request.
 type Event struct {

@@ -36,6 +36,10 @@ type Reader16k struct {
 	f   *os.File
 	// direct: the source is at 16 kHz already; Read reads into dst.
 	direct bool
+	// shortOK: a stream cut short ends at io.EOF (ShortOK); short: the
+	// bytes it lacked.
+	shortOK bool
+	short   int64
 }
 
 // NewReader16k reads the header of a WAV stream from r (see NewReader) and
@@ -89,6 +93,29 @@ func OpenFile16k(path string) (*Reader16k, error) {
 // Info describes the source stream (its own rate and channels).
 func (r *Reader16k) Info() Info { return r.wr.Info() }
 
+// ShortOK makes a stream that ends before its declared data size end as a
+// complete one does, with io.EOF after its every sample, instead of with
+// ErrTruncated: a file cut short (an interrupted download, a recorder that
+// was killed) is then read as far as it goes, as whisper-cli reads one.
+// Short says afterwards whether it was cut, for the caller to tell its
+// user. A stream that ends inside its header is an error all the same
+// (NewReader16k): there is no audio to read.
+func (r *Reader16k) ShortOK() { r.shortOK = true }
+
+// Short is how many bytes of its declared data size a stream read with
+// ShortOK lacked when it ended; 0 for a complete stream (or one not read to
+// its end yet).
+func (r *Reader16k) Short() int64 { return r.short }
+
+// end turns the end of a stream cut short into io.EOF under ShortOK.
+func (r *Reader16k) end(err error) error {
+	if r.shortOK && errors.Is(err, ErrTruncated) {
+		r.short = max(r.wr.left, 1)
+		return io.EOF
+	}
+	return err
+}
+
 // Read reads up to len(dst) samples at 16 kHz. At the end of the stream it
 // returns io.EOF; a stream that ends before its declared size gives an
 // error wrapping ErrTruncated, and a failing reader its error, each after
@@ -99,7 +126,8 @@ func (r *Reader16k) Read(dst []float32) (int, error) {
 		return 0, nil
 	}
 	if r.direct {
-		return r.wr.ReadMono(dst)
+		n, err := r.wr.ReadMono(dst)
+		return n, r.end(err)
 	}
 	for r.pos == len(r.out) {
 		if r.err != nil {
@@ -109,7 +137,7 @@ func (r *Reader16k) Read(dst []float32) (int, error) {
 		r.out, r.pos = r.rs.Write(r.out[:0], r.src[:n]), 0
 		if err != nil {
 			r.out = r.rs.Flush(r.out) // the end of the signal: its last samples
-			r.err = err
+			r.err = r.end(err)
 		}
 	}
 	n := copy(dst, r.out[r.pos:])

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/yazses/yazses/lib/pcm"
@@ -106,6 +107,50 @@ func TestReader16kTruncated(t *testing.T) {
 	head := len(l.build(nil))
 	if want := (len(b)/2 - head) / 2 / 3; total != want { // whole frames at 48 kHz, then a third
 		t.Errorf("%d samples before the cut, want %d", total, want)
+	}
+}
+
+// TestReader16kShortOK: under ShortOK a file cut short gives the same
+// samples as without it, then io.EOF, and Short says how many bytes of
+// its declared data it lacked, at 16 kHz (read as it is) and at another
+// rate (resampled); a complete file is not short.
+func TestReader16kShortOK(t *testing.T) {
+	for _, rate := range []int{16000, 48000} {
+		l := layout{tag: 1, bits: 16, channels: 1, rate: rate}
+		b := l.build(l.encode(sine(rate, rate, 1, 300, 0.5)))
+		cut := len(b)/2 + 1 // half a frame more: a partial frame too
+		read := func(data []byte, shortOK bool) ([]float32, *Reader16k, error) {
+			r, err := NewReader16k(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shortOK {
+				r.ShortOK()
+			}
+			var out []float32
+			buf := make([]float32, 700)
+			for {
+				n, err := r.Read(buf)
+				out = append(out, buf[:n]...)
+				if err != nil {
+					return out, r, err
+				}
+			}
+		}
+		want, _, err := read(b[:cut], false)
+		if !errors.Is(err, ErrTruncated) {
+			t.Fatalf("%d Hz: without ShortOK: %v, want ErrTruncated", rate, err)
+		}
+		got, r, err := read(b[:cut], true)
+		if err != io.EOF || len(got) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%d Hz: with ShortOK: %d samples, %v; want the %d samples before the cut and io.EOF", rate, len(got), err, len(want))
+		}
+		if short := r.Short(); short != int64(len(b)-cut) {
+			t.Errorf("%d Hz: Short() = %d, want %d", rate, short, len(b)-cut)
+		}
+		if _, r, err := read(b, true); err != io.EOF || r.Short() != 0 {
+			t.Errorf("%d Hz: a whole file with ShortOK: %v, Short() %d; want io.EOF and 0", rate, err, r.Short())
+		}
 	}
 }
 

@@ -392,7 +392,6 @@ func TestBadInput(t *testing.T) {
 		{"huge-data", huge, ErrTruncated, "before its declared data size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			_, _, err := ReadAll16k(bytes.NewReader(tc.b), 1<<30)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("ReadAll16k error = %v, want %v", err, tc.want)
@@ -404,9 +403,6 @@ func TestBadInput(t *testing.T) {
 			}
 			if msg := err.Error(); !strings.Contains(msg, tc.msg) || strings.Contains(msg, "\n") {
 				t.Errorf("error %q: want one line containing %q", msg, tc.msg)
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}
@@ -523,14 +519,10 @@ func TestHugeClaimsSmallMemory(t *testing.T) {
 	for name, b := range map[string][]byte{"riff": huge, "rf64": rf} {
 		var before, after runtimeMem
 		before.read()
-		start := time.Now()
 		_, _, err := ReadAll16k(bytes.NewReader(b), math.MaxInt)
 		after.read()
 		if !errors.Is(err, ErrTruncated) {
 			t.Errorf("%s: error %v, want ErrTruncated", name, err)
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("%s: took %v", name, d)
 		}
 		if a := after.total - before.total; a > 4<<20 {
 			t.Errorf("%s: allocated %d bytes for a 100-byte body", name, a)

@@ -37,6 +37,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -453,4 +454,23 @@ func (c *Conn) Request(ctx context.Context, method string, options map[string]db
 		closeRequest(path)
 		return nil, fmt.Errorf("%s: %w", op, ctx.Err())
 	}
+}
+
+// CallFD calls a portal method that answers with a file descriptor (the
+// Clipboard's SelectionRead and SelectionWrite) and returns it as a file,
+// which the caller closes.
+func (c *Conn) CallFD(ctx context.Context, method string, args ...any) (*os.File, error) {
+	var fd dbus.UnixFD
+	if err := c.bus.Object(Dest, Path).CallWithContext(ctx, method, 0, args...).Store(&fd); err != nil {
+		return nil, portalErr(shortName(method), err)
+	}
+	if fd < 0 {
+		return nil, fmt.Errorf("%s: no file descriptor in the answer", shortName(method))
+	}
+	// Non-blocking, so that the file's reads and writes take deadlines.
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		syscall.Close(int(fd))
+		return nil, fmt.Errorf("%s: %w", shortName(method), err)
+	}
+	return os.NewFile(uintptr(fd), shortName(method)), nil
 }

@@ -42,11 +42,15 @@ func gpuTable(runs, cpuRuns int, bin, cli, work, threads string, size testmodel.
 	yaz := filepath.Join(bin, "yaz-decode")
 	list, err := exec.Command(yaz, "devices", "-f", "json", "--device", "gpu").Output()
 	var devs struct {
-		Chosen *struct{ Name, Kind, Description string }
-		Error  string
+		Chosen  *struct{ Name, Kind, Description string }
+		Error   string
+		Warning string
 	}
 	if jerr := json.Unmarshal(list, &devs); jerr != nil || devs.Chosen == nil {
 		return fmt.Errorf("yaz-decode devices --device gpu: %v, %s", err, list)
+	}
+	if devs.Chosen.Kind == "cpu" { // gpu found no hardware GPU and would decode on the CPU
+		return fmt.Errorf("yaz-decode devices --device gpu: %s", devs.Warning)
 	}
 	gpuName := devs.Chosen.Name + " (" + devs.Chosen.Description + ", " + devs.Chosen.Kind + ")"
 	yazArgs := func(dev, f string, extra ...string) []string {

@@ -100,6 +100,7 @@ type Options struct {
 	// The text is the same either way.
 	TokenTimes bool
 
+	warmUp      bool  // WarmUp: one segment of at most one token
 	abortAfter  int64 // tests: abort at this many checks inside graphs on a GPU backend
 	deviceNodes int64 // tests: nodes between two checks on a GPU backend (0: 64)
 }
@@ -338,6 +339,38 @@ func (m *Model) Transcribe(ctx context.Context, samples []float32, opt Options) 
 	full, err := m.run(ctx, samples, opt, lang, 0)
 	full.Result.Retried = true
 	return full.Result, err
+}
+
+// WarmUp decodes a second of silence and throws the result away, so that
+// what whisper.cpp and ggml set up at the first call of a process (the
+// first state and its compute buffers, the CPU backend's threads, a GPU
+// backend's pipelines, compiled at their first use) is paid for now rather
+// than by the first utterance: a resident decoder warms up before it says
+// it is ready. A whisper model runs every graph once and stops at its first
+// token (a few tens of milliseconds with tiny.en on the CPU); a Parakeet
+// model decodes the second whole. It returns how long it took.
+func (m *Model) WarmUp(ctx context.Context, threads int) (time.Duration, error) {
+	start := time.Now()
+	silence := make([]float32, pcm.SampleRate)
+	opt := Options{Threads: threads, NoFallback: true, warmUp: true}
+	if m.engine == Parakeet {
+		opt = Options{Threads: threads}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var err error
+	switch {
+	case m.pk != nil:
+		_, err = m.pk.transcribe(ctx, silence, opt)
+	case m.ctx != nil:
+		_, err = m.run(ctx, silence, opt, "en", TrimmedAudioCtx(len(silence)))
+	default:
+		err = errors.New("model closed")
+	}
+	if err != nil {
+		return time.Since(start), fmt.Errorf("warm up: %w", err)
+	}
+	return time.Since(start), nil
 }
 
 // minWhisperSamples is the least audio whisper.cpp is handed: its mel

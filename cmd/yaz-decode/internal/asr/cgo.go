@@ -228,6 +228,9 @@ func (m *Model) run(ctx context.Context, samples []float32, opt Options, lang st
 	if opt.TokenTimes {
 		o.token_times = 1
 	}
+	if opt.warmUp {
+		o.warm_up = 1
+	}
 	if opt.Prompt != "" {
 		o.prompt = j.cstring(opt.Prompt)
 	}

@@ -15,7 +15,7 @@ import (
 // opened once per process, before ggml lists its devices: each case below
 // is a fresh process (deviceChild). Vulkan is kept out of the children
 // (VK_ICD_FILENAMES=/nonexistent), so that --device gpu finds no GPU and
-// its error shows what it says about CUDA.
+// its warning shows what it says about CUDA.
 
 // cudaChild is deviceChild with Vulkan kept out.
 func cudaChild(t *testing.T, exe string, env ...string) deviceReport {
@@ -25,7 +25,7 @@ func cudaChild(t *testing.T, exe string, env ...string) deviceReport {
 
 // noCUDA fails t unless r is a process that runs on the CPU with no CUDA
 // device, and says note about CUDA ("": nothing) in its notes and in
-// --device gpu's error.
+// --device gpu's warning.
 func noCUDA(t *testing.T, r deviceReport, note string) {
 	t.Helper()
 	for _, d := range r.Devices {
@@ -41,10 +41,10 @@ func noCUDA(t *testing.T, r deviceReport, note string) {
 		t.Errorf("notes %q, want none", r.Notes)
 	case note != "" && (len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "CUDA: ") || !strings.Contains(r.Notes[0], note)):
 		t.Errorf("notes %q, want one: CUDA: ...%s...", r.Notes, note)
-	case note != "" && !strings.Contains(r.GPUError, "CUDA: "+r.Notes[0][len("CUDA: "):]):
-		t.Errorf("--device gpu's error %q does not say why CUDA is not there (%q)", r.GPUError, r.Notes[0])
-	case !strings.Contains(r.GPUError, "no GPU found"):
-		t.Errorf("--device gpu's error = %q, want no GPU found", r.GPUError)
+	case note != "" && !strings.Contains(r.GPUWarning, "CUDA: "+r.Notes[0][len("CUDA: "):]):
+		t.Errorf("--device gpu's warning %q does not say why CUDA is not there (%q)", r.GPUWarning, r.Notes[0])
+	case !strings.Contains(r.GPUWarning, "no hardware GPU found: decoding on the CPU"):
+		t.Errorf("--device gpu's warning = %q, want no hardware GPU found, on the CPU", r.GPUWarning)
 	}
 }
 

@@ -21,7 +21,7 @@ type Kind string
 
 // The kinds of device. A software device is a Vulkan driver that runs on
 // the CPU (Mesa's lavapipe, llvmpipe): slower than ggml's own CPU backend,
-// and never taken by "auto".
+// never taken by "auto" or "gpu", only when named by its index (gpu:N).
 const (
 	KindDiscrete   Kind = "discrete"
 	KindIntegrated Kind = "integrated"
@@ -159,10 +159,12 @@ func vulkanKind(t int, def Kind) Kind {
 }
 
 // rank orders the kinds "auto" and "gpu" choose from (lower is better);
-// -1: never chosen. Among devices of one rank CUDA's come first (better):
-// an NVIDIA GPU that both CUDA and a Vulkan driver list runs whisper.cpp
-// faster through CUDA, and its module is there because someone built it.
-func rank(k Kind, software bool) int {
+// -1: never chosen, a software device included (it is slower than the
+// CPU: only gpu:N takes one). Among devices of one rank CUDA's come first
+// (better): an NVIDIA GPU that both CUDA and a Vulkan driver list runs
+// whisper.cpp faster through CUDA, and its module is there because
+// someone built it.
+func rank(k Kind) int {
 	switch k {
 	case KindDiscrete:
 		return 0
@@ -170,26 +172,22 @@ func rank(k Kind, software bool) int {
 		return 1
 	case KindVirtual:
 		return 2
-	case KindSoftware:
-		if software {
-			return 3
-		}
 	}
 	return -1
 }
 
-// best is the best device of list for "auto" (software false) or "gpu"
-// (software true): discrete before integrated before virtual (before
-// software), ggml's order among equals; false: none.
-func best(list []Device, software bool) (Device, bool) {
+// best is the best hardware GPU of list: discrete before integrated before
+// virtual, ggml's order among equals, never a software device; false:
+// none.
+func best(list []Device) (Device, bool) {
 	var got Device
 	found := false
 	for _, d := range list {
-		r := rank(d.Kind, software)
+		r := rank(d.Kind)
 		if r < 0 {
 			continue
 		}
-		if g := rank(got.Kind, software); !found || r < g || r == g && d.Backend == "CUDA" && got.Backend != "CUDA" {
+		if g := rank(got.Kind); !found || r < g || r == g && d.Backend == "CUDA" && got.Backend != "CUDA" {
 			got, found = d, true
 		}
 	}
@@ -243,13 +241,14 @@ func parseDevice(spec string) (what string, n int, err error) {
 	return "", -1, fmt.Errorf("device %q: want auto, cpu, gpu or gpu:N (N: an index from yaz-decode devices)", spec)
 }
 
-// SelectDevice chooses the device spec names: "auto" (or "") the best real
-// GPU, discrete before integrated, never a software device, else the CPU;
-// "cpu" the CPU; "gpu" the best GPU, a software one last; "gpu:N" ggml's
-// device N, which must be a GPU. A spec naming no device is an error
-// wrapping ErrNoDevice.
+// SelectDevice chooses the device spec names: "auto" (or "") the best
+// hardware GPU, discrete before integrated, never a software device, else
+// the CPU; "cpu" the CPU; "gpu" the best hardware GPU, else the CPU with a
+// warning (see SelectDeviceFor); "gpu:N" ggml's device N, which must be a
+// GPU, a software one included (with a warning). A spec naming no device
+// is an error wrapping ErrNoDevice.
 func SelectDevice(spec string) (Device, error) {
-	d, _, err := SelectDeviceFor(spec, 0)
+	d, _, _, err := SelectDeviceFor(spec, 0)
 	return d, err
 }
 
@@ -258,18 +257,28 @@ func SelectDevice(spec string) (Device, error) {
 // is passed over by auto, which returns it in skipped (for a line saying
 // so) and takes the next or the CPU; gpu and gpu:N refuse it with an
 // ErrNoDevice that names both sizes.
-func SelectDeviceFor(spec string, need uint64) (d Device, skipped []Device, err error) {
+//
+// warn, when not empty, is one line for the person who chose the device:
+// gpu found no hardware GPU and decodes on the CPU (a software Vulkan
+// device such as Mesa's lavapipe runs on the CPU, many times slower than
+// ggml's CPU backend), or gpu:N names a software device, which is taken as
+// asked, and is slower than the CPU.
+func SelectDeviceFor(spec string, need uint64) (d Device, skipped []Device, warn string, err error) {
 	what, n, err := parseDevice(spec)
 	if err != nil {
-		return Device{}, nil, err
+		return Device{}, nil, "", err
 	}
+	noNode := false
 	switch {
 	case what == "cpu":
 		NoGPU()
-	case what == "auto" && !gpuNode():
+	case n < 0 && !gpuNode():
+		// auto and gpu never take a software device, the only kind a
+		// Vulkan driver finds without a GPU node.
+		noNode = true
 		disableVulkan()
 	}
-	return selectFrom(Devices(), what, n, need)
+	return selectFrom(Devices(), what, n, need, noNode)
 }
 
 // gpuNodes are the device nodes a hardware Vulkan driver opens: a DRM
@@ -279,10 +288,10 @@ var gpuNodes = []string{"/dev/dri/renderD*", "/dev/nvidiactl"}
 
 // gpuNode reports whether this machine has one of gpuNodes. Without one,
 // every Vulkan device ggml could list is a software one (lavapipe), which
-// auto never takes: auto then keeps Vulkan out of the process before ggml
-// lists its devices, which saves the driver's start and its memory (60 MiB
-// for lavapipe, for the life of a resident decoder). --list-devices,
-// gpu and gpu:N still look.
+// auto and gpu never take: they then keep Vulkan out of the process before
+// ggml lists its devices, which saves the driver's start and its memory
+// (60 MiB for lavapipe, for the life of a resident decoder).
+// --list-devices and gpu:N still look.
 func gpuNode() bool {
 	for _, g := range gpuNodes {
 		if m, _ := filepath.Glob(g); len(m) > 0 {
@@ -300,7 +309,9 @@ func tooSmall(spec string, d Device, need uint64) error {
 	return noDevice(fmt.Sprintf("--device %s: the model needs %d MiB and %s has %d MiB free", spec, need>>20, d.Name, d.MemoryFree>>20))
 }
 
-func selectFrom(list []Device, what string, n int, need uint64) (Device, []Device, error) {
+// selectFrom chooses from list (see SelectDeviceFor). noNode: the machine
+// has none of gpuNodes, so Vulkan was kept out before the list was made.
+func selectFrom(list []Device, what string, n int, need uint64, noNode bool) (Device, []Device, string, error) {
 	var skipped, fitting []Device
 	for _, d := range list {
 		if d.GPU() && !fits(d, need) {
@@ -311,39 +322,57 @@ func selectFrom(list []Device, what string, n int, need uint64) (Device, []Devic
 	}
 	switch {
 	case what == "cpu":
-		return cpuDevice(list), nil, nil
+		return cpuDevice(list), nil, "", nil
 	case what == "auto":
-		if d, ok := best(fitting, false); ok {
-			return d, nil, nil
+		if d, ok := best(fitting); ok {
+			return d, nil, "", nil
 		}
 		var passed []Device
 		for _, d := range skipped {
-			if rank(d.Kind, false) >= 0 {
+			if rank(d.Kind) >= 0 {
 				passed = append(passed, d)
 			}
 		}
-		return cpuDevice(list), passed, nil
+		return cpuDevice(list), passed, "", nil
 	case n >= 0:
 		if n >= len(list) {
-			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see yaz-decode devices)", n, n, len(list)))
+			return Device{}, nil, "", noDevice(fmt.Sprintf("--device gpu:%d: no device %d: ggml finds %d (see yaz-decode devices)", n, n, len(list)))
 		}
 		d := list[n]
 		if !d.GPU() {
-			return Device{}, nil, noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see yaz-decode devices)", n, n, d.Name))
+			return Device{}, nil, "", noDevice(fmt.Sprintf("--device gpu:%d: device %d is the %s, not a GPU (see yaz-decode devices)", n, n, d.Name))
 		}
 		if !fits(d, need) {
-			return Device{}, nil, tooSmall(fmt.Sprintf("gpu:%d", n), d, need)
+			return Device{}, nil, "", tooSmall(fmt.Sprintf("gpu:%d", n), d, need)
 		}
-		return d, nil, nil
+		if d.Kind == KindSoftware {
+			return d, nil, fmt.Sprintf("--device gpu:%d: %s is a software device: it runs on the CPU and decodes slower than the CPU itself (--device cpu or auto)", n, d), nil
+		}
+		return d, nil, "", nil
 	}
-	if d, ok := best(fitting, true); ok {
-		return d, nil, nil
+	if d, ok := best(fitting); ok {
+		return d, nil, "", nil
 	}
-	if d, ok := best(skipped, true); ok {
-		return Device{}, nil, tooSmall("gpu", d, need)
+	if d, ok := best(skipped); ok {
+		return Device{}, nil, "", tooSmall("gpu", d, need)
 	}
+	// No hardware GPU: dictation still works, on the CPU, and the person
+	// who asked for a GPU is told.
+	return cpuDevice(list), nil, "--device gpu: no hardware GPU found: decoding on the CPU: " + strings.Join(noGPUWhy(list, noNode), "; "), nil
+}
+
+// noGPUWhy says why gpu found no hardware GPU in list, one reason each.
+func noGPUWhy(list []Device, noNode bool) []string {
 	var why []string
-	if vulkanBuilt {
+	if noNode {
+		why = append(why, "no GPU device node ("+strings.Join(gpuNodes, ", ")+")")
+	}
+	for _, d := range list {
+		if d.Kind == KindSoftware {
+			why = append(why, fmt.Sprintf("%s is a software device, slower than the CPU (--device gpu:%d takes it all the same)", d, d.Index))
+		}
+	}
+	if len(why) == 0 && vulkanBuilt {
 		why = append(why, "no Vulkan loader, driver or device (vulkaninfo --summary lists what Vulkan sees)")
 	}
 	if cudaNote != "" {
@@ -352,5 +381,5 @@ func selectFrom(list []Device, what string, n int, need uint64) (Device, []Devic
 	if len(why) == 0 {
 		why = append(why, "this build has no GPU backend (make setup builds Vulkan where glslc, libvulkan-dev and spirv-headers are installed: scripts/install-deps.sh; CUDA where nvcc is found and nvidia-smi lists a GPU)")
 	}
-	return Device{}, nil, noDevice("--device gpu: no GPU found: " + strings.Join(why, "; "))
+	return why
 }

@@ -184,6 +184,13 @@ int yaz_full(struct whisper_context *ctx, struct whisper_state *st, const yaz_op
 		p.temperature_inc = 0;
 	}
 	p.audio_ctx = o->audio_ctx;
+	if (o->warm_up) {
+		// Every graph runs once (mel, encoder, cross, a decoder step) and
+		// the decoder stops at its first token.
+		p.single_segment = true;
+		p.max_tokens = 1;
+		p.temperature_inc = 0;
+	}
 	// Token times change no text: whisper.cpp computes them after each
 	// segment is decoded.
 	p.token_timestamps = o->token_times != 0;

@@ -31,6 +31,7 @@ typedef struct {
 	int audio_ctx;        // 0: full
 	int no_fallback;      // no temperature fallback
 	int token_times;      // time every token (whisper's token_timestamps)
+	int warm_up;          // one segment of at most one token, no fallback (Model.WarmUp)
 	const char *language; // a code, or "auto"
 	const char *prompt;   // NULL: none
 } yaz_opts;

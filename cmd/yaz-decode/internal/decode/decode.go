@@ -224,6 +224,8 @@ type settings struct {
 	det      *detector  // the voice-activity detector (vad.go); nil: energy
 	dev      asr.Device // where the model loaded (serve says so on its readiness line)
 	devNotes []string   // why a GPU backend installed is not available (asr.Notes; the readiness line too)
+	// devWarning: the device is not what --device meant (asr.SelectDeviceFor; the readiness line too)
+	devWarning string
 	// promptUnused, when set, is called for a prompt the engine has no use
 	// for (a Prompt frame under serve with a Parakeet model).
 	promptUnused func()

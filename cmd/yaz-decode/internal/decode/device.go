@@ -26,7 +26,9 @@ const causeDeviceMissing = "device_missing"
 // own ("gpu: Vulkan0"), for the model --model names when its file is
 // there (a GPU it does not fit is passed over, as a decode would). A
 // --device that finds none is the error (exit 1) once the list is out.
-// A backend that is installed but cannot run (the CUDA module without the
+// A device that is not what --device meant (gpu with no hardware GPU, on
+// the CPU; gpu:N of a software device) has a line "warning: why". A
+// backend that is installed but cannot run (the CUDA module without the
 // NVIDIA driver) has a line "not available: CUDA: why".
 // With -f json it is one object instead (devices.List), the error in it
 // too.
@@ -41,8 +43,8 @@ func listDevices(log *slog.Logger, w io.Writer, model, device string, asJSON boo
 	if st, err := os.Stat(model); err == nil && st.Mode().IsRegular() {
 		need = uint64(st.Size())
 	}
-	chosen, _, cerr := asr.SelectDeviceFor(device, need)
-	out := devices.List{Auto: auto.Name, Device: device, Devices: []devices.Info{}, Notes: asr.Notes()}
+	chosen, _, warn, cerr := asr.SelectDeviceFor(device, need)
+	out := devices.List{Auto: auto.Name, Device: device, Devices: []devices.Info{}, Notes: asr.Notes(), Warning: warn}
 	for _, d := range list {
 		out.Devices = append(out.Devices, info(d))
 	}
@@ -71,6 +73,11 @@ func listDevices(log *slog.Logger, w io.Writer, model, device string, asJSON boo
 	}
 	if device != "auto" && cerr == nil {
 		if _, err := fmt.Fprintf(w, "%s: %s\n", device, chosen.Name); err != nil {
+			return err
+		}
+	}
+	if warn != "" {
+		if _, err := fmt.Fprintf(w, "warning: %s\n", warn); err != nil {
 			return err
 		}
 	}
@@ -106,15 +113,21 @@ func info(d asr.Device) devices.Info {
 // on stderr what it said before there were devices to choose from).
 // A model larger than a GPU's free memory is not put there: auto says so
 // on a WARN line and takes the next device (or the CPU), gpu and gpu:N
-// refuse it.
+// refuse it. gpu with no hardware GPU decodes on the CPU, and gpu:N of a
+// software device there, each with a WARN line that says so (and the
+// readiness line of serve carries it: yazsesd status shows it).
 func (c *settings) device(log *slog.Logger) (asr.Device, error) {
 	var need uint64
 	if st, err := os.Stat(c.Model); err == nil {
 		need = uint64(st.Size())
 	}
-	d, skipped, err := asr.SelectDeviceFor(c.Device, need)
+	d, skipped, warn, err := asr.SelectDeviceFor(c.Device, need)
 	if err != nil {
 		return d, deviceError(err)
+	}
+	if warn != "" {
+		log.Warn(warn, "device", d.Name, "kind", string(d.Kind))
+		c.devWarning = warn
 	}
 	for _, s := range skipped {
 		log.Warn(fmt.Sprintf("the model needs %d MiB and %s has %d MiB free: not decoding there", need>>20, s.Name, s.MemoryFree>>20),

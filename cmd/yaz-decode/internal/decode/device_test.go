@@ -89,14 +89,22 @@ func TestListDevicesJSON(t *testing.T) {
 // readiness line which device its model loaded on (yazsesd status shows
 // it), as one JSON object before the newline.
 func TestServeReadyNamesDevice(t *testing.T) {
-	dir := t.TempDir()
-	model := miniModel(t, dir)
+	ready := serveReady(t, "-m", miniModel(t, t.TempDir()), "-t", "2", "--device", "cpu")
+	if d := ready.Device; d.Name != "CPU" || d.Backend != "CPU" || d.Kind != "cpu" || ready.Warning != "" {
+		t.Errorf("readiness line %+v: want the CPU, no warning", ready)
+	}
+}
+
+// serveReady runs serve with args in a process of its own, with nothing on
+// stdin, and returns its readiness line.
+func serveReady(t *testing.T, args ...string) devices.Ready {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	a, _ := json.Marshal([]string{"--serve", "-m", model, "-t", "2", "--device", "cpu"})
+	a, _ := json.Marshal(append([]string{"--serve"}, args...))
 	cmd := exec.CommandContext(testwait.Context(t), os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"="+string(a), "YAZ_READY_FD=3")
 	cmd.ExtraFiles = []*os.File{w}
@@ -115,7 +123,5 @@ func TestServeReadyNamesDevice(t *testing.T) {
 	if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 || json.Unmarshal(line, &ready) != nil {
 		t.Fatalf("readiness line %q: want one JSON object and a newline", line)
 	}
-	if d := ready.Device; d.Name != "CPU" || d.Backend != "CPU" || d.Kind != "cpu" {
-		t.Errorf("readiness line %q: device %+v, want the CPU", line, d)
-	}
+	return ready
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,12 +76,13 @@ func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, pat
 		segs  []transcript.Segment
 		lang  string
 		audio time.Duration
+		short int64
 		err   error
 	)
 	if c.det.silero() {
-		segs, lang, audio, err = c.fileSpans(ctx, log, m, path, stderr)
+		segs, lang, audio, short, err = c.fileSpans(ctx, log, m, path, stderr)
 	} else {
-		segs, lang, audio, err = c.filePieces(ctx, log, m, path, stderr)
+		segs, lang, audio, short, err = c.filePieces(ctx, log, m, path, stderr)
 	}
 	if err != nil {
 		return err
@@ -88,7 +90,13 @@ func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, pat
 	if lang == "" && c.lang != "auto" {
 		lang = c.lang // nothing decoded
 	}
-	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: lang}
+	if short > 0 {
+		// Not an error: the audio it holds is transcribed (exit 0), as
+		// whisper-cli does; the person is told the file is incomplete.
+		fmt.Fprintf(stderr, "%s: warning: %s: the file is cut short: it ends %d bytes before the audio its header declares (an interrupted download?); transcribed the %s it holds\n",
+			name, path, short, seconds(audio))
+	}
+	doc := transcript.JSONDoc{File: path, AudioMs: audio.Milliseconds(), Language: lang, Truncated: short > 0}
 	if c.OutputDir == "" {
 		// Silence prints nothing, not even its header.
 		if header != nil && transcript.Text(segs) != "" {
@@ -116,18 +124,24 @@ const (
 	pieceSearch = 10 * time.Second
 )
 
+// seconds says a length in seconds to a tenth: "4.5 s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + " s"
+}
+
 // filePieces reads the file as a stream and decodes it in pieces of at most
 // pieceMax, each cut at the quietest 100 ms of its last pieceSearch
 // (lib/piece), so memory holds one piece whatever the file's length. With
 // --vad-gate (the default) a piece in which the energy detector finds no
 // speech is not decoded. The segments of each piece are moved onto the
 // file's timeline. It returns the segments, the language decoded ("" when
-// nothing was) and the file's length.
-func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+// nothing was), the file's length and how many bytes it lacked (0: none;
+// see fileAudio).
+func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, int64, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	src, err := openFileAudio(path, maxSamples)
 	if err != nil {
-		return nil, "", 0, explainRead(path, err, c.MaxDuration)
+		return nil, "", 0, 0, explainRead(path, err, c.MaxDuration)
 	}
 	defer src.Close()
 	info := src.Info()
@@ -150,7 +164,7 @@ func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognize
 			break
 		}
 		if err != nil {
-			return nil, "", 0, explainRead(path, errors.Unwrap(err), c.MaxDuration)
+			return nil, "", 0, 0, explainRead(path, errors.Unwrap(err), c.MaxDuration)
 		}
 		n++
 		// Said once the file has given a piece: a file that fails on
@@ -171,7 +185,7 @@ func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognize
 		start := time.Now()
 		res, err := m.Transcribe(ctx, p, opt)
 		if err != nil {
-			return nil, "", 0, fmt.Errorf("decode: %w", err)
+			return nil, "", 0, 0, fmt.Errorf("decode: %w", err)
 		}
 		done++
 		decodeMs += time.Since(start).Milliseconds()
@@ -195,7 +209,7 @@ func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognize
 		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "pieces", n, "decoded", done,
 			"decode_ms", decodeMs, "segments", len(segs))
 	}
-	return segs, lang, audio, nil
+	return segs, lang, audio, src.Short(), nil
 }
 
 // explainRead turns a read error into one line that says what to do.

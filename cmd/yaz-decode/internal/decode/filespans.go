@@ -24,13 +24,13 @@ const fileBlock = 2 * pcm.SampleRate
 // whisper's audio context trimmed to its length, as soon as no later span
 // fits into it, while reading goes on. Whisper's segments are mapped back
 // to the file's timeline. A file without speech decodes nothing. It
-// returns the segments, the language decoded ("" when nothing was) and the
-// file's length.
-func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, error) {
+// returns the segments, the language decoded ("" when nothing was), the
+// file's length and how many bytes it lacked (0: none; see fileAudio).
+func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, int64, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	src, err := openFileAudio(path, maxSamples)
 	if err != nil {
-		return nil, "", 0, explainRead(path, err, c.MaxDuration)
+		return nil, "", 0, 0, explainRead(path, err, c.MaxDuration)
 	}
 	defer src.Close()
 	c.det.announce()
@@ -40,7 +40,7 @@ func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer
 		"audio_ms", pcm.Millis(int(total)))
 	st, err := c.det.model.NewStream(c.fileParams())
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("voice detector: %w", err)
+		return nil, "", 0, 0, fmt.Errorf("voice detector: %w", err)
 	}
 	defer st.Close()
 
@@ -125,11 +125,11 @@ func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer
 	bar.done()
 	switch {
 	case ctx.Err() != nil:
-		return nil, "", 0, ctx.Err()
+		return nil, "", 0, 0, ctx.Err()
 	case r.err != nil:
-		return nil, "", 0, r.err
+		return nil, "", 0, 0, r.err
 	case rerr != nil:
-		return nil, "", 0, rerr
+		return nil, "", 0, 0, rerr
 	}
 	audio := pcm.Duration(int(gr.pos))
 	if r.groups == 0 {
@@ -138,7 +138,7 @@ func (c *settings) fileSpans(ctx context.Context, log *slog.Logger, m Recognizer
 		log.Debug("file decoded", "audio_ms", audio.Milliseconds(), "speech_ms", gr.speechDuration().Milliseconds(),
 			"spans", gr.spans, "groups", r.groups, "decode_ms", r.ms, "segments", len(r.segs))
 	}
-	return r.segs, r.lang, audio, nil
+	return r.segs, r.lang, audio, src.Short(), nil
 }
 
 // fileSamples is the length of a file in 16 kHz samples from its header,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -45,9 +46,19 @@ func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbando
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
 func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
-	// The readiness line names the device, and why a GPU backend installed
-	// is not available (yazsesd status shows both).
-	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes}); err != nil {
+	// A supervisor that waits for the readiness line (yazsesd's resident
+	// decoder) gets a warmed-up model; a one-shot serve (yaz-mcp's own
+	// decoder of one file) would pay for the warm-up and gain nothing.
+	if os.Getenv(cli.ReadyEnv) != "" {
+		c.warmUp(ctx, log, m)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	// The readiness line names the device, why a GPU backend installed is
+	// not available, and a device that is not what --device meant
+	// (yazsesd status shows them).
+	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes, Warning: c.devWarning}); err != nil {
 		return err
 	}
 	c.det.announce()
@@ -71,6 +82,39 @@ func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, st
 	default:
 	}
 	return derr
+}
+
+// warmer is a Recognizer that can warm up (asr.Model.WarmUp).
+type warmer interface {
+	WarmUp(ctx context.Context, threads int) (time.Duration, error)
+}
+
+// warmUpLimit bounds the warm-up, well inside the minute yazsesd waits
+// for the decoder's readiness (a model's load comes first).
+const warmUpLimit = 20 * time.Second
+
+// warmUp runs the model once on silence before serve says it is ready
+// (under a supervisor that waits for its readiness line):
+// the first utterance after a start would otherwise pay for what the
+// first call of a process sets up (seconds on a loaded machine, and a GPU
+// backend's pipelines). A warm-up that fails, or is stopped at
+// warmUpLimit, is said on a WARN line and serving goes on: the first
+// utterance pays for the rest.
+func (c *settings) warmUp(ctx context.Context, log *slog.Logger, m Recognizer) {
+	w, ok := m.(warmer)
+	if !ok {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, warmUpLimit)
+	defer cancel()
+	d, err := w.WarmUp(wctx, c.Threads)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		log.Warn("warm-up failed: the first utterance sets the model up instead", "err", err)
+	default:
+		log.Info("model warmed up", "ms", d.Milliseconds())
+	}
 }
 
 // readFrames turns frames into jobs. An Abandon frame discards what has

@@ -13,6 +13,9 @@ type fileAudio interface {
 	// Read reads up to len(dst) samples; io.EOF at the end.
 	Read(dst []float32) (int, error)
 	Info() wav.Info
+	// Short is how many bytes of its declared data the file lacked once
+	// read to its end: 0 for a whole file (wav.Reader16k.ShortOK).
+	Short() int64
 	Close() error
 }
 
@@ -20,12 +23,14 @@ type fileAudio interface {
 // (wav.OpenFile16k: a regular file, opened non-blocking so that a FIFO
 // swapped in cannot hang it; read, converted and resampled in blocks, so
 // memory holds the blocks whatever the file's rate, width or length). More
-// than maxSamples samples is an error wrapping wav.ErrTooLarge.
+// than maxSamples samples is an error wrapping wav.ErrTooLarge. A file cut
+// short ends where its data does, as whisper-cli reads it (Short says so).
 func openFileAudio(path string, maxSamples int) (fileAudio, error) {
 	r, err := wav.OpenFile16k(path)
 	if err != nil {
 		return nil, err
 	}
+	r.ShortOK()
 	return &capped{Reader16k: r, max: int64(maxSamples)}, nil
 }
 

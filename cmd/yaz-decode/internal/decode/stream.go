@@ -55,6 +55,10 @@ func (c *settings) stream(ctx context.Context, log *slog.Logger, m Recognizer, s
 			if err != nil {
 				if errors.Is(err, io.EOF) {
 					err = nil
+					if src.wav != nil && src.wav.Short() > 0 {
+						log.Warn("the WAV stream on stdin is cut short: it ended before the audio its header declares; transcribed what it held",
+							"missing_bytes", src.wav.Short())
+					}
 				} else {
 					err = fmt.Errorf("read stdin: %w", err)
 				}
@@ -181,6 +185,7 @@ func newSource(r io.Reader) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read WAV header on stdin: %w", err)
 		}
+		wr.ShortOK() // a stream cut short ends where it does (a warning)
 		return &source{wav: wr, fbuf: make([]float32, chunkSamples)}, nil
 	}
 	return &source{raw: br, buf: make([]byte, chunkSamples*pcm.FrameBytes)}, nil

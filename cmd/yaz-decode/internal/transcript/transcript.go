@@ -67,6 +67,9 @@ type JSONDoc struct {
 	AudioMs  int64         `json:"audio_ms"`
 	Text     string        `json:"text"`
 	Segments []JSONSegment `json:"segments"`
+	// Truncated: the file ends before the audio its header declares (an
+	// interrupted download); the transcript is of the audio it holds.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // ToJSON converts segments to their JSON form.

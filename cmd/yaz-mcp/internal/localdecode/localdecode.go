@@ -89,6 +89,10 @@ type Result struct {
 	DecodeMs int64 `json:"decode_ms"`
 	// Pieces is how many pieces the file was cut into.
 	Pieces int `json:"-"`
+	// Truncated: the file is cut short (its header declares more audio
+	// than it holds, as after an interrupted download); the transcript is
+	// of the audio it holds, as the daemon's is.
+	Truncated bool `json:"-"`
 	// PID is the decoder's process id (for tests and logs).
 	PID int `json:"-"`
 }
@@ -131,6 +135,7 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(doneMs int6
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, err)
 	}
+	audio.ShortOK() // a file cut short is transcribed as far as it goes
 	argv := opt.Args()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = opt.Env
@@ -183,7 +188,7 @@ func Run(ctx context.Context, opt Options, f *os.File, progress func(doneMs int6
 		return Result{}, fmt.Errorf("%w: %w", ErrDecodeFailed, werr)
 	}
 	out := Result{Text: res.Text, Segments: make([]Segment, 0, len(res.Segments)), AudioMs: res.AudioMs,
-		DecodeMs: res.DecodeMs, Pieces: res.Pieces, PID: pid}
+		DecodeMs: res.DecodeMs, Pieces: res.Pieces, Truncated: audio.Short() > 0, PID: pid}
 	for _, g := range res.Segments {
 		out.Segments = append(out.Segments, Segment{StartMs: g.StartMs, EndMs: g.EndMs, Text: g.Text})
 	}

@@ -217,3 +217,41 @@ func TestRealDecoderPromptPrivate(t *testing.T) {
 		t.Errorf("the same text %q with the prompt and without: the prompt did not reach the decoder", none.Text)
 	}
 }
+
+// TestRealDecoderCutShort: jfk.wav cut short (its header still declares
+// the whole of it, as after an interrupted download) gives the real
+// yaz-decode serve's transcript of the part it holds, marked truncated,
+// the same text as that part in a whole file.
+func TestRealDecoderCutShort(t *testing.T) {
+	dir := t.TempDir()
+	bin, model, jfk := realDecoder(t, dir)
+	f32, _, err := wav.ReadFile16k(jfk, 60*pcm.SampleRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := pcm.FromFloat32(nil, f32)
+	part := all[:len(all)*6/10]
+	run := func(name string, declared int) Result {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, append(pcm.WAVHeader(int64(2*declared)), pcm.Encode(nil, part)...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		res, err := Run(testwait.Context(t), Options{Command: []string{bin, "serve"}, Flags: flags(model, config.VAD{Engine: "energy"}), Model: model}, f, nil, nil)
+		if err != nil {
+			t.Fatalf("Run on %s: %v", name, err)
+		}
+		return res
+	}
+	whole := run("part.wav", len(part))
+	cut := run("cut.wav", len(all))
+	if whole.Truncated || !cut.Truncated || cut.Text != whole.Text || whole.Text == "" || cut.AudioMs != whole.AudioMs {
+		t.Errorf("cut short: %q (%d ms, truncated %v); the same audio whole: %q (%d ms, truncated %v); want the same text, only the first truncated",
+			cut.Text, cut.AudioMs, cut.Truncated, whole.Text, whole.AudioMs, whole.Truncated)
+	}
+}

@@ -54,7 +54,8 @@ const transcribeOutputSchema = `{
       }
     },
     "audio_ms": {"type": "integer", "minimum": 0, "description": "Length of the audio."},
-    "decode_ms": {"type": "integer", "minimum": 0, "description": "Time the decoding took."}
+    "decode_ms": {"type": "integer", "minimum": 0, "description": "Time the decoding took."},
+    "warning": {"type": "string", "description": "Present when the file is cut short (its header declares more audio than it holds, as after an interrupted download): the audio it holds was transcribed."}
   },
   "required": ["text", "segments", "audio_ms", "decode_ms"]
 }`

@@ -26,6 +26,9 @@ type Transcript struct {
 	Segments []localdecode.Segment `json:"segments"`
 	AudioMs  int64                 `json:"audio_ms"`
 	DecodeMs int64                 `json:"decode_ms"`
+	// Warning, when not empty, is a fixed sentence about the file that did
+	// not stop its transcription (daemonapi.WarningCutShort).
+	Warning string `json:"warning,omitempty"`
 }
 
 // noSpeech is the text content of a transcript without words.
@@ -93,7 +96,12 @@ func transcriptResult(t Transcript) *mcp.CallToolResult {
 	if strings.TrimSpace(text) == "" {
 		text = noSpeech
 	}
-	return mcp.NewToolResultStructured(t, text)
+	r := mcp.NewToolResultStructured(t, text)
+	if t.Warning != "" {
+		// Where a caller that reads the text alone sees it too.
+		r.Content = append(r.Content, mcp.NewTextContent("[warning: "+t.Warning+"]"))
+	}
+	return r
 }
 
 // daemonModel reports whether the daemon would decode with the model this
@@ -128,7 +136,7 @@ func (s *Server) transcribeOnDaemon(ctx context.Context, af *audiofile.File, pro
 	for _, g := range r.Segments {
 		segs = append(segs, localdecode.Segment{StartMs: g.StartMs, EndMs: g.EndMs, Text: g.Text})
 	}
-	return Transcript{Text: r.Text, Segments: segs, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}, nil
+	return Transcript{Text: r.Text, Segments: segs, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs, Warning: r.Warning}, nil
 }
 
 // daemonTranscribe has the daemon transcribe af. With progress asked
@@ -210,7 +218,11 @@ func (s *Server) transcribeLocally(ctx context.Context, af *audiofile.File, prog
 		return Transcript{}, err
 	}
 	s.log.Info("transcribed locally", "audio_ms", r.AudioMs, "decode_ms", r.DecodeMs, "pieces", r.Pieces, "segments", len(r.Segments))
-	return Transcript{Text: r.Text, Segments: r.Segments, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}, nil
+	t := Transcript{Text: r.Text, Segments: r.Segments, AudioMs: r.AudioMs, DecodeMs: r.DecodeMs}
+	if r.Truncated {
+		t.Warning = daemonapi.WarningCutShort // as the daemon says it
+	}
+	return t, nil
 }
 
 // childEnv is the decoder's environment: this one without the variables

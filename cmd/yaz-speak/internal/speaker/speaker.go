@@ -89,18 +89,21 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 		s.Log.Warn("bad request", "id", req.ID, "err", err)
 		return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
 	}
-	max := s.MaxText
-	if max <= 0 {
-		max = tts.MaxTextRunes
-	}
-	text := untrusted.Line(req.Text, 0)
-	if text == "" {
-		s.Log.Warn("request has no text", "id", req.ID)
-		return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
-	}
-	if utf8.RuneCountInString(text) > max {
-		s.Log.Warn("text cut to the limit", "id", req.ID, "max_runes", max)
-		text = untrusted.Line(text, max)
+	var text string
+	if req.Cue == "" {
+		max := s.MaxText
+		if max <= 0 {
+			max = tts.MaxTextRunes
+		}
+		text = untrusted.Line(req.Text, 0)
+		if text == "" {
+			s.Log.Warn("request has no text", "id", req.ID)
+			return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
+		}
+		if utf8.RuneCountInString(text) > max {
+			s.Log.Warn("text cut to the limit", "id", req.ID, "max_runes", max)
+			text = untrusted.Line(text, max)
+		}
 	}
 
 	uctx, cancel := context.WithCancel(ctx)
@@ -110,8 +113,15 @@ func (s *Server) handle(ctx context.Context, l Line, out io.Writer) error {
 	defer stopWatch()
 
 	t0 := time.Now()
-	samples, err := s.Synthesize(uctx, text)
-	if err != nil {
+	var samples []int16
+	if req.Cue != "" {
+		// A sound cue: a tone generated here, never espeak-ng.
+		var ok bool
+		if samples, ok = CueSamples(req.Cue); !ok {
+			s.Log.Warn("unknown cue", "id", req.ID)
+			return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
+		}
+	} else if samples, err = s.Synthesize(uctx, text); err != nil {
 		s.Log.Warn("synthesis failed", "id", req.ID, "err", err)
 		return emit(out, tts.Event{ID: req.ID, Event: tts.EventFailed})
 	}
@@ -260,6 +270,7 @@ func parseRequest(l Line) (tts.Request, error) {
 	var raw struct {
 		ID   *string `json:"id"`
 		Text *string `json:"text"`
+		Cue  *string `json:"cue"`
 	}
 	if err := json.Unmarshal(l.Data, &raw); err != nil {
 		return tts.Request{ID: looseID(l.Data)}, errors.New("request is not a JSON object with string id and text")
@@ -270,6 +281,10 @@ func parseRequest(l Line) (tts.Request, error) {
 	}
 	if raw.ID == nil {
 		return req, errors.New("request has no id")
+	}
+	if raw.Cue != nil && *raw.Cue != "" {
+		req.Cue = *raw.Cue
+		return req, nil
 	}
 	if raw.Text == nil {
 		return req, errors.New("request has no text")

@@ -577,3 +577,58 @@ func TestLines(t *testing.T) {
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+// TestServeCues: a cue request plays a generated tone (never espeak-ng):
+// 80 ms, 880 Hz for the start and 660 Hz for the end, faded in and out,
+// with the events of any request; an unknown cue fails unheard.
+func TestServeCues(t *testing.T) {
+	p, s := &fakePlayer{}, &fakeSynth{}
+	got := serve(t, newServer(p, s), `{"id":"c1","cue":"start"}`+"\n"+`{"id":"c2","text":"","cue":"end"}`+"\n"+`{"id":"c3","cue":"bell"}`+"\n")
+	started := func(id string) tts.Event {
+		return tts.Event{ID: id, Event: tts.EventStarted, Audible: true, AudioMs: CueLength}
+	}
+	want := []tts.Event{
+		started("c1"), ev("c1", tts.EventDone, true),
+		started("c2"), ev("c2", tts.EventDone, true),
+		ev("c3", tts.EventFailed, false),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if len(s.texts) != 0 {
+		t.Errorf("a cue went to the synthesizer: %q", s.texts)
+	}
+	if len(p.calls) != 2 {
+		t.Fatalf("player got %d calls, want the two cues", len(p.calls))
+	}
+	for i, hz := range []int{CueStartHz, CueEndHz} {
+		c := p.calls[i]
+		if len(c) != CueLength*16 {
+			t.Errorf("cue %d: %d samples, want %d", i, len(c), CueLength*16)
+		}
+		crossings, peak := 0, 0
+		for j := range c {
+			if j > 0 && (c[j-1] < 0) != (c[j] < 0) {
+				crossings++
+			}
+			peak = max(peak, abs(int(c[j])))
+		}
+		// Two crossings a period.
+		if want := 2 * hz * CueLength / 1000; crossings < want-2 || crossings > want+2 {
+			t.Errorf("cue %d: %d sign changes, want about %d (%d Hz)", i, crossings, want, hz)
+		}
+		if peak < 8000 || peak > 12000 {
+			t.Errorf("cue %d: peak %d, want about a third of full scale", i, peak)
+		}
+		if first, last := abs(int(c[0])), abs(int(c[len(c)-1])); first > 100 || last > 100 {
+			t.Errorf("cue %d starts at %d and ends at %d: not faded", i, first, last)
+		}
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -531,6 +531,17 @@ func Open(name string, opts Options) (*Typer, error) {
 	return t, nil
 }
 
+// Settle waits, where the Typer types through the portal, until the
+// portal's session has started or cannot (the consent dialog answered,
+// either way), or until ctx ends: for a program that types one text and
+// ends. Other routes need no wait.
+func (t *Typer) Settle(ctx context.Context) {
+	if t.rs != nil && slices.Contains(t.Backends(), Portal) {
+		st := t.rs.pt.Settle(ctx)
+		t.log.Debug("portal session settled", "state", st.Session, "cause", st.Cause)
+	}
+}
+
 // Backends returns the names the Typer tries, in order.
 func (t *Typer) Backends() []string {
 	var names []string

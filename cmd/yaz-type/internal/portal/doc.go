@@ -23,7 +23,8 @@
 //
 // A session that is not started types nothing: the text is not typed
 // ([backend.ErrUnavailable], with the cause) and the daemon keeps it for
-// `yazsesd ctl last`. A refused dialog is not shown again until the
+// `yazsesd ctl last`. A program that types one text and ends (yaz-type in
+// a pipeline) waits for the answer first ([Route.Settle]). A refused dialog is not shown again until the
 // daemon restarts. A session the desktop ends (the person stopped it in
 // the desktop's indicator) is asked for again at the next dictation; one
 // lost because the portal left the bus (a crash, a restart) is asked for
@@ -38,14 +39,25 @@
 // route reads the keymap first (the one the compositor hands every
 // client's wl_keyboard: [wayland.SeatKeymap]) and sends keysyms only when
 // every character of the text is on the first or second level of every
-// layout (keymap.go). Otherwise the whole text is pasted: it goes on the
-// clipboard and the primary selection (wl-copy; what they held is put
-// back after the paste), and Shift+Insert is pressed through the portal
-// (GTK, Qt, VTE and Konsole windows, browsers and LibreOffice paste with
-// it; terminals from the primary selection). Whether the window took a
-// paste cannot be seen on these desktops (no data control to watch the
-// fetch): the result is [backend.ErrPasted], never "typed". A keymap that
-// cannot be read pastes too.
+// layout (keymap.go). Otherwise the whole text is pasted, through the
+// portal's own clipboard where the portal has one (org.freedesktop.portal
+// .Clipboard, xdg-desktop-portal 1.17 and later; GNOME's backend serves
+// it from mutter's clipboard, portalclip.go): RequestClipboard before
+// Start (the dialog shows a switch for it, on at first), then at each
+// paste SetSelection with the text types, the text written into the pipe
+// of each SelectionTransfer (SelectionWrite, SelectionWriteDone), and
+// Ctrl+V pressed through the session's keyboard. GNOME 50 offers no
+// Wayland data control, so wl-copy is never used where the portal has a
+// clipboard: a session given none (the switch turned off) leaves such a
+// text to the next route. Where the portal has no clipboard (1.16,
+// Debian 12) the text goes on the clipboard and the primary selection
+// (wl-copy), what they held is put back after the paste, and
+// Shift+Insert is pressed (GTK, Qt, VTE and Konsole windows, browsers
+// and LibreOffice paste with it; terminals from the primary selection).
+// Whether the window took a paste cannot be seen (the portal says that a
+// transfer was served, and mutter's clipboard manager fetches one
+// itself): the result is [backend.ErrPasted], never "typed". A keymap
+// that cannot be read pastes too.
 //
 // Caps Lock: mutter presses a keysym's key as it is, with the lock as it
 // is, so a locked Caps Lock would change every letter's case. The route

@@ -94,11 +94,24 @@ type session struct {
 	version    uint32
 	status     Status
 	changed    bcast.Signal
+
+	// The portal's clipboard in the session (portalclip.go): clip when
+	// the desktop gave it; what the session offers on it (serving, while
+	// owning); fetches counts the windows that fetched it.
+	clip      bool
+	clipAsked bool // the portal has a clipboard: it was asked for
+	otherText bool // another window owns the clipboard, with text
+	serving   []byte
+	owning    bool
+	fetches   uint64
+	fetched   bcast.Signal
+	transfers chan transfer
 }
 
 func newSession(o backend.Options) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &session{o: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	return &session{o: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
+		transfers: make(chan transfer, 16)}
 }
 
 // begin starts the session's goroutine once.
@@ -160,6 +173,29 @@ func (r *Route) State() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
+}
+
+// Settle starts the session (as Prepare) and waits while it is starting
+// or its consent dialog is open: for a program that types one text and
+// ends (yaz-type in a pipeline), which has nothing to type with before
+// the person answers. It returns the state it came to, or the state when
+// ctx ended.
+func (r *Route) Settle(ctx context.Context) Status {
+	r.Prepare()
+	for {
+		changed := r.Changes()
+		st := r.State()
+		switch st.Session {
+		case "", StateStarting, StateAsking:
+		default:
+			return st
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return r.State()
+		}
+	}
 }
 
 // Changes returns a channel closed at the next change of the session's
@@ -227,6 +263,12 @@ func (s *session) set(state, cause, consent string) {
 // run keeps a session until Close.
 func (s *session) run() {
 	defer close(s.done)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.serveTransfers()
+	}()
+	defer func() { <-served }()
 	defer s.shutdown()
 	for {
 		tried := time.Now()
@@ -255,6 +297,9 @@ func (s *session) run() {
 func (s *session) establish() error {
 	ctx := s.ctx
 	s.set(StateStarting, "", "")
+	s.mu.Lock()
+	s.clip, s.clipAsked, s.serving, s.owning, s.otherText = false, false, nil, false, false
+	s.mu.Unlock()
 	conn, err := s.dial()
 	if err != nil {
 		s.set(StateUnavailable, "no session bus to reach the desktop portal: "+err.Error(), "")
@@ -302,6 +347,9 @@ func (s *session) establish() error {
 		s.closeSession(conn, pending)
 		return s.failed(err, "the portal refused the keyboard")
 	}
+	// The clipboard is asked for before Start, which grants it with the
+	// keyboard (or not: Start's clipboard_enabled).
+	clip := s.requestClipboard(conn, pending)
 	if token == "" {
 		s.set(StateAsking, "the desktop's remote-desktop dialog is open: allow it so that dictation can type", consentWaiting)
 		if s.o.Notify != nil {
@@ -334,6 +382,11 @@ func (s *session) establish() error {
 		s.set(StateRefused, "the desktop granted no keyboard: dictation cannot type here; restart yazsesd to be asked again", consentRefused)
 		return fmt.Errorf("start: no keyboard granted: %w", xdp.ErrRefused)
 	}
+	enabled, _ := res["clipboard_enabled"].Value().(bool)
+	s.mu.Lock()
+	s.clip, s.clipAsked = clip && enabled, clip
+	s.mu.Unlock()
+	s.o.Log.Debug("portal: clipboard", "requested", clip, "enabled", enabled)
 	consent := consentEachStart
 	if ver >= 2 {
 		consent = consentNotStored
@@ -414,6 +467,13 @@ func (s *session) dial() (*xdp.Conn, error) {
 	cancel()
 	if err != nil && !errors.Is(err, xdp.ErrNoRegistry) {
 		s.o.Log.Warn("portal: the desktop portal did not take YazSes's application id", "err", err)
+	}
+	c.Subscribe(transferSignal, s.onTransfer)
+	c.Subscribe(ownerSignal, s.onOwner)
+	for _, member := range []string{"SelectionTransfer", "SelectionOwnerChanged"} {
+		if err := c.AddMatch(s.ctx, clipIface, member); err != nil {
+			s.o.Log.Debug("portal: no match for the clipboard's signals", "member", member, "err", err)
+		}
 	}
 	c.Subscribe(xdp.SessionIface+".Closed", func(sig *dbus.Signal) {
 		s.mu.Lock()
@@ -591,6 +651,18 @@ func (r *Route) Type(ctx context.Context, typed untrusted.TypedText) error {
 		}
 		r.o.Log.Debug("portal: Caps Lock is on and the keymap has no Caps_Lock key to turn it off: the text is pasted")
 	}
+	s.mu.Lock()
+	clip, asked := s.clip, s.clipAsked
+	s.mu.Unlock()
+	switch {
+	case clip:
+		return r.pastePortal(ctx, s, conn, handle, km, text)
+	case asked:
+		// A desktop whose portal has a clipboard (GNOME) need not offer
+		// one to other clients (GNOME has no data control): the text is
+		// left to the next route (IBus), typed by none here.
+		return fmt.Errorf("portal: the desktop gave the session no clipboard (its dialog's clipboard switch was off) to paste what the keymap lacks: %w", backend.ErrUnavailable)
+	}
 	return r.paste(ctx, conn, handle, km, text)
 }
 
@@ -669,15 +741,10 @@ func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPat
 	if err != nil {
 		return fmt.Errorf("portal: set the clipboard: %w: %w", backend.ErrUnavailable, err)
 	}
-	chord := r.chord(ctx, conn, handle)
+	chord := r.chord(ctx, conn, handle, ksShiftL, ksInsert)
 	if chord == nil {
 		// The window fetches the text after it sees the chord.
-		t := time.NewTimer(r.o.RestoreDelay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		wait(ctx, r.o.RestoreDelay)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
 	defer cancel()
@@ -690,15 +757,15 @@ func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPat
 	return fmt.Errorf("portal: %w", backend.ErrPasted)
 }
 
-// chord presses and releases Shift+Insert.
-func (r *Route) chord(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath) error {
+// chord presses mod and key, and releases them (Shift+Insert, Ctrl+V).
+func (r *Route) chord(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, mod, key uint32) error {
 	cctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
 	none := map[string]dbus.Variant{}
 	steps := []struct {
 		ks    uint32
 		state uint32
-	}{{ksShiftL, keyPressed}, {ksInsert, keyPressed}, {ksInsert, keyReleased}, {ksShiftL, keyReleased}}
+	}{{mod, keyPressed}, {key, keyPressed}, {key, keyReleased}, {mod, keyReleased}}
 	for i, st := range steps {
 		if err := conn.Call(cctx, keysymMethod, handle, none, int32(st.ks), st.state); err != nil {
 			if i == 0 {

@@ -21,12 +21,17 @@ import (
 // the device the running decoder loaded the model on ("auto → CPU",
 // "gpu → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)"), and why a
 // GPU backend installed is not available ("auto → CPU; not available:
-// CUDA: libcuda.so.1: ...").
+// CUDA: libcuda.so.1: ..."), and a device that is not what the setting
+// meant ("gpu → CPU; warning: --device gpu: no hardware GPU found: decoding
+// on the CPU: ...").
 func deviceLine(d daemonapi.DeviceStatus) string {
 	if d.Device == nil {
 		return d.Setting + " (not known until the decoder is ready)"
 	}
 	line := d.Setting + " → " + d.Device.String()
+	if d.Warning != "" {
+		line += "; warning: " + d.Warning
+	}
 	for _, n := range d.Notes {
 		line += "; not available: " + n
 	}
@@ -56,8 +61,9 @@ func deviceArgs(argv []string, spec, model string) []string {
 
 // checkDevice asks the decoder (children.decode: yaz-decode devices -f json)
 // where decode.device = "gpu" or "gpu:N" would run the model: the device
-// is named on out (with a line for each GPU backend installed that cannot
-// run), and none is the key's error. auto and cpu always have
+// is named on out (with a warning line when it is not what the key meant,
+// and a line for each GPU backend installed that cannot run), and none is
+// the key's error. auto and cpu always have
 // a device (the CPU at worst) and are not asked about. A decoder that
 // cannot be run or answers no list leaves the key unchecked, said on out:
 // the daemon would fail at start, where the decoder's own line says why.
@@ -98,6 +104,11 @@ func checkDevice(ctx context.Context, cfg config.Config, data []byte, file strin
 		return config.KeyError(data, file, "decode.device", fmt.Sprintf("%q: %s", spec, msg))
 	}
 	fmt.Fprintf(out, "%s: decode.device %q → %s\n", file, spec, list.Chosen)
+	// gpu with no hardware GPU (the CPU), gpu:N of a software device
+	// (slower than the CPU): valid, and said.
+	if list.Warning != "" {
+		fmt.Fprintf(out, "%s: decode.device %q: warning: %s\n", file, spec, list.Warning)
+	}
 	// A backend installed that cannot run (the CUDA module without the
 	// NVIDIA driver): the device above may not be the one meant.
 	for _, n := range list.Notes {

@@ -10,13 +10,17 @@ import (
 	"testing"
 
 	"github.com/yazses/yazses/internal/testmodel"
+	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/devices"
 )
 
 // TestConfigCheckDevice: config check asks the decoder (children.decode
 // with --list-devices -f json) where decode.device = "gpu" or "gpu:N"
-// would run the model: a device that exists is named on stdout, none is
-// the key's error with its line and exit 1; auto and cpu need no GPU and
-// are not asked about. A decoder that cannot answer leaves the key
+// would run the model: a device that exists is named on stdout, with the
+// decoder's warning on a line of its own when it is not what the key
+// meant (gpu on the CPU, gpu:N of a software device), none is the key's
+// error with its line and exit 1; auto and cpu need no GPU and are not
+// asked about. A decoder that cannot answer leaves the key
 // unchecked, said on stdout.
 func TestConfigCheckDevice(t *testing.T) {
 	dir := t.TempDir()
@@ -43,14 +47,18 @@ func TestConfigCheckDevice(t *testing.T) {
 		out                      string // on stdout (exit 0) or stderr
 		asked                    bool
 	}{
-		{"gpu found", "gpu", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu","chosen":` + lavapipe + `}`, "0", 0,
-			`decode.device "gpu" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)`, true},
-		{"gpu found, CUDA not available", "gpu", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu","chosen":` + lavapipe +
+		{"gpu:N of a software device", "gpu:0", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu:0","chosen":` + lavapipe +
+			`,"warning":"--device gpu:0: Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software) is a software device: it runs on the CPU and decodes slower than the CPU itself (--device cpu or auto)"}`, "0", 0,
+			`decode.device "gpu:0" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)` + "\n" +
+				dir + `/dev.toml: decode.device "gpu:0": warning: --device gpu:0: Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software) is a software device: it runs on the CPU and decodes slower than the CPU itself`, true},
+		{"gpu:N found, CUDA not available", "gpu:0", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu:0","chosen":` + lavapipe +
 			`,"notes":["CUDA: libcuda.so.1: cannot open shared object file: No such file or directory"]}`, "0", 0,
-			`decode.device "gpu" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)` + "\n" +
-				dir + `/dev.toml: decode.device "gpu": not available: CUDA: libcuda.so.1: cannot open shared object file`, true},
-		{"gpu missing", "gpu", `{"devices":[` + cpu + `],"auto":"CPU","device":"gpu","error":"--device gpu: no GPU found: no Vulkan loader, driver or device"}`, "1", 1,
-			`dev.toml:3: decode.device: "gpu": no GPU found: no Vulkan loader, driver or device`, true},
+			`decode.device "gpu:0" → Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits), software)` + "\n" +
+				dir + `/dev.toml: decode.device "gpu:0": not available: CUDA: libcuda.so.1: cannot open shared object file`, true},
+		{"gpu without a hardware GPU", "gpu", `{"devices":[` + lavapipe + `,` + cpu + `],"auto":"CPU","device":"gpu","chosen":` + cpu +
+			`,"warning":"--device gpu: no hardware GPU found: decoding on the CPU: no GPU device node (/dev/dri/renderD*, /dev/nvidiactl)"}`, "0", 0,
+			`decode.device "gpu" → CPU` + "\n" +
+				dir + `/dev.toml: decode.device "gpu": warning: --device gpu: no hardware GPU found: decoding on the CPU: no GPU device node`, true},
 		{"gpu:N missing", "gpu:3", `{"devices":[` + cpu + `],"auto":"CPU","device":"gpu:3","error":"--device gpu:3: no device 3: ggml finds 1 (see --list-devices)"}`, "1", 1,
 			`dev.toml:3: decode.device: "gpu:3": no device 3: ggml finds 1 (see yaz-decode --list-devices)`, true},
 		{"decoder cannot answer", "gpu", `not json`, "2", 0, `decode.device "gpu" not checked: `, true},
@@ -100,6 +108,29 @@ func TestConfigCheckDeviceArgs(t *testing.T) {
 	} {
 		if got := deviceArgs(tc.argv, "gpu", "m.bin"); !slices.Equal(got, tc.want) {
 			t.Errorf("deviceArgs(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+}
+
+// TestDeviceLine: status's device line names the setting and the device
+// the decoder loaded on, the decoder's warning when the device is not what
+// the setting meant (gpu with no hardware GPU: the CPU), and why a GPU
+// backend installed is not available.
+func TestDeviceLine(t *testing.T) {
+	cpu := &devices.Info{Index: 1, Backend: "CPU", Name: "CPU", Kind: "cpu", Description: "AMD EPYC"}
+	for _, tc := range []struct {
+		d    daemonapi.DeviceStatus
+		want string
+	}{
+		{daemonapi.DeviceStatus{Setting: "auto"}, "auto (not known until the decoder is ready)"},
+		{daemonapi.DeviceStatus{Setting: "auto", Device: cpu}, "auto → CPU"},
+		{daemonapi.DeviceStatus{Setting: "gpu", Device: cpu, Warning: "--device gpu: no hardware GPU found: decoding on the CPU: no GPU device node"},
+			"gpu → CPU; warning: --device gpu: no hardware GPU found: decoding on the CPU: no GPU device node"},
+		{daemonapi.DeviceStatus{Setting: "auto", Device: cpu, Notes: []string{"CUDA: libcuda.so.1: cannot open"}},
+			"auto → CPU; not available: CUDA: libcuda.so.1: cannot open"},
+	} {
+		if got := deviceLine(tc.d); got != tc.want {
+			t.Errorf("deviceLine(%+v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

@@ -30,6 +30,17 @@ func (d *Decoder) DeviceNotes() []string {
 	return nil
 }
 
+// DeviceWarning says, in one line, that the running decoder's device is
+// not what decode.device meant ("gpu" with no hardware GPU: the CPU;
+// "gpu:N" of a software device, slower than the CPU), as it said on its
+// readiness line; "" when it is, or no decoder is ready.
+func (d *Decoder) DeviceWarning() string {
+	if r := readyDevice(d.Status()); r != nil {
+		return r.Warning
+	}
+	return ""
+}
+
 func readyDevice(st supervise.Status) *devices.Ready {
 	if st.State != supervise.StateRunning || st.Ready == "" {
 		return nil

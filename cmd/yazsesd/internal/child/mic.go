@@ -13,6 +13,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/pcm"
+	"github.com/yazses/yazses/lib/tts"
 )
 
 // Mic is the daemon's end of yaz-capture. In on-demand mode the child runs
@@ -48,6 +49,40 @@ type Listener struct {
 	failed  chan struct{} // capacity 1: the child failed (Failed)
 	dropped int
 	told    bool // a nil chunk (the stream's end) was sent to it
+	// quiet: the audio is silence of the same length until quietEnd,
+	// which comes sooner, quietAfter after sound closes (Mic.Quiet).
+	quiet      bool
+	sound      <-chan tts.Event // nil once closed
+	quietEnd   time.Time
+	quietAfter time.Duration
+}
+
+// quieted reports whether audio that comes now is to be silence.
+func (l *Listener) quieted(now time.Time) bool {
+	if !l.quiet {
+		return false
+	}
+	for l.sound != nil {
+		select {
+		case _, ok := <-l.sound:
+			if ok {
+				continue // started: not played out yet
+			}
+			// Played out (or failed): what the microphone delivers for a
+			// while yet was recorded while it played.
+			l.sound = nil
+			if end := now.Add(l.quietAfter); end.Before(l.quietEnd) {
+				l.quietEnd = end
+			}
+		default:
+		}
+		break
+	}
+	if now.Before(l.quietEnd) {
+		return true
+	}
+	l.quiet, l.sound = false, nil
+	return false
 }
 
 // Audio delivers the microphone's audio as it arrives; a nil chunk means
@@ -160,9 +195,18 @@ func (m *Mic) deliver(b []byte, start int) {
 	if m.ring != nil {
 		m.ring.write(s)
 	}
+	var zeros []int16
+	now := time.Now()
 	for l := range m.subs {
+		ls := s
+		if l.quieted(now) {
+			if zeros == nil {
+				zeros = make([]int16, len(s))
+			}
+			ls = zeros
+		}
 		select {
-		case l.ch <- s:
+		case l.ch <- ls:
 		default:
 			l.dropped += len(s)
 		}
@@ -277,6 +321,19 @@ func (m *Mic) want() {
 	case m.wanted <- struct{}{}:
 	default: // asked already
 	}
+}
+
+// Quiet turns the audio l gets from now on into silence of the same
+// length, so that a hold does not hear its own start cue: until after has
+// passed since sound's channel closed (the cue played out: Speaker.Cue;
+// after covers the microphone's own latency, the sound played before it
+// reaches the daemon) or max since now, whichever comes first. What l
+// was given before (the pre-roll) is kept. Quiet reads sound's events;
+// nobody else may.
+func (m *Mic) Quiet(l *Listener, sound <-chan tts.Event, after, max time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l.quiet, l.sound, l.quietAfter, l.quietEnd = true, sound, after, time.Now().Add(max)
 }
 
 // Listen adds a listener; with preRoll the ring's audio comes first. The

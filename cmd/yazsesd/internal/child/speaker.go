@@ -131,12 +131,35 @@ func (s *Speaker) failPendingLocked() {
 func (s *Speaker) Speak(text string) (id string, events <-chan tts.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sendLocked(tts.Request{Text: text})
+}
+
+// ErrBusy: the speaker has a request in hand (a question being spoken, a
+// cue playing), so a cue was not sent.
+var ErrBusy = errors.New("speaker busy")
+
+// Cue plays a sound cue (tts.CueStart, tts.CueEnd) only when nothing else
+// is being spoken: with a request pending it sends nothing (ErrBusy), so a
+// cue never plays over a question. Its events are Speak's.
+func (s *Speaker) Cue(cue string) (events <-chan tts.Event, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		return nil, ErrBusy
+	}
+	_, events, err = s.sendLocked(tts.Request{Cue: cue})
+	return events, err
+}
+
+// sendLocked sends req with an id of its own, under s.mu.
+func (s *Speaker) sendLocked(req tts.Request) (id string, events <-chan tts.Event, err error) {
 	if s.w == nil || !s.up.on {
 		return "", nil, ErrNotRunning
 	}
 	s.nextID++
 	id = "q" + strconv.Itoa(s.nextID)
-	line, err := json.Marshal(tts.Request{ID: id, Text: text})
+	req.ID = id
+	line, err := json.Marshal(req)
 	if err != nil {
 		return "", nil, fmt.Errorf("speak request: %w", err)
 	}

@@ -6,11 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/daemonapi"
+	"github.com/yazses/yazses/lib/tts"
 )
 
 // Holds. The hold itself (its audio, its detector, its tail, its eager
@@ -126,6 +128,9 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		h.live = dictation.StartLive(d.typeCtx, d.dictationEnv())
 	}
 	l := d.mic.Listen(d.mic.Always())
+	if d.config().Dictation.Cues && d.state.asking == nil {
+		d.cue(tts.CueStart, l)
+	}
 	deps := hold.Deps{
 		Audio:    micAudio{d.mic, l},
 		Detector: det,
@@ -151,6 +156,33 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	d.auditf(audit.Event{Kind: "hold.started"})
 	d.notify("listening")
 	return daemonapi.HoldResult{Hold: daemonapi.HoldHolding}, nil
+}
+
+// The silence a hold's start cue makes of the hold's audio (child.Mic.
+// Quiet): until cueAfter after the speaker played it out (what the
+// microphone delivers a little after was recorded while it played), and
+// never longer than cueQuiet from the start. "Played out" is the device's
+// word, and a sound server may start a stream late (an idle PulseAudio
+// null sink plays it about 1.9 s after it was handed over): the quiet
+// follows the cue, not a guess of its length. The cue says "speak now":
+// a person speaks after hearing it, and what they say then is kept.
+const (
+	cueAfter = 250 * time.Millisecond
+	cueQuiet = 3 * time.Second
+)
+
+// cue plays a sound cue (dictation.cues) unless the speaker is saying
+// something or is down; a start cue quiets the hold's listener l until it
+// is played out (child.Mic.Quiet), so the hold does not hear it.
+func (d *Daemon) cue(name string, l *child.Listener) {
+	events, err := d.speak.Cue(name)
+	if err != nil {
+		d.log.Debug("sound cue left out", "cue", name, "err", err)
+		return
+	}
+	if l != nil {
+		d.mic.Quiet(l, events, cueAfter, cueQuiet)
+	}
 }
 
 // holdEnding are the settings a hold ends with: dictation.tail_ms and
@@ -188,7 +220,11 @@ func (o holdOwner) Collected(why hold.Why) {
 			d.live.SetHold(daemonapi.StateDecoding)
 		}
 	}
+	cue := why != hold.Shutdown && d.config().Dictation.Cues && d.state.asking == nil
 	d.state.mu.Unlock()
+	if cue {
+		d.cue(tts.CueEnd, nil)
+	}
 	switch why {
 	case hold.AtLimit:
 		d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", d.config().Dictation.MaxHoldS)
@@ -299,14 +335,18 @@ func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
 
 // dictationEnv is what a hold's text is shaped and typed with.
 func (d *Daemon) dictationEnv() dictation.Env {
-	cfg := d.config()
+	cfg := d.config().Dictation
 	return dictation.Env{
 		Typer:     d.injector(),
 		Decoder:   d.decode,
-		Replace:   cfg.Dictation.Replace,
-		Separator: cfg.Dictation.Separator,
-		Report:    dictationReport{d},
-		Log:       d.log,
+		Replace:   cfg.Replace,
+		Separator: cfg.Separator,
+		PostProcess: dictation.PostProcess{
+			Argv:    cfg.PostProcess,
+			Timeout: time.Duration(cfg.PostProcessTimeoutMs) * time.Millisecond,
+		},
+		Report: dictationReport{d},
+		Log:    d.log,
 	}
 }
 

@@ -172,12 +172,13 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		Children:    children,
 		Budget:      d.budgetStatus(ctx),
 
-		Health:         d.healthLine(d.health.Summary()),
-		AuditFailing:   d.auditFailing(),
-		StateFailing:   d.stateFailing(),
-		Model:          d.opt.Config.Decode.Model, // restart-only: the running value
-		Language:       d.opt.Config.Decode.Language,
-		DecodeDevice:   daemonapi.DeviceStatus{Setting: d.opt.Config.Decode.Device, Device: d.decode.Device(), Notes: d.decode.DeviceNotes()},
+		Health:       d.healthLine(d.health.Summary()),
+		AuditFailing: d.auditFailing(),
+		StateFailing: d.stateFailing(),
+		Model:        d.opt.Config.Decode.Model, // restart-only: the running value
+		Language:     d.opt.Config.Decode.Language,
+		DecodeDevice: daemonapi.DeviceStatus{Setting: d.opt.Config.Decode.Device, Device: d.decode.Device(), Notes: d.decode.DeviceNotes(),
+			Warning: d.decode.DeviceWarning()},
 		CaptureBackend: d.opt.Config.Capture.Backend,
 		CaptureDevice:  d.opt.Config.Capture.Device,
 		Typing:         d.typing(),

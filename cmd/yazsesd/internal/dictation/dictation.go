@@ -142,9 +142,12 @@ type Env struct {
 	Separator string
 	// Live is what the live typing of the hold's pieces came to
 	// (dictation.live: Live.Close); nil without live text.
-	Live   *LiveReport
-	Report Reporter
-	Log    *slog.Logger
+	Live *LiveReport
+	// PostProcess is dictation.post_process: the text goes through it
+	// after Replace, before it is typed and kept.
+	PostProcess PostProcess
+	Report      Reporter
+	Log         *slog.Logger
 }
 
 // Finish turns a hold that ended with or without a text (not cancelled,
@@ -200,7 +203,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		lost(env, &res, &ev, r)
 		return res, ""
 	}
-	text = Text(r.Text, env.Replace)
+	text = env.PostProcess.Apply(ctx, env.Log, Text(r.Text, env.Replace))
 	if text == "" {
 		res.Outcome = "empty"
 		ev.Kind = "dictation.empty"

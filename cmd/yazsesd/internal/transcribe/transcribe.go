@@ -106,17 +106,18 @@ func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) 
 		return daemonapi.TranscribeResult{}, errBadFile
 	}
 	defer r.Close()
+	// A file cut short (an interrupted download) is transcribed as far as
+	// it goes, as yaz-decode does, with WarningCutShort.
+	r.ShortOK()
 	info := r.Info()
 	var totalMs int64 // the file's length, as yaz-mcp computes it; 0: not said
 	if info.DataBytes > 0 {
 		perFrame := int64(info.Channels * info.BitsPerSample / 8)
-		if info.DataBytes > fi.Size() {
-			return daemonapi.TranscribeResult{}, errBadFile // cut short: it would fail at its end
-		}
-		if info.DataBytes/perFrame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
+		data := min(info.DataBytes, fi.Size()) // a file cut short holds less than it declares
+		if data/perFrame/int64(info.SampleRate) > int64(maxFileAudio/time.Second) {
 			return daemonapi.TranscribeResult{}, errTooLong
 		}
-		totalMs = info.DataBytes / perFrame * 1000 / int64(info.SampleRate)
+		totalMs = data / perFrame * 1000 / int64(info.SampleRate)
 	}
 	var prog *fileProgress
 	if progress != nil {
@@ -139,6 +140,13 @@ func (f *Files) Transcribe(ctx context.Context, path string, progress Progress) 
 	out, err := f.decodeFile(ctx, r, prog)
 	switch {
 	case err == nil:
+		if short := r.Short(); short > 0 {
+			out.Warning = daemonapi.WarningCutShort
+			f.log.Warn("file transcribed as far as it goes: it is cut short", "audio_ms", out.AudioMs, "missing_bytes", short)
+			if prog != nil {
+				prog.total = out.AudioMs // what it holds: the header's length (and its size) said more
+			}
+		}
 		prog.finish(out.AudioMs)
 		return out, nil
 	case ctx.Err() != nil:

@@ -263,9 +263,8 @@ func wantCode(t *testing.T, err error, code int, msg string) {
 }
 
 // TestTranscribeRefuses: a file that is not one, not a WAV file this
-// decoder reads, cut short of what its header declares, or longer than 4
-// hours by its header is refused before the decoder's turn is taken, with
-// a fixed sentence (never the path).
+// decoder reads, or longer than 4 hours by its header is refused before
+// the decoder's turn is taken, with a fixed sentence (never the path).
 func TestTranscribeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
@@ -275,8 +274,6 @@ func TestTranscribeRefuses(t *testing.T) {
 		}
 		return p
 	}
-	data := pcm.Encode(nil, tone16k(1, nil))
-	cut := write("cut.wav", append(pcm.WAVHeader(int64(len(data))), data[:len(data)/2]...))
 	// 4 hours and a second by its header, the data sparse.
 	long := write("long.wav", pcm.WAVHeader(int64(pcm.Samples(4*time.Hour+time.Second)*pcm.FrameBytes)))
 	if err := os.Truncate(long, 44+int64(pcm.Samples(4*time.Hour+time.Second)*pcm.FrameBytes)); err != nil {
@@ -291,7 +288,6 @@ func TestTranscribeRefuses(t *testing.T) {
 		{"missing", filepath.Join(dir, "gone.wav"), daemonapi.CodeBadFile, notFile},
 		{"folder", dir, daemonapi.CodeBadFile, notFile},
 		{"text", write("a.txt", []byte("hello\n")), daemonapi.CodeBadFile, notWAV},
-		{"cut short", cut, daemonapi.CodeBadFile, notWAV},
 		{"over 4 hours", long, daemonapi.CodeBadFile, "longer than 4 hours of audio"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,6 +302,35 @@ func TestTranscribeRefuses(t *testing.T) {
 				t.Errorf("progress %v for a refused file, want none", progress)
 			}
 		})
+	}
+}
+
+// TestTranscribeCutShort: a file whose header declares more audio than it
+// holds (an interrupted download) is transcribed as far as it goes, as
+// yaz-decode does, in pieces as any file, with WarningCutShort in the
+// result; progress ends at what it holds. A cut inside a sample too.
+func TestTranscribeCutShort(t *testing.T) {
+	src := tone16k(40, map[time.Duration]time.Duration{25 * time.Second: 300 * time.Millisecond})
+	data := pcm.Encode(nil, src)
+	for _, extra := range []int{0, 1} {
+		p := filepath.Join(t.TempDir(), "cut.wav")
+		// The header declares 60 s; the file holds 40 s (and a byte).
+		b := append(pcm.WAVHeader(int64(pcm.Samples(60*time.Second)*pcm.FrameBytes)), data...)
+		if err := os.WriteFile(p, append(b, make([]byte, extra)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var progress []int64
+		out, err := New(&fakeDecoder{decode: answering}, nil).Transcribe(context.Background(), p, func(done, _ int64) { progress = append(progress, done) })
+		if err != nil || out.Text != "p p" || out.AudioMs != 40000 || out.Warning != daemonapi.WarningCutShort {
+			t.Errorf("cut short (+%d byte): %+v, %v; want two pieces of the 40000 ms it holds and the warning", extra, out, err)
+		}
+		if len(progress) == 0 || progress[len(progress)-1] != 40000 {
+			t.Errorf("cut short: progress %v, want it to end at the 40000 ms the file holds", progress)
+		}
+	}
+	out, err := New(&fakeDecoder{decode: answering}, nil).Transcribe(context.Background(), wav16k(t, src), nil)
+	if err != nil || out.Warning != "" {
+		t.Errorf("a whole file: %+v, %v; want no warning", out, err)
 	}
 }
 
