@@ -164,6 +164,10 @@ type Dictation struct {
 	// EagerPauseMs, when not 0, decodes a hold in pieces while it goes
 	// on: each pause of this length ends a piece.
 	EagerPauseMs int `toml:"eager_pause_ms"`
+	// Live types each piece decided while the key is held at once into
+	// the focused window, append-only (never taken back); with
+	// EagerPauseMs 0 the pieces end at LivePauseMs.
+	Live bool `toml:"live"`
 	// MaxHoldS ends a hold by itself after this many seconds, as if
 	// released: what was said is decoded and typed.
 	MaxHoldS int `toml:"max_hold_s"`
@@ -187,6 +191,20 @@ type Dictation struct {
 	// PostProcessTimeoutMs bounds one run of PostProcess; past it the
 	// command's process group is killed and the text typed as it was.
 	PostProcessTimeoutMs int `toml:"post_process_timeout_ms"`
+}
+
+// LivePauseMs is the pause that ends a piece of live text
+// (Dictation.Live) when Dictation.EagerPauseMs is 0: live text needs
+// pieces, and 300 ms suits most speakers.
+const LivePauseMs = 300
+
+// PieceMs is the pause, in milliseconds, that ends a piece of a hold: 0
+// for none (one decode at the release).
+func (d Dictation) PieceMs() int {
+	if d.EagerPauseMs == 0 && d.Live {
+		return LivePauseMs
+	}
+	return d.EagerPauseMs
 }
 
 // Replacement replaces one exact word or phrase in dictated text.
@@ -322,6 +340,7 @@ func rawDefault() Config {
 			TailMs:         200,
 			MaxHoldS:       180,
 			Preview:        false,
+			Live:           false,
 			Replace:        nil,
 			Cues:           false,
 			PostProcess:    []string{},

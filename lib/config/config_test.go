@@ -57,6 +57,7 @@ func TestDefault(t *testing.T) {
 		{"dictation.paste_over_chars", c.Dictation.PasteOverChars, 3000},
 		{"dictation.separator", c.Dictation.Separator, " "},
 		{"dictation.preview", c.Dictation.Preview, false},
+		{"dictation.live", c.Dictation.Live, false},
 		{"hotkey.enabled", c.Hotkey.Enabled, false},
 		{"hotkey.key", c.Hotkey.Key, "KEY_RIGHTCTRL"},
 		{"hotkey.mode", c.Hotkey.Mode, HotkeyHold},
@@ -675,6 +676,24 @@ func TestKeys(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("Keys() lacks %s", k)
+		}
+	}
+}
+
+// Live text needs pieces: with eager_pause_ms 0 they end at LivePauseMs;
+// a pause set is kept; without live, 0 is none.
+func TestPieceMs(t *testing.T) {
+	for _, tc := range []struct {
+		d    Dictation
+		want int
+	}{
+		{Dictation{}, 0},
+		{Dictation{EagerPauseMs: 500}, 500},
+		{Dictation{Live: true}, LivePauseMs},
+		{Dictation{Live: true, EagerPauseMs: 800}, 800},
+	} {
+		if got := tc.d.PieceMs(); got != tc.want {
+			t.Errorf("%+v.PieceMs() = %d, want %d", tc.d, got, tc.want)
 		}
 	}
 }

@@ -108,6 +108,10 @@ auto_stop_ms = 0
 # Either way, with the Silero detector, the daemon decodes at each 150 ms
 # pause, and a release with nothing said after it types that decode at once.
 eager_pause_ms = 0
+# Live text: type each piece at its pause while you still speak, into the window
+# that had the focus at the first piece; nothing is ever taken back. With
+# eager_pause_ms = 0 the pieces end at 300 ms pauses.
+live = false
 # A hold ends by itself after this many seconds, as if released (5-240).
 max_hold_s = 180
 # Show the text decoded so far in a hold to "yazsesd ctl watch" (a status bar or

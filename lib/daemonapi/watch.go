@@ -66,6 +66,20 @@ type WatchEvent struct {
 	// Preview is the text decoded so far in the current hold. Only with
 	// the owner's opt-in, [dictation] preview = true; never otherwise.
 	Preview string `json:"preview,omitempty"`
+	// Pieces is the live text of the current hold (dictation.live): how
+	// many pieces were decided and how many of them typed; absent
+	// without live text or before the first piece. No text.
+	Pieces WatchPieces `json:"pieces,omitzero"`
+}
+
+// WatchPieces are the pieces of a hold's live text, in order: the first
+// Typed arrived whole in the window; the next ones are decided and
+// wait for their typing, or, once Stopped (a piece did not arrive whole:
+// the focus moved, a failure), are kept for `ctl last` and never typed.
+type WatchPieces struct {
+	Decided int  `json:"decided"`
+	Typed   int  `json:"typed"`
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // WatchBudget is the ask_human budget as a status bar shows it.

@@ -24,6 +24,7 @@
 package typewire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -63,6 +64,12 @@ type Request struct {
 	ID   string `json:"id"`
 	Op   string `json:"op"`
 	Text string `json:"text,omitempty"`
+	// Window, when set, is the window the text must go to (an earlier
+	// text's Event.Window): where another window has the focus, nothing
+	// is typed and the outcome is failed, cause focus_moved.
+	// Only a route that names windows (x11) checks it, and a bound text
+	// goes by no other (never pasted, never by a tool).
+	Window string `json:"window,omitempty"`
 }
 
 // Outcomes of a text: the closed vocabulary of Event.Outcome.
@@ -124,10 +131,14 @@ type Event struct {
 	Cause   string `json:"cause,omitempty"`
 	// Chars is the text's length in characters (after cleaning);
 	// Arrived, for partial, how many of them were delivered.
-	Chars   int     `json:"chars,omitempty"`
-	Arrived int     `json:"arrived,omitempty"`
-	Status  *Status `json:"status,omitempty"` // the answer to a status request
-	Notify  string  `json:"notify,omitempty"` // a notification kind, on an event with no ID
+	Chars   int `json:"chars,omitempty"`
+	Arrived int `json:"arrived,omitempty"`
+	// Window names the window the text went to, where the route can
+	// name it (x11: the X window id); empty where it cannot (the Wayland
+	// virtual keyboard, the portal, the input method, the tools).
+	Window string  `json:"window,omitempty"`
+	Status *Status `json:"status,omitempty"` // the answer to a status request
+	Notify string  `json:"notify,omitempty"` // a notification kind, on an event with no ID
 }
 
 // Status is the route's state now, for `yazsesd status`.
@@ -182,6 +193,28 @@ func (e *Error) Unwrap() error {
 		return ErrRefused
 	}
 	return ErrFailed
+}
+
+// Target is the window of one text, carried in its context (WithTarget)
+// from the daemon's caller to its typing end, and from yaz-type's
+// server to the route: Want is Request.Window, Got is Event.Window.
+type Target struct {
+	Want string
+	Got  string
+}
+
+type targetKey struct{}
+
+// WithTarget returns ctx carrying t: the text typed with it goes only to
+// t.Want (when set), and t.Got is set to the window it went to.
+func WithTarget(ctx context.Context, t *Target) context.Context {
+	return context.WithValue(ctx, targetKey{}, t)
+}
+
+// TargetOf is the Target ctx carries, or nil.
+func TargetOf(ctx context.Context) *Target {
+	t, _ := ctx.Value(targetKey{}).(*Target)
+	return t
 }
 
 // Err is the event's outcome as an error: nil for typed.

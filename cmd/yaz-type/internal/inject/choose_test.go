@@ -14,6 +14,7 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
 	"github.com/yazses/yazses/internal/testportal"
 	"github.com/yazses/yazses/internal/testwait"
+	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -124,6 +125,48 @@ func (pastes) Name() string                         { return Portal }
 func (pastes) Focus(context.Context) (Focus, error) { return FocusUnknown, nil }
 func (pastes) Type(context.Context, untrusted.TypedText) error {
 	return errors.Join(errors.New("portal"), ErrPasted)
+}
+
+// x11ish is an x11 route that fails before typing (no route that checks
+// the window can type), or types.
+type x11ish struct {
+	fail  bool
+	typed *int
+}
+
+func (x11ish) Name() string                         { return X11 }
+func (x11ish) Focus(context.Context) (Focus, error) { return FocusWindow, nil }
+func (x x11ish) Type(context.Context, untrusted.TypedText) error {
+	if x.fail {
+		return errors.New("x11: the display said no")
+	}
+	*x.typed++
+	return nil
+}
+
+// TestBoundTextOnlyByX11: a text bound to a window (the pieces of one
+// live dictation) goes only by the route that checks the window: when it
+// fails, no other backend types it into whatever has the focus, and it is
+// never pasted.
+func TestBoundTextOnlyByX11(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		var out bytes.Buffer
+		n := 0
+		ty := &Typer{list: []Injector{x11ish{fail: fail, typed: &n}, pastes{}, &stdoutInjector{w: &out}}, paste: pastes{},
+			pasteOver: 1, log: Options{}.WithDefaults().Log}
+		ctx := typewire.WithTarget(context.Background(), &typewire.Target{Want: "42"})
+		used, err := ty.Type(ctx, "hello")
+		if out.Len() != 0 || errors.Is(err, ErrPasted) {
+			t.Errorf("fail %v: another backend typed %q or pasted (%v)", fail, out.String(), err)
+		}
+		if fail && (err == nil || used != X11) || !fail && (err != nil || n != 1) {
+			t.Errorf("fail %v: Type = %q, %v, typed %d", fail, used, err, n)
+		}
+	}
+	ty := &Typer{list: []Injector{pastes{}}, log: Options{}.WithDefaults().Log}
+	if _, err := ty.Type(typewire.WithTarget(context.Background(), &typewire.Target{Want: "42"}), "hello"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a bound text with no x11 route: %v, want ErrUnavailable", err)
+	}
 }
 
 // TestPastedIsNotTypedAgain: a paste whose arrival cannot be seen ends

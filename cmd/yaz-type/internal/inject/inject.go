@@ -212,6 +212,7 @@ import (
 	"github.com/yazses/yazses/cmd/yaz-type/internal/portal"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/x11"
+	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -565,7 +566,18 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 	typed := untrusted.Typed(text)
 	var errs []error
 	list := t.list
-	if t.paste != nil && t.pasteFirst(ctx, typed) {
+	// A text bound to a window (typewire.Target) goes only by the route
+	// that checks the window (x11): never pasted, never by a tool that
+	// types into whatever has the focus.
+	tg := typewire.TargetOf(ctx)
+	bound := tg != nil && tg.Want != ""
+	if bound {
+		list = slices.DeleteFunc(slices.Clone(list), func(i Injector) bool { return i.Name() != X11 })
+		if len(list) == 0 {
+			return "", fmt.Errorf("a text bound to a window, and no route that checks it: %w", ErrUnavailable)
+		}
+	}
+	if t.paste != nil && !bound && t.pasteFirst(ctx, typed) {
 		// Pasted first, and not again: "auto"'s clipboard is the same.
 		list = append([]Injector{t.paste}, slices.DeleteFunc(slices.Clone(list), func(i Injector) bool {
 			return i.Name() == Clipboard

@@ -68,9 +68,10 @@ func (s *Server) Serve(ctx context.Context, r io.Reader) error {
 	wg.Go(func() {
 		for req := range texts {
 			chars := utf8.RuneCountInString(req.Text)
-			used, err := s.Typer.Type(ctx, req.Text)
+			tg := &typewire.Target{Want: req.Window}
+			used, err := s.Typer.Type(typewire.WithTarget(ctx, tg), req.Text)
 			ev := inject.Outcome(used, err, chars)
-			ev.ID = req.ID
+			ev.ID, ev.Window = req.ID, tg.Got
 			if err != nil {
 				// The cause, never the text: backends' errors name
 				// requests and tools only.

@@ -34,6 +34,13 @@ func (f *typer) Type(ctx context.Context, text string) (string, error) {
 		return "x11", fmt.Errorf("x11: %w", backend.ErrNoTarget)
 	case "moved":
 		return "x11", fmt.Errorf("x11: %w", &backend.PartialError{Arrived: 2, Cause: "focus_moved", Err: io.EOF})
+	case "window": // window 42 has the focus, as the x11 route names it
+		if tg := typewire.TargetOf(ctx); tg != nil {
+			if tg.Want != "" && tg.Want != "42" {
+				return "x11", fmt.Errorf("x11: %w", &backend.PartialError{Cause: "focus_moved", Err: io.EOF})
+			}
+			tg.Got = "42"
+		}
 	}
 	return "x11", nil
 }
@@ -79,6 +86,10 @@ func TestServe(t *testing.T) {
 	for i, text := range []string{"pasted a", "nofocus b", "moved c", "typed d"} {
 		send(typewire.Request{ID: fmt.Sprint(3 + i), Op: typewire.OpType, Text: text})
 	}
+	// A text bound to a window goes there or nowhere; the event names
+	// the window a text went to.
+	send(typewire.Request{ID: "8", Op: typewire.OpType, Text: "window e", Window: "42"})
+	send(typewire.Request{ID: "9", Op: typewire.OpType, Text: "window f", Window: "7"})
 	send(typewire.Request{ID: "7", Op: "dance"})
 	if ev := testwait.Recv(t, events, "the unknown op's answer"); ev.ID != "7" || ev.Outcome != typewire.OutcomeFailed {
 		t.Fatalf("unknown op = %+v", ev)
@@ -91,6 +102,8 @@ func TestServe(t *testing.T) {
 		{ID: "4", Outcome: "no_target", Backend: "x11", Chars: 9},
 		{ID: "5", Outcome: "partial", Backend: "x11", Cause: "focus_moved", Chars: 7, Arrived: 2},
 		{ID: "6", Outcome: "typed", Backend: "x11", Chars: 7},
+		{ID: "8", Outcome: "typed", Backend: "x11", Chars: 8, Window: "42"},
+		{ID: "9", Outcome: "failed", Backend: "x11", Cause: "focus_moved", Chars: 8},
 	}
 	for _, w := range want {
 		if ev := testwait.Recv(t, events, "an outcome"); ev != w {

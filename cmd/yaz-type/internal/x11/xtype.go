@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jezek/xgb/xtest"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -689,6 +691,15 @@ func (x *x11) Type(ctx context.Context, typed untrusted.TypedText) error {
 	x.o.Log.Debug("focus", "backend", backend.X11, "focus", t.focus.String())
 	if t.focus != backend.FocusWindow {
 		return fmt.Errorf("%s: focus %s: %w", backend.X11, t.focus, backend.ErrNoTarget)
+	}
+	if tg := typewire.TargetOf(ctx); tg != nil {
+		// A text bound to a window (the pieces of one dictation) goes
+		// there or nowhere.
+		win := strconv.FormatUint(uint64(t.win), 10)
+		if tg.Want != "" && tg.Want != win {
+			return &backend.PartialError{Arrived: 0, Cause: typewire.CauseFocusMoved, Err: errWindowChanged}
+		}
+		tg.Got = win
 	}
 	st, err := c.readState()
 	if err != nil {

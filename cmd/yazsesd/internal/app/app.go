@@ -528,6 +528,11 @@ func (c ConfigCheckCmd) Run(e *env) error {
 			fmt.Sprintf("%q has no effect while hotkey.enabled is false: no key source runs; set enabled = true in [hotkey]", cfg.Hotkey.Source))
 		fmt.Fprintln(e.stdout, note)
 	}
+	if cfg.Dictation.Live && cfg.Dictation.EagerPauseMs == 0 {
+		// Live text needs pieces: the pause it takes instead of none.
+		fmt.Fprintln(e.stdout, config.KeyError(data, c.File, "dictation.live",
+			fmt.Sprintf("eager_pause_ms is 0, so the pieces end at %d ms pauses", cfg.Dictation.PieceMs())))
+	}
 	if err := checkDevice(e.ctx, cfg, data, c.File, e.stdout); err != nil { // device.go
 		return err
 	}

@@ -126,11 +126,15 @@ func TestConfigCheck(t *testing.T) {
 		// note (the file is valid), on the line that chose it.
 		{"portal source, hotkey off", "[decode]\nmodel = " + strconv.Quote(model) + "\n[hotkey]\nsource = \"portal\"\n", 0,
 			"keyoff.toml:4: hotkey.source: \"portal\" has no effect while hotkey.enabled is false: no key source runs; set enabled = true in [hotkey]"},
+		// Live text needs pieces: without eager_pause_ms it says the pause
+		// it takes.
+		{"live, no pause", "[decode]\nmodel = " + strconv.Quote(model) + "\n[dictation]\nlive = true\n", 0,
+			"live.toml:4: dictation.live: eager_pause_ms is 0, so the pieces end at 300 ms pauses"},
 	}
 	names := map[string]string{"bad value": "bad", "good": "good", "default model missing": "missing", "model missing": "gone",
 		"not a model": "notes", "a VAD model": "vad", "language": "de", "unknown hotkey": "nope",
 		"vad auto, no model": "vadnone", "vad silero, no model": "vadgone", "vad whisper model": "vadkind", "vad header only": "vadcut",
-		"portal source, hotkey off": "keyoff"}
+		"portal source, hotkey off": "keyoff", "live, no pause": "live"}
 	for _, tt := range tests {
 		path := filepath.Join(dir, names[tt.name]+".toml")
 		writeFile(t, path, tt.src)

@@ -274,7 +274,12 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 		return fail(typewire.CauseChildGone)
 	}
 	deadline, _ := ctx.Deadline()
-	ch, forget, err := t.send(typewire.Request{Op: typewire.OpType, Text: text}, deadline)
+	tg := typewire.TargetOf(ctx)
+	req := typewire.Request{Op: typewire.OpType, Text: text}
+	if tg != nil {
+		req.Window = tg.Want
+	}
+	ch, forget, err := t.send(req, deadline)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			t.lg.Warn("typing: the typing child did not take the text in time: it is restarted", "bound_ms", bound.Milliseconds())
@@ -287,6 +292,9 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 	case ev, ok := <-ch:
 		if !ok {
 			return fail(typewire.CauseChildGone)
+		}
+		if tg != nil {
+			tg.Got = ev.Window
 		}
 		return ev.Backend, ev.Err()
 	case <-ctx.Done():

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,9 @@ type holdRec struct {
 	final chan struct{}
 	res   daemonapi.HoldResult
 	why   hold.Why
+	// live types the pieces decided while the key is held
+	// (dictation.live); nil without live text.
+	live *dictation.Live
 }
 
 // holdStart opens a hold. A question being spoken stops at once
@@ -118,6 +122,11 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	params.Speculate = dictation.Speculate(det.Engine())
 	params.Ending = d.holdEnding
 	h := &holdRec{ctl: hold.NewControl(), started: time.Now(), autoStop: params.AutoStop, final: make(chan struct{})}
+	if params.Live {
+		// The pieces are typed as the hold decides them, into the window
+		// that takes the first; finishHold waits for their typing.
+		h.live = dictation.StartLive(d.typeCtx, d.dictationEnv())
+	}
 	l := d.mic.Listen(d.mic.Always())
 	if d.config().Dictation.Cues && d.state.asking == nil {
 		d.cue(tts.CueStart, l)
@@ -230,6 +239,14 @@ func (o holdOwner) Collected(why hold.Why) {
 // the watch stream only; livestate drops it otherwise.
 func (o holdOwner) Preview(text string) { o.d.live.SetPreview(text) }
 
+// Piece: a piece decided while the key is held, typed at once
+// (dictation.live).
+func (o holdOwner) Piece(text string) {
+	if o.h.live != nil {
+		o.h.live.Piece(text)
+	}
+}
+
 // holdStop ends the hold, decodes it and types the text. The tail is
 // recorded in full unless the daemon stops: a caller that hangs up after
 // hold.stop still gets its words typed.
@@ -293,22 +310,33 @@ func (d *Daemon) finishHold(h *holdRec, r hold.Result) {
 	defer close(h.final)
 	h.why = r.Why
 	switch r.Why {
-	case hold.Shutdown: // the daemon stops: the audio is dropped
+	case hold.Shutdown, hold.Cancelled:
+		// The audio is dropped; live pieces not typed yet never are, and
+		// those typed stay (kept for `last`).
+		var lv dictation.LiveReport
+		if h.live != nil {
+			lv = h.live.Cancel()
+			d.keepLast(strings.Join(lv.Texts, " "), "cancelled")
+		}
 		h.res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle}
-	case hold.Cancelled:
-		d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started)})
-		h.res = daemonapi.HoldResult{Hold: daemonapi.HoldIdle, Outcome: "cancelled"}
+		if r.Why == hold.Cancelled {
+			d.auditf(audit.Event{Kind: "dictation.cancelled", Duration: time.Since(h.started), Count: lv.Arrived})
+			h.res.Outcome, h.res.Arrived = "cancelled", lv.Arrived
+		}
 	default:
-		h.res = d.dictate(r)
+		env := d.dictationEnv()
+		if h.live != nil {
+			lv := h.live.Close()
+			env.Live = &lv
+		}
+		h.res = d.dictate(env, r)
 	}
 }
 
-// dictate turns a hold that ended with a text, or without one, into its
-// result (package dictation), typed with the injector, and keeps its
-// text for `last`.
-func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
+// dictationEnv is what a hold's text is shaped and typed with.
+func (d *Daemon) dictationEnv() dictation.Env {
 	cfg := d.config().Dictation
-	res, text := dictation.Finish(d.typeCtx, dictation.Env{
+	return dictation.Env{
 		Typer:     d.injector(),
 		Decoder:   d.decode,
 		Replace:   cfg.Replace,
@@ -319,12 +347,25 @@ func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
 		},
 		Report: dictationReport{d},
 		Log:    d.log,
-	}, r)
-	if text != "" {
-		d.state.mu.Lock()
-		d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: res.Outcome}
-		d.state.mu.Unlock()
 	}
+}
+
+// keepLast keeps text (not empty) for `ctl last`.
+func (d *Daemon) keepLast(text, outcome string) {
+	if text == "" {
+		return
+	}
+	d.state.mu.Lock()
+	d.state.last = daemonapi.Last{Text: text, AtMs: time.Now().UnixMilli(), Outcome: outcome}
+	d.state.mu.Unlock()
+}
+
+// dictate turns a hold that ended with a text, or without one, into its
+// result (package dictation), typed with the injector, and keeps its
+// text for `last`.
+func (d *Daemon) dictate(env dictation.Env, r hold.Result) daemonapi.HoldResult {
+	res, text := dictation.Finish(d.typeCtx, env, r)
+	d.keepLast(text, res.Outcome)
 	d.live.EndHold(res.Outcome)
 	return res
 }
@@ -333,9 +374,10 @@ func (d *Daemon) dictate(r hold.Result) daemonapi.HoldResult {
 // (dictation.Reporter).
 type dictationReport struct{ d *Daemon }
 
-func (r dictationReport) Audit(e audit.Event) { r.d.auditf(e) }
-func (r dictationReport) Notify(kind string)  { r.d.notify(kind) }
-func (r dictationReport) Typing()             { r.d.live.SetHold(daemonapi.StateTyping) }
+func (r dictationReport) Audit(e audit.Event)            { r.d.auditf(e) }
+func (r dictationReport) Notify(kind string)             { r.d.notify(kind) }
+func (r dictationReport) Typing()                        { r.d.live.SetHold(daemonapi.StateTyping) }
+func (r dictationReport) Pieces(p daemonapi.WatchPieces) { r.d.live.SetPieces(p) }
 
 // holdPrompt is dictation.prompt as the daemon started with it
 // (restart-only), or nil.

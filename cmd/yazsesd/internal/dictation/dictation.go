@@ -44,13 +44,15 @@ import (
 // its detector's. A toggled hold (hold.toggle, a toggle hotkey) ends by
 // itself after dictation.auto_stop_ms of silence when that is set;
 // dictation.eager_pause_ms decodes in pieces, each ending at a pause that
-// long.
+// long; dictation.live types each piece decided while the key is held
+// (with eager_pause_ms 0, at config.LivePauseMs pauses).
 func Settings(cfg config.Config, toggled bool) (hold.Params, vadspan.Params) {
 	maxHold := time.Duration(cfg.Dictation.MaxHoldS) * time.Second
 	if maxHold <= 0 { // a configuration not made by config.Load
 		maxHold = time.Duration(config.Default().Dictation.MaxHoldS) * time.Second
 	}
-	p := hold.Params{MaxHold: maxHold, Pieces: cfg.Dictation.EagerPauseMs > 0}
+	pieceMs := cfg.Dictation.PieceMs() // live text implies pieces
+	p := hold.Params{MaxHold: maxHold, Pieces: pieceMs > 0, Live: cfg.Dictation.Live}
 	if ms := cfg.Dictation.AutoStopMs; toggled && ms > 0 {
 		p.AutoStop = time.Duration(ms) * time.Millisecond
 	}
@@ -59,7 +61,7 @@ func Settings(cfg config.Config, toggled bool) (hold.Params, vadspan.Params) {
 		det.Silences = append(det.Silences, p.AutoStop)
 	}
 	if p.Pieces {
-		det.MinSilence = time.Duration(cfg.Dictation.EagerPauseMs) * time.Millisecond
+		det.MinSilence = time.Duration(pieceMs) * time.Millisecond
 	}
 	return p, det
 }
@@ -126,6 +128,8 @@ type Reporter interface {
 	Notify(kind string)
 	// Typing: the text is being typed now (the watch stream's state).
 	Typing()
+	// Pieces: the state of the hold's live pieces (the watch stream's).
+	Pieces(daemonapi.WatchPieces)
 }
 
 // Env is what Finish works with.
@@ -136,6 +140,9 @@ type Env struct {
 	// Separator is typed after the text (dictation.separator), unless the
 	// text ends with whitespace; the text kept for `ctl last` is without it.
 	Separator string
+	// Live is what the live typing of the hold's pieces came to
+	// (dictation.live: Live.Close); nil without live text.
+	Live *LiveReport
 	// PostProcess is dictation.post_process: the text goes through it
 	// after Replace, before it is typed and kept.
 	PostProcess PostProcess
@@ -162,6 +169,11 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 		ev.Reason = CauseCaptureFailed
 		env.Log.Warn("a dictation lost audio: the capture child died or stalled", "lost_ms", r.CaptureLost.Milliseconds(), "audio_ms", r.Audio.Milliseconds())
 	}
+	if lv := env.Live; lv != nil && len(lv.Texts) > 0 && (r.Outcome == hold.TooShort || r.Outcome == hold.Empty) {
+		// Pieces went out while the key was held: they are the text,
+		// whatever the end of the hold came to.
+		return finishLive(ctx, env, r, res, ev)
+	}
 	switch r.Outcome {
 	case hold.TooShort:
 		res.Outcome = "too_short"
@@ -183,6 +195,9 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	case r.DetectorFailed:
 		res.Cause, res.Reason = CauseVADFailed, "the voice detector failed during this hold: all of its audio was decoded"
 	}
+	if lv := env.Live; lv != nil && len(lv.Texts) > 0 {
+		return finishLive(ctx, env, r, res, ev)
+	}
 	if r.Outcome == hold.Failed {
 		ev.Reason = ""
 		lost(env, &res, &ev, r)
@@ -201,54 +216,7 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	if env.Typer != nil {
 		env.Report.Typing()
 		backend, err := env.Typer.Type(ctx, Separated(text, env.Separator))
-		var te *typewire.Error
-		errors.As(err, &te)
-		switch {
-		case err == nil:
-			res.Outcome, res.Backend = "typed", backend
-		case errors.Is(err, typewire.ErrPasted):
-			// Pasted, and whether the window took it cannot be seen:
-			// never "typed"; the text is in last.
-			res.Outcome, res.Backend = "pasted", backend
-		case errors.Is(err, typewire.ErrCommitted):
-			// Committed through the input method, and whether a field
-			// took it cannot be seen: never "typed"; the text is in last.
-			res.Outcome, res.Backend = "committed", backend
-		case errors.Is(err, typewire.ErrRefused):
-			// A password field had the focus: nothing was typed.
-			ev.Reason = "refused"
-			env.Log.Info("the focused field is a password field: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
-			env.Report.Notify("refused_field")
-		case errors.Is(err, typewire.ErrNoTarget):
-			ev.Reason = "no_target"
-			env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
-			env.Report.Notify("no_target")
-		case errors.Is(err, typewire.ErrPartial) && te != nil:
-			// Part of it arrived, in the window that had the focus, and
-			// nothing after went elsewhere: the whole text is in last.
-			res.Outcome, res.Backend, res.Arrived, res.Cause = "partial", backend, te.Event.Arrived, te.Event.Cause
-			res.Reason = fmt.Sprintf("typing stopped after %d of %d characters (%s): the whole text is kept for `yazsesd ctl last`", te.Event.Arrived, res.Chars, te.Event.Cause)
-			ev.Reason = "partial"
-			env.Log.Warn("typing stopped part-way: the text is kept for `yazsesd ctl last`", "cause", te.Event.Cause, "arrived", te.Event.Arrived, "chars", res.Chars, "backend", backend)
-			env.Report.Notify("typing_failed")
-		case te != nil && te.Event.Cause == typewire.CauseNoRoute:
-			// Nothing can type in this session (yet): as with no backend.
-			ev.Reason = "no_backend"
-			env.Log.Warn("nothing can type here: the text is kept for `yazsesd ctl last`", "backend", backend)
-			env.Report.Notify("no_route")
-		default:
-			ev.Reason = "inject_failed"
-			cause := typewire.CauseError
-			if te != nil && te.Event.Cause != "" {
-				cause = te.Event.Cause
-			}
-			res.Cause = "typing_" + cause
-			env.Log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "cause", cause, "backend", backend)
-			env.Report.Notify("typing_failed")
-		}
-		if audit.ValidWord(backend) {
-			ev.Backend = backend
-		}
+		typingOutcome(env, &res, &ev, backend, err)
 	} else {
 		ev.Reason = "no_backend"
 		env.Report.Notify("no_route")
@@ -256,6 +224,149 @@ func Finish(ctx context.Context, env Env, r hold.Result) (res daemonapi.HoldResu
 	ev.Kind = "dictation." + res.Outcome
 	env.Report.Audit(ev)
 	return res, text
+}
+
+// typingOutcome fills in the result and audit event of a text typed with
+// backend, which came to err (nil: typed).
+func typingOutcome(env Env, res *daemonapi.HoldResult, ev *audit.Event, backend string, err error) {
+	var te *typewire.Error
+	errors.As(err, &te)
+	switch {
+	case err == nil:
+		res.Outcome, res.Backend = "typed", backend
+	case errors.Is(err, typewire.ErrPasted):
+		// Pasted, and whether the window took it cannot be seen:
+		// never "typed"; the text is in last.
+		res.Outcome, res.Backend = "pasted", backend
+	case errors.Is(err, typewire.ErrCommitted):
+		// Committed through the input method, and whether a field
+		// took it cannot be seen: never "typed"; the text is in last.
+		res.Outcome, res.Backend = "committed", backend
+	case errors.Is(err, typewire.ErrRefused):
+		// A password field had the focus: nothing was typed.
+		ev.Reason = "refused"
+		env.Log.Info("the focused field is a password field: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
+		env.Report.Notify("refused_field")
+	case errors.Is(err, typewire.ErrNoTarget):
+		ev.Reason = "no_target"
+		env.Log.Info("no focused window: nothing was typed; the text is kept for `yazsesd ctl last`", "chars", res.Chars)
+		env.Report.Notify("no_target")
+	case errors.Is(err, typewire.ErrPartial) && te != nil:
+		// Part of it arrived, in the window that had the focus, and
+		// nothing after went elsewhere: the whole text is in last.
+		res.Outcome, res.Backend, res.Arrived, res.Cause = "partial", backend, te.Event.Arrived, te.Event.Cause
+		res.Reason = fmt.Sprintf("typing stopped after %d of %d characters (%s): the whole text is kept for `yazsesd ctl last`", te.Event.Arrived, res.Chars, te.Event.Cause)
+		ev.Reason = "partial"
+		env.Log.Warn("typing stopped part-way: the text is kept for `yazsesd ctl last`", "cause", te.Event.Cause, "arrived", te.Event.Arrived, "chars", res.Chars, "backend", backend)
+		env.Report.Notify("typing_failed")
+	case te != nil && te.Event.Cause == typewire.CauseNoRoute:
+		// Nothing can type in this session (yet): as with no backend.
+		ev.Reason = "no_backend"
+		env.Log.Warn("nothing can type here: the text is kept for `yazsesd ctl last`", "backend", backend)
+		env.Report.Notify("no_route")
+	default:
+		ev.Reason = "inject_failed"
+		cause := typewire.CauseError
+		if te != nil && te.Event.Cause != "" {
+			cause = te.Event.Cause
+		}
+		res.Cause = "typing_" + cause
+		env.Log.Warn("typing failed: the text is kept for `yazsesd ctl last`", "cause", cause, "backend", backend)
+		env.Report.Notify("typing_failed")
+	}
+	if audit.ValidWord(backend) {
+		ev.Backend = backend
+	}
+}
+
+// finishLive ends a hold whose pieces were handed to the live typing
+// (env.Live): the rest is typed after them, with the separator, unless
+// the typing stopped; the outcome counts what arrived of the whole text,
+// which is kept for `ctl last`.
+func finishLive(ctx context.Context, env Env, r hold.Result, res daemonapi.HoldResult, ev audit.Event) (daemonapi.HoldResult, string) {
+	lv := env.Live
+	rest := ""
+	if r.Outcome == hold.Decoded {
+		rest = Text(r.Rest, env.Replace)
+	}
+	text := liveText(lv.Texts, rest)
+	res.Chars = utf8.RuneCountInString(text)
+	ev.Count = res.Chars
+	if r.Outcome == hold.Failed {
+		// The pieces typed stay; the rest could not be decoded.
+		ev.Reason = ""
+		lost(env, &res, &ev, r)
+		res.Arrived = min(lv.Arrived, res.Chars)
+		return res, text
+	}
+	arrived, backend, stop, unseen := lv.Arrived, lv.Backend, lv.Stop, lv.Unseen
+	if stop == nil && rest != "" {
+		env.Report.Typing()
+		b, err := typeRest(ctx, env, Separated(rest, env.Separator))
+		if b != "" {
+			backend = b
+		}
+		var te *typewire.Error
+		switch {
+		case err == nil || errors.Is(err, typewire.ErrPasted) || errors.Is(err, typewire.ErrCommitted):
+			arrived += utf8.RuneCountInString(rest)
+			if err != nil {
+				unseen = err
+			}
+		case errors.Is(err, typewire.ErrPartial) && errors.As(err, &te):
+			arrived += min(max(te.Event.Arrived, 0), utf8.RuneCountInString(rest))
+			stop = err
+		default:
+			stop = err
+		}
+	}
+	arrived = min(arrived, res.Chars)
+	res.Outcome = "kept"
+	switch {
+	case stop == nil && unseen == nil:
+		res.Outcome, res.Backend = "typed", backend
+		if audit.ValidWord(backend) {
+			ev.Backend = backend
+		}
+	case stop == nil:
+		typingOutcome(env, &res, &ev, backend, unseen)
+	case errors.Is(stop, errNoTyper):
+		ev.Reason = "no_backend"
+		env.Report.Notify("no_route")
+	case arrived == 0:
+		// Nothing of the hold arrived: as for a text typed at the end.
+		typingOutcome(env, &res, &ev, backend, stop)
+	default:
+		// Part of the hold arrived in the window that took its first
+		// piece; nothing after went anywhere.
+		cause := typewire.CauseError
+		var te *typewire.Error
+		switch {
+		case errors.Is(stop, typewire.ErrNoTarget), errors.Is(stop, typewire.ErrRefused):
+			cause = typewire.CauseFocusMoved // the focus left the window
+		case errors.As(stop, &te) && te.Event.Cause != "":
+			cause = te.Event.Cause
+		}
+		res.Outcome, res.Backend, res.Arrived, res.Cause = "partial", backend, arrived, cause
+		res.Reason = fmt.Sprintf("live text stopped after %d of %d characters (%s): nothing more was typed, and the whole text is kept for `yazsesd ctl last`", arrived, res.Chars, cause)
+		ev.Reason = "partial"
+		env.Log.Warn("live text stopped part-way: the text is kept for `yazsesd ctl last`", "cause", cause, "arrived", arrived, "chars", res.Chars, "backend", backend)
+		env.Report.Notify("typing_failed")
+		if audit.ValidWord(backend) {
+			ev.Backend = backend
+		}
+	}
+	ev.Kind = "dictation." + res.Outcome
+	env.Report.Audit(ev)
+	return res, text
+}
+
+// typeRest types the rest of a live hold; without a Typer nothing.
+func typeRest(ctx context.Context, env Env, text string) (string, error) {
+	if env.Typer == nil {
+		return "", errNoTyper
+	}
+	return env.Typer.Type(typewire.WithTarget(ctx, &typewire.Target{Want: env.Live.Window}), text)
 }
 
 // lost fills in the result of a hold whose decoding failed: its utterance

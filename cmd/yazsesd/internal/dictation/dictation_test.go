@@ -110,9 +110,10 @@ type record struct {
 	restarts int
 }
 
-func (r *record) Audit(e audit.Event) { r.events = append(r.events, e) }
-func (r *record) Notify(kind string)  { r.notes = append(r.notes, kind) }
-func (r *record) Typing()             { r.typing++ }
+func (r *record) Audit(e audit.Event)          { r.events = append(r.events, e) }
+func (r *record) Notify(kind string)           { r.notes = append(r.notes, kind) }
+func (r *record) Typing()                      { r.typing++ }
+func (r *record) Pieces(daemonapi.WatchPieces) {}
 func (r *record) Type(_ context.Context, text string) (string, error) {
 	r.typed = append(r.typed, text)
 	return r.backend, r.typeErr

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,13 @@ import (
 // text if no voice came after its silence began; otherwise the hold is
 // decoded whole. There are no pieces then, so the text is one decode of
 // the whole, as without it.
+//
+// Live text (Params.Live): each piece decided while the key is held is
+// handed to the owner at once (Owner.Piece), who types it; the pieces
+// decided after the release and any decode of the rest are the Result's
+// Rest. Nothing handed out is decoded again: a piece that fails, or an
+// event dropped, ends the pieces, and the audio after the last one is
+// decoded once at the end, after their text.
 
 // eagerEnds is how many detector events may wait for the eager decoder.
 const eagerEnds = 64
@@ -59,7 +67,8 @@ type eagerEvent struct {
 
 // eager is one hold's eager decoding and speculation.
 type eager struct {
-	on, pieces, speculate bool
+	on, pieces, speculate, live bool
+	handed                      int // texts handed to Owner.Piece (live)
 
 	pending []eagerEvent // waiting while a decode blocks them
 	closed  bool         // no more events come
@@ -78,7 +87,7 @@ type eager struct {
 }
 
 func (e *eager) init(p Params) {
-	e.pieces, e.speculate = p.Pieces, p.Speculate
+	e.pieces, e.speculate, e.live = p.Pieces, p.Speculate, p.Live && p.Pieces
 	e.on = p.Pieces || p.Speculate
 }
 
@@ -229,6 +238,12 @@ func (e *eager) commit(h *hold, text string, cut, samples int64, took time.Durat
 	if t := strings.TrimSpace(text); t != "" {
 		e.texts = append(e.texts, t)
 		h.deps.Owner.Preview(strings.Join(e.texts, " "))
+		// Live: a piece decided while the key is held goes out at once;
+		// from the release on, the rest is typed with the hold's end.
+		if e.live && h.phase == recording && e.handed == len(e.texts)-1 {
+			e.handed++
+			h.deps.Owner.Piece(t)
+		}
 	}
 	h.log.Debug("hold: piece decoded", "piece", len(e.texts), "audio_ms", pcm.Duration(int(samples)).Milliseconds(),
 		"decode_ms", took.Milliseconds(), "speculated", speculated)
@@ -244,10 +259,29 @@ func (e *eager) finish(log *slog.Logger) (text string, cut int64, ok bool) {
 	}
 	e.dropSpec()
 	log.Debug("hold: speculations", "used", e.used, "dropped", e.abandoned, "pieces", e.pieces)
-	if e.failed || e.lost || e.off || !e.pieces && e.used == 0 {
+	if e.off || !e.pieces && e.used == 0 || (e.failed || e.lost) && !e.live {
 		return "", 0, false
 	}
 	return strings.Join(e.texts, " "), e.cut, true
+}
+
+// incomplete: live pieces stopped short of the end (a piece failed, an
+// event was dropped): the audio after the last one is decoded at the end.
+func (e *eager) incomplete() bool { return e.live && (e.failed || e.lost) }
+
+// split fills in a live Result's Pieces (those handed out) and Rest (the
+// pieces decided after them, and then more, the decode of what follows
+// the pieces).
+func (e *eager) split(r *Result, more string) {
+	if !e.live {
+		return
+	}
+	r.Pieces = slices.Clone(e.texts[:e.handed])
+	rest := slices.Clone(e.texts[e.handed:])
+	if more != "" {
+		rest = append(rest, more)
+	}
+	r.Rest = strings.Join(rest, " ")
 }
 
 // cancel stops the eager decoding: the decodes running are abandoned,

@@ -116,6 +116,11 @@ type Owner interface {
 	Collected(why Why)
 	// Preview is the text decoded so far (eager pieces).
 	Preview(text string)
+	// Piece is a piece decided while the key is held (Params.Live): its
+	// text, never empty, in order. A piece handed out is final: the
+	// Result's Pieces begin with it, and no later decode covers its
+	// audio again.
+	Piece(text string)
 }
 
 // Deps are what a hold works with.
@@ -150,6 +155,12 @@ type Params struct {
 	// Speculate: decode at the first tailQuiet of silence (the trained
 	// detector only: the energy one takes a word's soft end for silence).
 	Speculate bool
+	// Live: each piece decided while the key is held goes to Owner.Piece
+	// at once (dictation.live; with Pieces). A piece that fails then does
+	// not make the hold decode its whole audio again: the audio after the
+	// last piece decided is decoded once at the end, as when the detector
+	// fails.
+	Live bool
 	// Ending returns the settings in force when the hold ends.
 	Ending func() Ending
 }
@@ -183,8 +194,12 @@ const (
 type Result struct {
 	Why     Why
 	Outcome Outcome
-	Text    string        // Decoded: the text, the pieces joined with a space
-	Audio   time.Duration // the audio the hold kept
+	Text    string // Decoded: the text, the pieces joined with a space
+	// Live: the pieces handed to Owner.Piece, in order, and the text
+	// decided after them (Decoded); Text is their join with one space.
+	Pieces []string
+	Rest   string
+	Audio  time.Duration // the audio the hold kept
 	// The detector failed (DetectorFailed) or did not answer in time
 	// (DetectorSilent) during the hold: all of its audio was decoded.
 	DetectorFailed, DetectorSilent bool
@@ -754,13 +769,12 @@ func (h *hold) saidAnything() bool { return h.said || h.failed || h.silent }
 func (h *hold) decodeWhole() (Result, bool) {
 	text, cut, eagerOK := h.eager.finish(h.log)
 	r := Result{Why: h.why, DetectorFailed: h.failed && !h.silent, DetectorSilent: h.silent}
-	degraded := h.failed || h.silent
+	degraded := h.failed || h.silent || h.eager.incomplete()
 	switch {
-	case eagerOK && !degraded:
-		r.Outcome, r.Text = Decoded, text // decoded in pieces during the hold
-		return r, true
-	case eagerOK && cut >= int64(len(h.samples)):
-		r.Outcome, r.Text = Decoded, text // the pieces hold all of it
+	case eagerOK && !degraded, eagerOK && cut >= int64(len(h.samples)):
+		// Decoded in pieces during the hold, or the pieces hold all of it.
+		r.Outcome, r.Text = Decoded, text
+		h.eager.split(&r, "")
 		return r, true
 	}
 	audio, said, prefix := h.samples, "", ""
@@ -785,6 +799,7 @@ func (h *hold) wholeResult() Result {
 	if j.prefix != "" {
 		r.Text = strings.TrimSpace(j.prefix + " " + r.Text)
 	}
+	h.eager.split(&r, strings.TrimSpace(j.text))
 	return r
 }
 

@@ -203,6 +203,7 @@ type fakeOwner struct {
 	mu      sync.Mutex
 	told    []string
 	preview []string
+	pieces  []string
 }
 
 func (o *fakeOwner) Stopping(why Why)  { o.tell(fmt.Sprint("stopping ", why)) }
@@ -211,6 +212,16 @@ func (o *fakeOwner) Preview(text string) {
 	o.mu.Lock()
 	o.preview = append(o.preview, text)
 	o.mu.Unlock()
+}
+func (o *fakeOwner) Piece(text string) {
+	o.mu.Lock()
+	o.pieces = append(o.pieces, text)
+	o.mu.Unlock()
+}
+func (o *fakeOwner) handed() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.pieces)
 }
 func (o *fakeOwner) tell(s string)  { o.mu.Lock(); o.told = append(o.told, s); o.mu.Unlock() }
 func (o *fakeOwner) said() []string { o.mu.Lock(); defer o.mu.Unlock(); return slices.Clone(o.told) }
@@ -1059,6 +1070,96 @@ func TestAudioBound(t *testing.T) {
 		res := r.result()
 		if want := maxPreRoll + p.MaxHold + maxTail + time.Second; res.Audio != want {
 			t.Errorf("kept %v, want the bound %v", res.Audio, want)
+		}
+		r.checkEnd(res)
+	})
+}
+
+// Live text: each piece decided while the key is held is handed to the
+// owner at once, in order, and never again; what is decided after the
+// release is the Result's Rest. A piece that fails does not make the
+// hold decode its whole audio again (the pieces handed out are typed):
+// the audio after the last piece is decoded once, after their text.
+func TestLivePieces(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fn           func(ctx context.Context, c *call) (string, error)
+		handedBefore []string // handed out before the release
+		text, rest   string
+		calls        []call
+	}{
+		{name: "two pieces held, the last at the release", handedBefore: []string{"piece1", "piece2"},
+			text: "piece1 piece2 piece3", rest: "piece3",
+			calls: []call{{from: 0, samples: 10 * block}, {from: 10 * block, samples: 10 * block, said: "piece1"},
+				{from: 20 * block, samples: 5 * block, said: "piece1 piece2"}}},
+		{name: "the second piece fails: the rest after the first", handedBefore: []string{"piece1"},
+			fn: func(ctx context.Context, c *call) (string, error) {
+				if c.n == 2 {
+					return "", errors.New("decoder died")
+				}
+				return fmt.Sprintf("piece%d", c.n), nil
+			},
+			text: "piece1 piece3", rest: "piece3",
+			calls: []call{{from: 0, samples: 10 * block}, {from: 10 * block, samples: 10 * block, said: "piece1"},
+				{from: 10 * block, samples: 15 * block, said: "piece1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := params()
+				p.Pieces, p.Speculate, p.Live = true, true, true
+				r := start(t, p, func(r *rig) { r.dec.fn = tc.fn })
+				r.det.onEnd = func(d *fakeDetector) { // the flush ends the open span
+					d.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: d.fed, Since: d.fed - block})
+					d.emit(vadlink.Event{Kind: vadlink.Ended, At: d.fed, Since: d.fed - block, Said: true})
+					d.close()
+				}
+				r.emit(vadlink.Event{Kind: vadlink.SpeechStart, At: 0})
+				r.speak(10)
+				r.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: at(10), Since: at(9)})
+				r.speak(10)
+				r.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: at(20), Since: at(19)})
+				r.speak(5)
+				if got := r.owner.handed(); !slices.Equal(got, tc.handedBefore) {
+					t.Errorf("pieces handed out while held: %q, want %q", got, tc.handedBefore)
+				}
+				r.det.setWait(silentAt(tailQuiet))
+				r.release(true)
+				res := r.result()
+				if res.Outcome != Decoded || res.Text != tc.text || !slices.Equal(res.Pieces, tc.handedBefore) || res.Rest != tc.rest {
+					t.Errorf("Result %+v; want decoded %q, pieces %q, rest %q", res, tc.text, tc.handedBefore, tc.rest)
+				}
+				if got := r.owner.handed(); !slices.Equal(got, tc.handedBefore) {
+					t.Errorf("pieces handed out: %q, want only those held %q", got, tc.handedBefore)
+				}
+				var got []call
+				for _, c := range r.dec.snapshot() {
+					got = append(got, call{from: c.from, samples: c.samples, said: c.said})
+				}
+				if !slices.Equal(got, tc.calls) {
+					t.Errorf("decodes %+v, want %+v", got, tc.calls)
+				}
+				r.checkEnd(res)
+			})
+		})
+	}
+}
+
+// Live text off: nothing is handed out while the key is held.
+func TestLiveOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := params()
+		p.Pieces = true
+		r := start(t, p, nil)
+		r.emit(vadlink.Event{Kind: vadlink.SpeechStart, At: 0})
+		r.speak(10)
+		r.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: at(10), Since: at(9)})
+		r.speak(5)
+		r.det.said = true
+		r.det.setWait(silentAt(tailQuiet))
+		r.release(true)
+		res := r.result()
+		if got := r.owner.handed(); len(got) != 0 || len(res.Pieces) != 0 {
+			t.Errorf("handed out %q, Result.Pieces %q; want none without live text", got, res.Pieces)
 		}
 		r.checkEnd(res)
 	})

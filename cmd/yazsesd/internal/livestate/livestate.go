@@ -19,7 +19,8 @@
 //	defer live.Close()                     // ends every watch stream
 //	// on reload: live.SetPreviewEnabled(cfg.Dictation.Preview); live.RefreshBudget()
 //	// on gate (re)start, reserve, commit, release: live.RefreshBudget()
-//	// hold: SetHold(listening) … SetPreview(text so far) … SetHold(decoding),
+//	// hold: SetHold(listening) … SetPreview(text so far), SetPieces(live
+//	//       pieces decided, typed) … SetHold(decoding),
 //	//       SetHold(typing), EndHold(outcome)
 //	// ask:  AddWaiting(+1/-1) around a wait for the hold; the question
 //	//       being asked: SetAsk(speaking), SetAsk(listening),
@@ -71,6 +72,7 @@ type State struct {
 	budget  daemonapi.WatchBudget
 	last    struct{ hold, ask string }
 	text    string // the preview, kept only with the opt-in
+	pieces  daemonapi.WatchPieces
 	ev      daemonapi.WatchEvent
 	subs    map[chan daemonapi.WatchEvent]struct{}
 	closed  bool
@@ -117,7 +119,7 @@ func (s *State) SetHold(phase string) {
 	s.update(func() {
 		phase = oneOf(phase, holdPhases)
 		if phase == daemonapi.StateIdle || s.hold == daemonapi.StateIdle {
-			s.text = ""
+			s.text, s.pieces = "", daemonapi.WatchPieces{}
 		}
 		s.hold = phase
 	})
@@ -128,6 +130,7 @@ func (s *State) SetHold(phase string) {
 func (s *State) EndHold(outcome string) {
 	s.update(func() {
 		s.hold, s.text, s.last.hold = daemonapi.StateIdle, "", outcome
+		s.pieces = daemonapi.WatchPieces{}
 	})
 }
 
@@ -194,6 +197,17 @@ func (s *State) SetPreview(text string) {
 			return
 		}
 		s.text = tail(text, MaxPreviewRunes)
+	})
+}
+
+// SetPieces sets the state of the current hold's live pieces (no text:
+// every watcher sees it). Dropped while no hold is active.
+func (s *State) SetPieces(p daemonapi.WatchPieces) {
+	s.update(func() {
+		if s.hold == daemonapi.StateIdle {
+			return
+		}
+		s.pieces = p
 	})
 }
 
@@ -268,6 +282,7 @@ func (s *State) derive() daemonapi.WatchEvent {
 		Budget:   s.budget,
 		LastHold: s.last.hold,
 		LastAsk:  s.last.ask,
+		Pieces:   s.pieces,
 	}
 	if s.preview {
 		ev.Preview = s.text

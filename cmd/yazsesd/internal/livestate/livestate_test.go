@@ -532,3 +532,41 @@ func TestRunBudget(t *testing.T) {
 		<-done
 	})
 }
+
+// TestPieces: the live pieces' state (decided, typed, stopped) is in each
+// event while a hold is active, without any text, and cleared when the
+// hold ends or a new one starts.
+func TestPieces(t *testing.T) {
+	s := New(Options{})
+	ch, stop := s.Subscribe()
+	defer stop()
+	latest := func() daemonapi.WatchEvent {
+		t.Helper()
+		return <-ch
+	}
+	latest()
+	s.SetPieces(daemonapi.WatchPieces{Decided: 1}) // no hold: dropped
+	s.SetHold(daemonapi.StateListening)
+	if ev := latest(); ev.Pieces != (daemonapi.WatchPieces{}) {
+		t.Fatalf("pieces %+v outside a hold", ev.Pieces)
+	}
+	for _, p := range []daemonapi.WatchPieces{{Decided: 1}, {Decided: 1, Typed: 1}, {Decided: 2, Typed: 1}, {Decided: 3, Typed: 1, Stopped: true}} {
+		s.SetPieces(p)
+		ev := latest()
+		if ev.Pieces != p || ev.Preview != "" {
+			t.Errorf("event %+v; want pieces %+v and no text", ev, p)
+		}
+		b, _ := json.Marshal(ev)
+		if !strings.Contains(string(b), fmt.Sprintf(`"pieces":{"decided":%d,"typed":%d`, p.Decided, p.Typed)) {
+			t.Errorf("event on the wire %s; want the pieces", b)
+		}
+	}
+	s.EndHold("partial")
+	ev := latest()
+	if ev.Pieces != (daemonapi.WatchPieces{}) {
+		t.Errorf("pieces %+v after the hold ended", ev.Pieces)
+	}
+	if b, _ := json.Marshal(ev); strings.Contains(string(b), "pieces") {
+		t.Errorf("event on the wire %s; want no pieces without live text", b)
+	}
+}
