@@ -109,6 +109,25 @@ type Desk struct {
 	nfield int
 }
 
+// BusAddress is the D-Bus address of a unix socket path, escaped as D-Bus
+// addresses are (every byte but [-0-9A-Za-z_/.\\*] as %XX): a test's
+// folder holds its name, and a benchmark's name holds "=" ("route=ibus"),
+// which an address takes for the start of a value (dbus-daemon then
+// listened nowhere, and the desk waited for its bus forever).
+func BusAddress(path string) string {
+	var b strings.Builder
+	b.WriteString("unix:path=")
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("-_/.\\*", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02x", c)
+	}
+	return b.String()
+}
+
 // Want says whether a missing desk fails the test (YAZ_TEST_DESK=1) or
 // skips it.
 func Want() bool { return os.Getenv("YAZ_TEST_DESK") == "1" }
@@ -231,7 +250,7 @@ func innerEnv(run string, desktop Desktop) []string {
 		"XDG_CURRENT_DESKTOP=" + current,
 		"XDG_SESSION_TYPE=wayland",
 		"XDG_SESSION_DESKTOP=" + session,
-		"DBUS_SESSION_BUS_ADDRESS=unix:path=" + run + "/bus",
+		"DBUS_SESSION_BUS_ADDRESS=" + BusAddress(run+"/bus"),
 		"WAYLAND_DISPLAY=wayland-0",
 		"NO_AT_BRIDGE=1",
 		"GTK_A11Y=none",
@@ -330,7 +349,7 @@ func StartDesktop(t testing.TB, desktop Desktop) *Desk {
 	d := &Desk{
 		Runtime:       run,
 		ConfigHome:    filepath.Join(run, "config"),
-		SessionBus:    "unix:path=" + filepath.Join(run, "bus"),
+		SessionBus:    BusAddress(filepath.Join(run, "bus")),
 		WaylandSocket: filepath.Join(run, "wayland-0"),
 		Desktop:       desktop,
 		t:             t,
@@ -750,7 +769,12 @@ func (d *Desk) IBus(t testing.TB) string {
 		}
 		for _, l := range strings.Split(string(b), "\n") {
 			if a, ok := strings.CutPrefix(l, "IBUS_ADDRESS=unix:path="); ok {
-				path = strings.Split(a, ",")[0]
+				// Escaped as D-Bus addresses are (see BusAddress).
+				p, err := dbus.UnescapeBusAddressValue(strings.Split(a, ",")[0])
+				if err != nil {
+					return false
+				}
+				path = p
 				return true
 			}
 		}
@@ -759,5 +783,5 @@ func (d *Desk) IBus(t testing.TB) string {
 	if err := testwait.Until(testwait.Context(t), read, w); err != nil {
 		t.Fatalf("ibus-daemon never wrote its address file %s: %v\n%s", file, err, lastLines(d.Log(), 20))
 	}
-	return "unix:path=" + d.Relay(t, path)
+	return BusAddress(d.Relay(t, path))
 }

@@ -103,3 +103,18 @@ func TestDeskDiesWithTest(t *testing.T) {
 	// Its folders are the killed test's leftovers: remove them.
 	os.RemoveAll(filepath.Dir(run))
 }
+
+// TestBusAddress: a socket path is escaped as D-Bus addresses are, so a
+// folder named for a benchmark ("route=ibus") or holding a comma or a
+// space is one path, and plain characters stay as they are.
+func TestBusAddress(t *testing.T) {
+	for path, want := range map[string]string{
+		"/tmp/run/bus":                "unix:path=/tmp/run/bus",
+		"/tmp/BenchX_route=ibus1/bus": "unix:path=/tmp/BenchX_route%3dibus1/bus",
+		"/tmp/a,b c/bus":              "unix:path=/tmp/a%2cb%20c/bus",
+	} {
+		if got := BusAddress(path); got != want {
+			t.Errorf("BusAddress(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -150,6 +150,14 @@ type Options struct {
 	// Environ is the session's environment (IBUS_ADDRESS, DISPLAY,
 	// XDG_CONFIG_HOME, HOME): see Address. Nil is no variables at all.
 	Environ []string
+	// Settle is the quiet left after each change of the global engine
+	// (see EngineSettle): EngineSettle where IBus's own Wayland input
+	// method may run (KDE), 0 on GNOME, whose shell is the input method
+	// and takes engine changes in any order, and where a quiet after
+	// the commit delays the text's arrival by as much (GNOME 48 shows a
+	// commit in the field once the engine has gone: measured 825 ms from
+	// the release to the last character with 400 ms, 55 ms without).
+	Settle time.Duration
 	// MachineIDFiles override where the machine id is read (tests); nil
 	// is DefaultMachineIDFiles.
 	MachineIDFiles []string
@@ -176,12 +184,12 @@ type Route struct {
 // _bus_global_engine_changed_cb), so two changes closer together than that
 // input method takes to answer the first kill it (seen here on KWin 6.3
 // on a busy machine: a change 100 ms after another). The cost is this
-// much after each text, not before it arrives.
+// much after each text (outside GNOME: see Options.Settle).
 const EngineSettle = 400 * time.Millisecond
 
-// settle waits until EngineSettle has passed since the last change.
+// settle waits until Options.Settle has passed since the last change.
 func (r *Route) settle(ctx context.Context) error {
-	wait := time.Until(r.changed.Add(EngineSettle))
+	wait := time.Until(r.changed.Add(r.opt.Settle))
 	if wait <= 0 {
 		return nil
 	}

@@ -28,7 +28,11 @@ func ibusRunning(ctx context.Context, env []string) bool {
 }
 
 func newIBus(opts Options) *ibusBackend {
-	return &ibusBackend{ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log})}
+	settle := ibus.EngineSettle
+	if gnome(opts.Environ) {
+		settle = 0 // the shell is IBus's input method there (see ibus.Options.Settle)
+	}
+	return &ibusBackend{ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log, Settle: settle})}
 }
 
 func (b *ibusBackend) Name() string { return IBus }

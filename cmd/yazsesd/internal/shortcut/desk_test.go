@@ -86,7 +86,7 @@ func TestOnGNOME(t *testing.T) {
 	if out := strings.TrimSpace(d.Run(t, "desktop-file-validate", entry)); out != "" {
 		t.Errorf("desktop-file-validate %s:\n%s", entry, out)
 	}
-	env := append(d.Env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+d.Relay(t, filepath.Join(d.Runtime, "bus")))
+	env := append(d.Env, "DBUS_SESSION_BUS_ADDRESS="+testdesk.BusAddress(d.Relay(t, filepath.Join(d.Runtime, "bus"))))
 	focus := d.WatchFocus(t)
 
 	// Cancel (Escape) refuses: the binding fails, and nothing is kept.
