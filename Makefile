@@ -172,7 +172,7 @@ LOAD_RUNS ?= 3
 test-load: ## make test LOAD_RUNS (3) times in a row with every core kept busy (scripts/load.sh)
 	@LOAD_RUNS=$(LOAD_RUNS) scripts/load.sh $(MAKE) test
 
-bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp; release to last character by typing route (x11, wayland, wtype, portal)
+bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp; release to last character by typing route (x11, wayland, wtype, portal, and ibus on the real GNOME desk where it can run)
 	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -parakeet-cli $(PARAKEET_CLI) -jfk $(JFK) -work $(GEN)/bench
 	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
