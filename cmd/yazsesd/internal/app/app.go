@@ -471,9 +471,15 @@ type ConfigInitCmd struct {
 	Force bool   `help:"Replace an existing file."`
 }
 
-// Run writes the default file.
+// Run writes the default file. One that holds the defaults already (what
+// make install writes) is no error: the README's path runs config init
+// after make install.
 func (c ConfigInitCmd) Run(e *env) error {
 	if err := config.WriteDefault(c.File, c.Force); err != nil {
+		if b, rerr := os.ReadFile(c.File); errors.Is(err, fs.ErrExist) && rerr == nil && string(b) == config.DefaultTOML() {
+			fmt.Fprintf(e.stdout, "%s: already there with every default; edit it, then `yazsesd config check`\n", c.File)
+			return nil
+		}
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s: written with every default; edit it, then `yazsesd config check`\n", c.File)

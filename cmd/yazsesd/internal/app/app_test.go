@@ -178,6 +178,11 @@ func TestConfigInit(t *testing.T) {
 			t.Errorf("mode of %s = %v, %v; want %v", p, st.Mode(), err, want)
 		}
 	}
+	// Again over the defaults (as after make install): no error, nothing
+	// changed.
+	if out, stderr, code := run("config", "init"); code != 0 || !strings.Contains(out, "already there") {
+		t.Errorf("config init over the default file: exit %d, %q, %q; want 0, already there", code, out, stderr)
+	}
 	writeFile(t, path, "[mcp]\nask_human = true\n")
 	if _, stderr, code := run("config", "init"); code != 1 || !strings.Contains(stderr, "--force") {
 		t.Errorf("config init over a file: exit %d, %q; want 1 naming --force", code, stderr)
