@@ -72,6 +72,15 @@ make -s --no-print-directory install DESTDIR="$root" PREFIX=/usr BIN="$BIN" VERS
 chmod 0755 "$root/usr/share/yazses"
 chmod 0644 "$root/usr/share/yazses/config.toml"
 install -D -m 0644 "$VAD_MODEL" "$root/usr/share/yazses/models/ggml-silero-v6.2.0.bin"
+# The CUDA module (built only where nvcc is) goes in a package of its own,
+# yazses-cuda, which depends on this one's exact version.
+cuda=
+if [ -f "$root/usr/lib/yazses/yaz-ggml-cuda.so" ]; then
+  cuda=$work/cuda
+  install -D -m 0644 "$root/usr/lib/yazses/yaz-ggml-cuda.so" "$cuda/usr/lib/yazses/yaz-ggml-cuda.so"
+  rm -f "$root/usr/lib/yazses/yaz-ggml-cuda.so"
+  rmdir "$root/usr/lib/yazses" 2>/dev/null || true
+fi
 gzip -9n "$root"/usr/share/man/man1/*.1
 
 doc=$root/usr/share/doc/yazses
@@ -100,7 +109,7 @@ Maintainer: The YazSes developers <yazses@users.noreply.github.com>
 Installed-Size: $size
 Depends: $shlibs, espeak-ng, libpulse0 | libasound2
 Recommends: pulseaudio-utils | pipewire-pulse, libvulkan1, mesa-vulkan-drivers, xdg-desktop-portal
-Suggests: ibus, ydotool, bash-completion
+Suggests: ibus, ydotool, bash-completion, yazses-cuda
 Section: sound
 Priority: optional
 Homepage: https://github.com/yazses/yazses
@@ -121,5 +130,27 @@ find "$root" -type d -exec chmod 0755 {} +
 
 mkdir -p "$OUT"
 fakeroot dpkg-deb --build -Zxz --root-owner-group "$root" "$OUT/$pkg" >/dev/null
+if [ -n "$cuda" ]; then
+  cpkg=yazses-cuda_${version}_${arch}.deb
+  install -d "$cuda/usr/share/doc/yazses-cuda" "$cuda/DEBIAN"
+  cp "$doc/copyright" "$cuda/usr/share/doc/yazses-cuda/copyright"
+  cp "$doc/changelog.Debian.gz" "$cuda/usr/share/doc/yazses-cuda/changelog.Debian.gz"
+  cshlibs=$(cd "$work/src" && dpkg-shlibdeps -O --ignore-missing-info -e"$cuda/usr/lib/yazses/yaz-ggml-cuda.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+  {
+    printf 'Package: yazses-cuda\nVersion: %s\nArchitecture: %s\n' "$version" "$arch"
+    printf 'Maintainer: The YazSes developers <yazses@users.noreply.github.com>\n'
+    printf 'Installed-Size: %s\n' "$(du -sk --exclude=DEBIAN "$cuda" | cut -f1)"
+    printf 'Depends: yazses (= %s)%s\n' "$version" "${cshlibs:+, $cshlibs}"
+    printf 'Section: sound\nPriority: optional\nHomepage: https://github.com/yazses/yazses\n'
+    printf 'Description: offline voice layer: whisper.cpp on NVIDIA GPUs for YazSes\n'
+    printf ' The CUDA module that yaz-decode opens when it is installed and an NVIDIA\n'
+    printf ' GPU with its driver is there (decode.device = "gpu"). Without it YazSes\n'
+    printf ' decodes on the CPU or through Vulkan.\n'
+  } > "$cuda/DEBIAN/control"
+  (cd "$cuda" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$cuda/DEBIAN/md5sums"
+  find "$cuda" -type d -exec chmod 0755 {} +
+  fakeroot dpkg-deb --build -Zxz --root-owner-group "$cuda" "$OUT/$cpkg" >/dev/null
+  log "built $OUT/$cpkg (the CUDA module)"
+fi
 log "built $OUT/$pkg ($(du -h "$OUT/$pkg" | cut -f1), installed $size KiB); depends: $shlibs, espeak-ng, libpulse0 | libasound2"
 echo "$OUT/$pkg"
