@@ -153,10 +153,11 @@ type Options struct {
 	// Settle is the quiet left after each change of the global engine
 	// (see EngineSettle): EngineSettle where IBus's own Wayland input
 	// method may run (KDE), 0 on GNOME, whose shell is the input method
-	// and takes engine changes in any order, and where a quiet after
-	// the commit delays the text's arrival by as much (GNOME 48 shows a
-	// commit in the field once the engine has gone: measured 825 ms from
-	// the release to the last character with 400 ms, 55 ms without).
+	// and takes engine changes in any order, and where the quiet delays
+	// the text's arrival (measured on GNOME 48: 825 ms from the release
+	// to the last character with 400 ms, 55 ms without; as if the field
+	// showed the commit only once the engine had gone, not traced
+	// further).
 	Settle time.Duration
 	// MachineIDFiles override where the machine id is read (tests); nil
 	// is DefaultMachineIDFiles.

@@ -1,9 +1,7 @@
 package shortcut
 
 import (
-	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,18 +26,6 @@ const (
 	// with the key the daemon proposed (KEY_PAUSE).
 	kept = "[('push-to-talk', {'shortcuts': <['Pause']>, 'description': <'Hold to dictate (YazSes)'>})]"
 )
-
-// desktopFile is the shipped .desktop file as make install writes it
-// with BINDIR bin.
-func desktopFile(t *testing.T, bin string) []byte {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "packaging", "desktop", xdp.AppID+".desktop"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []byte(strings.ReplaceAll(string(b), "@BINDIR@", bin))
-}
 
 // pressRelease presses and releases Pause on the desk's keyboard and
 // wants a hold started and stopped.
@@ -80,9 +66,8 @@ func pressRelease(t *testing.T, d *testdesk.Desk, l *listener) {
 // its pid), and a host process is not in the desk's PID namespace.
 func TestOnGNOME(t *testing.T) {
 	d := testdesk.Start(t)
-	d.WriteFile(t, "/usr/local/bin/yazsesd", []byte("#!/bin/sh\n"), 0o755)
+	d.InstallEntry(t)
 	entry := "/usr/share/applications/" + xdp.AppID + ".desktop"
-	d.WriteFile(t, entry, desktopFile(t, "/usr/local/bin"), 0o644)
 	if out := strings.TrimSpace(d.Run(t, "desktop-file-validate", entry)); out != "" {
 		t.Errorf("desktop-file-validate %s:\n%s", entry, out)
 	}
