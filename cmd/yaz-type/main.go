@@ -159,7 +159,7 @@ func (c *CLI) serve(ctx context.Context, log *slog.Logger, stdin io.Reader, stdo
 		return t, func() typewire.Status {
 			st := t.Status()
 			return typewire.Status{Route: st.Route, Why: st.Why, Backends: t.Backends(),
-				Session: st.Session, Consent: st.Consent, Cause: st.Cause}
+				Session: st.Session, Consent: st.Consent, Cause: st.Cause, Preedit: t.Preedits()}
 		}, nil
 	})
 	srv.Typer, srv.Status = route, route.Status

@@ -11,8 +11,14 @@
 //   - Requests: one [Request] a line on the child's stdin (JSON). "type"
 //     types Text into the focused window; "status" asks for the route's
 //     state now (the portal's session and consent change after the start).
-//     Texts are typed one at a time, in order; a status is answered at
-//     once, also while a text is being typed.
+//     "preedit" shows Text as the focused field's tentative text (the
+//     input method's preedit: underlined, not part of the field's text),
+//     replacing the one shown; "" takes it away. Only a route whose Ready
+//     says Preedit shows one (IBus); elsewhere the answer is failed,
+//     cause no_preedit. The next "type" replaces the preedit with the
+//     text it types. Texts and preedits are taken one at a time, in
+//     order; a status is answered at once, also while a text is being
+//     typed.
 //   - Events: one [Event] a line on the child's stdout. Each request gets
 //     exactly one answer with its ID: an outcome for a text, a status for
 //     a status. Events with no ID are notifications the daemon shows (a
@@ -51,12 +57,15 @@ type Ready struct {
 	Route    string   `json:"route,omitempty"` // the first backend
 	Why      string   `json:"why,omitempty"`   // why it was chosen
 	Error    string   `json:"error,omitempty"`
+	// Preedit: the route can show tentative text (OpPreedit).
+	Preedit bool `json:"preedit,omitempty"`
 }
 
 // Request operations.
 const (
-	OpType   = "type"
-	OpStatus = "status"
+	OpType    = "type"
+	OpStatus  = "status"
+	OpPreedit = "preedit"
 )
 
 // Request is one line on the child's stdin.
@@ -95,6 +104,9 @@ const (
 	OutcomeRefused = "refused"
 	// OutcomeFailed: nothing that can be shown arrived; Cause says why.
 	OutcomeFailed = "failed"
+	// OutcomeShown: a preedit is shown (or, for "", taken away). Never
+	// the outcome of a text.
+	OutcomeShown = "shown"
 )
 
 // Causes of a failed or partial text: the closed vocabulary of
@@ -119,6 +131,8 @@ const (
 	// CauseChildGone: the typing child ended (or was not up) before it
 	// answered; the daemon restarts it.
 	CauseChildGone = "child_gone"
+	// CauseNoPreedit: a preedit asked of a route that shows none.
+	CauseNoPreedit = "no_preedit"
 	// CauseError: any other failure of every backend.
 	CauseError = "error"
 )
@@ -152,6 +166,8 @@ type Status struct {
 	Session string `json:"session,omitempty"`
 	Consent string `json:"consent,omitempty"`
 	Cause   string `json:"cause,omitempty"`
+	// Preedit: the route can show tentative text (OpPreedit).
+	Preedit bool `json:"preedit,omitempty"`
 }
 
 // Errors for an outcome other than typed, as the daemon's typing end

@@ -63,6 +63,9 @@ var (
 	// ErrDisplayGone: the display server closed the connection or
 	// stopped answering part-way; what arrived cannot be told.
 	ErrDisplayGone = errors.New("the display server is gone")
+	// ErrNoPreedit: the route shows no tentative text (only the IBus
+	// route does). Nothing was shown.
+	ErrNoPreedit = errors.New("the typing route shows no preedit")
 	// ErrNotPasted: the window did not fetch a paste within [PasteWait].
 	// Nothing of it arrived; another backend may type it.
 	ErrNotPasted = errors.New("the window did not take the paste")
@@ -186,6 +189,14 @@ type Injector interface {
 	// text is cleaned already (only untrusted.Typed makes a TypedText,
 	// and a Typer makes it once): a backend never cleans it again.
 	Type(ctx context.Context, text untrusted.TypedText) error
+}
+
+// Preediter is a backend that can show tentative text in the focused
+// field (an input method's preedit: underlined, not part of the field's
+// text). Preedit shows text, replacing what it showed; "" takes it away.
+// The backend's next Type replaces it with the text it types.
+type Preediter interface {
+	Preedit(ctx context.Context, text untrusted.TypedText) error
 }
 
 // Pauser is a backend that can tell before typing that it cannot type a

@@ -215,6 +215,9 @@ func New(opt Options) *Route {
 // Name is "ibus".
 func (r *Route) Name() string { return Name }
 
+// Log is the route's logger (Options.Log).
+func (r *Route) Log() *slog.Logger { return r.opt.Log }
+
 // Focus asks the daemon whether an input context has the focus
 // (CurrentInputContext): FocusNone when none has, FocusUnknown when one
 // has. Not FocusWindow: on GNOME Wayland the input context is the shell's
@@ -311,6 +314,41 @@ func (r *Route) Begin(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Type ends the session with a text, as Route.Type types one: the
+// preedit shown is taken away, the text committed in its place, and the
+// previous engine given back; LastDelivery says what was seen of it.
+// Text that is empty or only spaces commits nothing and only ends the
+// session.
+func (s *Session) Type(ctx context.Context, typed untrusted.TypedText) error {
+	if s.ended {
+		return fmt.Errorf("ibus: the session has ended: %w", ErrInterrupted)
+	}
+	text := typed.Text()
+	fail := func(err error) error {
+		s.ended = true
+		defer s.r.mu.Unlock()
+		s.restoreAfterFailure(ctx)
+		return err
+	}
+	if err := s.Preedit(ctx, ""); err != nil {
+		return fail(err)
+	}
+	d := Committed
+	if strings.TrimSpace(text) != "" {
+		var err error
+		if d, err = s.Commit(ctx, text); err != nil {
+			return fail(err)
+		}
+	}
+	s.ended = true
+	defer s.r.mu.Unlock()
+	if err := s.restore(ctx); err != nil {
+		return err
+	}
+	s.r.last = d
+	return nil
 }
 
 // Close gives the previous global engine back and disconnects.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,9 @@ func TestTypedTextIsCleanedText(t *testing.T) {
 }
 
 // TestCleanedOnce: untrusted.Typed, the one maker of a TypedText, is
-// called in one place in yazsesd, Typer.Type, where a text enters typing.
+// called in the two places where a text enters yaz-type's routes:
+// Typer.Type (a text to type) and Typer.Preedit (a tentative text to
+// show), once each.
 // The rule is idempotent, so a second cleaning could not be seen in what
 // is typed; this test sees it in the source.
 func TestCleanedOnce(t *testing.T) {
@@ -77,8 +80,9 @@ func TestCleanedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(uses) != 1 || uses[0] != "(*Typer).Type" {
-		t.Errorf("untrusted.Typed is used in %v, want once, in (*Typer).Type", uses)
+	slices.Sort(uses)
+	if want := []string{"(*Typer).Preedit", "(*Typer).Type"}; !slices.Equal(uses, want) {
+		t.Errorf("untrusted.Typed is used in %v, want once each in %v", uses, want)
 	}
 }
 

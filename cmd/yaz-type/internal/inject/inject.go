@@ -239,6 +239,7 @@ var (
 	ErrUnavailable = backend.ErrUnavailable
 	ErrInterrupted = backend.ErrInterrupted
 	ErrPasted      = backend.ErrPasted
+	ErrNoPreedit   = backend.ErrNoPreedit
 	// ErrUnknownBackend: a name that is not one of Backends (or Auto).
 	ErrUnknownBackend = errors.New("unknown typing backend")
 )
@@ -273,10 +274,11 @@ type routes struct {
 	x  *x11.Route
 	wl *wayland.Route
 	pt *portal.Route
+	ib *ibusBackend // its preedit's session
 }
 
 func newRoutes(o Options) *routes {
-	return &routes{x: x11.NewRoute(o), wl: wayland.NewRoute(o), pt: portal.New(o)}
+	return &routes{x: x11.NewRoute(o), wl: wayland.NewRoute(o), pt: portal.New(o), ib: newIBus(o)}
 }
 
 // backend returns the backend called name, on rs.
@@ -299,7 +301,7 @@ func (rs *routes) backend(name string, opts Options) (Injector, error) {
 	case Stdout:
 		return &stdoutInjector{w: opts.Stdout}, nil
 	case IBus:
-		return newIBus(opts), nil
+		return rs.ib, nil
 	}
 	return nil, fmt.Errorf("new %q: %w", name, ErrUnknownBackend)
 }
@@ -307,6 +309,7 @@ func (rs *routes) backend(name string, opts Options) (Injector, error) {
 // close puts back what rs holds; keepKeys leaves the X11 spare keycodes
 // bound.
 func (rs *routes) close(keepKeys bool) {
+	rs.ib.Close()
 	rs.pt.Close()
 	rs.wl.Close()
 	if !keepKeys {
@@ -599,6 +602,33 @@ func (t *Typer) Type(ctx context.Context, text string) (used string, err error) 
 		errs = append(errs, err)
 	}
 	return used, errors.Join(errs...)
+}
+
+// Preedits reports whether the Typer's first backend shows tentative
+// text (backend.Preediter: the IBus route).
+func (t *Typer) Preedits() bool {
+	if len(t.list) == 0 {
+		return false
+	}
+	_, ok := t.list[0].(backend.Preediter)
+	return ok
+}
+
+// Preedit shows text, cleaned as a text to type is, as the focused
+// field's tentative text, replacing the one shown ("" takes it away),
+// with the first backend, and returns its name; the next Type replaces
+// the preedit with its text. A Typer whose first backend shows none
+// returns ErrNoPreedit.
+func (t *Typer) Preedit(ctx context.Context, text string) (used string, err error) {
+	if len(t.list) == 0 {
+		return "", ErrNoPreedit
+	}
+	used = t.list[0].Name()
+	p, ok := t.list[0].(backend.Preediter)
+	if !ok {
+		return used, ErrNoPreedit
+	}
+	return used, p.Preedit(ctx, untrusted.Typed(text))
 }
 
 // pasteFirst reports whether text is pasted before it is typed: it is

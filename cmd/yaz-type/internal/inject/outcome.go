@@ -46,3 +46,16 @@ func Outcome(used string, err error, chars int) typewire.Event {
 	}
 	return ev
 }
+
+// PreeditOutcome is what a Preedit call came to: shown, or failed with a
+// cause (no_preedit where the route shows none; no_target, refused as
+// for a text).
+func PreeditOutcome(used string, err error) typewire.Event {
+	switch {
+	case err == nil:
+		return typewire.Event{Backend: used, Outcome: typewire.OutcomeShown}
+	case errors.Is(err, backend.ErrNoPreedit):
+		return typewire.Event{Backend: used, Outcome: typewire.OutcomeFailed, Cause: typewire.CauseNoPreedit}
+	}
+	return Outcome(used, err, 0)
+}

@@ -54,6 +54,18 @@ func (r *Route) Type(ctx context.Context, text string) (string, error) {
 	return t.Type(ctx, text)
 }
 
+// Preedit shows text as the focused field's tentative text with the
+// route; with none, ErrNoPreedit (a preedit opens no route).
+func (r *Route) Preedit(ctx context.Context, text string) (string, error) {
+	r.mu.Lock()
+	t := r.t
+	r.mu.Unlock()
+	if t == nil {
+		return "", backend.ErrNoPreedit
+	}
+	return t.Preedit(ctx, text)
+}
+
 // Status is the route's state now, or why there is none.
 func (r *Route) Status() typewire.Status {
 	r.mu.Lock()
@@ -72,5 +84,5 @@ func (r *Route) Status() typewire.Status {
 // Ready is the readiness line: the route's state at start.
 func (r *Route) Ready() typewire.Ready {
 	st := r.Status()
-	return typewire.Ready{Backends: st.Backends, Route: st.Route, Why: st.Why, Error: st.Error}
+	return typewire.Ready{Backends: st.Backends, Route: st.Route, Why: st.Why, Error: st.Error, Preedit: st.Preedit}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/inject"
 	"github.com/yazses/yazses/lib/typewire"
 )
@@ -12,6 +13,9 @@ import (
 type okTyper struct{}
 
 func (okTyper) Type(context.Context, string) (string, error) { return "portal", nil }
+func (okTyper) Preedit(context.Context, string) (string, error) {
+	return "portal", backend.ErrNoPreedit
+}
 
 // A route that cannot open at start (the desktop's portal not up yet at
 // login) answers unavailable and says why, and is opened again at the next

@@ -27,9 +27,11 @@ const MaxRequest = 32 << 20
 // the reader stops reading.
 const queued = 16
 
-// Typer types a text and says with which backend (inject.Typer).
+// Typer types a text and says with which backend, and shows tentative
+// text where its route can (inject.Typer).
 type Typer interface {
 	Type(ctx context.Context, text string) (used string, err error)
+	Preedit(ctx context.Context, text string) (used string, err error)
 }
 
 // Server answers the daemon's requests.
@@ -67,6 +69,18 @@ func (s *Server) Serve(ctx context.Context, r io.Reader) error {
 	var werr error
 	wg.Go(func() {
 		for req := range texts {
+			if req.Op == typewire.OpPreedit {
+				used, err := s.Typer.Preedit(ctx, req.Text)
+				ev := inject.PreeditOutcome(used, err)
+				ev.ID = req.ID
+				if err != nil {
+					s.Log.Debug("preedit not shown", "cause", ev.Cause, "outcome", ev.Outcome, "err", err)
+				}
+				if e := s.write(ev); e != nil && werr == nil {
+					werr = e
+				}
+				continue
+			}
 			chars := utf8.RuneCountInString(req.Text)
 			tg := &typewire.Target{Want: req.Window}
 			used, err := s.Typer.Type(typewire.WithTarget(ctx, tg), req.Text)
@@ -112,7 +126,8 @@ func (s *Server) read(ctx context.Context, r io.Reader, texts chan<- typewire.Re
 			if err := s.write(typewire.Event{ID: req.ID, Status: &st}); err != nil {
 				return err
 			}
-		case typewire.OpType:
+		case typewire.OpType, typewire.OpPreedit:
+			// In order: a preedit shows after the texts before it.
 			select {
 			case texts <- req:
 			case <-ctx.Done():

@@ -45,6 +45,15 @@ func (f *typer) Type(ctx context.Context, text string) (string, error) {
 	return "x11", nil
 }
 
+// Preedit shows a preedit, except "none", as on a route without one.
+func (f *typer) Preedit(ctx context.Context, text string) (string, error) {
+	f.started <- "preedit " + text
+	if text == "none" {
+		return "x11", fmt.Errorf("x11: %w", backend.ErrNoPreedit)
+	}
+	return "ibus", nil
+}
+
 func TestServe(t *testing.T) {
 	in, inW := io.Pipe()
 	out, outW := io.Pipe()
@@ -86,6 +95,10 @@ func TestServe(t *testing.T) {
 	for i, text := range []string{"pasted a", "nofocus b", "moved c", "typed d"} {
 		send(typewire.Request{ID: fmt.Sprint(3 + i), Op: typewire.OpType, Text: text})
 	}
+	// Preedits are taken in order with the texts (one after the texts
+	// before it), and answered shown or no_preedit.
+	send(typewire.Request{ID: "p1", Op: typewire.OpPreedit, Text: "tentative"})
+	send(typewire.Request{ID: "p2", Op: typewire.OpPreedit, Text: "none"})
 	// A text bound to a window goes there or nowhere; the event names
 	// the window a text went to.
 	send(typewire.Request{ID: "8", Op: typewire.OpType, Text: "window e", Window: "42"})
@@ -102,6 +115,8 @@ func TestServe(t *testing.T) {
 		{ID: "4", Outcome: "no_target", Backend: "x11", Chars: 9},
 		{ID: "5", Outcome: "partial", Backend: "x11", Cause: "focus_moved", Chars: 7, Arrived: 2},
 		{ID: "6", Outcome: "typed", Backend: "x11", Chars: 7},
+		{ID: "p1", Outcome: "shown", Backend: "ibus"},
+		{ID: "p2", Outcome: "failed", Backend: "x11", Cause: "no_preedit"},
 		{ID: "8", Outcome: "typed", Backend: "x11", Chars: 8, Window: "42"},
 		{ID: "9", Outcome: "failed", Backend: "x11", Cause: "focus_moved", Chars: 8},
 	}
@@ -111,6 +126,14 @@ func TestServe(t *testing.T) {
 		}
 	}
 	outW.Close()
+	// Everything was taken in the order it was sent.
+	var order []string
+	for len(f.started) > 0 {
+		order = append(order, <-f.started)
+	}
+	if got, want := strings.Join(order, "|"), "pasted a|nofocus b|moved c|typed d|preedit tentative|preedit none|window e|window f"; got != want {
+		t.Errorf("taken in the order %q, want %q", got, want)
+	}
 	testwait.Group(t, &wg, "Serve and the reader")
 	if serveErr != nil {
 		t.Errorf("Serve = %v at EOF, want nil", serveErr)

@@ -103,6 +103,13 @@ func (c childInjector) Type(ctx context.Context, text string) (string, error) {
 
 func (c childInjector) Backends() []string { return c.t.Backends() }
 
+// Preedits and Preedit: the route's preedit, for live text's guesses
+// (dictation.Preediter).
+func (c childInjector) Preedits() bool { return c.t.Preedits() }
+func (c childInjector) Preedit(ctx context.Context, text string) error {
+	return c.t.Preedit(ctx, text)
+}
+
 // Explain fills in the route now (the backends, or why there are none),
 // why it was chosen, and the portal's session and consent.
 func (c childInjector) Explain(ts *daemonapi.TypingStatus) {

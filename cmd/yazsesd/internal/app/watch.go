@@ -191,6 +191,12 @@ func tooltip(ev daemonapi.WatchEvent) string {
 			b.WriteString(" (fail closed)")
 		}
 	}
+	if p := ev.Pieces; p.Decided > 0 {
+		fmt.Fprintf(&b, "\nlive text: %d of %d pieces typed", p.Typed, p.Decided)
+		if p.Stopped {
+			b.WriteString(", stopped (the rest is kept for ctl last)")
+		}
+	}
 	if ev.LastHold != "" {
 		fmt.Fprintf(&b, "\nlast dictation: %s", ev.LastHold)
 	}

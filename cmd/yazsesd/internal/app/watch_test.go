@@ -343,3 +343,20 @@ func TestWaybarEscapes(t *testing.T) {
 		t.Errorf("a long preview's text = %q, want its end after …", text)
 	}
 }
+
+// TestTooltipPieces: the tooltip says how many live pieces were decided
+// and typed during a hold, and when typing stopped; none without pieces.
+func TestTooltipPieces(t *testing.T) {
+	ev := daemonapi.WatchEvent{State: daemonapi.StateListening}
+	if got := tooltip(ev); strings.Contains(got, "live text") {
+		t.Errorf("tooltip without pieces = %q", got)
+	}
+	ev.Pieces = daemonapi.WatchPieces{Decided: 3, Typed: 2}
+	if got := tooltip(ev); !strings.Contains(got, "\nlive text: 2 of 3 pieces typed") || strings.Contains(got, "stopped") {
+		t.Errorf("tooltip = %q, want the pieces' count", got)
+	}
+	ev.Pieces.Stopped = true
+	if got := tooltip(ev); !strings.Contains(got, "live text: 2 of 3 pieces typed, stopped") {
+		t.Errorf("tooltip = %q, want the stop said", got)
+	}
+}

@@ -312,6 +312,38 @@ func (t *Typer) Type(ctx context.Context, text string) (string, error) {
 	}
 }
 
+// Preedits reports whether the child's route shows tentative text
+// (typewire.OpPreedit: the IBus route).
+func (t *Typer) Preedits() bool { return t.Ready().Preedit }
+
+// Preedit shows text as the focused field's tentative text ("" takes it
+// away) through the child. An answer other than shown is a
+// *typewire.Error. It waits no longer than a text of its length would;
+// a child that does not answer by then is left to the next text's
+// bound (a preedit is no text: nothing is lost).
+func (t *Typer) Preedit(ctx context.Context, text string) error {
+	ctx, cancel := context.WithTimeout(ctx, t.bound(utf8.RuneCountInString(text)))
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	ch, forget, err := t.send(typewire.Request{Op: typewire.OpPreedit, Text: text}, deadline)
+	if err != nil {
+		return fmt.Errorf("preedit: %w", err)
+	}
+	select {
+	case ev, ok := <-ch:
+		switch {
+		case !ok:
+			return typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseChildGone}.Err()
+		case ev.Outcome == typewire.OutcomeShown:
+			return nil
+		}
+		return ev.Err()
+	case <-ctx.Done():
+		forget()
+		return fmt.Errorf("preedit: %w", ctx.Err())
+	}
+}
+
 // restart kills a child taken for hung so that it starts again; until the
 // new start is ready no text is sent (Open waits for it).
 func (t *Typer) restart() {

@@ -120,6 +120,9 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		return daemonapi.HoldResult{}, errShuttingDown
 	}
 	params.Speculate = dictation.Speculate(det.Engine())
+	// Guesses at the piece being spoken only where the typing route
+	// shows them (a preedit: IBus), never for nothing.
+	params.Tentative = params.Live && params.Speculate && dictation.Preedits(d.injector())
 	params.Ending = d.holdEnding
 	h := &holdRec{ctl: hold.NewControl(), started: time.Now(), autoStop: params.AutoStop, final: make(chan struct{})}
 	if params.Live {
@@ -225,6 +228,9 @@ func (o holdOwner) Collected(why hold.Why) {
 	if cue {
 		d.cue(tts.CueEnd, nil)
 	}
+	if h.live != nil && why != hold.Cancelled && why != hold.Shutdown {
+		h.live.Clear() // the guesses end with the listening
+	}
 	switch why {
 	case hold.AtLimit:
 		d.log.Info("the hold reached dictation.max_hold_s and ended as if released", "max_hold_s", d.config().Dictation.MaxHoldS)
@@ -244,6 +250,14 @@ func (o holdOwner) Preview(text string) { o.d.live.SetPreview(text) }
 func (o holdOwner) Piece(text string) {
 	if o.h.live != nil {
 		o.h.live.Piece(text)
+	}
+}
+
+// Tentative: a guess at the piece being spoken, shown as the field's
+// preedit (dictation.live, where the typing route shows one).
+func (o holdOwner) Tentative(text string) {
+	if o.h.live != nil {
+		o.h.live.Tentative(text)
 	}
 }
 

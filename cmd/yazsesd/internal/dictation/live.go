@@ -3,6 +3,8 @@ package dictation
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -29,6 +31,15 @@ import (
 // after it, and the rest at the release, are kept for `ctl last`. A
 // pasted or committed piece (a route that cannot see whether the window
 // took it) does not stop the typing; the outcome says it.
+//
+// Tentative text (hold.Owner.Tentative, where the typing route shows a
+// preedit: Preediter): the guess at the piece being spoken is shown as
+// the field's preedit, in order with the pieces; a newer guess replaces
+// one not shown yet, a piece drops the guesses before it (its text takes
+// the preedit's place), and the end of the hold takes a preedit still
+// shown away (Clear, at the release; Close and Cancel). A preedit is
+// never text: nothing of it stays in the field, and none is shown once
+// typing has stopped.
 
 // Live types one hold's pieces as they are decided, on a goroutine of
 // its own that Close or Cancel waits for.
@@ -39,10 +50,37 @@ type Live struct {
 	done chan struct{}
 
 	mu        sync.Mutex
-	queue     []string // shaped pieces not yet typed
-	closed    bool     // no more pieces come
-	cancelled bool     // what is not typed yet is never typed
+	queue     []liveItem // shaped pieces (and guesses) not yet typed (shown)
+	closed    bool       // no more pieces come
+	cancelled bool       // what is not typed yet is never typed
 	rep       LiveReport
+	// shown: a preedit is shown (the typing goroutine's; read at the end).
+	shown bool
+	// preedits: the route shows tentative text; noPreedit: it showed
+	// none when asked, and no more are asked in this hold.
+	preedits, noPreedit bool
+}
+
+// liveItem is a piece to type, or a guess to show (preedit).
+type liveItem struct {
+	text    string
+	preedit bool
+}
+
+// Preediter is a Typer that can show tentative text (the daemon's typing
+// child where its route has a preedit).
+type Preediter interface {
+	// Preedits reports whether the route shows tentative text.
+	Preedits() bool
+	// Preedit shows text as the focused field's tentative text, replacing
+	// the one shown; "" takes it away.
+	Preedit(ctx context.Context, text string) error
+}
+
+// Preedits reports whether t shows tentative text.
+func Preedits(t Typer) bool {
+	p, ok := t.(Preediter)
+	return ok && p.Preedits()
 }
 
 // LiveReport is what the live typing of a hold came to.
@@ -69,7 +107,10 @@ var errNoTyper = errors.New("no way to type here")
 // StartLive begins the live typing of a hold: env's Typer, Replace and
 // Report (Pieces, Notify at the end); ctx bounds each piece's typing.
 func StartLive(ctx context.Context, env Env) *Live {
-	l := &Live{ctx: ctx, env: env, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if env.Log == nil {
+		env.Log = slog.New(slog.DiscardHandler)
+	}
+	l := &Live{ctx: ctx, env: env, wake: make(chan struct{}, 1), done: make(chan struct{}), preedits: Preedits(env.Typer)}
 	go l.run() // owned: Close and Cancel wait for it (done)
 	return l
 }
@@ -87,9 +128,43 @@ func (l *Live) Piece(raw string) {
 		return
 	}
 	l.rep.Texts = append(l.rep.Texts, text)
-	l.queue = append(l.queue, text)
+	// The piece takes the place of the guesses at it.
+	l.queue = slices.DeleteFunc(l.queue, func(it liveItem) bool { return it.preedit })
+	l.queue = append(l.queue, liveItem{text: text})
 	l.reportLocked()
 	l.mu.Unlock()
+	l.poke()
+}
+
+// Tentative hands out a guess at the piece being spoken (its raw text),
+// to show as the field's preedit where the route shows one; "" takes
+// the preedit away (Clear). It returns at once.
+func (l *Live) Tentative(raw string) {
+	text := ""
+	if raw != "" {
+		if text = Text(raw, l.env.Replace); text == "" {
+			return
+		}
+	}
+	l.mu.Lock()
+	if !l.preedits || l.closed || l.cancelled || l.noPreedit || l.rep.Stop != nil {
+		l.mu.Unlock()
+		return
+	}
+	if n := len(l.queue); n > 0 && l.queue[n-1].preedit {
+		l.queue[n-1].text = text // not shown yet: the newer guess instead
+	} else {
+		l.queue = append(l.queue, liveItem{text: text, preedit: true})
+	}
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Clear takes a preedit shown away, after the pieces handed out: the
+// hold stopped listening, and its rest is decoded.
+func (l *Live) Clear() { l.Tentative("") }
+
+func (l *Live) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -107,6 +182,9 @@ func (l *Live) Cancel() LiveReport { return l.end(true) }
 func (l *Live) end(cancel bool) LiveReport {
 	l.stop(cancel)
 	<-l.done
+	if l.shown { // the typing goroutine has ended: l.shown is ours
+		l.preedit("")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.rep
@@ -120,10 +198,7 @@ func (l *Live) stop(cancel bool) {
 	l.closed = true
 	l.cancelled = l.cancelled || cancel
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke()
 }
 
 func (l *Live) run() {
@@ -139,14 +214,39 @@ func (l *Live) run() {
 			<-l.wake
 			continue
 		}
-		text := l.queue[0]
+		it := l.queue[0]
 		l.queue = l.queue[1:]
 		stopped := l.rep.Stop != nil
 		l.mu.Unlock()
-		if stopped {
+		switch {
+		case it.preedit:
+			if !stopped && (it.text != "" || l.shown) {
+				l.preedit(it.text)
+			}
+		case stopped:
 			continue // kept for `ctl last`, never typed
+		default:
+			l.typePiece(it.text)
+			l.shown = false // the text took the preedit's place
 		}
-		l.typePiece(text)
+	}
+}
+
+// preedit shows text as the preedit ("" takes it away). A route that
+// shows none is not asked again in this hold.
+func (l *Live) preedit(text string) {
+	p, ok := l.env.Typer.(Preediter)
+	if !ok {
+		return
+	}
+	err := p.Preedit(l.ctx, text)
+	l.shown = err == nil && text != ""
+	if err != nil {
+		// The cause, never the text.
+		l.env.Log.Debug("live text: preedit not shown", "err", err)
+		l.mu.Lock()
+		l.noPreedit = true
+		l.mu.Unlock()
 	}
 }
 

@@ -209,3 +209,133 @@ func TestLiveCancel(t *testing.T) {
 
 // The live typing's goroutine ends with Close or Cancel.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// preeditWindow is a window whose route shows a preedit (IBus): a text
+// typed takes the preedit's place, as the typing child does.
+type preeditWindow struct {
+	*window
+	pmu       sync.Mutex
+	ops       []string // "preedit TEXT" and "type TEXT", in order
+	shown     string   // the preedit shown now
+	fail      bool     // answers every preedit no_preedit
+	preedited chan string
+}
+
+func (p *preeditWindow) Preedits() bool { return true }
+func (p *preeditWindow) Preedit(_ context.Context, text string) error {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	p.ops = append(p.ops, "preedit "+text)
+	if p.fail {
+		return typewire.Event{Outcome: typewire.OutcomeFailed, Cause: typewire.CauseNoPreedit}.Err()
+	}
+	p.shown = text
+	p.preedited <- text
+	return nil
+}
+func (p *preeditWindow) Type(ctx context.Context, text string) (string, error) {
+	used, err := p.window.Type(ctx, text)
+	p.pmu.Lock()
+	p.ops = append(p.ops, "type "+text)
+	p.shown = ""
+	p.pmu.Unlock()
+	return used, err
+}
+func (p *preeditWindow) state() ([]string, string) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	return append([]string(nil), p.ops...), p.shown
+}
+
+// TestLivePreedit: a guess at the piece being spoken shows as the
+// preedit, shaped as a piece is; the piece takes its place; the release
+// (Clear) takes a preedit still shown away, and so does a cancel; no
+// preedit is ever left shown, nothing of one arrives as text, and a route
+// that shows none is asked once in a hold.
+func TestLivePreedit(t *testing.T) {
+	reps := []config.Replacement{{From: "full stop", To: "."}}
+	newWindow := func() *preeditWindow {
+		return &preeditWindow{window: &window{}, preedited: make(chan string, 16)}
+	}
+	t.Run("guess, piece, guess, release", func(t *testing.T) {
+		w := newWindow()
+		l := StartLive(context.Background(), Env{Typer: w, Report: w, Replace: reps})
+		l.Tentative("ask not full stop")
+		if got := <-w.preedited; got != "ask not ." {
+			t.Errorf("preedit %q, want the guess shaped: %q", got, "ask not .")
+		}
+		l.Piece("ask not full stop what")
+		l.Tentative("your country")
+		<-w.preedited
+		l.Clear()
+		if got := <-w.preedited; got != "" {
+			t.Errorf("at the release the preedit shows %q, want it taken away", got)
+		}
+		l.Close()
+		ops, shown := w.state()
+		want := []string{"preedit ask not .", "type ask not . what ", "preedit your country", "preedit "}
+		if diff := cmp.Diff(want, ops); diff != "" {
+			t.Errorf("ops (-want +got):\n%s", diff)
+		}
+		if shown != "" || w.got() != "ask not . what " {
+			t.Errorf("preedit left %q, arrived %q; want none and only the piece", shown, w.got())
+		}
+	})
+	t.Run("cancel takes the preedit away", func(t *testing.T) {
+		w := newWindow()
+		l := StartLive(context.Background(), Env{Typer: w, Report: w})
+		l.Piece("alpha")
+		l.Tentative("beta")
+		<-w.preedited
+		l.Cancel()
+		ops, shown := w.state()
+		if shown != "" || ops[len(ops)-1] != "preedit " {
+			t.Errorf("after a cancel: ops %q, preedit %q; want it taken away last", ops, shown)
+		}
+		if w.got() != "alpha " {
+			t.Errorf("arrived %q, want the piece typed before the cancel", w.got())
+		}
+	})
+	t.Run("a piece drops the guesses queued before it", func(t *testing.T) {
+		w := newWindow()
+		w.gate, w.started = make(chan struct{}), make(chan struct{})
+		l := StartLive(context.Background(), Env{Typer: w, Report: w})
+		l.Piece("alpha")
+		<-w.started // typing alpha
+		l.Tentative("b")
+		l.Tentative("be")
+		l.Piece("beta")
+		w.gate <- struct{}{}
+		<-w.started
+		w.gate <- struct{}{}
+		l.Close()
+		ops, _ := w.state()
+		if diff := cmp.Diff([]string{"type alpha ", "type beta "}, ops); diff != "" {
+			t.Errorf("ops (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a route that shows none is asked once", func(t *testing.T) {
+		w := newWindow()
+		w.fail = true
+		l := StartLive(context.Background(), Env{Typer: w, Report: w})
+		l.Tentative("one")
+		l.Piece("alpha") // typed after the failed preedit: it was asked
+		l.Tentative("two")
+		l.Close()
+		ops, _ := w.state()
+		if n := strings.Count(strings.Join(ops, "|"), "preedit"); n > 1 {
+			t.Errorf("ops %q: asked %d times, want at most once", ops, n)
+		}
+	})
+	t.Run("a route without preedit is never asked", func(t *testing.T) {
+		w := &window{}
+		l := StartLive(context.Background(), Env{Typer: w, Report: w})
+		l.Tentative("one")
+		l.Piece("alpha")
+		l.Clear()
+		l.Close()
+		if w.got() != "alpha " {
+			t.Errorf("arrived %q", w.got())
+		}
+	})
+}

@@ -46,6 +46,24 @@ import (
 // event dropped, ends the pieces, and the audio after the last one is
 // decoded once at the end, after their text.
 
+// Tentative text (Params.Tentative): while the key is held and a span is
+// open (the detector heard a voice since the last piece ended), the audio
+// of the piece so far is decoded as a guess whenever no other decode of
+// the hold runs and TentativeEvery of audio has come since the last
+// guess began; its text goes to Owner.Tentative. A guess never holds up
+// what decides text: a piece's decode, a speculation or the release
+// abandons a guess running, and a guess that comes back after a piece
+// was decided is dropped. A finished speculation is shown as a guess
+// too. Guesses cost CPU: at most one decode of the piece so far per
+// TentativeEvery, only while the person speaks.
+
+// TentativeEvery is the least audio between two tentative decodes;
+// TentativeMin the least audio of a piece worth a guess.
+const (
+	TentativeEvery = time.Second
+	TentativeMin   = 600 * time.Millisecond
+)
+
 // eagerEnds is how many detector events may wait for the eager decoder.
 const eagerEnds = 64
 
@@ -84,11 +102,58 @@ type eager struct {
 	await *eagerEvent // the event that waits for spec to come back
 
 	used, abandoned int // speculations, for the debug log
+
+	// Tentative text: whether it is on, the guess running, where the
+	// last one began (a sample position) and whether a span is open.
+	guess   bool
+	tent    *job
+	tentAt  int64
+	inSpan  bool
+	guesses int // for the debug log
 }
 
 func (e *eager) init(p Params) {
 	e.pieces, e.speculate, e.live = p.Pieces, p.Speculate, p.Live && p.Pieces
 	e.on = p.Pieces || p.Speculate
+	e.guess = p.Tentative && e.pieces
+}
+
+// tentative starts a guess at the piece being spoken, when one is due
+// (see Tentative text above).
+func (e *eager) tentative(h *hold) {
+	if !e.guess || e.off || e.failed || h.phase != recording || !e.inSpan || e.tent != nil ||
+		e.piece != nil || e.await != nil || len(e.pending) > 0 || e.spec != nil && !e.spec.finished {
+		return
+	}
+	if pcm.Duration(int(h.fed-e.cut)) < TentativeMin || pcm.Duration(int(h.fed-e.tentAt)) < TentativeEvery {
+		return
+	}
+	e.tentAt = h.fed
+	e.guesses++
+	e.tent = h.startDecode(h.copyAudio(e.cut, h.fed), saidSoFar(e.texts), DecodeBound(pcm.Duration(int(h.fed-e.cut))))
+	e.tent.from, e.tent.to = e.cut, h.fed
+}
+
+// dropTent abandons the guess running.
+func (e *eager) dropTent() {
+	if e.tent != nil {
+		if !e.tent.finished {
+			e.tent.cancel()
+		}
+		e.tent = nil
+	}
+}
+
+// showGuess hands a guess's text to the owner while it is still a guess
+// at the piece being spoken: recording, and no piece decided since it
+// began.
+func (e *eager) showGuess(h *hold, j *job) {
+	if !e.guess || j.err != nil || j.from != e.cut || h.phase != recording {
+		return
+	}
+	if t := strings.TrimSpace(j.text); t != "" {
+		h.deps.Owner.Tentative(t)
+	}
 }
 
 // push hands the eager decoding an event of the detector.
@@ -134,6 +199,9 @@ func (e *eager) take(h *hold, ev eagerEvent) {
 		// A new silence: any speculation before it missed the voice in
 		// between.
 		e.dropSpec()
+		if e.speculate && ev.since > e.cut && e.tent != nil {
+			e.dropTent() // the speculation decides; the guess only shows
+		}
 		if e.speculate && ev.since > e.cut && (e.pieces || pcm.Duration(int(ev.at-e.cut)) <= wholeSpeculation) { // a voice since the last piece
 			e.spec = h.startDecode(h.copyAudio(e.cut, ev.at), saidSoFar(e.texts), DecodeBound(pcm.Duration(int(ev.at-e.cut))))
 			e.spec.from, e.spec.to, e.spec.since = e.cut, ev.at, ev.since
@@ -193,6 +261,7 @@ func (e *eager) specBack(h *hold) {
 // startPiece decodes the audio from the last piece's end to at.
 func (e *eager) startPiece(h *hold, at int64) {
 	e.dropSpec()
+	e.dropTent()
 	piece := h.copyAudio(e.cut, at)
 	if len(piece) == 0 {
 		return
@@ -214,8 +283,15 @@ func (e *eager) decoded(h *hold, j *job) {
 		}
 	case j == e.spec && e.await != nil:
 		e.specBack(h)
+	case j == e.tent:
+		e.tent = nil
+		e.showGuess(h, j)
+		return
+	case j == e.spec:
+		e.showGuess(h, j) // a speculation not (yet) needed is a guess too
+		return
 	default:
-		return // a speculation not (yet) needed, or one abandoned
+		return // one abandoned
 	}
 	e.step(h)
 }
@@ -258,7 +334,8 @@ func (e *eager) finish(log *slog.Logger) (text string, cut int64, ok bool) {
 		return "", 0, false
 	}
 	e.dropSpec()
-	log.Debug("hold: speculations", "used", e.used, "dropped", e.abandoned, "pieces", e.pieces)
+	e.dropTent()
+	log.Debug("hold: speculations", "used", e.used, "dropped", e.abandoned, "pieces", e.pieces, "guesses", e.guesses)
 	if e.off || !e.pieces && e.used == 0 || (e.failed || e.lost) && !e.live {
 		return "", 0, false
 	}
@@ -288,12 +365,12 @@ func (e *eager) split(r *Result, more string) {
 // the events waiting dropped.
 func (e *eager) cancel() {
 	e.off = true
-	for _, j := range []*job{e.spec, e.piece} {
+	for _, j := range []*job{e.spec, e.piece, e.tent} {
 		if j != nil && !j.finished {
 			j.cancel()
 		}
 	}
-	e.spec, e.piece, e.await, e.pending = nil, nil, nil, nil
+	e.spec, e.piece, e.await, e.pending, e.tent = nil, nil, nil, nil, nil
 }
 
 // saidContext bounds the text of the pieces so far that goes with the

@@ -121,6 +121,10 @@ type Owner interface {
 	// Result's Pieces begin with it, and no later decode covers its
 	// audio again.
 	Piece(text string)
+	// Tentative is a guess at the piece still being spoken
+	// (Params.Tentative): its text, never empty, to show until the next
+	// Tentative or Piece replaces it. Nothing of it is final.
+	Tentative(text string)
 }
 
 // Deps are what a hold works with.
@@ -161,6 +165,12 @@ type Params struct {
 	// last piece decided is decoded once at the end, as when the detector
 	// fails.
 	Live bool
+	// Tentative: while the key is held and a piece is being spoken, its
+	// audio so far is decoded at most once per TentativeEvery of audio,
+	// when no other decode of the hold runs, and the text goes to
+	// Owner.Tentative (with Live: the typing route shows it as a
+	// preedit). A piece, a speculation or the release abandons it.
+	Tentative bool
 	// Ending returns the settings in force when the hold ends.
 	Ending func() Ending
 }
@@ -532,6 +542,7 @@ func (h *hold) add(s []int16) {
 	h.tail.feed(s)
 	h.fed += int64(len(s))
 	h.deps.Detector.Feed(s)
+	h.eager.tentative(h)
 }
 
 // event takes one event of the hold's detector; ok false: the channel
@@ -545,11 +556,13 @@ func (h *hold) event(e vadlink.Event, ok bool) {
 	}
 	switch e.Kind {
 	case vadlink.SpeechEnd:
+		h.eager.inSpan = false
 		if h.p.Pieces {
 			h.eager.push(h, eagerEvent{at: e.At, since: e.Since})
 		}
 	case vadlink.SpeechStart:
 		h.said = true
+		h.eager.inSpan = true
 	case vadlink.Ended:
 		h.said = h.said || e.Said
 		h.eager.push(h, eagerEvent{since: e.Since, ended: true})
@@ -659,6 +672,7 @@ func (h *hold) message(m any) {
 
 // stop begins the hold's end (why): its tail, or at once without one.
 func (h *hold) stop(why Why) {
+	h.eager.dropTent() // the release's decodes come first
 	h.why, h.end = why, h.p.Ending()
 	h.phase = inTail
 	if h.end.Tail <= 0 {

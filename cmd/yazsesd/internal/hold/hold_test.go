@@ -204,6 +204,7 @@ type fakeOwner struct {
 	told    []string
 	preview []string
 	pieces  []string
+	guesses []string
 }
 
 func (o *fakeOwner) Stopping(why Why)  { o.tell(fmt.Sprint("stopping ", why)) }
@@ -217,6 +218,16 @@ func (o *fakeOwner) Piece(text string) {
 	o.mu.Lock()
 	o.pieces = append(o.pieces, text)
 	o.mu.Unlock()
+}
+func (o *fakeOwner) Tentative(text string) {
+	o.mu.Lock()
+	o.guesses = append(o.guesses, text)
+	o.mu.Unlock()
+}
+func (o *fakeOwner) shown() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.guesses)
 }
 func (o *fakeOwner) handed() []string {
 	o.mu.Lock()
@@ -1142,6 +1153,73 @@ func TestLivePieces(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Tentative text: while a piece is spoken its audio so far is decoded
+// as a guess, once per TentativeEvery of audio at most and only while
+// no other decode runs, and shown; a piece's decode abandons a guess
+// running (its late text is never shown), no guess is made between
+// spans, and the release abandons a guess running, so the rest's decode
+// waits for none.
+func TestLiveTentative(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := params()
+		p.Pieces, p.Speculate, p.Live, p.Tentative = true, true, true, true
+		// Guesses 2 and 4 hang until abandoned; every other decode
+		// answers at once.
+		r := start(t, p, func(r *rig) {
+			r.dec.fn = func(ctx context.Context, c *call) (string, error) {
+				if c.n == 2 || c.n == 4 {
+					return blocking(ctx, c)
+				}
+				return fmt.Sprintf("piece%d", c.n), nil
+			}
+		})
+		r.det.onEnd = func(d *fakeDetector) {
+			d.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: d.fed, Since: d.fed - block})
+			d.emit(vadlink.Event{Kind: vadlink.Ended, At: d.fed, Since: d.fed - block, Said: true})
+			d.close()
+		}
+		every := int(pcm.Samples(TentativeEvery)+block-1) / block // blocks
+		r.speak(every)                                            // no span open yet: no guess
+		if n := len(r.dec.snapshot()); n != 0 {
+			t.Fatalf("%d decodes before any voice, want none", n)
+		}
+		r.emit(vadlink.Event{Kind: vadlink.SpeechStart, At: at(every)})
+		r.speak(every + 8)
+		if got := r.owner.shown(); !slices.Equal(got, []string{"piece1"}) {
+			t.Fatalf("guesses shown %q, want the first guess only", got)
+		}
+		r.speak(every) // guess 2 starts and hangs
+		r.emit(vadlink.Event{Kind: vadlink.SpeechEnd, At: at(3*every + 8), Since: at(3*every + 7)})
+		if got := r.owner.handed(); !slices.Equal(got, []string{"piece3"}) {
+			t.Fatalf("pieces %q, want piece3 (the piece's decode did not wait for the guess)", got)
+		}
+		r.speak(2 * every) // between spans: no guess
+		r.emit(vadlink.Event{Kind: vadlink.SpeechStart, At: at(5*every + 8)})
+		r.speak(every + 2) // guess 4 starts and hangs
+		r.det.setWait(silentAt(tailQuiet))
+		r.release(true)
+		res := r.result()
+		calls := r.dec.snapshot()
+		if len(calls) != 5 {
+			t.Fatalf("%d decodes %+v, want 5 (guess, guess, piece, guess, rest)", len(calls), calls)
+		}
+		if !calls[1].canceled || !calls[3].canceled || calls[0].canceled || calls[2].canceled || calls[4].canceled {
+			t.Errorf("decodes %+v: want guesses 2 and 4 abandoned, none else", calls)
+		}
+		if calls[2].from != 0 || calls[4].from != calls[2].samples%32768 || calls[3].from != calls[4].from ||
+			calls[4].said != "piece3" || calls[3].said != "piece3" {
+			t.Errorf("decodes %+v: want the piece from 0, the guess and the rest after it with its text", calls)
+		}
+		if got := r.owner.shown(); !slices.Equal(got, []string{"piece1"}) {
+			t.Errorf("guesses shown %q, want only piece1 (abandoned ones never)", got)
+		}
+		if res.Outcome != Decoded || res.Text != "piece3 piece5" || res.Rest != "piece5" {
+			t.Errorf("Result %+v; want piece3 piece5 with the rest piece5", res)
+		}
+		r.checkEnd(res)
+	})
 }
 
 // Live text off: nothing is handed out while the key is held.
