@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/internal/wlwire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -196,14 +197,14 @@ func (c *wlclient) typeText(ctx context.Context, text string) (sent bool, err er
 			var buf []byte
 			for _, r := range p.text[i:end] {
 				t := wlTime()
-				buf = append(buf, newWlMsg(c.keyboard, zwpVirtualKeyboardKey).uint(t).uint(p.code[r]).uint(wlKeyPressed).bytes()...)
-				buf = append(buf, newWlMsg(c.keyboard, zwpVirtualKeyboardKey).uint(t).uint(p.code[r]).uint(wlKeyReleased).bytes()...)
+				buf = append(buf, wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKey).Uint(t).Uint(p.code[r]).Uint(wlKeyPressed).Bytes()...)
+				buf = append(buf, wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKey).Uint(t).Uint(p.code[r]).Uint(wlKeyReleased).Bytes()...)
 			}
 			if err := c.failed(); err != nil {
 				return sent, err
 			}
 			sent = true
-			if err := c.writeRaw(buf, nil); err != nil {
+			if err := c.writeRaw(buf, -1); err != nil {
 				return sent, fmt.Errorf("key: %w", err)
 			}
 			typed += end - i
@@ -241,14 +242,14 @@ func pace(ctx context.Context, start time.Time, typed int) error {
 // setKeymap hands a keymap over in a sealed memfd, clears the modifiers
 // and waits until the compositor has both.
 func (c *wlclient) setKeymap(ctx context.Context, keymap string) error {
-	fd, size, err := keymapFile(keymap)
+	fd, size, err := wlwire.KeymapFile(keymap)
 	if err != nil {
 		return fmt.Errorf("keymap: %w", err)
 	}
 	defer unix.Close(fd)
-	km := newWlMsg(c.keyboard, zwpVirtualKeyboardKeymap).uint(wlKeymapFormatXKBV1).uint(size)
-	km.fd = fd
-	mods := newWlMsg(c.keyboard, zwpVirtualKeyboardModifiers).uint(0).uint(0).uint(0).uint(0)
+	km := wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKeymap).Uint(wlwire.KeymapFormatXKBV1).Uint(size)
+	km.FD = fd
+	mods := wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardModifiers).Uint(0).Uint(0).Uint(0).Uint(0)
 	if err := c.write(km, mods); err != nil {
 		return fmt.Errorf("keymap: %w", err)
 	}
