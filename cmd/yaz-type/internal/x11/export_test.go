@@ -7,6 +7,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 )
 
 // What the tests outside the package (package x11_test, which drive the
@@ -27,8 +28,8 @@ type Target struct {
 
 // XpropFocus is the focus as xprop tells it (xdotool's and ydotool's).
 func XpropFocus(ctx context.Context, env []string) (Target, error) {
-	t, err := x11Focus(ctx, tool.Call{Env: env})
-	return Target{t.focus, t.class}, err
+	t, err := xdotool.Focus(ctx, tool.Call{Env: env})
+	return Target{t.Focus, t.Class}, err
 }
 
 // ProtocolFocus is the focus as the x11 backend reads it itself.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -43,8 +44,8 @@ func (c *clipboard) Focus(ctx context.Context) (backend.Focus, error) {
 		x.close()
 		return t.focus, err
 	}
-	t, err := x11Focus(ctx, tool.Call{Env: c.o.Environ})
-	return t.focus, err
+	t, err := xdotool.Focus(ctx, tool.Call{Env: c.o.Environ})
+	return t.Focus, err
 }
 
 func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {

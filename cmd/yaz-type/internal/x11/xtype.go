@@ -14,6 +14,7 @@ import (
 	"github.com/jezek/xgb/xtest"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
@@ -40,7 +41,7 @@ func NewRoute(o backend.Options) *Route { return &Route{o: o.WithDefaults()} }
 func (r *Route) X11() backend.Injector { return &x11{o: r.o, r: r} }
 
 // Xdotool returns the "xdotool" backend.
-func (r *Route) Xdotool() backend.Injector { return &xdotool{o: r.o, r: r} }
+func (r *Route) Xdotool() backend.Injector { return xdotool.New(r.o, &r.mu) }
 
 // Clipboard returns the X11 "clipboard" backend.
 func (r *Route) Clipboard() backend.Injector { return &clipboard{o: r.o, r: r} }
