@@ -7,6 +7,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xconn"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 )
 
@@ -18,7 +19,7 @@ import (
 var ErrWindowChanged = errWindowChanged
 
 // XIOTimeout bounds every exchange with the X server.
-const XIOTimeout = xIOTimeout
+const XIOTimeout = xconn.IOTimeout
 
 // Target is a focused window: the focus and its WM_CLASS.
 type Target struct {
@@ -38,9 +39,9 @@ func ProtocolFocus(ctx context.Context, env []string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	defer x.close()
-	t, err := x.focus(false)
-	return Target{t.focus, t.class}, err
+	defer x.Close()
+	t, err := x.Focus(false)
+	return Target{t.Focus, t.Class}, err
 }
 
 // IsDown reports whether keycode kc is down in a QueryKeymap reply.

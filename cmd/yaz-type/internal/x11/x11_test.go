@@ -182,7 +182,7 @@ func TestX11FocusReadsTerminalClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tg.Focus != FocusWindow || len(tg.Class) != 2 || tg.Class[1] != "XTerm" {
-		t.Fatalf("x11Focus = %+v, want a window of class XTerm", tg)
+		t.Fatalf("xdotool.Focus = %+v, want a window of class XTerm", tg)
 	}
 	xt, err := x11.ProtocolFocus(ctx, env)
 	if err != nil || xt.Focus != FocusWindow || !slices.Equal(xt.Class, tg.Class) {
@@ -328,7 +328,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	defer cancel()
 	tg, err := x11.XpropFocus(ctx, env)
 	if err != nil || tg.Focus != FocusWindow || slices.ContainsFunc(tg.Class, backend.IsTerminal) {
-		t.Fatalf("x11Focus = %+v, %v; want a window that is no terminal", tg, err)
+		t.Fatalf("xdotool.Focus = %+v, %v; want a window that is no terminal", tg, err)
 	}
 	// The check can fail: ctrl+shift+v does not paste here (the terminal
 	// gets a ^V).
