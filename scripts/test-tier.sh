@@ -12,7 +12,7 @@
 # Every package is in exactly one tier (test/deps TestTiersCoverAll).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-desktop='/cmd/yaz-type/internal/(inject|portal|wayland|x11|ibus)$|/cmd/yazsesd/internal/(shortcut|notify)$|/internal/test(x|portal|sway|bus|notify|desk)$|/lib/(xdp|audio|vad)$|/cmd/yaz-capture$|/cmd/yaz-speak$|/test/(e2e|adversarial)$'
+desktop='/cmd/yaz-type/internal/(inject|portal|xkb|wayland|sway|x11|xconn|xdotool|ibus)$|/cmd/yazsesd/internal/(shortcut|notify)$|/internal/test(x|portal|sway|bus|notify|desk)$|/lib/(xdp|audio|vad)$|/cmd/yaz-capture$|/cmd/yaz-speak$|/test/(e2e|adversarial)$'
 programs='/cmd/yaz-decode|/internal/(ggmlgpu|testbin|testvad|testdaemon|testmodel)$|/scripts/|/test/(deps|readme|scripts)$|/cmd/yaz-mcp(/internal/localdecode)?$|/cmd/yaz-gate$|/cmd/yazsesd$|/cmd/yaz-type$|/cmd/yazsesd/internal/(vadlink|sdnotify)$|/lib/(config|tts|cli)$|/cmd/yaz-capture/internal/capcmd$'
 all=$(go list ./...)
 case "${1:-}" in

@@ -6,13 +6,11 @@
 // not implement. It speaks the few requests a client sends to learn that
 // (wl_display.get_registry and sync, wl_registry.bind, wl_seat.
 // get_keyboard) on a socket of the test's own, in the Wayland wire format
-// (little-endian words: object id, size << 16 | opcode, arguments; the
-// keymap's file descriptor over SCM_RIGHTS). Every other request is
-// ignored.
+// of package wlwire (the keymap's file descriptor over SCM_RIGHTS). Every
+// other request is ignored.
 package testwl
 
 import (
-	"encoding/binary"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/internal/wlwire"
 )
 
 // Compositor is one fake compositor.
@@ -30,7 +30,7 @@ type Compositor struct {
 	// Socket is the socket's path.
 	Socket string
 
-	keymap []byte
+	keymap string
 }
 
 // Start listens on a socket in a fresh folder and serves until the test
@@ -47,7 +47,7 @@ func Start(t testing.TB, keymap string) *Compositor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Compositor{Env: []string{"WAYLAND_DISPLAY=" + sock}, Socket: sock, keymap: append([]byte(keymap), 0)}
+	c := &Compositor{Env: []string{"WAYLAND_DISPLAY=" + sock}, Socket: sock, keymap: keymap}
 	done := make(chan struct{})
 	var conns sync.WaitGroup
 	var mu sync.Mutex
@@ -88,156 +88,57 @@ func Start(t testing.TB, keymap string) *Compositor {
 	return c
 }
 
-// Wire constants (wayland.xml).
+// What the compositor offers: one seat with a keyboard.
 const (
-	displayID          = 1
-	displaySync        = 0
-	displayGetRegistry = 1
-	displayDeleteID    = 1 // event
-	registryBind       = 0
-	registryGlobal     = 0 // event
-	callbackDone       = 0 // event
-	seatGetKeyboard    = 1
-	seatCapabilities   = 0 // event
-	seatCapKeyboard    = 2
-	keyboardKeymap     = 0 // event
-	keymapFormatXKBV1  = 1
-	seatName           = 1
-	seatVersion        = 7
-	ioTimeout          = time.Minute
-	maxMessage         = 4096
-	seatInterface      = "wl_seat"
+	seatName    = 1
+	seatVersion = 7
+	ioTimeout   = time.Minute
 )
-
-// msg is one event.
-type msg struct{ b []byte }
-
-func event(obj, opcode uint32) *msg {
-	m := &msg{b: make([]byte, 8)}
-	binary.LittleEndian.PutUint32(m.b, obj)
-	binary.LittleEndian.PutUint32(m.b[4:], opcode)
-	return m
-}
-
-func (m *msg) uint(v uint32) *msg {
-	m.b = binary.LittleEndian.AppendUint32(m.b, v)
-	return m
-}
-
-func (m *msg) str(s string) *msg {
-	m.uint(uint32(len(s) + 1))
-	m.b = append(m.b, s...)
-	m.b = append(m.b, 0)
-	for len(m.b)%4 != 0 {
-		m.b = append(m.b, 0)
-	}
-	return m
-}
-
-func (m *msg) bytes() []byte {
-	word := binary.LittleEndian.Uint32(m.b[4:])
-	binary.LittleEndian.PutUint32(m.b[4:], uint32(len(m.b))<<16|word&0xffff)
-	return m.b
-}
-
-// args reads a request's arguments.
-type args struct{ b []byte }
-
-func (a *args) uint() uint32 {
-	if len(a.b) < 4 {
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(a.b)
-	a.b = a.b[4:]
-	return v
-}
-
-func (a *args) str() string {
-	n := int(a.uint())
-	if n == 0 || len(a.b) < n {
-		return ""
-	}
-	s := string(a.b[:n-1])
-	a.b = a.b[(n+3)&^3:]
-	return s
-}
 
 // serve answers one client until it hangs up.
 func (c *Compositor) serve(uc *net.UnixConn) {
-	send := func(m *msg, fd int) bool {
-		var oob []byte
-		if fd >= 0 {
-			oob = unix.UnixRights(fd)
-		}
-		_, _, err := uc.WriteMsgUnix(m.bytes(), oob, nil)
+	send := func(m *wlwire.Msg) bool {
+		_, err := uc.Write(m.Bytes())
 		return err == nil
 	}
 	var registry, seat uint32
 	_ = uc.SetDeadline(time.Now().Add(ioTimeout))
-	buf := make([]byte, 0, 2*maxMessage)
-	chunk := make([]byte, maxMessage)
-	oob := make([]byte, unix.CmsgSpace(28*4))
+	r := wlwire.NewReader(uc)
+	defer r.Close()
 	for {
-		n, oobn, _, _, err := uc.ReadMsgUnix(chunk, oob)
-		if oobn > 0 {
-			if cms, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
-				for _, cm := range cms {
-					if fds, ferr := unix.ParseUnixRights(&cm); ferr == nil {
-						for _, fd := range fds {
-							unix.Close(fd)
-						}
-					}
-				}
-			}
-		}
-		buf = append(buf, chunk[:max(n, 0)]...)
-		for len(buf) >= 8 {
-			obj, word := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
-			size, op := int(word>>16), word&0xffff
-			if size < 8 || len(buf) < size {
-				break
-			}
-			a := &args{b: buf[8:size]}
-			switch {
-			case obj == displayID && op == displayGetRegistry:
-				registry = a.uint()
-				send(event(registry, registryGlobal).uint(seatName).str(seatInterface).uint(seatVersion), -1)
-			case obj == displayID && op == displaySync:
-				id := a.uint()
-				send(event(id, callbackDone).uint(0), -1)
-				send(event(displayID, displayDeleteID).uint(id), -1)
-			case registry != 0 && obj == registry && op == registryBind:
-				name, iface := a.uint(), a.str()
-				_, id := a.uint(), a.uint()
-				if name == seatName && iface == seatInterface {
-					seat = id
-					send(event(seat, seatCapabilities).uint(seatCapKeyboard), -1)
-				}
-			case seat != 0 && obj == seat && op == seatGetKeyboard:
-				kbd := a.uint()
-				if !c.sendKeymap(kbd, send) {
-					return
-				}
-			}
-			buf = buf[size:]
-		}
-		buf = append(buf[:0:0], buf...)
+		obj, op, a, err := r.Next()
 		if err != nil {
 			return
+		}
+		switch {
+		case obj == wlwire.DisplayID && op == wlwire.DisplayGetRegistry:
+			registry = a.Uint()
+			send(wlwire.NewMsg(registry, wlwire.RegistryGlobal).Uint(seatName).Str(wlwire.SeatInterface).Uint(seatVersion))
+		case obj == wlwire.DisplayID && op == wlwire.DisplaySync:
+			id := a.Uint()
+			send(wlwire.NewMsg(id, wlwire.CallbackDone).Uint(0))
+			send(wlwire.NewMsg(wlwire.DisplayID, wlwire.DisplayDeleteID).Uint(id))
+		case registry != 0 && obj == registry && op == wlwire.RegistryBind:
+			name, iface := a.Uint(), a.Str()
+			_, id := a.Uint(), a.Uint()
+			if name == seatName && iface == wlwire.SeatInterface {
+				seat = id
+				send(wlwire.NewMsg(seat, wlwire.SeatCapabilities).Uint(wlwire.SeatCapKeyboard))
+			}
+		case seat != 0 && obj == seat && op == wlwire.SeatGetKeyboard:
+			if !c.sendKeymap(uc, a.Uint()) {
+				return
+			}
 		}
 	}
 }
 
 // sendKeymap hands the keymap over in a sealed memfd, as compositors do.
-func (c *Compositor) sendKeymap(kbd uint32, send func(*msg, int) bool) bool {
-	fd, err := unix.MemfdCreate("testwl-keymap", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+func (c *Compositor) sendKeymap(uc *net.UnixConn, kbd uint32) bool {
+	fd, size, err := wlwire.KeymapFile(c.keymap)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	if _, err := unix.Write(fd, c.keymap); err != nil {
-		return false
-	}
-	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
-	return send(event(kbd, keyboardKeymap).uint(keymapFormatXKBV1).uint(uint32(len(c.keymap))), fd)
+	return wlwire.Send(uc, wlwire.NewMsg(kbd, wlwire.KeyboardKeymap).Uint(wlwire.KeymapFormatXKBV1).Uint(size).Bytes(), fd) == nil
 }

@@ -257,11 +257,13 @@ func TestLibSharedOnly(t *testing.T) {
 }
 
 // TestTypingOnlyInYazType: typing is yaz-type's (the daemon's child): no
-// other program links an X11 client, the Wayland or portal typing code,
-// and yaz-type does (so the check proves something).
+// other program links an X11 client, the Wayland or portal typing code
+// or the Wayland wire format (internal/wlwire, which the compiler would
+// let any program import), and yaz-type does (so the check proves
+// something).
 func TestTypingOnlyInYazType(t *testing.T) {
 	typing := []string{"github.com/jezek/xgb", module + "cmd/yaz-type/internal/x11",
-		module + "cmd/yaz-type/internal/wayland", module + "cmd/yaz-type/internal/portal"}
+		module + "cmd/yaz-type/internal/wayland", module + "cmd/yaz-type/internal/portal", module + "internal/wlwire"}
 	for _, line := range strings.Split(strings.TrimSpace(goList(t, nil, "-f", "{{.ImportPath}} {{join .Deps \",\"}}", "./cmd/...")), "\n") {
 		pkg, deps, _ := strings.Cut(line, " ")
 		if !strings.HasPrefix(pkg, module+"cmd/") || strings.Count(strings.TrimPrefix(pkg, module+"cmd/"), "/") > 0 {

@@ -39,7 +39,7 @@
 // route reads the keymap first (the one the compositor hands every
 // client's wl_keyboard: [wayland.SeatKeymap]) and sends keysyms only when
 // every character of the text is on the first or second level of every
-// layout (keymap.go). Otherwise the whole text is pasted, through the
+// layout (package xkb). Otherwise the whole text is pasted, through the
 // portal's own clipboard where the portal has one (org.freedesktop.portal
 // .Clipboard, xdg-desktop-portal 1.17 and later; GNOME's backend serves
 // it from mutter's clipboard, portalclip.go): RequestClipboard before

@@ -9,6 +9,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xkb"
 	"github.com/yazses/yazses/lib/xdp"
 )
 
@@ -250,8 +251,8 @@ func (s *session) offer(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectP
 // more:
 // ErrPasted (whether the window shows it cannot be seen). None:
 // ErrNotPasted (nothing arrived; another backend may type it).
-func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
-	if km != nil && (!km.everywhere(ksControl, 0) || !km.everywhere(ksV, 0)) {
+func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, handle dbus.ObjectPath, km *xkb.Keymap, text string) error {
+	if km != nil && (!km.Everywhere(xkb.ControlL, 0) || !km.Everywhere(ksV, 0)) {
 		return fmt.Errorf("portal: the keymap has no Control_L or v to paste with: %w", backend.ErrUnavailable)
 	}
 	prev, had := s.clipboardText(ctx, conn, handle)
@@ -283,7 +284,7 @@ func (r *Route) pastePortal(ctx context.Context, s *session, conn *xdp.Conn, han
 		return fmt.Errorf("portal: offer the text on the clipboard: %w: %w", backend.ErrUnavailable, err)
 	}
 	start := time.Now()
-	chord := r.chord(ctx, conn, handle, ksControl, ksV)
+	chord := r.chord(ctx, conn, handle, xkb.ControlL, ksV)
 	if chord == nil {
 		waitFetches(before, 2, backend.PasteWait)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/wayland"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xkb"
 	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/untrusted"
 	"github.com/yazses/yazses/lib/xdp"
@@ -642,9 +643,9 @@ func (r *Route) Type(ctx context.Context, typed untrusted.TypedText) error {
 	long := r.o.PasteOverChars > 0 && utf8.RuneCountInString(text) > r.o.PasteOverChars
 	if kerr != nil {
 		r.o.Log.Debug("portal: the compositor's keymap cannot be read: the text is pasted", "err", kerr)
-	} else if keys, ok := km.plan(text); ok && !long {
+	} else if keys, ok := km.Plan(text); ok && !long {
 		locked := capsLocked(ledDir)
-		if !locked || km.everywhere(ksCapsLock, 0) {
+		if !locked || km.Everywhere(xkb.CapsLock, 0) {
 			err := r.typeKeys(ctx, conn, handle, keys, locked)
 			r.o.Log.Debug("portal: typed", "runes", len(keys), "caps_lock", locked, "took", time.Since(start), "err", err)
 			return err
@@ -676,13 +677,13 @@ func (r *Route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.Object
 	if !locked {
 		return r.keys(ctx, conn, handle, keys)
 	}
-	if err := r.keys(ctx, conn, handle, []uint32{ksCapsLock}); err != nil {
+	if err := r.keys(ctx, conn, handle, []uint32{xkb.CapsLock}); err != nil {
 		return err
 	}
 	err := r.keys(ctx, conn, handle, keys)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchange)
 	defer cancel()
-	if rerr := r.keys(rctx, conn, handle, []uint32{ksCapsLock}); rerr != nil {
+	if rerr := r.keys(rctx, conn, handle, []uint32{xkb.CapsLock}); rerr != nil {
 		r.o.Log.Warn("portal: Caps Lock was turned off to type and could not be turned on again", "err", rerr)
 	}
 	return err
@@ -690,14 +691,14 @@ func (r *Route) typeKeys(ctx context.Context, conn *xdp.Conn, handle dbus.Object
 
 // keymap reads and parses the compositor's keymap (a few milliseconds:
 // read at each text, so that a layout the person adds counts at once).
-func (r *Route) keymap(ctx context.Context) (*keymap, error) {
+func (r *Route) keymap(ctx context.Context) (*xkb.Keymap, error) {
 	kctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
 	text, err := keymapSource(kctx, r.o.Environ)
 	if err != nil {
 		return nil, err
 	}
-	return parseKeymap(text)
+	return xkb.Parse(text)
 }
 
 // keys sends a press and a release of each keysym, one call after the
@@ -733,15 +734,15 @@ func (r *Route) keys(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath
 // terminals from the primary selection, which holds the same), waits
 // o.RestoreDelay for the window to fetch it and puts back what both held.
 // Whether the window took it cannot be seen: ErrPasted.
-func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, km *keymap, text string) error {
-	if km != nil && (!km.everywhere(ksShiftL, 0) || !km.everywhere(ksInsert, 0)) {
+func (r *Route) paste(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, km *xkb.Keymap, text string) error {
+	if km != nil && (!km.Everywhere(xkb.ShiftL, 0) || !km.Everywhere(xkb.Insert, 0)) {
 		return fmt.Errorf("portal: the keymap has no Shift_L or Insert to paste with: %w", backend.ErrUnavailable)
 	}
 	restore, err := newClipboard(r.o).Put(ctx, text)
 	if err != nil {
 		return fmt.Errorf("portal: set the clipboard: %w: %w", backend.ErrUnavailable, err)
 	}
-	chord := r.chord(ctx, conn, handle, ksShiftL, ksInsert)
+	chord := r.chord(ctx, conn, handle, xkb.ShiftL, xkb.Insert)
 	if chord == nil {
 		// The window fetches the text after it sees the chord.
 		wait(ctx, r.o.RestoreDelay)

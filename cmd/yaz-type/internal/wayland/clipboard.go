@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/sway"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
@@ -151,8 +152,8 @@ func (c *clipboard) chord(terminal bool) []string {
 
 // target is the focus and whether the focused window is a terminal.
 func (c *clipboard) target(ctx context.Context) (backend.Focus, bool, error) {
-	t, err := waylandFocus(ctx, tool.Call{Env: c.o.Environ})
-	return t.focus, backend.IsTerminal(t.appID), err
+	t, err := sway.Focus(ctx, tool.Call{Env: c.o.Environ})
+	return t.Focus, backend.IsTerminal(t.AppID), err
 }
 
 func (c *clipboard) Focus(ctx context.Context) (backend.Focus, error) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/sway"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
 )
 
@@ -28,16 +28,12 @@ func SetAfterBatch(t testing.TB, f func(sent int)) {
 }
 
 // Target is the focused sway node: the focus and its app_id.
-type Target struct {
-	Focus backend.Focus
-	AppID string
-}
+type Target = sway.Target
 
 // SwayFocus is the focus as swaymsg tells it (wtype's, and ydotool's on
 // Wayland).
 func SwayFocus(ctx context.Context, env []string) (Target, error) {
-	t, err := waylandFocus(ctx, tool.Call{Env: env})
-	return Target{t.focus, t.appID}, err
+	return sway.Focus(ctx, tool.Call{Env: env})
 }
 
 // SeatKeyboard gives the headless seat a keyboard of its own, as every

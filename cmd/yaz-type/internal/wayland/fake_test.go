@@ -1,13 +1,16 @@
 package wayland
 
 import (
-	"encoding/binary"
 	"net"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/yazses/yazses/internal/wlwire"
 )
 
 // FakeCompositor is a Wayland server of the test's own that speaks the
@@ -55,58 +58,49 @@ func StartFakeCompositor(t *testing.T, manager, failKeymap bool) *FakeCompositor
 }
 
 func (f *FakeCompositor) serve(c *net.UnixConn, withManager, failKeymap bool) {
-	send := func(m *wlMsg) bool {
-		_, err := c.Write(m.bytes())
+	send := func(m *wlwire.Msg) bool {
+		_, err := c.Write(m.Bytes())
 		return err == nil
 	}
 	var registry, manager, keyboard uint32
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	buf := make([]byte, 0, 8192)
-	chunk := make([]byte, 4096)
-	oob := make([]byte, 256)
+	r := wlwire.NewReader(c)
+	defer r.Close()
 	for {
-		n, oobn, _, _, err := c.ReadMsgUnix(chunk, oob)
-		closeFds(oob[:max(oobn, 0)])
-		buf = append(buf, chunk[:max(n, 0)]...)
-		for len(buf) >= 8 {
-			obj, word := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
-			size, op := int(word>>16), word&0xffff
-			if len(buf) < size {
-				break
-			}
-			a := &wlArgs{b: buf[8:size]}
-			switch {
-			case obj == wlDisplayID && op == wlDisplayGetRegistry:
-				registry = a.uint()
-				send(newWlMsg(registry, wlRegistryGlobal).uint(1).str(wlSeatInterface).uint(7))
-				if withManager {
-					send(newWlMsg(registry, wlRegistryGlobal).uint(2).str(wlVirtualKeyboardManager).uint(1))
-				}
-			case obj == wlDisplayID && op == wlDisplaySync:
-				id := a.uint()
-				send(newWlMsg(id, wlCallbackDone).uint(0))
-				send(newWlMsg(wlDisplayID, wlDisplayDeleteID).uint(id))
-			case obj == registry && op == wlRegistryBind:
-				name, iface := a.uint(), a.str()
-				_, id := a.uint(), a.uint()
-				if name == 2 && iface == wlVirtualKeyboardManager {
-					manager = id
-				}
-			case manager != 0 && obj == manager && op == zwpVirtualKeyboardManagerCreateVirtualKeyboard:
-				_ = a.uint() // the seat
-				keyboard = a.uint()
-			case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKeymap:
-				if failKeymap {
-					send(newWlMsg(wlDisplayID, wlDisplayError).uint(obj).uint(2).str("invalid keymap"))
-					return
-				}
-			case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKey:
-				f.Keys.Add(1)
-			}
-			buf = buf[size:]
-		}
+		obj, op, a, err := r.Next()
 		if err != nil {
 			return
+		}
+		switch {
+		case obj == wlwire.DisplayID && op == wlwire.DisplayGetRegistry:
+			registry = a.Uint()
+			send(wlwire.NewMsg(registry, wlwire.RegistryGlobal).Uint(1).Str(wlwire.SeatInterface).Uint(7))
+			if withManager {
+				send(wlwire.NewMsg(registry, wlwire.RegistryGlobal).Uint(2).Str(wlVirtualKeyboardManager).Uint(1))
+			}
+		case obj == wlwire.DisplayID && op == wlwire.DisplaySync:
+			id := a.Uint()
+			send(wlwire.NewMsg(id, wlwire.CallbackDone).Uint(0))
+			send(wlwire.NewMsg(wlwire.DisplayID, wlwire.DisplayDeleteID).Uint(id))
+		case obj == registry && op == wlwire.RegistryBind:
+			name, iface := a.Uint(), a.Str()
+			_, id := a.Uint(), a.Uint()
+			if name == 2 && iface == wlVirtualKeyboardManager {
+				manager = id
+			}
+		case manager != 0 && obj == manager && op == zwpVirtualKeyboardManagerCreateVirtualKeyboard:
+			_ = a.Uint() // the seat
+			keyboard = a.Uint()
+		case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKeymap:
+			if fd := r.TakeFd(); fd >= 0 {
+				unix.Close(fd)
+			}
+			if failKeymap {
+				send(wlwire.NewMsg(wlwire.DisplayID, wlwire.DisplayError).Uint(obj).Uint(2).Str("invalid keymap"))
+				return
+			}
+		case keyboard != 0 && obj == keyboard && op == zwpVirtualKeyboardKey:
+			f.Keys.Add(1)
 		}
 	}
 }

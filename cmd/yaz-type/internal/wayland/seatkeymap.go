@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/internal/wlwire"
 )
 
 // The seat's keymap: what every Wayland compositor hands each client's
@@ -16,13 +17,8 @@ import (
 // route (package portal) reads it to know which characters the
 // compositor can type from a keysym.
 
-// wl_seat.get_keyboard and wl_keyboard.keymap.
-const (
-	wlSeatGetKeyboard = 1
-	wlKeyboardKeymap  = 0
-	// wlMaxKeymap bounds the keymap read (a desktop's is 60–100 KiB).
-	wlMaxKeymap = 4 << 20
-)
+// wlMaxKeymap bounds the keymap read (a desktop's is 60–100 KiB).
+const wlMaxKeymap = 4 << 20
 
 // seatKeymap is one wl_keyboard.keymap event.
 type seatKeymap struct {
@@ -35,14 +31,14 @@ type seatKeymap struct {
 var errWlNoKeymap = errors.New("the Wayland seat sent no keymap")
 
 // keyboardEvent takes the seat keyboard's keymap event. c.mu is held.
-func (c *wlclient) keyboardEvent(obj, opcode uint32, a *wlArgs) bool {
+func (c *wlclient) keyboardEvent(obj, opcode uint32, a *wlwire.Args) bool {
 	if obj == 0 || obj != c.seatKbd {
 		return false
 	}
-	if opcode == wlKeyboardKeymap {
-		format := a.uint()
-		fd := c.takeFd()
-		size := a.uint()
+	if opcode == wlwire.KeyboardKeymap {
+		format := a.Uint()
+		fd := c.r.TakeFd()
+		size := a.Uint()
 		if fd < 0 {
 			return true
 		}
@@ -67,14 +63,14 @@ func SeatKeymap(ctx context.Context, env []string) (string, error) {
 		return "", err
 	}
 	defer c.close()
-	if c.seat, err = c.bind(wlSeatInterface); err != nil {
+	if c.seat, err = c.bind(wlwire.SeatInterface); err != nil {
 		return "", fmt.Errorf("wayland: %w", err)
 	}
 	kbd := c.newID()
 	c.mu.Lock()
 	c.seatKbd, c.keymaps = kbd, make(chan seatKeymap, 1)
 	c.mu.Unlock()
-	if err := c.write(newWlMsg(c.seat, wlSeatGetKeyboard).uint(kbd)); err != nil {
+	if err := c.write(wlwire.NewMsg(c.seat, wlwire.SeatGetKeyboard).Uint(kbd)); err != nil {
 		return "", fmt.Errorf("wayland: get_keyboard: %w", err)
 	}
 	// The compositor sends the keymap on get_keyboard, before it
@@ -89,7 +85,7 @@ func SeatKeymap(ctx context.Context, env []string) (string, error) {
 		return "", fmt.Errorf("wayland: %w: %w", errWlNoKeymap, backend.ErrUnavailable)
 	}
 	defer unix.Close(km.fd)
-	if km.format != wlKeymapFormatXKBV1 {
+	if km.format != wlwire.KeymapFormatXKBV1 {
 		return "", fmt.Errorf("wayland: keymap format %d, not xkb_v1: %w", km.format, backend.ErrUnavailable)
 	}
 	if km.size == 0 || km.size > wlMaxKeymap {

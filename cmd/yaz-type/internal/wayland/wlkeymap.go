@@ -3,8 +3,6 @@ package wayland
 import (
 	"fmt"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // The "wayland" backend's keymaps: one XKB keymap (text format v1) per
@@ -81,28 +79,4 @@ func xkbKeymap(chars []rune) string {
 	}
 	b.WriteString("};\n};\n")
 	return b.String()
-}
-
-// keymapFile puts a keymap (and its NUL, which xkbcommon reads up to) in a
-// sealed memfd and returns it with its size.
-func keymapFile(keymap string) (fd int, size uint32, err error) {
-	fd, err = unix.MemfdCreate("yazses-keymap", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return -1, 0, fmt.Errorf("memfd_create: %w", err)
-	}
-	data := append([]byte(keymap), 0)
-	for off := 0; off < len(data); {
-		n, err := unix.Write(fd, data[off:])
-		if err != nil {
-			unix.Close(fd)
-			return -1, 0, fmt.Errorf("write keymap: %w", err)
-		}
-		off += n
-	}
-	seals := unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE | unix.F_SEAL_SEAL
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-		unix.Close(fd)
-		return -1, 0, fmt.Errorf("seal keymap: %w", err)
-	}
-	return fd, uint32(len(data)), nil
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/internal/wlwire"
 )
 
 // The Wayland paste, in-process where the compositor offers
@@ -76,7 +77,7 @@ func (c *wlclient) dataDevice(ctx context.Context) error {
 		c.dcManager = m
 	}
 	dev = c.newID()
-	if err := c.write(newWlMsg(c.dcManager, zwlrDataControlManagerGetDataDevice).uint(dev).uint(c.seat)); err != nil {
+	if err := c.write(wlwire.NewMsg(c.dcManager, zwlrDataControlManagerGetDataDevice).Uint(dev).Uint(c.seat)); err != nil {
 		return fmt.Errorf("wayland: get_data_device: %w", err)
 	}
 	c.mu.Lock()
@@ -101,11 +102,11 @@ func (c *wlclient) pasteWl(ctx context.Context, text string, terminal bool) (src
 	c.sources[src] = s
 	dev := c.dcDevice
 	c.mu.Unlock()
-	msgs := []*wlMsg{newWlMsg(c.dcManager, zwlrDataControlManagerCreateDataSource).uint(src)}
+	msgs := []*wlwire.Msg{wlwire.NewMsg(c.dcManager, zwlrDataControlManagerCreateDataSource).Uint(src)}
 	for _, m := range wlTextMimes {
-		msgs = append(msgs, newWlMsg(src, zwlrDataControlSourceOffer).str(m))
+		msgs = append(msgs, wlwire.NewMsg(src, zwlrDataControlSourceOffer).Str(m))
 	}
-	msgs = append(msgs, newWlMsg(dev, zwlrDataControlDeviceSetSelection).uint(src))
+	msgs = append(msgs, wlwire.NewMsg(dev, zwlrDataControlDeviceSetSelection).Uint(src))
 	if err := c.write(msgs...); err != nil {
 		return src, fmt.Errorf("wayland: set_selection: %w: %w", backend.ErrUnavailable, err)
 	}
@@ -147,7 +148,7 @@ func (c *wlclient) dropSource(src uint32) {
 	delete(c.sources, src)
 	c.mu.Unlock()
 	if ok {
-		_ = c.write(newWlMsg(src, zwlrDataControlSourceDestroy))
+		_ = c.write(wlwire.NewMsg(src, zwlrDataControlSourceDestroy))
 	}
 }
 
@@ -184,14 +185,14 @@ func (c *wlclient) chord(ctx context.Context, shift bool) error {
 	if err := c.setKeymap(ctx, wlChordKeymap); err != nil {
 		return err
 	}
-	key := func(code, state uint32) *wlMsg {
-		return newWlMsg(c.keyboard, zwpVirtualKeyboardKey).uint(wlTime()).uint(code).uint(state)
+	key := func(code, state uint32) *wlwire.Msg {
+		return wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKey).Uint(wlTime()).Uint(code).Uint(state)
 	}
-	mods := func(m uint32) *wlMsg {
-		return newWlMsg(c.keyboard, zwpVirtualKeyboardModifiers).uint(m).uint(0).uint(0).uint(0)
+	mods := func(m uint32) *wlwire.Msg {
+		return wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardModifiers).Uint(m).Uint(0).Uint(0).Uint(0)
 	}
 	held := uint32(wlModControl)
-	msgs := []*wlMsg{key(wlChordCtrl, wlKeyPressed)}
+	msgs := []*wlwire.Msg{key(wlChordCtrl, wlKeyPressed)}
 	if shift {
 		held |= wlModShift
 		msgs = append(msgs, key(wlChordShift, wlKeyPressed))
@@ -209,12 +210,12 @@ func (c *wlclient) chord(ctx context.Context, shift bool) error {
 
 // dataEvent handles the events of data control objects; c.mu is held. It
 // reports whether the event was one.
-func (c *wlclient) dataEvent(obj, opcode uint32, a *wlArgs) bool {
+func (c *wlclient) dataEvent(obj, opcode uint32, a *wlwire.Args) bool {
 	if s, ok := c.sources[obj]; ok {
 		switch opcode {
 		case zwlrDataControlSourceSend:
-			_ = a.str() // the type: the text is the same in each
-			fd := c.takeFd()
+			_ = a.Str() // the type: the text is the same in each
+			fd := c.r.TakeFd()
 			if fd < 0 {
 				return true
 			}
@@ -240,22 +241,11 @@ func (c *wlclient) dataEvent(obj, opcode uint32, a *wlArgs) bool {
 		case zwlrDataControlDeviceDataOffer:
 			// A new selection's offer: the daemon reads the clipboard
 			// with wl-paste, so every offer is destroyed at once.
-			c.drop = append(c.drop, a.uint())
+			c.drop = append(c.drop, a.Uint())
 		case zwlrDataControlDeviceFinished:
 			c.dcDevice = 0
 		}
 		return true
 	}
 	return false
-}
-
-// takeFd takes the next received file descriptor (-1: none); c.mu is
-// held.
-func (c *wlclient) takeFd() int {
-	if len(c.fds) == 0 {
-		return -1
-	}
-	fd := c.fds[0]
-	c.fds = c.fds[1:]
-	return fd
 }

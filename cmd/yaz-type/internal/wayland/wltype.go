@@ -2,11 +2,8 @@ package wayland
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/sway"
+	"github.com/yazses/yazses/internal/wlwire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -137,12 +136,12 @@ func (w *wayland) Focus(ctx context.Context) (backend.Focus, error) {
 	if sock == "" {
 		return backend.FocusUnknown, nil
 	}
-	tree, err := swayTree(ctx, sock)
+	tree, err := sway.Tree(ctx, sock)
 	if err != nil {
 		// sway's socket is named but does not answer: do not guess.
 		return backend.FocusUnknown, nil
 	}
-	return focusFromTree(tree).focus, nil
+	return sway.FromTree(tree).Focus, nil
 }
 
 func (w *wayland) Type(ctx context.Context, typed untrusted.TypedText) error {
@@ -196,14 +195,14 @@ func (c *wlclient) typeText(ctx context.Context, text string) (sent bool, err er
 			var buf []byte
 			for _, r := range p.text[i:end] {
 				t := wlTime()
-				buf = append(buf, newWlMsg(c.keyboard, zwpVirtualKeyboardKey).uint(t).uint(p.code[r]).uint(wlKeyPressed).bytes()...)
-				buf = append(buf, newWlMsg(c.keyboard, zwpVirtualKeyboardKey).uint(t).uint(p.code[r]).uint(wlKeyReleased).bytes()...)
+				buf = append(buf, wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKey).Uint(t).Uint(p.code[r]).Uint(wlKeyPressed).Bytes()...)
+				buf = append(buf, wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKey).Uint(t).Uint(p.code[r]).Uint(wlKeyReleased).Bytes()...)
 			}
 			if err := c.failed(); err != nil {
 				return sent, err
 			}
 			sent = true
-			if err := c.writeRaw(buf, nil); err != nil {
+			if err := c.writeRaw(buf, -1); err != nil {
 				return sent, fmt.Errorf("key: %w", err)
 			}
 			typed += end - i
@@ -241,14 +240,14 @@ func pace(ctx context.Context, start time.Time, typed int) error {
 // setKeymap hands a keymap over in a sealed memfd, clears the modifiers
 // and waits until the compositor has both.
 func (c *wlclient) setKeymap(ctx context.Context, keymap string) error {
-	fd, size, err := keymapFile(keymap)
+	fd, size, err := wlwire.KeymapFile(keymap)
 	if err != nil {
 		return fmt.Errorf("keymap: %w", err)
 	}
 	defer unix.Close(fd)
-	km := newWlMsg(c.keyboard, zwpVirtualKeyboardKeymap).uint(wlKeymapFormatXKBV1).uint(size)
-	km.fd = fd
-	mods := newWlMsg(c.keyboard, zwpVirtualKeyboardModifiers).uint(0).uint(0).uint(0).uint(0)
+	km := wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardKeymap).Uint(wlwire.KeymapFormatXKBV1).Uint(size)
+	km.FD = fd
+	mods := wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardModifiers).Uint(0).Uint(0).Uint(0).Uint(0)
 	if err := c.write(km, mods); err != nil {
 		return fmt.Errorf("keymap: %w", err)
 	}
@@ -264,44 +263,4 @@ func wlTime() uint32 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint32(ts.Sec*1000 + ts.Nsec/1e6)
-}
-
-// swayTree asks sway for its tree over its IPC socket (what `swaymsg -t
-// get_tree` prints), in-process: "i3-ipc", the payload's length and the
-// message type (4, GET_TREE) in native byte order, then the payload.
-func swayTree(ctx context.Context, sock string) ([]byte, error) {
-	const getTree = 4
-	dctx, cancel := context.WithTimeout(ctx, wlIOTimeout)
-	defer cancel()
-	nc, err := (&net.Dialer{}).DialContext(dctx, "unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("sway ipc: %w", err)
-	}
-	defer nc.Close()
-	deadline := time.Now().Add(wlIOTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = nc.SetDeadline(deadline)
-	req := append([]byte("i3-ipc"), make([]byte, 8)...)
-	binary.NativeEndian.PutUint32(req[10:], getTree)
-	if _, err := nc.Write(req); err != nil {
-		return nil, fmt.Errorf("sway ipc: %w", err)
-	}
-	hdr := make([]byte, 14)
-	if _, err := io.ReadFull(nc, hdr); err != nil {
-		return nil, fmt.Errorf("sway ipc: %w", err)
-	}
-	if string(hdr[:6]) != "i3-ipc" || binary.NativeEndian.Uint32(hdr[10:]) != getTree {
-		return nil, errors.New("sway ipc: unexpected reply")
-	}
-	n := binary.NativeEndian.Uint32(hdr[6:])
-	if n > 64<<20 {
-		return nil, errors.New("sway ipc: reply too long")
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(nc, body); err != nil {
-		return nil, fmt.Errorf("sway ipc: %w", err)
-	}
-	return body, nil
 }

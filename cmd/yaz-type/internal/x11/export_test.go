@@ -7,6 +7,8 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xconn"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 )
 
 // What the tests outside the package (package x11_test, which drive the
@@ -17,7 +19,7 @@ import (
 var ErrWindowChanged = errWindowChanged
 
 // XIOTimeout bounds every exchange with the X server.
-const XIOTimeout = xIOTimeout
+const XIOTimeout = xconn.IOTimeout
 
 // Target is a focused window: the focus and its WM_CLASS.
 type Target struct {
@@ -27,8 +29,8 @@ type Target struct {
 
 // XpropFocus is the focus as xprop tells it (xdotool's and ydotool's).
 func XpropFocus(ctx context.Context, env []string) (Target, error) {
-	t, err := x11Focus(ctx, tool.Call{Env: env})
-	return Target{t.focus, t.class}, err
+	t, err := xdotool.Focus(ctx, tool.Call{Env: env})
+	return Target{t.Focus, t.Class}, err
 }
 
 // ProtocolFocus is the focus as the x11 backend reads it itself.
@@ -37,9 +39,9 @@ func ProtocolFocus(ctx context.Context, env []string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	defer x.close()
-	t, err := x.focus(false)
-	return Target{t.focus, t.class}, err
+	defer x.Close()
+	t, err := x.Focus(false)
+	return Target{t.Focus, t.Class}, err
 }
 
 // IsDown reports whether keycode kc is down in a QueryKeymap reply.

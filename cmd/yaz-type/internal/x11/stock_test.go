@@ -3,7 +3,6 @@ package x11_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -215,33 +214,4 @@ func TestClipboardLeavesAnImageAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, "end")
-}
-
-// withoutLocale is env with no locale at all (as a systemd user manager
-// often has it) or with a locale that is not UTF-8.
-func withoutLocale(env []string, extra ...string) []string {
-	return append(withoutEnv(env, "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"), extra...)
-}
-
-// The typing tools read the text in the locale's encoding: without a
-// UTF-8 locale xdotool loses every character that is not ASCII and exits
-// 0. It gets one whatever the daemon's own locale (wtype: see
-// wayland's test of the same name).
-func TestToolsTypeUTF8WithoutLocale(t *testing.T) {
-	const text = "Grüße 日本語"
-	for _, loc := range [][]string{nil, {"LC_ALL=C"}, {"LANG=C", "LC_CTYPE=POSIX"}} {
-		t.Run("x11 "+strings.Join(loc, " "), func(t *testing.T) {
-			env := startX(t)
-			rec := startRecorder(t, env) // the terminal itself in UTF-8
-			rec.Focus(t)
-			inj, _ := New(Xdotool, Options{Environ: withoutLocale(env, loc...)})
-			t.Cleanup(inj.Close)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := inj.Type(ctx, untrusted.Typed(text)); err != nil {
-				t.Fatalf("Type: %v", err)
-			}
-			rec.WaitFor(t, text)
-		})
-	}
 }

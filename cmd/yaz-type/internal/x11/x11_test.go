@@ -62,40 +62,10 @@ func startRecorderAs(t testing.TB, env []string, extra []string, paste string) *
 }
 
 var (
-	withoutEnv = testx.WithoutEnv
-	runTool    = testx.RunTool
-	setClip    = testx.SetClip
-	hideTool   = testx.HideTool
+	runTool  = testx.RunTool
+	setClip  = testx.SetClip
+	hideTool = testx.HideTool
 )
-
-func TestXdotoolTypesUnicodeIntact(t *testing.T) {
-	env := startX(t)
-	rec := startRecorder(t, env)
-	rec.Focus(t)
-	typer, err := Open(Xdotool, Options{Environ: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(typer.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// Line breaks and a tab become spaces; a BEL and an ESC vanish.
-	in := unicodeText + "\r\nline two\ttab\a\x1b end"
-	want := unicodeText + " line two tab end"
-	used, err := typer.Type(ctx, in)
-	if err != nil {
-		t.Fatalf("Type: %v", err)
-	}
-	if used != Xdotool {
-		t.Errorf("used = %q, want %q", used, Xdotool)
-	}
-	rec.WaitFor(t, want)
-	// The spare keycodes are free again afterwards.
-	pke := runTool(ctx, t, env, "xmodmap", "-pke")
-	if strings.Contains(pke, "U2713") || strings.Contains(pke, "Udiaeresis") {
-		t.Errorf("keycodes still bound after typing:\n%s", pke)
-	}
-}
 
 // With no window focused nothing is typed, even though the pointer is over
 // a window that would receive the keys (the X focus is PointerRoot).
@@ -212,57 +182,12 @@ func TestX11FocusReadsTerminalClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tg.Focus != FocusWindow || len(tg.Class) != 2 || tg.Class[1] != "XTerm" {
-		t.Fatalf("x11Focus = %+v, want a window of class XTerm", tg)
+		t.Fatalf("xdotool.Focus = %+v, want a window of class XTerm", tg)
 	}
 	xt, err := x11.ProtocolFocus(ctx, env)
 	if err != nil || xt.Focus != FocusWindow || !slices.Equal(xt.Class, tg.Class) {
 		t.Fatalf("focus through the protocol = %+v, %v; want %v", xt, err, tg.Class)
 	}
-}
-
-func TestCancelKillsTool(t *testing.T) {
-	env := startX(t)
-	rec := startRecorder(t, env)
-	rec.Focus(t)
-	inj, err := New(Xdotool, Options{Environ: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(inj.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-	defer cancel()
-	// 2000 keys at 12 ms each take 24 s. (No ceiling on how long Type
-	// took: a Type that waited for the tool would have typed it all.)
-	err = inj.Type(ctx, untrusted.Typed(strings.Repeat("a", 2000)))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Type = %v, want deadline exceeded", err)
-	}
-	// No xdotool is left typing: none runs on this display once Type has
-	// returned, and the window got part of the text only.
-	display := "DISPLAY=" + backend.Getenv(env, "DISPLAY")
-	if pids := toolsOn("xdotool", display); len(pids) > 0 {
-		t.Fatalf("xdotool still runs on this display after the cancel: pids %v", pids)
-	}
-	if n := len(rec.Settled(t)); n >= 2000 {
-		t.Fatalf("the window received %d bytes: the whole text, want a part", n)
-	}
-}
-
-// toolsOn lists the processes named comm whose environment holds envVar.
-func toolsOn(comm, envVar string) []string {
-	var pids []string
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		c, err := os.ReadFile("/proc/" + d.Name() + "/comm")
-		if err != nil || strings.TrimSpace(string(c)) != comm {
-			continue
-		}
-		e, err := os.ReadFile("/proc/" + d.Name() + "/environ")
-		if err == nil && slices.Contains(strings.Split(string(e), "\x00"), envVar) {
-			pids = append(pids, d.Name())
-		}
-	}
-	return pids
 }
 
 func getClip(ctx context.Context, t *testing.T, env []string) string {
@@ -403,7 +328,7 @@ func TestClipboardCtrlVOutsideTerminals(t *testing.T) {
 	defer cancel()
 	tg, err := x11.XpropFocus(ctx, env)
 	if err != nil || tg.Focus != FocusWindow || slices.ContainsFunc(tg.Class, backend.IsTerminal) {
-		t.Fatalf("x11Focus = %+v, %v; want a window that is no terminal", tg, err)
+		t.Fatalf("xdotool.Focus = %+v, %v; want a window that is no terminal", tg, err)
 	}
 	// The check can fail: ctrl+shift+v does not paste here (the terminal
 	// gets a ^V).

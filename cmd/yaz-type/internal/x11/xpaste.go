@@ -14,6 +14,8 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xconn"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -39,12 +41,12 @@ func (c *clipboard) Name() string { return backend.Clipboard }
 // Focus asks the X server, or xprop when the protocol is out of reach.
 func (c *clipboard) Focus(ctx context.Context) (backend.Focus, error) {
 	if x, err := dialX(ctx, c.o.Environ); err == nil {
-		t, err := x.focus(false)
-		x.close()
-		return t.focus, err
+		t, err := x.Focus(false)
+		x.Close()
+		return t.Focus, err
 	}
-	t, err := x11Focus(ctx, tool.Call{Env: c.o.Environ})
-	return t.focus, err
+	t, err := xdotool.Focus(ctx, tool.Call{Env: c.o.Environ})
+	return t.Focus, err
 }
 
 func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {
@@ -60,11 +62,6 @@ func (c *clipboard) Type(ctx context.Context, typed untrusted.TypedText) error {
 // xatoms are the atoms of the paste.
 type xatoms struct {
 	clipboard, utf8, targets, text, textPlain, incr, prop xproto.Atom
-}
-
-// internAtoms interns names, creating those the server does not know.
-func (x *xclient) internAtoms(names ...string) ([]xproto.Atom, error) {
-	return x.intern(false, names)
 }
 
 // selection is what a selection held before the paste.
@@ -96,20 +93,20 @@ func (c *clipboard) pasteX11(ctx context.Context, text string) error {
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)
 	}
-	defer x.close()
-	t, err := x.focus(false)
+	defer x.Close()
+	t, err := x.Focus(false)
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)
 	}
-	terminal := slices.ContainsFunc(t.class, backend.IsTerminal)
-	c.o.Log.Debug("focus", "backend", backend.Clipboard, "focus", t.focus.String(), "terminal", terminal)
-	if t.focus != backend.FocusWindow {
-		return fmt.Errorf("clipboard: focus %s: %w", t.focus, backend.ErrNoTarget)
+	terminal := slices.ContainsFunc(t.Class, backend.IsTerminal)
+	c.o.Log.Debug("focus", "backend", backend.Clipboard, "focus", t.Focus.String(), "terminal", terminal)
+	if t.Focus != backend.FocusWindow {
+		return fmt.Errorf("clipboard: focus %s: %w", t.Focus, backend.ErrNoTarget)
 	}
-	if len(text) > x.maxRequest-64 {
+	if len(text) > x.MaxRequest-64 {
 		return fmt.Errorf("clipboard: the text is longer than the X server takes in one piece: %w", backend.ErrUnavailable)
 	}
-	names, err := x.internAtoms("CLIPBOARD", "UTF8_STRING", "TARGETS", "TEXT", "text/plain;charset=utf-8", "INCR", "_YAZSES_PASTE")
+	names, err := x.InternAtoms("CLIPBOARD", "UTF8_STRING", "TARGETS", "TEXT", "text/plain;charset=utf-8", "INCR", "_YAZSES_PASTE")
 	if err != nil {
 		return fmt.Errorf("clipboard: %w", err)
 	}
@@ -152,12 +149,12 @@ func (c *clipboard) pasteX11(ctx context.Context, text string) error {
 // createWindow makes the window that owns the selections and receives
 // what their owners send.
 func (p *xpaste) createWindow() error {
-	id, err := xproto.NewWindowId(p.x.c)
+	id, err := xproto.NewWindowId(p.x.X)
 	if err != nil {
 		return fmt.Errorf("x11: new window id: %w", err)
 	}
 	p.win = id
-	err = xproto.CreateWindowChecked(p.x.c, 0, id, p.x.root, -10, -10, 1, 1, 0, xproto.WindowClassInputOnly, 0,
+	err = xproto.CreateWindowChecked(p.x.X, 0, id, p.x.Root, -10, -10, 1, 1, 0, xproto.WindowClassInputOnly, 0,
 		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskPropertyChange}).Check()
 	if err != nil {
 		return fmt.Errorf("x11: create a window: %w", err)
@@ -168,13 +165,13 @@ func (p *xpaste) createWindow() error {
 // next waits for the next event until d has passed (nil event then).
 func (p *xpaste) next(ctx context.Context, timer *time.Timer) (xgb.Event, error) {
 	select {
-	case ev := <-p.x.events:
+	case ev := <-p.x.Events():
 		return ev, nil
 	case <-timer.C:
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-p.x.done:
+	case <-p.x.Done():
 		return nil, fmt.Errorf("x11: the connection to the X server ended")
 	}
 }
@@ -183,8 +180,8 @@ func (p *xpaste) next(ctx context.Context, timer *time.Timer) (xgb.Event, error)
 // owner offers no text, sends it in pieces (INCR) or does not answer is
 // backend.ErrUnavailable: it could not be put back.
 func (p *xpaste) save(ctx context.Context, s *selection) error {
-	p.x.extend(0)
-	r, err := xproto.GetSelectionOwner(p.x.c, s.atom).Reply()
+	p.x.Extend(0)
+	r, err := xproto.GetSelectionOwner(p.x.X, s.atom).Reply()
 	if err != nil {
 		return fmt.Errorf("x11: selection owner: %w", err)
 	}
@@ -222,8 +219,8 @@ func (p *xpaste) save(ctx context.Context, s *selection) error {
 
 // convert asks the owner of sel for target and reads the answer.
 func (p *xpaste) convert(ctx context.Context, sel, target xproto.Atom) ([]byte, bool, error) {
-	p.x.extend(backend.PasteWait)
-	xproto.ConvertSelection(p.x.c, p.win, sel, target, p.a.prop, xproto.TimeCurrentTime)
+	p.x.Extend(backend.PasteWait)
+	xproto.ConvertSelection(p.x.X, p.win, sel, target, p.a.prop, xproto.TimeCurrentTime)
 	timer := time.NewTimer(backend.PasteWait)
 	defer timer.Stop()
 	for {
@@ -241,8 +238,8 @@ func (p *xpaste) convert(ctx context.Context, sel, target xproto.Atom) ([]byte, 
 		if n.Property == 0 {
 			return nil, false, nil
 		}
-		p.x.extend(0)
-		r, err := xproto.GetProperty(p.x.c, true, p.win, n.Property, xproto.GetPropertyTypeAny, 0, uint32(p.x.maxRequest/4)).Reply()
+		p.x.Extend(0)
+		r, err := xproto.GetProperty(p.x.X, true, p.win, n.Property, xproto.GetPropertyTypeAny, 0, uint32(p.x.MaxRequest/4)).Reply()
 		if err != nil {
 			return nil, false, fmt.Errorf("x11: read the selection: %w", err)
 		}
@@ -264,13 +261,13 @@ func latin1ToUTF8(b []byte) []byte {
 
 // paste takes the selections, presses the chord and serves the window
 // until its client has fetched the text.
-func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
-	p.x.extend(0)
+func (p *xpaste) paste(ctx context.Context, t xconn.Target, terminal bool) error {
+	p.x.Extend(0)
 	for _, s := range p.sels {
-		xproto.SetSelectionOwner(p.x.c, p.win, s.atom, xproto.TimeCurrentTime)
+		xproto.SetSelectionOwner(p.x.X, p.win, s.atom, xproto.TimeCurrentTime)
 	}
 	for _, s := range p.sels {
-		r, err := xproto.GetSelectionOwner(p.x.c, s.atom).Reply()
+		r, err := xproto.GetSelectionOwner(p.x.X, s.atom).Reply()
 		if err != nil {
 			return fmt.Errorf("x11: selection owner: %w", err)
 		}
@@ -282,7 +279,7 @@ func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
 		return err
 	}
 	// The window fetches the text when it sees the chord.
-	p.x.extend(backend.PasteWait)
+	p.x.Extend(backend.PasteWait)
 	timer := time.NewTimer(backend.PasteWait)
 	defer timer.Stop()
 	elsewhere := false
@@ -311,7 +308,7 @@ func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
 			if !p.serve(e) {
 				continue
 			}
-			if e.Requestor&^xproto.Window(p.x.idMask) == t.win&^xproto.Window(p.x.idMask) {
+			if e.Requestor&^xproto.Window(p.x.IDMask) == t.Win&^xproto.Window(p.x.IDMask) {
 				return nil
 			}
 			elsewhere = true
@@ -321,7 +318,7 @@ func (p *xpaste) paste(ctx context.Context, t xtarget, terminal bool) error {
 
 // chord presses the paste chord: Shift+Insert into a terminal, Ctrl+V
 // elsewhere, with any modifier held released first and Caps Lock off.
-func (p *xpaste) chord(t xtarget, terminal bool) error {
+func (p *xpaste) chord(t xconn.Target, terminal bool) error {
 	st, err := p.x.readState()
 	if err != nil {
 		return err
@@ -370,7 +367,7 @@ func (p *xpaste) serve(e xproto.SelectionRequestEvent) bool {
 		prop = e.Target // an obsolete client
 	}
 	sent := false
-	p.x.extend(0)
+	p.x.Extend(0)
 	switch {
 	case e.Owner != p.win || !slices.ContainsFunc(p.sels, func(s *selection) bool { return s.atom == e.Selection && !s.lost }):
 		prop = 0
@@ -383,23 +380,23 @@ func (p *xpaste) serve(e xproto.SelectionRequestEvent) bool {
 		for i, a := range atoms {
 			xgb.Put32(data[4*i:], uint32(a))
 		}
-		xproto.ChangeProperty(p.x.c, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomAtom, 32, uint32(len(atoms)), data)
+		xproto.ChangeProperty(p.x.X, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomAtom, 32, uint32(len(atoms)), data)
 	case e.Target == p.a.utf8 || e.Target == p.a.text || e.Target == p.a.textPlain:
 		typ := p.a.utf8
 		if e.Target == p.a.textPlain {
 			typ = p.a.textPlain
 		}
-		xproto.ChangeProperty(p.x.c, xproto.PropModeReplace, e.Requestor, prop, typ, 8, uint32(len(p.data)), p.data)
+		xproto.ChangeProperty(p.x.X, xproto.PropModeReplace, e.Requestor, prop, typ, 8, uint32(len(p.data)), p.data)
 		sent = true
 	case e.Target == xproto.AtomString && utf8IsLatin1(p.data):
 		l := utf8ToLatin1(p.data)
-		xproto.ChangeProperty(p.x.c, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomString, 8, uint32(len(l)), l)
+		xproto.ChangeProperty(p.x.X, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomString, 8, uint32(len(l)), l)
 		sent = true
 	default:
 		prop = 0
 	}
 	ev := xproto.SelectionNotifyEvent{Time: e.Time, Requestor: e.Requestor, Selection: e.Selection, Target: e.Target, Property: prop}
-	xproto.SendEvent(p.x.c, false, e.Requestor, 0, string(ev.Bytes()))
+	xproto.SendEvent(p.x.X, false, e.Requestor, 0, string(ev.Bytes()))
 	return sent
 }
 
@@ -425,13 +422,13 @@ func utf8ToLatin1(b []byte) []byte {
 // this process has gone). A selection that another client took during the
 // paste is left to it.
 func (p *xpaste) restore(ctx context.Context, restorer string) error {
-	p.x.extend(0)
+	p.x.Extend(0)
 	for _, s := range p.sels {
 		if !s.lost {
-			xproto.SetSelectionOwner(p.x.c, 0, s.atom, xproto.TimeCurrentTime)
+			xproto.SetSelectionOwner(p.x.X, 0, s.atom, xproto.TimeCurrentTime)
 		}
 	}
-	if _, err := p.x.sync(); err != nil {
+	if _, err := p.x.Sync(); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*tool.ConfirmWait)

@@ -14,6 +14,8 @@ import (
 	"github.com/jezek/xgb/xtest"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xconn"
+	"github.com/yazses/yazses/cmd/yaz-type/internal/xdotool"
 	"github.com/yazses/yazses/lib/typewire"
 	"github.com/yazses/yazses/lib/untrusted"
 )
@@ -40,10 +42,24 @@ func NewRoute(o backend.Options) *Route { return &Route{o: o.WithDefaults()} }
 func (r *Route) X11() backend.Injector { return &x11{o: r.o, r: r} }
 
 // Xdotool returns the "xdotool" backend.
-func (r *Route) Xdotool() backend.Injector { return &xdotool{o: r.o, r: r} }
+func (r *Route) Xdotool() backend.Injector { return xdotool.New(r.o, &r.mu) }
 
 // Clipboard returns the X11 "clipboard" backend.
 func (r *Route) Clipboard() backend.Injector { return &clipboard{o: r.o, r: r} }
+
+// xclient is one connection to the X server (package xconn), with what
+// the x11 backend and the paste read and write on it (the keyboard state,
+// the record of the bound keycodes).
+type xclient struct{ *xconn.Conn }
+
+// dialX connects to the display of env (xconn.Dial).
+func dialX(ctx context.Context, env []string) (*xclient, error) {
+	c, err := xconn.Dial(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return &xclient{c}, nil
+}
 
 // x11 is the in-process X11 backend (XTEST through xgb).
 type x11 struct {
@@ -58,174 +74,9 @@ func (x *x11) Focus(ctx context.Context) (backend.Focus, error) {
 	if err != nil {
 		return backend.FocusUnknown, err
 	}
-	defer c.close()
-	t, err := c.focus(false)
-	return t.focus, err
-}
-
-// xtarget is the focused window as the protocol tells it.
-type xtarget struct {
-	focus  backend.Focus
-	class  []string // WM_CLASS instance and class
-	win    xproto.Window
-	active xproto.Atom // _NET_ACTIVE_WINDOW when a window manager keeps it, else 0
-	// input is the X input focus when the target was read: a change of it
-	// (or of the active window) before a batch of keys stops typing.
-	input xproto.Window
-}
-
-// atoms interns names (0 for a name the server does not know).
-func (x *xclient) atoms(names ...string) ([]xproto.Atom, error) {
-	return x.intern(true, names)
-}
-
-// intern interns names in one round trip; onlyIfExists: 0 for a name the
-// server does not know, else the server creates it.
-func (x *xclient) intern(onlyIfExists bool, names []string) ([]xproto.Atom, error) {
-	cookies := make([]xproto.InternAtomCookie, len(names))
-	for i, n := range names {
-		cookies[i] = xproto.InternAtom(x.c, onlyIfExists, uint16(len(n)), n)
-	}
-	out := make([]xproto.Atom, len(names))
-	for i, ck := range cookies {
-		r, err := ck.Reply()
-		if err != nil {
-			return nil, fmt.Errorf("x11: intern atom: %w", err)
-		}
-		out[i] = r.Atom
-	}
-	return out, nil
-}
-
-// windowProp reads a property of type WINDOW: the window and whether the
-// property is set.
-func windowProp(r *xproto.GetPropertyReply) (xproto.Window, bool) {
-	if r == nil || r.Format != 32 || r.ValueLen < 1 || len(r.Value) < 4 {
-		return 0, false
-	}
-	return xproto.Window(xgb.Get32(r.Value)), true
-}
-
-// atomList reads a property of type ATOM.
-func atomList(r *xproto.GetPropertyReply) []xproto.Atom {
-	if r == nil || r.Format != 32 {
-		return nil
-	}
-	var out []xproto.Atom
-	for i := 0; i+4 <= len(r.Value) && uint32(i/4) < r.ValueLen; i += 4 {
-		out = append(out, xproto.Atom(xgb.Get32(r.Value[i:])))
-	}
-	return out
-}
-
-// focus tells where keys go, with the rules of the xprop-based x11Focus:
-// the root's _NET_ACTIVE_WINDOW where an EWMH window manager keeps it (0,
-// unset while listed in _NET_SUPPORTED, a window that is gone or a desktop
-// window mean none), else the X input focus (None, PointerRoot, the root
-// and the window manager's check window mean none). With watch, the
-// target window's structure and focus changes (and the root's properties)
-// are selected, so that typing stops when it goes away.
-func (x *xclient) focus(watch bool) (xtarget, error) {
-	x.extend(0)
-	a, err := x.atoms("_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED",
-		"_NET_WM_WINDOW_TYPE", "_NET_WM_WINDOW_TYPE_DESKTOP")
-	if err != nil {
-		return xtarget{}, err
-	}
-	netActive, netCheck, netSupported, netType, netDesktop := a[0], a[1], a[2], a[3], a[4]
-	prop := func(w xproto.Window, atom xproto.Atom, typ xproto.Atom, n uint32) xproto.GetPropertyCookie {
-		return xproto.GetProperty(x.c, false, w, atom, typ, 0, n)
-	}
-	var activeC, checkC, supportedC xproto.GetPropertyCookie
-	if netActive != 0 {
-		activeC = prop(x.root, netActive, xproto.AtomWindow, 1)
-	}
-	if netCheck != 0 {
-		checkC = prop(x.root, netCheck, xproto.AtomWindow, 1)
-	}
-	if netSupported != 0 {
-		supportedC = prop(x.root, netSupported, xproto.AtomAtom, 4096)
-	}
-	focusC := xproto.GetInputFocus(x.c)
-	reply := func(c xproto.GetPropertyCookie, ok bool) (*xproto.GetPropertyReply, error) {
-		if !ok {
-			return nil, nil
-		}
-		return c.Reply()
-	}
-	active, err := reply(activeC, netActive != 0)
-	if err != nil {
-		return xtarget{}, fmt.Errorf("x11: active window: %w", err)
-	}
-	check, err := reply(checkC, netCheck != 0)
-	if err != nil {
-		return xtarget{}, fmt.Errorf("x11: window manager: %w", err)
-	}
-	supported, err := reply(supportedC, netSupported != 0)
-	if err != nil {
-		return xtarget{}, fmt.Errorf("x11: window manager: %w", err)
-	}
-	fr, err := focusC.Reply()
-	if err != nil {
-		return xtarget{}, fmt.Errorf("x11: input focus: %w", err)
-	}
-	t := xtarget{input: fr.Focus}
-	win, activeSet := windowProp(active)
-	wmCheck, _ := windowProp(check)
-	switch {
-	case activeSet:
-		if win == 0 {
-			return xtarget{focus: backend.FocusNone}, nil
-		}
-		t.active = netActive
-	case slices.Contains(atomList(supported), netActive):
-		return xtarget{focus: backend.FocusNone}, nil
-	default:
-		win = fr.Focus
-		if win <= 1 || win == wmCheck || win == x.root { // None, PointerRoot
-			return xtarget{focus: backend.FocusNone}, nil
-		}
-	}
-	t.win = win
-	if watch {
-		// From here on the window's end and focus loss reach us as events.
-		mask := uint32(xproto.EventMaskStructureNotify | xproto.EventMaskFocusChange)
-		if err := xproto.ChangeWindowAttributesChecked(x.c, win, xproto.CwEventMask, []uint32{mask}).Check(); err != nil {
-			if isXGone(err) {
-				return xtarget{}, fmt.Errorf("x11: %w", err)
-			}
-			return xtarget{focus: backend.FocusNone}, nil // the window is gone
-		}
-		if t.active != 0 {
-			xproto.ChangeWindowAttributes(x.c, x.root, xproto.CwEventMask, []uint32{xproto.EventMaskPropertyChange})
-		}
-	}
-	classC := prop(win, xproto.AtomWmClass, xproto.AtomString, 256)
-	var typeC xproto.GetPropertyCookie
-	if netType != 0 {
-		typeC = prop(win, netType, xproto.AtomAtom, 64)
-	}
-	class, err := classC.Reply()
-	if err != nil {
-		if isXGone(err) {
-			return xtarget{}, fmt.Errorf("x11: %w", err)
-		}
-		// The window is gone (some window managers leave a closed window
-		// in _NET_ACTIVE_WINDOW).
-		return xtarget{focus: backend.FocusNone}, nil
-	}
-	types, err := reply(typeC, netType != 0)
-	if err != nil {
-		return xtarget{focus: backend.FocusNone}, nil
-	}
-	if netDesktop != 0 && slices.Contains(atomList(types), netDesktop) {
-		return xtarget{focus: backend.FocusNone}, nil // the desktop itself is active
-	}
-	t.focus = backend.FocusWindow
-	if class != nil && class.Format == 8 {
-		t.class = strings.Split(strings.TrimRight(string(class.Value), "\x00"), "\x00")
-	}
-	return t, nil
+	defer c.Close()
+	t, err := c.Focus(false)
+	return t.Focus, err
 }
 
 // xstate is what the keyboard is like before typing.
@@ -241,11 +92,11 @@ type xstate struct {
 // readState reads the keyboard map, the modifier map, the keys held down
 // and the Lock state, in one round trip.
 func (x *xclient) readState() (xstate, error) {
-	x.extend(0)
-	kmC := xproto.GetKeyboardMapping(x.c, x.minKC, byte(int(x.maxKC)-int(x.minKC)+1))
-	mmC := xproto.GetModifierMapping(x.c)
-	downC := xproto.QueryKeymap(x.c)
-	ptrC := xproto.QueryPointer(x.c, x.root)
+	x.Extend(0)
+	kmC := xproto.GetKeyboardMapping(x.X, x.MinKC, byte(int(x.MaxKC)-int(x.MinKC)+1))
+	mmC := xproto.GetModifierMapping(x.X)
+	downC := xproto.QueryKeymap(x.X)
+	ptrC := xproto.QueryPointer(x.X, x.Root)
 	km, err := kmC.Reply()
 	if err != nil {
 		return xstate{}, fmt.Errorf("x11: read the keyboard map: %w", err)
@@ -262,7 +113,7 @@ func (x *xclient) readState() (xstate, error) {
 	if err != nil {
 		return xstate{}, fmt.Errorf("x11: read the modifier state: %w", err)
 	}
-	s := xstate{m: keymap{min: x.minKC, per: int(km.KeysymsPerKeycode), syms: km.Keysyms}}
+	s := xstate{m: keymap{min: x.MinKC, per: int(km.KeysymsPerKeycode), syms: km.Keysyms}}
 	per := int(mm.KeycodesPerModifier)
 	for mod := range 8 {
 		for i := range per {
@@ -294,7 +145,7 @@ func isDown(keys []byte, kc xproto.Keycode) bool {
 // xsession is one text being typed.
 type xsession struct {
 	c      *xclient
-	t      xtarget
+	t      xconn.Target
 	st     xstate
 	shift  bool // Shift is pressed by us
 	pressd xproto.Keycode
@@ -309,7 +160,7 @@ func (s *xsession) key(press bool, kc xproto.Keycode) {
 	if press {
 		typ = xproto.KeyPress
 	}
-	xtest.FakeInput(s.c.c, typ, byte(kc), 0, 0, 0, 0, 0)
+	xtest.FakeInput(s.c.X, typ, byte(kc), 0, 0, 0, 0, 0)
 }
 
 // interrupted reports why typing must stop: the caller gave up, or the
@@ -320,7 +171,7 @@ func (s *xsession) interrupted(ctx context.Context) error {
 	}
 	for {
 		select {
-		case ev := <-s.c.events:
+		case ev := <-s.c.Events():
 			if err := s.check(ev); err != nil {
 				return err
 			}
@@ -334,25 +185,25 @@ func (s *xsession) interrupted(ctx context.Context) error {
 func (s *xsession) check(ev xgb.Event) error {
 	switch e := ev.(type) {
 	case xproto.DestroyNotifyEvent:
-		if e.Window == s.t.win {
+		if e.Window == s.t.Win {
 			return errWindowChanged
 		}
 	case xproto.UnmapNotifyEvent:
-		if e.Window == s.t.win {
+		if e.Window == s.t.Win {
 			return errWindowChanged
 		}
 	case xproto.FocusOutEvent:
-		if e.Event == s.t.win && (e.Mode == xproto.NotifyModeNormal || e.Mode == xproto.NotifyModeWhileGrabbed) &&
+		if e.Event == s.t.Win && (e.Mode == xproto.NotifyModeNormal || e.Mode == xproto.NotifyModeWhileGrabbed) &&
 			e.Detail != xproto.NotifyDetailInferior && e.Detail != xproto.NotifyDetailPointer {
 			return errWindowChanged
 		}
 	case xproto.PropertyNotifyEvent:
-		if s.t.active != 0 && e.Window == s.c.root && e.Atom == s.t.active {
-			r, err := xproto.GetProperty(s.c.c, false, s.c.root, s.t.active, xproto.AtomWindow, 0, 1).Reply()
+		if s.t.Active != 0 && e.Window == s.c.Root && e.Atom == s.t.Active {
+			r, err := xproto.GetProperty(s.c.X, false, s.c.Root, s.t.Active, xproto.AtomWindow, 0, 1).Reply()
 			if err != nil {
 				return fmt.Errorf("x11: active window: %w", err)
 			}
-			if w, _ := windowProp(r); w != s.t.win {
+			if w, _ := xconn.WindowProp(r); w != s.t.Win {
 				return errWindowChanged
 			}
 		}
@@ -385,12 +236,12 @@ func (s *xsession) bind(p xplan) error {
 		return nil
 	}
 	for _, b := range p.bind {
-		xproto.ChangeKeyboardMapping(s.c.c, 1, b.kc, 2, b.syms[:])
+		xproto.ChangeKeyboardMapping(s.c.X, 1, b.kc, 2, b.syms[:])
 	}
 	if err := s.c.writeHeld(p.held); err != nil {
 		return err
 	}
-	_, err := s.c.sync()
+	_, err := s.c.Sync()
 	return err
 }
 
@@ -437,10 +288,10 @@ func (s *xsession) typeText(ctx context.Context, text string) error {
 			s.pressd = 0
 		}
 		s.setShift(false)
-		xproto.UngrabServer(s.c.c)
+		xproto.UngrabServer(s.c.X)
 	}
 	// The server has queued every key to the window once this returns.
-	if _, err := s.c.sync(); err != nil {
+	if _, err := s.c.Sync(); err != nil {
 		return s.stopped(len(p.text), err)
 	}
 	return s.interrupted(ctx)
@@ -457,22 +308,22 @@ func (s *xsession) proveFocus(ctx context.Context) error {
 	if err := s.interrupted(ctx); err != nil {
 		return err
 	}
-	s.c.extend(0)
-	xproto.GrabServer(s.c.c)
+	s.c.Extend(0)
+	xproto.GrabServer(s.c.X)
 	var activeC xproto.GetPropertyCookie
-	if s.t.active != 0 {
-		activeC = xproto.GetProperty(s.c.c, false, s.c.root, s.t.active, xproto.AtomWindow, 0, 1)
+	if s.t.Active != 0 {
+		activeC = xproto.GetProperty(s.c.X, false, s.c.Root, s.t.Active, xproto.AtomWindow, 0, 1)
 	}
-	fr, err := xproto.GetInputFocus(s.c.c).Reply()
-	if err == nil && s.t.active != 0 {
+	fr, err := xproto.GetInputFocus(s.c.X).Reply()
+	if err == nil && s.t.Active != 0 {
 		var r *xproto.GetPropertyReply
 		if r, err = activeC.Reply(); err == nil {
-			if w, _ := windowProp(r); w != s.t.win {
+			if w, _ := xconn.WindowProp(r); w != s.t.Win {
 				err = errWindowChanged
 			}
 		}
 	}
-	if err == nil && fr.Focus != s.t.input {
+	if err == nil && fr.Focus != s.t.Input {
 		err = errWindowChanged
 	}
 	if err == nil {
@@ -480,8 +331,8 @@ func (s *xsession) proveFocus(ctx context.Context) error {
 		err = s.interrupted(ctx)
 	}
 	if err != nil {
-		xproto.UngrabServer(s.c.c)
-		if isXGone(err) {
+		xproto.UngrabServer(s.c.X)
+		if xconn.IsGone(err) {
 			return fmt.Errorf("x11: %w", err)
 		}
 		return err
@@ -494,7 +345,7 @@ func (s *xsession) proveFocus(ctx context.Context) error {
 // (proveFocus), nothing after went anywhere.
 func (s *xsession) stopped(n int, err error) error {
 	switch {
-	case isXGone(err):
+	case xconn.IsGone(err):
 		return fmt.Errorf("%w: %w", backend.ErrDisplayGone, err)
 	case errors.Is(err, errWindowChanged):
 		return &backend.PartialError{Arrived: n, Cause: "focus_moved", Err: err}
@@ -506,7 +357,7 @@ func (s *xsession) stopped(n int, err error) error {
 // sent, Shift, and Lock back on if we turned it off. It runs after
 // success, errors and cancellation alike.
 func (s *xsession) release() error {
-	s.c.extend(0)
+	s.c.Extend(0)
 	if s.pressd != 0 {
 		s.key(false, s.pressd)
 		s.pressd = 0
@@ -517,7 +368,7 @@ func (s *xsession) release() error {
 		s.key(false, s.st.lockKC)
 		s.unlocked = false
 	}
-	_, err := s.c.sync()
+	_, err := s.c.Sync()
 	return err
 }
 
@@ -545,7 +396,7 @@ const x11Held = "_YAZSES_HELD_KEYCODES"
 
 // heldAtom interns x11Held.
 func (x *xclient) heldAtom() (xproto.Atom, error) {
-	r, err := xproto.InternAtom(x.c, false, uint16(len(x11Held)), x11Held).Reply()
+	r, err := xproto.InternAtom(x.X, false, uint16(len(x11Held)), x11Held).Reply()
 	if err != nil {
 		return 0, fmt.Errorf("x11: intern atom: %w", err)
 	}
@@ -559,7 +410,7 @@ func (x *xclient) readHeld(m keymap) ([]binding, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := xproto.GetProperty(x.c, false, x.root, atom, xproto.AtomCardinal, 0, 3*256).Reply()
+	r, err := xproto.GetProperty(x.X, false, x.Root, atom, xproto.AtomCardinal, 0, 3*256).Reply()
 	if err != nil {
 		return nil, fmt.Errorf("x11: read the bound keycodes: %w", err)
 	}
@@ -586,7 +437,7 @@ func (x *xclient) writeHeld(held []binding) error {
 		return err
 	}
 	if len(held) == 0 {
-		xproto.DeleteProperty(x.c, x.root, atom)
+		xproto.DeleteProperty(x.X, x.Root, atom)
 		return nil
 	}
 	data := make([]byte, 12*len(held))
@@ -595,7 +446,7 @@ func (x *xclient) writeHeld(held []binding) error {
 		xgb.Put32(data[12*i+4:], uint32(b.syms[0]))
 		xgb.Put32(data[12*i+8:], uint32(b.syms[1]))
 	}
-	xproto.ChangeProperty(x.c, xproto.PropModeReplace, x.root, atom, xproto.AtomCardinal, 32, uint32(3*len(held)), data)
+	xproto.ChangeProperty(x.X, xproto.PropModeReplace, x.Root, atom, xproto.AtomCardinal, 32, uint32(3*len(held)), data)
 	return nil
 }
 
@@ -612,12 +463,12 @@ func (x *xclient) freeHeld() error {
 	}
 	empty := make([]xproto.Keysym, max(st.m.per, 2))
 	for _, b := range held {
-		xproto.ChangeKeyboardMapping(x.c, 1, b.kc, byte(len(empty)), empty)
+		xproto.ChangeKeyboardMapping(x.X, 1, b.kc, byte(len(empty)), empty)
 	}
 	if err := x.writeHeld(nil); err != nil {
 		return err
 	}
-	if _, err := x.sync(); err != nil {
+	if _, err := x.Sync(); err != nil {
 		return fmt.Errorf("x11: free the bound keycodes: %w", err)
 	}
 	return nil
@@ -638,14 +489,14 @@ func (r *Route) Close() {
 		return
 	}
 	r.bound = false
-	ctx, cancel := context.WithTimeout(context.Background(), xIOTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xconn.IOTimeout)
 	c, err := dialX(ctx, r.o.Environ)
 	cancel()
 	if err != nil {
 		return
 	}
 	_ = c.freeHeld()
-	c.close()
+	c.Close()
 }
 
 // Pauses reports whether text is more than the x11 backend types: it has
@@ -659,7 +510,7 @@ func (x *x11) Pauses(ctx context.Context, text untrusted.TypedText) bool {
 	if err != nil {
 		return false
 	}
-	defer c.close()
+	defer c.Close()
 	st, err := c.readState()
 	if err != nil {
 		return false
@@ -683,19 +534,19 @@ func (x *x11) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if err != nil {
 		return fmt.Errorf("x11: %w", err)
 	}
-	defer c.close()
-	t, err := c.focus(true)
+	defer c.Close()
+	t, err := c.Focus(true)
 	if err != nil {
 		return err
 	}
-	x.o.Log.Debug("focus", "backend", backend.X11, "focus", t.focus.String())
-	if t.focus != backend.FocusWindow {
-		return fmt.Errorf("%s: focus %s: %w", backend.X11, t.focus, backend.ErrNoTarget)
+	x.o.Log.Debug("focus", "backend", backend.X11, "focus", t.Focus.String())
+	if t.Focus != backend.FocusWindow {
+		return fmt.Errorf("%s: focus %s: %w", backend.X11, t.Focus, backend.ErrNoTarget)
 	}
 	if tg := typewire.TargetOf(ctx); tg != nil {
 		// A text bound to a window (the pieces of one dictation) goes
 		// there or nowhere.
-		win := strconv.FormatUint(uint64(t.win), 10)
+		win := strconv.FormatUint(uint64(t.Win), 10)
 		if tg.Want != "" && tg.Want != win {
 			return &backend.PartialError{Arrived: 0, Cause: typewire.CauseFocusMoved, Err: errWindowChanged}
 		}

@@ -1,4 +1,4 @@
-package portal
+package xkb
 
 // keysymEntry is one keysym of the table: its name, its value and the
 // character it stands for.

@@ -1,4 +1,4 @@
-package portal
+package xkb
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ const testChars = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[
 func TestKeymapAgainstXKB(t *testing.T) {
 	for _, layout := range []string{"us", "de", "fr", "gr", "il", "ru", "cz", "jp", "us(intl)"} {
 		t.Run(layout, func(t *testing.T) {
-			km, err := parseKeymap(testportal.Keymap(t, layout))
+			km, err := Parse(testportal.Keymap(t, layout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestKeymapAgainstXKB(t *testing.T) {
 func TestKeymapLayouts(t *testing.T) {
 	for _, layouts := range []string{"us,gr", "de,ru", "us,de,il"} {
 		t.Run(layouts, func(t *testing.T) {
-			km, err := parseKeymap(testportal.Keymap(t, layouts))
+			km, err := Parse(testportal.Keymap(t, layouts))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,9 +72,9 @@ func TestKeymapLayouts(t *testing.T) {
 			if len(km.first) != len(names) {
 				t.Fatalf("%d layouts, want %d", len(km.first), len(names))
 			}
-			var alone []*keymap
+			var alone []*Keymap
 			for _, l := range names {
-				a, err := parseKeymap(testportal.Keymap(t, l))
+				a, err := Parse(testportal.Keymap(t, l))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,25 +100,25 @@ func TestKeymapLayouts(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	km, err := parseKeymap(testportal.Keymap(t, "de"))
+	km, err := Parse(testportal.Keymap(t, "de"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ks, ok := km.plan("Grüße!"); !ok || fmt.Sprintf("%#x", ks) != "[0x47 0x72 0xfc 0xdf 0x65 0x21]" {
+	if ks, ok := km.Plan("Grüße!"); !ok || fmt.Sprintf("%#x", ks) != "[0x47 0x72 0xfc 0xdf 0x65 0x21]" {
 		t.Errorf("plan(Grüße!) = %#x, %v", ks, ok)
 	}
-	if _, ok := km.plan("Grüße 日本"); ok {
+	if _, ok := km.Plan("Grüße 日本"); ok {
 		t.Error("plan(Grüße 日本) ok on a German keymap")
 	}
-	if !km.everywhere(ksInsert, 0) || !km.everywhere(ksShiftL, 0) {
+	if !km.Everywhere(Insert, 0) || !km.Everywhere(ShiftL, 0) {
 		t.Error("Insert or Shift_L not at the first level")
 	}
 }
 
 func TestParseKeymapBroken(t *testing.T) {
 	for _, s := range []string{"", "xkb_keymap {", "xkb_keymap { xkb_keycodes { <A> = 9; }; };", "garbage \x00 <<<"} {
-		if _, err := parseKeymap(s); err == nil {
-			t.Errorf("parseKeymap(%q): no error", s)
+		if _, err := Parse(s); err == nil {
+			t.Errorf("Parse(%q): no error", s)
 		}
 	}
 }
@@ -132,11 +132,11 @@ func TestParseKeymapCutShort(t *testing.T) {
 		t.Fatal("no key <AE01> in the us keymap")
 	}
 	cut := full[:i] + "key <AE01> {"
-	if _, err := parseKeymap(cut); err != nil {
-		t.Errorf("parseKeymap(cut after key <AE01> {) = %v, want the keys before it", err)
+	if _, err := Parse(cut); err != nil {
+		t.Errorf("Parse(cut after key <AE01> {) = %v, want the keys before it", err)
 	}
-	if _, err := parseKeymap("xkb_keycodes { <A> = 9; }; xkb_symbols { key <A> {"); !errors.Is(err, errKeymap) {
-		t.Errorf("parseKeymap(only an unclosed key) = %v, want errKeymap", err)
+	if _, err := Parse("xkb_keycodes { <A> = 9; }; xkb_symbols { key <A> {"); !errors.Is(err, errKeymap) {
+		t.Errorf("Parse(only an unclosed key) = %v, want errKeymap", err)
 	}
 }
 

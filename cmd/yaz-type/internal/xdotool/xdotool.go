@@ -1,12 +1,20 @@
-package x11
+// Package xdotool is the "xdotool" typing backend of an X11 session
+// (xdotool, with the characters it lacks bound to spare keycodes by
+// xmodmap first: [New]), and the focus as the X tools tell it (xprop,
+// xdotool and xwininfo: [Focus]), which the X11 clipboard falls back to
+// where the protocol is out of reach. Package inject describes what the
+// backend does and when it is picked.
+package xdotool
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
@@ -14,20 +22,20 @@ import (
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
-// x11Target is the focused X11 window.
-type x11Target struct {
-	focus backend.Focus
-	class []string // WM_CLASS instance and class
+// Target is the focused X11 window.
+type Target struct {
+	Focus backend.Focus
+	Class []string // WM_CLASS instance and class
 }
 
-// x11Focus tells where keys go on the X display of c.Env.
-func x11Focus(ctx context.Context, c tool.Call) (x11Target, error) {
+// Focus tells where keys go on the X display of c.Env.
+func Focus(ctx context.Context, c tool.Call) (Target, error) {
 	if backend.Getenv(c.Env, "DISPLAY") == "" {
-		return x11Target{}, fmt.Errorf("no DISPLAY: %w", backend.ErrUnavailable)
+		return Target{}, fmt.Errorf("no DISPLAY: %w", backend.ErrUnavailable)
 	}
 	out, err := c.Run(ctx, "xprop", "-root", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_SUPPORTED")
 	if err != nil {
-		return x11Target{}, fmt.Errorf("active window: %w: %w", backend.ErrUnavailable, err)
+		return Target{}, fmt.Errorf("active window: %w: %w", backend.ErrUnavailable, err)
 	}
 	root := parseRoot(string(out))
 	var win uint64
@@ -35,32 +43,32 @@ func x11Focus(ctx context.Context, c tool.Call) (x11Target, error) {
 	case root.activeSet:
 		// A window manager keeps _NET_ACTIVE_WINDOW; 0 is "none".
 		if root.active == 0 {
-			return x11Target{focus: backend.FocusNone}, nil
+			return Target{Focus: backend.FocusNone}, nil
 		}
 		win = root.active
 	case root.activeSupported:
 		// The window manager supports it but has no active window.
-		return x11Target{focus: backend.FocusNone}, nil
+		return Target{Focus: backend.FocusNone}, nil
 	default:
 		// No window manager (or one without _NET_ACTIVE_WINDOW): the X
 		// input focus itself.
 		out, err := c.Run(ctx, "xdotool", "getwindowfocus", "-f")
 		if err != nil {
-			return x11Target{}, fmt.Errorf("input focus: %w: %w", backend.ErrUnavailable, err)
+			return Target{}, fmt.Errorf("input focus: %w: %w", backend.ErrUnavailable, err)
 		}
 		id, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
 		if err != nil {
-			return x11Target{}, fmt.Errorf("input focus: unexpected output: %w", backend.ErrUnavailable)
+			return Target{}, fmt.Errorf("input focus: unexpected output: %w", backend.ErrUnavailable)
 		}
 		if id <= 1 || id == root.wmCheck { // None, PointerRoot, the WM's own window
-			return x11Target{focus: backend.FocusNone}, nil
+			return Target{Focus: backend.FocusNone}, nil
 		}
 		out, err = c.Run(ctx, "xwininfo", "-root")
 		if err != nil {
-			return x11Target{}, fmt.Errorf("root window: %w: %w", backend.ErrUnavailable, err)
+			return Target{}, fmt.Errorf("root window: %w: %w", backend.ErrUnavailable, err)
 		}
 		if r, ok := rootWindow(string(out)); ok && r == id {
-			return x11Target{focus: backend.FocusNone}, nil
+			return Target{Focus: backend.FocusNone}, nil
 		}
 		win = id
 	}
@@ -68,15 +76,15 @@ func x11Focus(ctx context.Context, c tool.Call) (x11Target, error) {
 	if err != nil {
 		// The window is gone (some window managers leave a closed window
 		// in _NET_ACTIVE_WINDOW).
-		return x11Target{focus: backend.FocusNone}, nil
+		return Target{Focus: backend.FocusNone}, nil
 	}
-	t := x11Target{focus: backend.FocusWindow}
+	t := Target{Focus: backend.FocusWindow}
 	for line := range strings.Lines(string(out)) {
 		switch {
 		case strings.HasPrefix(line, "WM_CLASS("):
-			t.class = quoted(line)
+			t.Class = quoted(line)
 		case strings.HasPrefix(line, "_NET_WM_WINDOW_TYPE(") && strings.Contains(line, "_NET_WM_WINDOW_TYPE_DESKTOP"):
-			t.focus = backend.FocusNone // the desktop itself is active
+			t.Focus = backend.FocusNone // the desktop itself is active
 		}
 	}
 	return t, nil
@@ -158,17 +166,28 @@ func quoted(line string) []string {
 	}
 }
 
+// errTooMany: the text has more characters to bind than the spare
+// keycodes hold at once.
+var errTooMany = errors.New("more characters to bind than the spare keycodes hold")
+
 // xdotool is the X11 backend that runs xdotool.
 type xdotool struct {
-	o backend.Options
-	r *Route
+	o       backend.Options
+	display sync.Locker
+}
+
+// New returns the "xdotool" backend. display is held while it types: the
+// spare keycodes are the display's, whichever backend binds them (package
+// x11's Route), so one text at a time is typed on a display.
+func New(o backend.Options, display sync.Locker) backend.Injector {
+	return &xdotool{o: o.WithDefaults(), display: display}
 }
 
 func (x *xdotool) Name() string { return backend.Xdotool }
 
 func (x *xdotool) Focus(ctx context.Context) (backend.Focus, error) {
-	t, err := x11Focus(ctx, tool.Call{Env: x.o.Environ})
-	return t.focus, err
+	t, err := Focus(ctx, tool.Call{Env: x.o.Environ})
+	return t.Focus, err
 }
 
 func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
@@ -176,8 +195,8 @@ func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	x.r.mu.Lock()
-	defer x.r.mu.Unlock()
+	x.display.Lock()
+	defer x.display.Unlock()
 	if err := backend.CheckFocus(ctx, x, x.o.RequireFocus, x.o.Log); err != nil {
 		return err
 	}
@@ -188,7 +207,7 @@ func (x *xdotool) Type(ctx context.Context, typed untrusted.TypedText) error {
 }
 
 // typeX11 types text with xdotool, its non-ASCII characters bound to spare
-// keycodes first (see the package comment).
+// keycodes first (as package inject describes).
 func typeX11(ctx context.Context, c tool.Call, text string, hold time.Duration) error {
 	if isASCII(text) {
 		return xdotoolType(ctx, c, text)

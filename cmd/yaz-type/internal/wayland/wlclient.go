@@ -2,7 +2,6 @@ package wayland
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,39 +13,20 @@ import (
 
 	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
 	"github.com/yazses/yazses/cmd/yaz-type/internal/tool"
+	"github.com/yazses/yazses/internal/wlwire"
 )
 
-// The part of the Wayland wire protocol that the "wayland" backend needs,
-// with the names of wayland.xml and virtual-keyboard-unstable-v1.xml. A
-// message is little-endian 32-bit words: the object id, then the size in
-// bytes (header included) << 16 | the opcode, then the arguments (uint and
-// int one word; a string its length with the NUL, then the bytes padded to
-// a word; object and new_id one word; an untyped new_id, as in
-// wl_registry.bind, the interface string, the version and the id). A file
-// descriptor goes beside the message as SCM_RIGHTS ancillary data.
+// The Wayland client of the "wayland" backend, on the wire format of
+// package wlwire, with the names of wayland.xml and
+// virtual-keyboard-unstable-v1.xml.
 
 // wlIOTimeout bounds every exchange with the compositor: one that stops
 // answering ends the call with an error.
 const wlIOTimeout = 5 * time.Second
 
-// Object ids, interface names and opcodes.
+// Opcodes and values of virtual-keyboard-unstable-v1.xml and
+// wl_keyboard.key_state.
 const (
-	wlDisplayID = 1 // wl_display is object 1 on every connection
-
-	// wl_display requests and events.
-	wlDisplaySync        = 0
-	wlDisplayGetRegistry = 1
-	wlDisplayError       = 0
-	wlDisplayDeleteID    = 1
-
-	// wl_registry.
-	wlRegistryBind         = 0
-	wlRegistryGlobal       = 0
-	wlRegistryGlobalRemove = 1
-
-	// wl_callback.
-	wlCallbackDone = 0
-
 	// zwp_virtual_keyboard_manager_v1.
 	zwpVirtualKeyboardManagerCreateVirtualKeyboard = 0
 
@@ -56,15 +36,10 @@ const (
 	zwpVirtualKeyboardModifiers = 2
 	zwpVirtualKeyboardDestroy   = 3
 
-	// wl_keyboard.keymap_format.xkb_v1 and wl_keyboard.key_state.
-	wlKeymapFormatXKBV1 = 1
-	wlKeyReleased       = 0
-	wlKeyPressed        = 1
+	wlKeyReleased = 0
+	wlKeyPressed  = 1
 
-	wlSeatInterface           = "wl_seat"
-	wlVirtualKeyboardManager  = "zwp_virtual_keyboard_manager_v1"
-	wlMaxMessage              = 4096 // libwayland's largest message
-	wlMaxFdsPerMessageReceive = 28   // libwayland's MAX_FDS_OUT
+	wlVirtualKeyboardManager = "zwp_virtual_keyboard_manager_v1"
 )
 
 // Errors of the Wayland client.
@@ -94,69 +69,6 @@ func wlSocket(env []string) (string, error) {
 	return filepath.Join(rt, d), nil
 }
 
-// wlMsg builds one request.
-type wlMsg struct {
-	b  []byte
-	fd int // -1: none
-}
-
-func newWlMsg(obj, opcode uint32) *wlMsg {
-	m := &wlMsg{b: make([]byte, 8, 32), fd: -1}
-	binary.LittleEndian.PutUint32(m.b, obj)
-	binary.LittleEndian.PutUint32(m.b[4:], opcode)
-	return m
-}
-
-func (m *wlMsg) uint(v uint32) *wlMsg {
-	m.b = binary.LittleEndian.AppendUint32(m.b, v)
-	return m
-}
-
-func (m *wlMsg) str(s string) *wlMsg {
-	m.uint(uint32(len(s) + 1))
-	m.b = append(m.b, s...)
-	m.b = append(m.b, 0)
-	for len(m.b)%4 != 0 {
-		m.b = append(m.b, 0)
-	}
-	return m
-}
-
-// bytes sets the size in the header and returns the message.
-func (m *wlMsg) bytes() []byte {
-	op := binary.LittleEndian.Uint32(m.b[4:]) & 0xffff
-	binary.LittleEndian.PutUint32(m.b[4:], uint32(len(m.b))<<16|op)
-	return m.b
-}
-
-// wlArgs reads the arguments of one event.
-type wlArgs struct {
-	b   []byte
-	bad bool
-}
-
-func (a *wlArgs) uint() uint32 {
-	if len(a.b) < 4 {
-		a.bad = true
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(a.b)
-	a.b = a.b[4:]
-	return v
-}
-
-func (a *wlArgs) str() string {
-	n := int(a.uint())
-	padded := (n + 3) &^ 3
-	if a.bad || n < 1 || padded > len(a.b) {
-		a.bad = true
-		return ""
-	}
-	s := string(a.b[:n-1])
-	a.b = a.b[padded:]
-	return s
-}
-
 // wlGlobal is one global of the registry.
 type wlGlobal struct {
 	iface   string
@@ -169,6 +81,7 @@ type wlGlobal struct {
 type wlclient struct {
 	path string
 	conn *net.UnixConn
+	r    *wlwire.Reader // read's until done is closed
 
 	mu        sync.Mutex
 	nextID    uint32
@@ -178,7 +91,6 @@ type wlclient struct {
 	err       error         // the first fatal error
 	dead      chan struct{} // closed when err is set
 	watched   map[uint32]string
-	fds       []int                // received, not yet taken by an event
 	drop      []uint32             // offers to destroy with the next write
 	sources   map[uint32]*wlSource // the paste's data sources
 	dcDevice  uint32               // the data control device (0: none)
@@ -205,14 +117,14 @@ func dialWl(ctx context.Context, env []string) (*wlclient, error) {
 		return nil, fmt.Errorf("connect to the Wayland compositor: %w: %w", backend.ErrUnavailable, err)
 	}
 	c := &wlclient{
-		path: path, conn: nc.(*net.UnixConn), nextID: 2,
+		path: path, conn: nc.(*net.UnixConn), r: wlwire.NewReader(nc.(*net.UnixConn)), nextID: 2,
 		globals: map[uint32]wlGlobal{}, callbacks: map[uint32]chan struct{}{},
 		watched: map[uint32]string{}, sources: map[uint32]*wlSource{},
 		dead: make(chan struct{}), done: make(chan struct{}),
 	}
 	go c.read()
 	c.registry = c.newID()
-	if err := c.write(newWlMsg(wlDisplayID, wlDisplayGetRegistry).uint(c.registry)); err != nil {
+	if err := c.write(wlwire.NewMsg(wlwire.DisplayID, wlwire.DisplayGetRegistry).Uint(c.registry)); err != nil {
 		c.close()
 		return nil, fmt.Errorf("wayland: get_registry: %w: %w", backend.ErrUnavailable, err)
 	}
@@ -256,39 +168,33 @@ func (c *wlclient) failed() error {
 
 // write sends messages in one write (the last one's fd, if any, beside
 // them), with a deadline.
-func (c *wlclient) write(msgs ...*wlMsg) error {
+func (c *wlclient) write(msgs ...*wlwire.Msg) error {
 	if err := c.failed(); err != nil {
 		return err
 	}
 	var buf []byte
-	var oob []byte
+	fd := -1
 	c.mu.Lock()
 	drop := c.drop
 	c.drop = nil
 	c.mu.Unlock()
 	for _, id := range drop {
-		buf = append(buf, newWlMsg(id, zwlrDataControlOfferDestroy).bytes()...)
+		buf = append(buf, wlwire.NewMsg(id, zwlrDataControlOfferDestroy).Bytes()...)
 	}
 	for _, m := range msgs {
-		buf = append(buf, m.bytes()...)
-		if m.fd >= 0 {
-			oob = unix.UnixRights(m.fd)
+		buf = append(buf, m.Bytes()...)
+		if m.FD >= 0 {
+			fd = m.FD
 		}
 	}
-	return c.writeRaw(buf, oob)
+	return c.writeRaw(buf, fd)
 }
 
-func (c *wlclient) writeRaw(buf, oob []byte) error {
+// writeRaw writes messages with fd beside them (-1: none), with a
+// deadline.
+func (c *wlclient) writeRaw(buf []byte, fd int) error {
 	_ = c.conn.SetWriteDeadline(time.Now().Add(wlIOTimeout))
-	n, oobn, err := c.conn.WriteMsgUnix(buf, oob, nil)
-	if err == nil && n < len(buf) {
-		// The rest without the fd, which went with the first byte.
-		_, err = c.conn.Write(buf[n:])
-	}
-	if err == nil && oobn < len(oob) {
-		err = errors.New("the file descriptor was not sent")
-	}
-	if err != nil {
+	if err := wlwire.Send(c.conn, buf, fd); err != nil {
 		if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) {
 			// The compositor hung up: its reason (wl_display.error) may
 			// still be unread. The reader reads it, and then the end.
@@ -317,7 +223,7 @@ func (c *wlclient) roundtrip(ctx context.Context) error {
 	c.mu.Lock()
 	c.callbacks[id] = ch
 	c.mu.Unlock()
-	if err := c.write(newWlMsg(wlDisplayID, wlDisplaySync).uint(id)); err != nil {
+	if err := c.write(wlwire.NewMsg(wlwire.DisplayID, wlwire.DisplaySync).Uint(id)); err != nil {
 		return err
 	}
 	t := time.NewTimer(wlIOTimeout)
@@ -359,7 +265,7 @@ func (c *wlclient) bind(iface string) (uint32, error) {
 	c.mu.Lock()
 	c.watched[name] = iface
 	c.mu.Unlock()
-	m := newWlMsg(c.registry, wlRegistryBind).uint(name).str(iface).uint(1).uint(id)
+	m := wlwire.NewMsg(c.registry, wlwire.RegistryBind).Uint(name).Str(iface).Uint(1).Uint(id)
 	if err := c.write(m); err != nil {
 		return 0, fmt.Errorf("wayland: bind %s: %w", iface, err)
 	}
@@ -373,14 +279,14 @@ func (c *wlclient) bindKeyboard(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if c.seat, err = c.bind(wlSeatInterface); err != nil {
+	if c.seat, err = c.bind(wlwire.SeatInterface); err != nil {
 		return err
 	}
 	if c.manager, err = c.bind(wlVirtualKeyboardManager); err != nil {
 		return err
 	}
 	kb := c.newID()
-	if err := c.write(newWlMsg(c.manager, zwpVirtualKeyboardManagerCreateVirtualKeyboard).uint(c.seat).uint(kb)); err != nil {
+	if err := c.write(wlwire.NewMsg(c.manager, zwpVirtualKeyboardManagerCreateVirtualKeyboard).Uint(c.seat).Uint(kb)); err != nil {
 		return fmt.Errorf("wayland: create_virtual_keyboard: %w", err)
 	}
 	// A compositor that refuses (zwp_virtual_keyboard_manager_v1.error
@@ -395,67 +301,22 @@ func (c *wlclient) bindKeyboard(ctx context.Context) error {
 // read parses events until the connection ends.
 func (c *wlclient) read() {
 	defer close(c.done)
-	buf := make([]byte, 0, 2*wlMaxMessage)
-	chunk := make([]byte, wlMaxMessage)
-	oob := make([]byte, unix.CmsgSpace(wlMaxFdsPerMessageReceive*4))
 	for {
-		n, oobn, _, _, err := c.conn.ReadMsgUnix(chunk, oob)
-		if fds := rights(oob[:max(oobn, 0)]); len(fds) > 0 {
-			c.mu.Lock()
-			c.fds = append(c.fds, fds...)
-			c.mu.Unlock()
-		}
-		buf = append(buf, chunk[:max(n, 0)]...)
-		for len(buf) >= 8 {
-			obj := binary.LittleEndian.Uint32(buf)
-			word := binary.LittleEndian.Uint32(buf[4:])
-			size := int(word >> 16)
-			if size < 8 || size%4 != 0 {
-				c.fail(fmt.Errorf("%w: a malformed message from the compositor", errWlGone))
-				return
-			}
-			if len(buf) < size {
-				break
-			}
-			c.event(obj, word&0xffff, &wlArgs{b: buf[8:size]})
-			buf = buf[size:]
-		}
-		buf = append(buf[:0:0], buf...)
-		if err != nil {
+		obj, opcode, a, err := c.r.Next()
+		switch {
+		case errors.Is(err, wlwire.ErrMalformed):
+			c.fail(fmt.Errorf("%w: a malformed message from the compositor", errWlGone))
+			return
+		case err != nil:
 			c.fail(fmt.Errorf("%w: %w", errWlGone, err))
 			return
 		}
-	}
-}
-
-// rights returns the file descriptors of SCM_RIGHTS ancillary data.
-func rights(oob []byte) []int {
-	if len(oob) == 0 {
-		return nil
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err == nil {
-			out = append(out, fds...)
-		}
-	}
-	return out
-}
-
-// closeFds closes the file descriptors of SCM_RIGHTS ancillary data.
-func closeFds(oob []byte) {
-	for _, fd := range rights(oob) {
-		unix.Close(fd)
+		c.event(obj, opcode, a)
 	}
 }
 
 // event handles one event.
-func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
+func (c *wlclient) event(obj, opcode uint32, a *wlwire.Args) {
 	c.mu.Lock()
 	handled := c.dataEvent(obj, opcode, a) || c.keyboardEvent(obj, opcode, a)
 	c.mu.Unlock()
@@ -463,14 +324,14 @@ func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 		return
 	}
 	switch {
-	case obj == wlDisplayID && opcode == wlDisplayError:
-		id, code, msg := a.uint(), a.uint(), a.str()
+	case obj == wlwire.DisplayID && opcode == wlwire.DisplayError:
+		id, code, msg := a.Uint(), a.Uint(), a.Str()
 		// The compositor's message names a request or an object, never
 		// the text (which is only in the keymap and the key codes).
 		c.fail(fmt.Errorf("wayland: protocol error on object %d, code %d: %s", id, code, tool.Redact(msg, "")))
-	case obj == wlDisplayID && opcode == wlDisplayDeleteID:
-		id := a.uint()
-		if a.bad {
+	case obj == wlwire.DisplayID && opcode == wlwire.DisplayDeleteID:
+		id := a.Uint()
+		if a.Bad() {
 			return
 		}
 		c.mu.Lock()
@@ -478,16 +339,16 @@ func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 			c.freeIDs = append(c.freeIDs, id)
 		}
 		c.mu.Unlock()
-	case obj == c.registry && opcode == wlRegistryGlobal:
-		name, iface, version := a.uint(), a.str(), a.uint()
-		if a.bad {
+	case obj == c.registry && opcode == wlwire.RegistryGlobal:
+		name, iface, version := a.Uint(), a.Str(), a.Uint()
+		if a.Bad() {
 			return
 		}
 		c.mu.Lock()
 		c.globals[name] = wlGlobal{iface: iface, version: version}
 		c.mu.Unlock()
-	case obj == c.registry && opcode == wlRegistryGlobalRemove:
-		name := a.uint()
+	case obj == c.registry && opcode == wlwire.RegistryGlobalRemove:
+		name := a.Uint()
 		c.mu.Lock()
 		delete(c.globals, name)
 		iface, watched := c.watched[name]
@@ -495,7 +356,7 @@ func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 		if watched {
 			c.fail(fmt.Errorf("%w: the compositor removed its %s", errWlGone, iface))
 		}
-	case opcode == wlCallbackDone:
+	case opcode == wlwire.CallbackDone:
 		c.mu.Lock()
 		ch, ok := c.callbacks[obj]
 		delete(c.callbacks, obj)
@@ -511,16 +372,11 @@ func (c *wlclient) event(obj, opcode uint32, a *wlArgs) {
 func (c *wlclient) close() {
 	c.closed.Do(func() {
 		if c.keyboard != 0 && c.failed() == nil {
-			_ = c.write(newWlMsg(c.keyboard, zwpVirtualKeyboardDestroy))
+			_ = c.write(wlwire.NewMsg(c.keyboard, zwpVirtualKeyboardDestroy))
 		}
 		c.fail(fmt.Errorf("%w: closed", errWlGone))
 		_ = c.conn.Close()
 		<-c.done
-		c.mu.Lock()
-		for _, fd := range c.fds {
-			unix.Close(fd)
-		}
-		c.fds = nil
-		c.mu.Unlock()
+		c.r.Close()
 	})
 }

@@ -1,4 +1,4 @@
-package wayland
+package sway
 
 import (
 	"context"
@@ -35,9 +35,9 @@ func TestSwayTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := []string{"PATH=" + dir + ":/usr/bin:/bin", "WAYLAND_DISPLAY=w", "SWAYSOCK=/nonexistent"}
-		got, err := waylandFocus(context.Background(), tool.Call{Env: env})
-		if err != nil || got.focus != tt.want || got.appID != tt.app {
-			t.Errorf("waylandFocus = %+v, %v; want %v %q", got, err, tt.want, tt.app)
+		got, err := Focus(context.Background(), tool.Call{Env: env})
+		if err != nil || got.Focus != tt.want || got.AppID != tt.app {
+			t.Errorf("Focus = %+v, %v; want %v %q", got, err, tt.want, tt.app)
 		}
 	}
 }

@@ -1,21 +1,10 @@
-package portal
-
-import (
-	"errors"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-
-	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
-)
-
-// What the portal route knows of the compositor's keymap: the XKB keymap
-// in text format v1 that a Wayland compositor hands every client's
-// wl_keyboard (mutter and KWin: xkb_keymap_get_as_string of the person's
-// layouts), read for one thing: which characters a keysym sent through
-// NotifyKeyboardKeysym types.
+// Package xkb reads a compositor's keymap for the portal route: the XKB
+// keymap in text format v1 that a Wayland compositor hands every
+// client's wl_keyboard (mutter and KWin: xkb_keymap_get_as_string of the
+// person's layouts), read for one thing: which characters a keysym sent
+// through NotifyKeyboardKeysym types ([Keymap.Plan]). Its table is the
+// keysyms of X11/keysymdef.h that stand for one character (keysyms.go,
+// written by gen_keysyms.go).
 //
 // The portal's backend does not type a keysym itself: it looks for a
 // keycode of the keymap that has it, in the layout (XKB group) in use at
@@ -30,23 +19,35 @@ import (
 // is at the first or second level: plain or with Shift, the two levels
 // every backend presses right (the third, AltGr, mutter does; what every
 // KDE version does is not documented). Any other character is pasted (see
-// route.go).
+// package portal).
+package xkb
 
-// keymap is one parsed keymap: for each layout (group), the level of the
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/yazses/yazses/cmd/yaz-type/internal/backend"
+)
+
+// Keymap is one parsed keymap: for each layout (group), the level of the
 // first key that has each keysym.
-type keymap struct {
+type Keymap struct {
 	first []map[uint32]int // by group, then keysym
 }
 
 // Keysyms of keys that are not characters, which the paste chord needs.
 const (
-	ksShiftL   = 0xffe1
-	ksInsert   = 0xff63
-	ksControl  = 0xffe3
-	ksCapsLock = 0xffe5
+	ShiftL   = 0xffe1
+	Insert   = 0xff63
+	ControlL = 0xffe3
+	CapsLock = 0xffe5
 )
 
-var namedKeys = map[string]uint32{"Shift_L": ksShiftL, "Insert": ksInsert, "Control_L": ksControl, "Caps_Lock": ksCapsLock}
+var namedKeys = map[string]uint32{"Shift_L": ShiftL, "Insert": Insert, "Control_L": ControlL, "Caps_Lock": CapsLock}
 
 var (
 	tableOnce sync.Once
@@ -109,28 +110,28 @@ func candidates(r rune) []uint32 {
 
 // keysym is the keysym to send for r: one that every layout of the keymap
 // types at its first or second level. ok is false when there is none.
-func (m *keymap) keysym(r rune) (uint32, bool) {
+func (m *Keymap) keysym(r rune) (uint32, bool) {
 	if len(m.first) == 0 {
 		return 0, false
 	}
 	for _, ks := range candidates(r) {
-		if m.everywhere(ks, 1) {
+		if m.Everywhere(ks, 1) {
 			return ks, true
 		}
 	}
 	return 0, false
 }
 
-// everywhere reports whether every layout has ks on its first key at a
+// Everywhere reports whether every layout has ks on its first key at a
 // level of at most maxLevel (0-based), and Shift_L where that is 1.
-func (m *keymap) everywhere(ks uint32, maxLevel int) bool {
+func (m *Keymap) Everywhere(ks uint32, maxLevel int) bool {
 	for _, g := range m.first {
 		l, ok := g[ks]
 		if !ok || l > maxLevel {
 			return false
 		}
 		if l == 1 {
-			if _, ok := g[ksShiftL]; !ok {
+			if _, ok := g[ShiftL]; !ok {
 				return false
 			}
 		}
@@ -138,9 +139,9 @@ func (m *keymap) everywhere(ks uint32, maxLevel int) bool {
 	return true
 }
 
-// plan says how to type text: the keysym of each character, or ok false
+// Plan says how to type text: the keysym of each character, or ok false
 // when a character has none (the text is then pasted).
-func (m *keymap) plan(text string) (keysyms []uint32, ok bool) {
+func (m *Keymap) Plan(text string) (keysyms []uint32, ok bool) {
 	for _, r := range text {
 		ks, found := m.keysym(r)
 		if !found {
@@ -154,12 +155,12 @@ func (m *keymap) plan(text string) (keysyms []uint32, ok bool) {
 // errKeymap: a keymap text this parser cannot read.
 var errKeymap = errors.New("unreadable XKB keymap")
 
-// parseKeymap reads the xkb_keycodes and xkb_symbols sections of a keymap
+// Parse reads the xkb_keycodes and xkb_symbols sections of a keymap
 // in text format v1 (as xkb_keymap_get_as_string writes it), in order:
 // the keycode of each key name ([keycodes.read]), the keysyms of each key
 // that has one ([keycodes.symbols]), and then for each layout the level
 // of the first key of each keysym ([firstLevels]).
-func parseKeymap(text string) (*keymap, error) {
+func Parse(text string) (*Keymap, error) {
 	toks := lexXKB(text)
 	codes := keycodes{byName: map[string]int{}, aliases: map[string]string{}}
 	var keys []symKey
@@ -243,9 +244,9 @@ func (c keycodes) symbols(sec []string) (keys []symKey, groups int) {
 
 // firstLevels is the keymap of keys with groups layouts: in each, the
 // level of the first key (lowest keycode first) that has each keysym.
-func firstLevels(keys []symKey, groups int) *keymap {
+func firstLevels(keys []symKey, groups int) *Keymap {
 	slices.SortStableFunc(keys, func(a, b symKey) int { return a.code - b.code })
-	m := &keymap{first: make([]map[uint32]int, groups)}
+	m := &Keymap{first: make([]map[uint32]int, groups)}
 	for g := range m.first {
 		m.first[g] = firstLevelsOf(keys, g)
 	}
