@@ -69,6 +69,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/mic"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
@@ -208,10 +209,10 @@ type Daemon struct {
 	gate   *child.Gate
 	speak  *child.Speaker
 	decode *child.Decoder
-	mic    *child.Mic
+	mic    *mic.Mic
 	// vad is the Silero detector child; nil when [vad] chose the energy
 	// detector at start.
-	vad *child.VAD
+	vad *mic.VAD
 	// detect begins the uses of the voice detector: on vad while it is up
 	// and free, else on the energy detector.
 	detect *detect.Source
@@ -328,7 +329,7 @@ func New(opt Options) (*Daemon, error) {
 		capArgv = append(capArgv, "--device", cfg.Capture.Device)
 	}
 	always := cfg.Capture.Mode == config.CaptureAlways
-	d.mic = child.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond), d.log)
+	d.mic = mic.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond), d.log)
 	d.mic.OnStart(d.childStarted("capture"))
 
 	boot := []string{"gate", "speak", "decode"}
@@ -344,13 +345,13 @@ func New(opt Options) (*Daemon, error) {
 			return nil, err
 		}
 		vadArgv = append(slices.Clone(vadArgv), "--vad", config.VADSilero, "--vad-model", cfg.VAD.Model)
-		d.vad = child.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
+		d.vad = mic.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
 		d.vad.OnStart(d.childStarted("vad"))
 		boot = append(boot, "vad")
 		order = append(order, "vad")
 		binaries["vad"] = vadArgv[0]
 	}
-	var vadChild detect.Child // nil, not a nil *child.VAD: energy only
+	var vadChild detect.Child // nil, not a nil *mic.VAD: energy only
 	if d.vad != nil {
 		vadChild = d.vad
 	}

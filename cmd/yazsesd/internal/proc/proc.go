@@ -1,4 +1,10 @@
-package child
+// Package proc is what each of yazsesd's child ends is built on (the
+// ends in packages child and mic): Process, the supervised child with its
+// state shown as channels rather than as flags to poll (Changed, Down)
+// and the goroutines the end starts for it, which Run waits for; Level, a
+// condition others wait for (a child up, or down for good); and Group,
+// the goroutines an end owns.
+package proc
 
 import (
 	"context"
@@ -9,70 +15,79 @@ import (
 	"github.com/yazses/yazses/lib/bcast"
 )
 
-// process is what every child end has: the supervised process, its state
-// as channels, and the goroutines the end starts for it (the readers of
-// its pipes, the writer of a decoder's turn), which Run waits for.
-type process struct {
+// Process is what every child end has: the supervised process, its state
+// as channels, and the goroutines the end starts for it. An end embeds
+// it and calls Init once, in its constructor.
+type Process struct {
 	c *supervise.Child
 
 	changed bcast.Signal // at every change of state
 
 	downMu sync.Mutex
-	down   level // while the child is down for good (State.Down)
+	down   Level // while the child is down for good (State.Down)
 
-	goroutines group
+	// Goroutines are the goroutines the end starts for its child (the
+	// readers of its pipes, the writer of a decoder's turn): Run waits
+	// for them.
+	Goroutines Group
 }
 
-func (p *process) init(spec supervise.Spec, log *slog.Logger) {
+// Init sets the supervision of the child run as spec up.
+func (p *Process) Init(spec supervise.Spec, log *slog.Logger) {
 	p.c = supervise.New(spec, log)
 	p.c.OnState(p.set)
 }
 
-func (p *process) set(st supervise.Status) {
+func (p *Process) set(st supervise.Status) {
 	p.downMu.Lock()
-	p.down.set(st.State.Down())
+	p.down.Set(st.State.Down())
 	p.downMu.Unlock()
 	p.changed.Broadcast()
 }
 
 // Status is a snapshot of the supervised child.
-func (p *process) Status() supervise.Status { return p.c.Status() }
+func (p *Process) Status() supervise.Status { return p.c.Status() }
 
 // Changed returns a channel closed at the next change of the child's
-// state (starting, running, backoff, stopped, crashloop, exited).
-func (p *process) Changed() <-chan struct{} { return p.changed.C() }
+// state (starting, running, backoff, stopped, crashloop, exited), or of
+// the end's own (Changes).
+func (p *Process) Changed() <-chan struct{} { return p.changed.C() }
+
+// Changes is the signal behind Changed: the end broadcasts on it when a
+// state of its own changes (the typing child ready with new settings).
+func (p *Process) Changes() *bcast.Signal { return &p.changed }
 
 // Down returns a channel that is closed while the child is down for good
 // as far as its supervisor knows (supervise.State.Down: exited 125, crash
 // loop, or stopped); a new start makes a new one.
-func (p *process) Down() <-chan struct{} {
+func (p *Process) Down() <-chan struct{} {
 	p.downMu.Lock()
 	defer p.downMu.Unlock()
 	return p.down.C()
 }
 
 // OnState adds a hook for every change of state (supervise.Child.OnState).
-func (p *process) OnState(f func(supervise.Status)) { p.c.OnState(f) }
+func (p *Process) OnState(f func(supervise.Status)) { p.c.OnState(f) }
 
 // OnStart adds a hook for every start (supervise.Child.OnStart).
-func (p *process) OnStart(f func(pid, restart int)) { p.c.OnStart(f) }
+func (p *Process) OnStart(f func(pid, restart int)) { p.c.OnStart(f) }
 
 // Restart kills the running child so that it starts again at once.
-func (p *process) Restart() { p.c.Restart() }
+func (p *Process) Restart() { p.c.Restart() }
 
 // Run supervises the child until ctx ends (supervise.Child.Run), then
 // waits for the goroutines the end started for it: they end with the
 // child's pipes.
-func (p *process) Run(ctx context.Context) error {
+func (p *Process) Run(ctx context.Context) error {
 	err := p.c.Run(ctx)
-	p.goroutines.Wait()
+	p.Goroutines.Wait()
 	return err
 }
 
-// level is a condition that others wait for (the child is up, or down for
+// Level is a condition that others wait for (the child is up, or down for
 // good): C returns a channel closed while it holds. Its owner guards it
 // with a lock of its own.
-type level struct {
+type Level struct {
 	on  bool
 	sig bcast.Signal // at every change from off to on
 }
@@ -80,7 +95,8 @@ type level struct {
 // closedChan is what C returns while the condition holds.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (l *level) set(on bool) {
+// Set says whether the condition holds.
+func (l *Level) Set(on bool) {
 	if on && !l.on {
 		l.sig.Broadcast()
 	}
@@ -89,25 +105,25 @@ func (l *level) set(on bool) {
 
 // C returns a channel closed while the condition holds: at once when it
 // does, else at its next change to on.
-func (l *level) C() <-chan struct{} {
+func (l *Level) C() <-chan struct{} {
 	if l.on {
 		return closedChan
 	}
 	return l.sig.C()
 }
 
-// group owns goroutines: Wait returns once every one started with Go has
+// Group owns goroutines: Wait returns once every one started with Go has
 // ended, and unlike a sync.WaitGroup it may be waited for while more are
 // started (a decode that begins as the daemon stops): Wait then waits for
 // them too.
-type group struct {
+type Group struct {
 	mu   sync.Mutex
 	n    int
 	idle bcast.Signal // when n drops to 0
 }
 
 // Go runs f on a goroutine that Wait waits for.
-func (g *group) Go(f func()) {
+func (g *Group) Go(f func()) {
 	g.mu.Lock()
 	g.n++
 	g.mu.Unlock()
@@ -117,7 +133,7 @@ func (g *group) Go(f func()) {
 	}()
 }
 
-func (g *group) done() {
+func (g *Group) done() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.n--; g.n == 0 {
@@ -126,7 +142,7 @@ func (g *group) done() {
 }
 
 // Wait waits until no goroutine of the group runs.
-func (g *group) Wait() {
+func (g *Group) Wait() {
 	for {
 		idle := g.idle.C()
 		g.mu.Lock()
