@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/lib/devices"
 	"github.com/yazses/yazses/lib/frame"
 )
@@ -19,12 +20,12 @@ import (
 // aside), as the daemon and scripts see them.
 func TestCommandsRunAsOldFlags(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
+	model := decodetest.MiniModel(t, dir)
 	var frames bytes.Buffer
 	w := frame.NewWriter(&frames)
-	w.Audio(speech(2 * time.Second))
+	w.Audio(decodetest.Speech(2 * time.Second))
 	w.End()
-	w.Audio(silence(time.Second))
+	w.Audio(decodetest.Silence(time.Second))
 	w.End()
 	served := func(stdout string) []map[string]any {
 		var out []map[string]any

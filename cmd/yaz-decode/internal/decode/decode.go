@@ -1,6 +1,10 @@
-// Package decode is the yaz-decode command: files and streams (the default
-// command), serve and vad-stream (yazsesd's children) and devices, around
-// an asr.Model.
+// Package decode is yaz-decode's command tree (kong): files and streams
+// (the default command), serve and vad-stream (yazsesd's children) and
+// devices, each with only its own flags, the old mode flags rewritten
+// into them (oldflags.go). A command checks its flags, loads the model on
+// its device (device.go) and the voice detector (package voice), and
+// hands them to its mode's package: files, stream, serve, vadstream.
+// Startup failures are reported as package startup says.
 package decode
 
 import (
@@ -18,10 +22,16 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/files"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/serve"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/startup"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/stream"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/vadstream"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/cli"
+	"github.com/yazses/yazses/lib/devices"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/modelfile"
-	"github.com/yazses/yazses/lib/vad"
 )
 
 const name = "yaz-decode"
@@ -199,14 +209,9 @@ func (d *DevicesCmd) Validate() error { return checkDevice(d.Device) }
 
 type duration = time.Duration
 
-// Recognizer is what the modes need of a model; a fake stands in for it in
-// unit tests.
-type Recognizer interface {
-	Transcribe(ctx context.Context, samples []float32, opt asr.Options) (asr.Result, error)
-}
-
-// settings are what a mode works with: the flags of its command (the
-// others at their zero values), and what the run finds out on the way.
+// settings are what a command works with: the flags of its command (the
+// others at their zero values), and what the run finds out on the way;
+// its mode gets them as its package's Config.
 type settings struct {
 	Files []string
 	DecodeFlags
@@ -218,12 +223,12 @@ type settings struct {
 	MaxDuration duration
 	cli.Logging
 
-	framed   bool       // serve mode: frames on stdin
-	audioCtx int        // --audio-ctx as asr.Options takes it
-	lang     string     // the language the model decodes for --language ("auto": detected)
-	det      *detector  // the voice-activity detector (vad.go); nil: energy
-	dev      asr.Device // where the model loaded (serve says so on its readiness line)
-	devNotes []string   // why a GPU backend installed is not available (asr.Notes; the readiness line too)
+	framed   bool            // serve mode: frames on stdin
+	audioCtx int             // --audio-ctx as asr.Options takes it
+	lang     string          // the language the model decodes for --language ("auto": detected)
+	det      *voice.Detector // the voice-activity detector; nil: none needed
+	dev      asr.Device      // where the model loaded (serve says so on its readiness line)
+	devNotes []string        // why a GPU backend installed is not available (asr.Notes; the readiness line too)
 	// devWarning: the device is not what --device meant (asr.SelectDeviceFor; the readiness line too)
 	devWarning string
 	// promptUnused, when set, is called for a prompt the engine has no use
@@ -273,8 +278,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return cli.Report(name, stderr, fmt.Errorf("no command selected (%q)", k.Command()))
 	}
 	log := c.Logger(stderr)
-	underSupervisor := supervised(cmd.supervised())
-	return exit(log, stderr, underSupervisor, cmd.model(), cmd.Run(&env{ctx: ctx, log: log, stdin: stdin, stdout: stdout, stderr: stderr, logs: c.Logging}))
+	underSupervisor := startup.Supervised(cmd.supervised())
+	return startup.Exit(name, log, stderr, underSupervisor, cmd.model(), cmd.Run(&env{ctx: ctx, log: log, stdin: stdin, stdout: stdout, stderr: stderr, logs: c.Logging}))
 }
 
 func (*DecodeCmd) supervised() bool    { return false }
@@ -311,12 +316,15 @@ func (d *DecodeCmd) Run(e *env) error {
 	defer m.Close()
 	defer c.det.Close()
 	if len(c.Files) == 0 {
-		return c.stream(e.ctx, e.log, m, e.stdin, e.stdout)
+		s := stream.Config{Options: c.options(), JSON: c.JSON, Detector: c.det, VAD: c.vadConfig()}
+		return s.Run(e.ctx, e.log, m, e.stdin, e.stdout)
 	}
 	if err := c.makeOutputDir(); err != nil {
 		return err
 	}
-	return c.files(e.ctx, e.log, m, e.stdout, e.stderr)
+	f := files.Config{Files: c.Files, Output: c.Output, OutputDir: c.OutputDir, Progress: c.Progress, MaxDuration: c.MaxDuration,
+		Options: c.options(), Lang: c.lang, VADGate: c.VADGate, Detector: c.det, VAD: c.vadConfig()}
+	return f.Run(e.ctx, e.log, m, e.stdout, e.stderr)
 }
 
 // Run serves framed utterances with the model resident.
@@ -328,14 +336,17 @@ func (s *ServeCmd) Run(e *env) error {
 	}
 	defer m.Close()
 	defer c.det.Close()
-	return c.serve(e.ctx, e.log, m, e.stdin, e.stdout)
+	sc := serve.Config{Options: c.options(), VADGate: c.VADGate, Detector: c.det, VAD: c.vadConfig(),
+		Ready: devices.Ready{Device: info(c.dev), Notes: c.devNotes, Warning: c.devWarning}, PromptUnused: c.promptUnused}
+	return sc.Run(e.ctx, e.log, m, e.stdin, e.stdout)
 }
 
 // Run answers Silero's probabilities for framed audio.
 func (v *VADStreamCmd) Run(e *env) error {
 	c := &settings{VADFlags: v.VADFlags, Logging: e.logs}
-	asr.NoGPU()                                         // Silero runs on the CPU: no Vulkan driver started for it
-	return c.vadStream(e.ctx, e.log, e.stdin, e.stdout) // vadstream.go: no whisper model
+	asr.NoGPU() // Silero runs on the CPU: no Vulkan driver started for it
+	// No whisper model: Silero's alone.
+	return vadstream.Run(e.ctx, e.log, c.vadConfig(), e.stdin, e.stdout)
 }
 
 // Run lists the devices.
@@ -345,13 +356,15 @@ func (d *DevicesCmd) Run(e *env) error {
 
 // load checks and loads the model on its device, checks the language,
 // and opens the voice detector (which the caller closes with the model).
+// A mode that needs none (files or serve with --no-vad-gate) gets none
+// (nil); a stream on stdin always has one.
 func (c *settings) load(log *slog.Logger) (*asr.Model, error) {
 	c.audioCtx, _ = audioCtx(c.AudioCtx) // checked by Validate
 	if c.Language != "en" && c.Language != "" {
 		log.Debug("language requested", "language", c.Language)
 	}
 	start := time.Now()
-	if err := checkModel(c.Model); err != nil { // cause.go: before whisper.cpp sees the file
+	if err := startup.CheckModel(c.Model); err != nil { // before whisper.cpp sees the file
 		return nil, err
 	}
 	dev, err := c.device(log) // device.go
@@ -377,7 +390,11 @@ func (c *settings) load(log *slog.Logger) (*asr.Model, error) {
 	}
 	c.warnUnsupported(log, m.Features())
 	log.Debug("model loaded", "ms", time.Since(start).Milliseconds(), "engine", m.Engine(), "multilingual", m.Multilingual())
-	if c.det, err = c.openDetector(log); err != nil { // vad.go
+	live := len(c.Files) == 0 && !c.framed
+	if !live && !c.VADGate {
+		return m, nil
+	}
+	if c.det, err = voice.Open(log, c.vadConfig(), live); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -396,11 +413,10 @@ func (c *settings) options() asr.Options {
 	}
 }
 
-func (c *settings) vadConfig() vad.Config {
-	v := vad.DefaultConfig()
-	v.MinSpeech = c.MinSpeech
-	v.MinSilence = c.MinSilence
-	return v
+// vadConfig is the voice detector's settings.
+func (c *settings) vadConfig() voice.Config {
+	return voice.Config{VAD: c.VAD, Model: c.VADModel, Threshold: c.VADThreshold,
+		MinSpeech: c.MinSpeech, MinSilence: c.MinSilence, Verbose: c.Debug()}
 }
 
 // warnUnsupported says, once each, which settings given differ from their

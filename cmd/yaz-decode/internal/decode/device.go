@@ -11,12 +11,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/startup"
 	"github.com/yazses/yazses/lib/devices"
 )
-
-// causeDeviceMissing: --device gpu or gpu:N and no such device (contract 2:
-// a restart cannot make one appear).
-const causeDeviceMissing = "device_missing"
 
 // listDevices prints every device ggml finds, one a line under a header:
 // the index --device gpu:N takes, the backend, ggml's name, the kind
@@ -93,7 +90,7 @@ func listDevices(log *slog.Logger, w io.Writer, model, device string, asJSON boo
 // it: contract 2's device_missing under a supervisor.
 func deviceError(err error) error {
 	if errors.Is(err, asr.ErrNoDevice) {
-		return &startupError{cause: causeDeviceMissing, msg: err.Error(), err: err}
+		return &startup.Error{Cause: startup.DeviceMissing, Msg: err.Error(), Err: err}
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/devices"
 )
@@ -20,8 +21,8 @@ import (
 // every build, before any audio is read.
 func TestDeviceErrors(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(time.Second))
 	for _, tc := range []struct {
 		device string
 		code   int
@@ -89,7 +90,7 @@ func TestListDevicesJSON(t *testing.T) {
 // readiness line which device its model loaded on (yazsesd status shows
 // it), as one JSON object before the newline.
 func TestServeReadyNamesDevice(t *testing.T) {
-	ready := serveReady(t, "-m", miniModel(t, t.TempDir()), "-t", "2", "--device", "cpu")
+	ready := serveReady(t, "-m", decodetest.MiniModel(t, t.TempDir()), "-t", "2", "--device", "cpu")
 	if d := ready.Device; d.Name != "CPU" || d.Backend != "CPU" || d.Kind != "cpu" || ready.Warning != "" {
 		t.Errorf("readiness line %+v: want the CPU, no warning", ready)
 	}

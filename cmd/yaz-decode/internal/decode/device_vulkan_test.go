@@ -4,10 +4,7 @@ package decode
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/devices"
 	"github.com/yazses/yazses/lib/frame"
@@ -46,18 +41,6 @@ func TestListDevicesVulkan(t *testing.T) {
 	}
 }
 
-// lavapipeSpec is the --device that names lavapipe: gpu:N, its index.
-func lavapipeSpec(t *testing.T) string {
-	t.Helper()
-	for _, d := range asr.Devices() {
-		if d.Backend == "Vulkan" && d.Kind == asr.KindSoftware {
-			return fmt.Sprintf("gpu:%d", d.Index)
-		}
-	}
-	t.Fatalf("no software Vulkan device in %+v (is mesa-vulkan-drivers installed?)", asr.Devices())
-	return ""
-}
-
 // TestGPUMeansHardware: --device gpu takes a hardware GPU, never a
 // software device (lavapipe, slower than the CPU): with none, as here, it
 // decodes on the CPU with a WARN line that says so, in devices' list (a
@@ -66,8 +49,8 @@ func lavapipeSpec(t *testing.T) string {
 // that it is slower than the CPU.
 func TestGPUMeansHardware(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
 	const noGPU = "--device gpu: no hardware GPU found: decoding on the CPU"
 
 	stdout, stderr, code := runMain(nil, "devices", "--device", "gpu")
@@ -86,7 +69,7 @@ func TestGPUMeansHardware(t *testing.T) {
 		t.Errorf("--device gpu: exit %d, stdout %q, stderr %q; want a transcript decoded on the CPU and a WARN line", code, stdout, stderr)
 	}
 
-	lp := lavapipeSpec(t)
+	lp := decodetest.LavapipeSpec(t)
 	stdout, stderr, code = runMain(nil, "-m", model, "-t", "2", "--device", lp, wav)
 	if code != 0 || strings.TrimSpace(stdout) == "" || !strings.Contains(stderr, "decoding on Vulkan") ||
 		!strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "is a software device: it runs on the CPU and decodes slower than the CPU itself") {
@@ -106,13 +89,13 @@ func TestGPUMeansHardware(t *testing.T) {
 // twice gives the same text; auto keeps the CPU (no such line).
 func TestDecodeOnVulkan(t *testing.T) {
 	dir := t.TempDir()
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(3*time.Second))
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(3*time.Second))
 	var frames bytes.Buffer
 	w := frame.NewWriter(&frames)
-	w.Audio(speech(3 * time.Second))
+	w.Audio(decodetest.Speech(3 * time.Second))
 	w.End()
-	lp := lavapipeSpec(t)
-	for _, model := range []string{miniModel(t, dir), parakeetModel(t, dir, "ggml-parakeet-mini.bin")} {
+	lp := decodetest.LavapipeSpec(t)
+	for _, model := range []string{decodetest.MiniModel(t, dir), parakeetModel(t, dir, "ggml-parakeet-mini.bin")} {
 		t.Run(filepath.Base(model), func(t *testing.T) {
 			for _, mode := range []struct {
 				name  string
@@ -120,7 +103,7 @@ func TestDecodeOnVulkan(t *testing.T) {
 				stdin []byte
 			}{
 				{"files", []string{wav}, nil},
-				{"stream", []string{"--json"}, pcm.Encode(nil, speech(3*time.Second))},
+				{"stream", []string{"--json"}, pcm.Encode(nil, decodetest.Speech(3*time.Second))},
 				{"serve", []string{"--serve"}, frames.Bytes()},
 			} {
 				args := append([]string{"-m", model, "-t", "2", "--device", lp}, mode.args...)
@@ -159,8 +142,8 @@ func TestNoVulkanDriver(t *testing.T) {
 		os.Exit(Main(t.Context(), strings.Fields(os.Getenv("YAZ_DECODE_VK_ARGS")), os.Stdin, os.Stdout, os.Stderr))
 	}
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
 	run := func(args string) (string, string, int) {
 		cmd := exec.CommandContext(testwait.Context(t), os.Args[0], "-test.run=^TestNoVulkanDriver$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "YAZ_DECODE_VK_CHILD=1", "VK_ICD_FILENAMES=/nonexistent", "YAZ_DECODE_VK_ARGS="+args)
@@ -188,86 +171,4 @@ func TestNoVulkanDriver(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) == "" || warned != 1 {
 		t.Errorf("--device gpu with no Vulkan driver: exit %d, stdout %q, stderr %q; want a transcript and one WARN line saying it decodes on the CPU", code, out, stderr)
 	}
-}
-
-// TestServeAbandonOnVulkan: an Abandon frame for an utterance that whisper
-// is decoding on the Vulkan device stops it there: sent once its second
-// 30 s window has begun (the first ran on the device), the decode returns
-// the cancellation, seen by the abort check inside the device's graphs
-// (yaz.c), the one result says abandoned, and the next utterance decodes
-// as it did before. (Parakeet's cancel on the device: asr's
-// TestVulkanCancel; an Abandon is the same cancellation.)
-func TestServeAbandonOnVulkan(t *testing.T) {
-	dev, err := asr.SelectDevice(lavapipeSpec(t))
-	if err != nil || dev.Backend != "Vulkan" {
-		t.Fatalf("SelectDevice(gpu:N) = %+v, %v: want lavapipe (is mesa-vulkan-drivers installed?)", dev, err)
-	}
-	m, err := asr.LoadOn(miniModel(t, t.TempDir()), dev, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	w := &windows{inner: m, second: make(chan struct{}, 1), errs: make(chan error, 4)}
-	c := newCLI()
-	c.Threads = 2
-	c.NoSpeechThreshold = 1
-	s := startServe(t, c, w)
-	short := speech(3 * time.Second)
-
-	s.utterance(short)
-	first := s.next()
-	if first.Error != "" || len(first.Segments) == 0 {
-		t.Fatalf("short utterance on %s = %+v, want segments", dev.Name, first)
-	}
-	if err := testwait.Recv(t, w.errs, "the short utterance's decode"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-w.second:
-		t.Fatal("the 3 s utterance had a second window: the long one's would not be told apart")
-	default:
-	}
-	s.utterance(speech(45 * time.Second))
-	testwait.Recv(t, w.second, "the long utterance's second window")
-	s.abandon()
-	if r := s.next(); r.Utt != 2 || r.Error != frame.ErrorAbandoned {
-		t.Errorf("abandoned long utterance = %+v, want utt 2 abandoned", r)
-	}
-	if err := testwait.Recv(t, w.errs, "the long utterance's decode"); !errors.Is(err, context.Canceled) {
-		t.Errorf("the abandoned decode returned %v, want the cancellation (whisper stopped on %s)", err, dev.Name)
-	}
-	s.utterance(short)
-	again := s.next()
-	if again.Utt != 3 || again.Error != "" {
-		t.Fatalf("utterance after the abandon = %+v", again)
-	}
-	if diff := cmp.Diff(first.Segments, again.Segments); diff != "" {
-		t.Errorf("the short utterance after an abandon on %s differs from the first time (-first +now):\n%s", dev.Name, diff)
-	}
-	s.close()
-}
-
-// windows passes decodes to inner, says when one reaches its second 30 s
-// window, and hands on what each decode returned.
-type windows struct {
-	inner  Recognizer
-	second chan struct{}
-	errs   chan error
-}
-
-func (w *windows) Transcribe(ctx context.Context, s []float32, opt asr.Options) (asr.Result, error) {
-	calls := 0
-	opt.Progress = func(p int) {
-		// Progress comes at the top of each window, and once more at 100
-		// after the last one: a window begins below 100.
-		if p >= 100 {
-			return
-		}
-		if calls++; calls == 2 {
-			w.second <- struct{}{}
-		}
-	}
-	r, err := w.inner.Transcribe(ctx, s, opt)
-	w.errs <- err
-	return r, err
 }

@@ -12,31 +12,11 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
-	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
-
-// miniModel writes the generated mini model (English-only) into dir.
-func miniModel(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "ggml-mini.bin")
-	if err := testmodel.WriteFile(p, testmodel.Mini, 1); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// writeWAV writes samples as a 16 kHz mono WAV file.
-func writeWAV(t *testing.T, path string, samples []int16) string {
-	t.Helper()
-	data := append(pcm.WAVHeader(int64(2*len(samples))), pcm.Encode(nil, samples)...)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func runMain(stdin []byte, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
@@ -50,11 +30,11 @@ func runMain(stdin []byte, args ...string) (stdout, stderr string, code int) {
 // asked for.
 func TestLanguageRefused(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
 	var frames bytes.Buffer
 	w := frame.NewWriter(&frames)
-	w.Audio(speech(2 * time.Second))
+	w.Audio(decodetest.Speech(2 * time.Second))
 	w.End()
 	for _, mode := range []struct {
 		name  string
@@ -62,7 +42,7 @@ func TestLanguageRefused(t *testing.T) {
 		stdin []byte
 	}{
 		{"files", []string{"-o", "json", wav}, nil},
-		{"stream", []string{"--json"}, pcm.Encode(nil, speech(2*time.Second))},
+		{"stream", []string{"--json"}, pcm.Encode(nil, decodetest.Speech(2*time.Second))},
 		{"serve", []string{"--serve"}, frames.Bytes()},
 	} {
 		for _, lang := range []string{"de", "fr", "german", "xx"} {
@@ -107,9 +87,9 @@ func TestLanguageRefused(t *testing.T) {
 // a path that exists and is not a folder is named precisely.
 func TestOutputDir(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	a := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
-	b := writeWAV(t, filepath.Join(dir, "b.wav"), speech(3*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	a := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
+	b := decodetest.WriteWAV(t, filepath.Join(dir, "b.wav"), decodetest.Speech(3*time.Second))
 
 	out := filepath.Join(dir, "subs", "2024")
 	stdout, stderr, code := runMain(nil, "-m", model, "-t", "2", "-o", "srt", "--output-dir", out, a, b)
@@ -134,7 +114,7 @@ func TestOutputDir(t *testing.T) {
 		}
 	}
 
-	file := writeWAV(t, filepath.Join(dir, "taken"), nil)
+	file := decodetest.WriteWAV(t, filepath.Join(dir, "taken"), nil)
 	for _, tc := range []struct {
 		path, want string
 	}{
@@ -151,60 +131,13 @@ func TestOutputDir(t *testing.T) {
 	}
 }
 
-// TestFileHeaders: several files printed as text on stdout get a header
-// line each, as head(1) prints them, with a blank line between files; one
-// file gets none, nor does a file with no speech (silence prints nothing);
-// JSON lines carry the file name instead.
-func TestFileHeaders(t *testing.T) {
-	dir := t.TempDir()
-	a := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
-	b := writeWAV(t, filepath.Join(dir, "b.wav"), speech(3*time.Second))
-	quiet := writeWAV(t, filepath.Join(dir, "quiet.wav"), silence(2*time.Second))
-	missing := filepath.Join(dir, "missing.wav")
-	for _, tc := range []struct {
-		name   string
-		files  []string
-		output string
-		want   string
-	}{
-		{"one file", []string{a}, "txt", "2s\n"},
-		{"two files", []string{a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
-		{"a silent file prints nothing", []string{a, quiet, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
-		{"silence alone prints nothing", []string{quiet, quiet}, "txt", ""},
-		{"a failed file has none", []string{missing, a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCLI()
-			c.Files = tc.files
-			c.Output = tc.output
-			c.MaxDuration = time.Hour
-			var out, errb bytes.Buffer
-			c.files(context.Background(), discard, &fakeRecognizer{}, &out, &errb)
-			if got := out.String(); got != tc.want {
-				t.Errorf("stdout = %q\nwant     %q", out.String(), tc.want)
-			}
-		})
-	}
-	c := newCLI()
-	c.Files = []string{a, b}
-	c.Output = "json"
-	c.MaxDuration = time.Hour
-	var out bytes.Buffer
-	if err := c.files(context.Background(), discard, &fakeRecognizer{}, &out, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String(), "==>") || strings.Count(out.String(), "\n") != 2 {
-		t.Errorf("JSON of two files = %q, want two JSON lines without headers", out.String())
-	}
-}
-
 // TestStartupErrorsWrapCauses: the errors that end yaz-decode before it
 // decodes anything wrap asr's sentinels, so a supervisor hook can tell a
 // missing model, a file that is not a model and an unsupported language
 // apart.
 func TestStartupErrorsWrapCauses(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
+	model := decodetest.MiniModel(t, dir)
 	junk := filepath.Join(dir, "junk.bin")
 	if err := os.WriteFile(junk, []byte("not a model"), 0o644); err != nil {
 		t.Fatal(err)
@@ -243,8 +176,8 @@ func TestStartupErrorsWrapCauses(t *testing.T) {
 // anything on stdin but a Prompt frame is refused.
 func TestPromptStdin(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
 	const hint = "Kubernetes, YazSes, Grüße"
 	prompt := func(typ byte, text string) []byte {
 		var b bytes.Buffer
@@ -270,7 +203,7 @@ func TestPromptStdin(t *testing.T) {
 	if none, _, _ := runMain(nil, append(args, wav)...); none == byFrame {
 		t.Errorf("--prompt-stdin printed %q, as without a prompt: the prompt was not used", none)
 	}
-	for _, bad := range [][]byte{prompt(frame.Context, hint), pcm.Encode(nil, speech(time.Second)), {'P', 9, 0}} {
+	for _, bad := range [][]byte{prompt(frame.Context, hint), pcm.Encode(nil, decodetest.Speech(time.Second)), {'P', 9, 0}} {
 		stdout, stderr, code := runMain(bad, "-m", model, "--prompt-stdin", wav)
 		if code != 1 || stdout != "" || !strings.Contains(stderr, "--prompt-stdin") {
 			t.Errorf("stdin %.8q: exit %d, stdout %q, stderr %q; want exit 1 naming --prompt-stdin", bad, code, stdout, stderr)
@@ -283,7 +216,7 @@ func TestPromptStdin(t *testing.T) {
 // that is not WAV gets that advice.
 func TestEmptyFile(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
+	model := decodetest.MiniModel(t, dir)
 	empty := filepath.Join(dir, "empty.wav")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/stream"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/lib/frame"
@@ -34,7 +36,7 @@ func parakeetModel(t *testing.T, dir, name string) string {
 func TestParakeetModes(t *testing.T) {
 	dir := t.TempDir()
 	model := parakeetModel(t, dir, "ggml-parakeet-mini.bin")
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(4*time.Second))
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(4*time.Second))
 
 	stdout, stderr, code := runMain(nil, "-m", model, "-t", "2", "-o", "json", wav)
 	if code != 0 {
@@ -64,9 +66,9 @@ func TestParakeetModes(t *testing.T) {
 
 	// Stream: a pause splits two utterances, each printed on its own line.
 	var in []int16
-	in = append(in, speech(2*time.Second)...)
-	in = append(in, silence(2*time.Second)...)
-	in = append(in, speech(2*time.Second)...)
+	in = append(in, decodetest.Speech(2*time.Second)...)
+	in = append(in, decodetest.Silence(2*time.Second)...)
+	in = append(in, decodetest.Speech(2*time.Second)...)
 	stdout, stderr, code = runMain(pcm.Encode(nil, in), "-m", model, "-t", "2", "--json")
 	if code != 0 {
 		t.Fatalf("stream: exit %d: %s", code, stderr)
@@ -76,7 +78,7 @@ func TestParakeetModes(t *testing.T) {
 		t.Errorf("stream printed %d lines, want 2:\n%s", len(lines), stdout)
 	}
 	for _, l := range lines {
-		var sl StreamLine
+		var sl stream.StreamLine
 		if err := json.Unmarshal([]byte(l), &sl); err != nil || sl.Text == "" {
 			t.Errorf("stream line %q: %v", l, err)
 		}
@@ -85,7 +87,7 @@ func TestParakeetModes(t *testing.T) {
 	// --serve.
 	var frames bytes.Buffer
 	w := frame.NewWriter(&frames)
-	w.Audio(speech(3 * time.Second))
+	w.Audio(decodetest.Speech(3 * time.Second))
 	w.End()
 	stdout, stderr, code = runMain(frames.Bytes(), "--serve", "-m", model, "-t", "2")
 	if code != 0 {
@@ -106,7 +108,7 @@ func TestParakeetModes(t *testing.T) {
 func TestParakeetSettingsThatDoNotApply(t *testing.T) {
 	dir := t.TempDir()
 	model := parakeetModel(t, dir, "ggml-parakeet-mini.bin")
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(3*time.Second))
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(3*time.Second))
 	plain, _, code := runMain(nil, "-m", model, "-t", "2", wav)
 	if code != 0 || strings.TrimSpace(plain) == "" {
 		t.Fatalf("plain run: exit %d, stdout %q", code, plain)
@@ -169,7 +171,7 @@ func TestParakeetServePrompt(t *testing.T) {
 	w := frame.NewWriter(&frames)
 	for range 3 {
 		w.Prompt("Kubernetes")
-		w.Audio(speech(2 * time.Second))
+		w.Audio(decodetest.Speech(2 * time.Second))
 		w.End()
 	}
 	stdout, stderr, code := runMain(frames.Bytes(), "--serve", "-m", model, "-t", "2")
@@ -225,7 +227,7 @@ func TestParakeetBadFiles(t *testing.T) {
 			}
 		}
 	}
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(3*time.Second))
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(3*time.Second))
 	whisperNamedParakeet := filepath.Join(dir, "ggml-parakeet-tdt-0.6b-v3-f16-whisper.bin")
 	if err := testmodel.WriteFile(whisperNamedParakeet, testmodel.Mini, 1); err != nil {
 		t.Fatal(err)

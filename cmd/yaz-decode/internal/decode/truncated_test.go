@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/pcm"
 )
@@ -32,9 +33,9 @@ func cutWAV(t *testing.T, path string, samples []int16, declared time.Duration) 
 // in the middle of a frame too.
 func TestTruncatedFile(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	audio := append(speech(2*time.Second), append(silence(time.Second), speech(1500*time.Millisecond)...)...)
-	whole := writeWAV(t, filepath.Join(dir, "whole.wav"), audio)
+	model := decodetest.MiniModel(t, dir)
+	audio := append(decodetest.Speech(2*time.Second), append(decodetest.Silence(time.Second), decodetest.Speech(1500*time.Millisecond)...)...)
+	whole := decodetest.WriteWAV(t, filepath.Join(dir, "whole.wav"), audio)
 	cut := cutWAV(t, filepath.Join(dir, "cut.wav"), audio, 10*time.Second)
 	odd := filepath.Join(dir, "odd.wav")
 	b, err := os.ReadFile(cut)

@@ -6,19 +6,15 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/internal/testmodel"
 	"github.com/yazses/yazses/internal/testvad"
-	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
-	"github.com/yazses/yazses/lib/vad"
-	"github.com/yazses/yazses/lib/wav"
 )
 
 // sileroModel is the real Silero VAD model, from the tests' model cache
@@ -51,8 +47,8 @@ func records(t *testing.T, stderr string) []map[string]any {
 // loads the model; YAZ_VAD and YAZ_VAD_MODEL say the same as the flags.
 func TestVADSelection(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
-	wav := writeWAV(t, filepath.Join(dir, "a.wav"), speech(2*time.Second))
+	model := decodetest.MiniModel(t, dir)
+	wav := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
 	real := sileroModel(t)
 	missing := filepath.Join(dir, "models", "ggml-silero-v5.1.2.bin")
 	tests := []struct {
@@ -79,7 +75,7 @@ func TestVADSelection(t *testing.T) {
 				if mode == "files" {
 					args = append(args, wav)
 				} else {
-					stdin = pcmBytes(speech(2 * time.Second))
+					stdin = pcmBytes(decodetest.Speech(2 * time.Second))
 				}
 				_, stderr, code := runMain(stdin, args...)
 				if code != 0 {
@@ -115,7 +111,7 @@ func TestVADSelection(t *testing.T) {
 // but unusable is the same error, not a silent fallback.
 func TestVADModelUnusable(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
+	model := decodetest.MiniModel(t, dir)
 	real, err := os.ReadFile(sileroModel(t))
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +174,7 @@ func TestVADModelUnusable(t *testing.T) {
 			out.Reset()
 			errb.Reset()
 			code = Main(context.Background(), []string{"-m", model, "--vad", tt.vad, "--vad-model", tt.path},
-				bytes.NewReader(pcmBytes(speech(time.Second))), &out, &errb)
+				bytes.NewReader(pcmBytes(decodetest.Speech(time.Second))), &out, &errb)
 			if got := strings.TrimSpace(errb.String()); code != 1 || got != "yaz-decode: error: "+msg {
 				t.Errorf("stream mode: exit %d, stderr %q; want 1 and %q", code, got, "yaz-decode: error: "+msg)
 			}
@@ -190,94 +186,3 @@ func TestVADModelUnusable(t *testing.T) {
 }
 
 func pcmBytes(s []int16) []byte { return pcm.Encode(nil, s) }
-
-// jfkSamples is jfk.wav from the whisper.cpp Go bindings module, as s16.
-func jfkSamples(t testing.TB) []int16 {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go").Output()
-	if err != nil {
-		t.Fatalf("go list the whisper.cpp bindings: %v", err)
-	}
-	f, _, err := wav.ReadFile16k(filepath.Join(strings.TrimSpace(string(out)), "samples", "jfk.wav"), 60*pcm.SampleRate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pcm.FromFloat32(nil, f)
-}
-
-// TestServeSpeechCheckSilero: in serve mode Silero decides whether an
-// utterance holds speech. Steady noise that starts abruptly after digital
-// silence, which the energy rule takes for speech, is answered with an
-// empty result and never reaches whisper; speech (also under that noise)
-// is decoded.
-func TestServeSpeechCheckSilero(t *testing.T) {
-	m, err := silero.Load(sileroModel(t), silero.Options{Skip: silero.DigitalSilence})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 5))
-	noise := make([]int16, 7*pcm.SampleRate)
-	for i := range noise {
-		noise[i] = int16(rng.NormFloat64() * 1500) // about −27 dBFS
-	}
-	abrupt := append(silence(3*time.Second), noise...)
-	speech := jfkSamples(t)
-	noisy := append([]int16(nil), speech...)
-	for i := range noisy {
-		noisy[i] += noise[i%len(noise)] / 2
-	}
-	if !vad.HasSpeech(abrupt, newCLI().vadConfig()) {
-		t.Fatal("the energy rule finds no speech in the abrupt noise: this case no longer tells the detectors apart")
-	}
-	var in bytes.Buffer
-	w := frame.NewWriter(&in)
-	for _, u := range [][]int16{abrupt, speech, noisy} {
-		w.Audio(u)
-		w.End()
-	}
-	c := newCLI()
-	c.VADThreshold = 0.5
-	c.det = &detector{model: m}
-	defer c.det.Close()
-	f := &fakeRecognizer{}
-	var out bytes.Buffer
-	if err := c.serve(context.Background(), discard, f, &in, &out); err != nil {
-		t.Fatal(err)
-	}
-	var texts []string
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var r frame.Result
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		texts = append(texts, r.Text)
-	}
-	if len(texts) != 3 || texts[0] != "" || texts[1] == "" || texts[2] == "" {
-		t.Errorf("results %q, want no text for the noise and text for both speeches", texts)
-	}
-	if len(f.calls) != 2 {
-		t.Errorf("whisper ran %d times, want 2 (the speech only)", len(f.calls))
-	}
-}
-
-// TestVADParams: each mode's Silero settings, built from one base, are
-// those each mode had (resolved as whisper.cpp does, vadspan's String):
-// --vad-stream the threshold alone, streams --min-speech, --min-silence
-// and a 200 ms pad, files a 100 ms pad and 28 s spans.
-func TestVADParams(t *testing.T) {
-	c := &settings{}
-	c.VADThreshold, c.MinSpeech, c.MinSilence = 0.37, 120*time.Millisecond, 600*time.Millisecond
-	for _, tc := range []struct {
-		name string
-		got  string
-		want string
-	}{
-		{"vad-stream", c.vadParams().String(), "threshold 0.37/0.22, min speech 250ms, min silence 100ms, pad 30ms, max speech none"},
-		{"stream", c.streamParams().String(), "threshold 0.37/0.22, min speech 120ms, min silence 600ms, pad 200ms, max speech none"},
-		{"file", c.fileParams().String(), "threshold 0.37/0.22, min speech 250ms, min silence 100ms, pad 100ms, max speech 28s"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, tc.got, tc.want)
-		}
-	}
-}

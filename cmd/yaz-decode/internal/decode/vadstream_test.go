@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
@@ -150,9 +151,9 @@ func vadAudio(t *testing.T) map[string][]int16 {
 		noise[i] = int16(max(-32768, min(32767, rng.NormFloat64()*3300)))
 	}
 	return map[string][]int16{
-		"jfk":     jfkSamples(t),
+		"jfk":     decodetest.JFK(t),
 		"noise":   noise,
-		"silence": silence(3*time.Second + 5*time.Millisecond),
+		"silence": decodetest.Silence(3*time.Second + 5*time.Millisecond),
 	}
 }
 
@@ -242,7 +243,7 @@ func maxOf(p []float32) float32 {
 // ends the open use with its padded window and E line, exit 0.
 func TestVADStreamAnswersEachFrame(t *testing.T) {
 	c := startChild(t, "--vad-stream", "--vad-model", sileroModel(t))
-	jfk := jfkSamples(t)
+	jfk := decodetest.JFK(t)
 	next := func() vadwire.Record {
 		t.Helper()
 		rec, err := c.out.Next()
@@ -336,7 +337,7 @@ func TestVADStreamBadFrames(t *testing.T) {
 func TestVADStreamStartup(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "none", "ggml-silero-v5.1.2.bin")
-	whisper := miniModel(t, dir)
+	whisper := decodetest.MiniModel(t, dir)
 	for _, tt := range []struct {
 		name, vad, path, cause, says string
 	}{

@@ -3,17 +3,14 @@ package decode
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/internal/testwait"
 	"github.com/yazses/yazses/lib/frame"
 )
@@ -27,7 +24,7 @@ import (
 // utterance's decode included.
 func TestServeWarmsUpBeforeReady(t *testing.T) {
 	dir := t.TempDir()
-	model := miniModel(t, dir)
+	model := decodetest.MiniModel(t, dir)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +32,7 @@ func TestServeWarmsUpBeforeReady(t *testing.T) {
 	defer r.Close()
 	var in bytes.Buffer
 	fw := frame.NewWriter(&in)
-	fw.Audio(speech(time.Second))
+	fw.Audio(decodetest.Speech(time.Second))
 	fw.End()
 	frames := bytes.Clone(in.Bytes())
 	a, _ := json.Marshal([]string{"serve", "-m", model, "-t", "2", "--device", "cpu", "--no-vad-gate", "--vad", "energy",
@@ -105,39 +102,5 @@ func TestServeWarmsUpBeforeReady(t *testing.T) {
 	out, stderr, code := runMain(frames, "serve", "-m", model, "-t", "2", "--device", "cpu", "--no-vad-gate", "--vad", "energy")
 	if code != 0 || !strings.Contains(out, `"utt":1`) || strings.Contains(stderr, "warmed up") {
 		t.Errorf("serve without YAZ_READY_FD: exit %d, stdout %q, stderr %q; want the result and no warm-up", code, out, stderr)
-	}
-}
-
-// stuckWarmer is a model whose warm-up never ends on its own, or fails.
-type stuckWarmer struct {
-	fakeRecognizer
-	err error // nil: wait for the context
-}
-
-func (w *stuckWarmer) WarmUp(ctx context.Context, threads int) (time.Duration, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	<-ctx.Done()
-	return warmUpLimit, ctx.Err()
-}
-
-// TestWarmUpBounded: a warm-up that does not end is stopped at
-// warmUpLimit, and one that fails is a WARN line; either way serve goes
-// on to say it is ready (the first utterance pays instead).
-func TestWarmUpBounded(t *testing.T) {
-	for _, w := range []*stuckWarmer{{}, {err: errors.New("whisper_full failed")}} {
-		synctest.Test(t, func(t *testing.T) {
-			var logs bytes.Buffer
-			log := slog.New(slog.NewTextHandler(&logs, nil))
-			start := time.Now()
-			newCLI().warmUp(context.Background(), log, w)
-			if w.err == nil && time.Since(start) != warmUpLimit {
-				t.Errorf("the warm-up ended after %v, want %v", time.Since(start), warmUpLimit)
-			}
-			if !strings.Contains(logs.String(), "level=WARN msg=\"warm-up failed") {
-				t.Errorf("log %q: want a WARN line", logs.String())
-			}
-		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/rpc"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
@@ -54,20 +55,20 @@ func (d *Daemon) askHuman(ctx context.Context, q untrusted.Question, timeoutS in
 	if least := daemonapi.AskTimingOf(d.config()).MinTimeoutS(); timeoutS > 0 && timeoutS < least {
 		return daemonapi.AskResult{}, jsonrpc.Errorf(jsonrpc.InvalidParams, daemonapi.TimeoutTooShort, least)
 	}
-	h := &askHouse{d: d, peer: peerOf(ctx), start: time.Now()}
+	h := &askHouse{d: d, peer: rpc.PeerOf(ctx), start: time.Now()}
 	res := d.ask(ctx, h, q, timeoutS) // settles the slot
 	d.live.EndAsk(res.Result)         // the result only: the phase is the asked question's
 	d.live.RefreshBudget()
 	switch res.Result {
 	case daemonapi.Answered:
 		d.auditf(audit.Event{Kind: "ask.answered", Count: utf8.RuneCountInString(res.Answer),
-			PeerPID: h.peer.pid, PeerUID: h.peer.uid, Duration: time.Since(h.start)})
+			PeerPID: h.peer.PID, PeerUID: h.peer.UID, Duration: time.Since(h.start)})
 	case daemonapi.NoAnswer: // spoken: one line each, as ask.spoken
 		h.Audit("ask."+string(res.Result), res.Reason)
 	default: // never spoken: counted
 		_ = h.Tally("ask."+string(res.Result), res.Reason)
 	}
-	d.log.Info("ask_human", "result", res.Result, "reason", res.Reason, "peer_pid", h.peer.pid,
+	d.log.Info("ask_human", "result", res.Result, "reason", res.Reason, "peer_pid", h.peer.PID,
 		"duration_ms", time.Since(h.start).Milliseconds())
 	return res, nil
 }
@@ -123,7 +124,7 @@ func (d *Daemon) waitNoHold(ctx context.Context) bool {
 // askHouse is the daemon's side of one question (question.House).
 type askHouse struct {
 	d     *Daemon
-	peer  peer
+	peer  rpc.Peer
 	start time.Time
 	run   *askRun // set by Enter: this question is state.asking
 }
@@ -218,6 +219,6 @@ func (d *Daemon) cutWaiting() {
 }
 
 func (h *askHouse) event(kind, reason string) audit.Event {
-	return audit.Event{Kind: kind, Reason: reason, PeerPID: h.peer.pid, PeerUID: h.peer.uid,
+	return audit.Event{Kind: kind, Reason: reason, PeerPID: h.peer.PID, PeerUID: h.peer.UID,
 		Duration: time.Since(h.start)}
 }

@@ -3,16 +3,21 @@
 // JSON-RPC socket API of lib/daemonapi (hold.*, ask_human, status,
 // budget.status, last, audit, transcribe, watch) on yazsesd.sock, and
 // hold.* and status alone on control.sock beside it, on a server of their
-// own (rpc.go: registerControl), so that no number of clients on the main
-// socket keeps a press or a release out.
+// own (rpc.RegisterControl), so that no number of clients on the main
+// socket keeps a press or a release out. The method table is package rpc's;
+// rpc.go here is the daemon's side of it: the methods as rpc.Daemon, and
+// the status method.
 //
 // Where each job is:
 //
-//   - child: the ends of yaz-capture (Mic), yaz-decode serve (Decoder),
-//     yaz-speak --serve (Speaker), yaz-gate (Gate) and, when [vad] selects
-//     Silero, yaz-decode vad-stream (VAD): each owns its supervised
-//     process, makes its pipes afresh on every start and shows its state
-//     as channels. turn: the decoder's priority queue.
+//   - child: the ends of yaz-decode serve (Decoder), yaz-speak --serve
+//     (Speaker) and yaz-gate (Gate); mic: those of yaz-capture (Mic) and,
+//     when [vad] selects Silero, yaz-decode vad-stream (VAD): each owns
+//     its supervised process (a proc.Process), makes its pipes afresh on
+//     every start and shows its state as channels. turn: the decoder's
+//     priority queue.
+//   - rpc: the socket API's method table, each method's parameters
+//     checked, and the peer of a connection.
 //   - hold: one push-to-talk hold, one goroutine from the key to its text;
 //     dictation: its settings, the refusal while the decoder is down for
 //     good, and what its end comes to (typed or kept, audited, notified).
@@ -69,6 +74,8 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/livestate"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/marker"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/mic"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/rpc"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
@@ -208,10 +215,10 @@ type Daemon struct {
 	gate   *child.Gate
 	speak  *child.Speaker
 	decode *child.Decoder
-	mic    *child.Mic
+	mic    *mic.Mic
 	// vad is the Silero detector child; nil when [vad] chose the energy
 	// detector at start.
-	vad *child.VAD
+	vad *mic.VAD
 	// detect begins the uses of the voice detector: on vad while it is up
 	// and free, else on the energy detector.
 	detect *detect.Source
@@ -328,7 +335,7 @@ func New(opt Options) (*Daemon, error) {
 		capArgv = append(capArgv, "--device", cfg.Capture.Device)
 	}
 	always := cfg.Capture.Mode == config.CaptureAlways
-	d.mic = child.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond), d.log)
+	d.mic = mic.NewMic(supervise.Spec{Name: "capture", Argv: capArgv, Env: env}, always, pcm.Samples(time.Duration(cfg.Capture.PreRollMs)*time.Millisecond), d.log)
 	d.mic.OnStart(d.childStarted("capture"))
 
 	boot := []string{"gate", "speak", "decode"}
@@ -344,13 +351,13 @@ func New(opt Options) (*Daemon, error) {
 			return nil, err
 		}
 		vadArgv = append(slices.Clone(vadArgv), "--vad", config.VADSilero, "--vad-model", cfg.VAD.Model)
-		d.vad = child.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
+		d.vad = mic.NewVAD(supervise.Spec{Name: "vad", Argv: vadArgv, Env: env}, d.log)
 		d.vad.OnStart(d.childStarted("vad"))
 		boot = append(boot, "vad")
 		order = append(order, "vad")
 		binaries["vad"] = vadArgv[0]
 	}
-	var vadChild detect.Child // nil, not a nil *child.VAD: energy only
+	var vadChild detect.Child // nil, not a nil *mic.VAD: energy only
 	if d.vad != nil {
 		vadChild = d.vad
 	}
@@ -569,17 +576,17 @@ func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 // once both servers have.
 func (d *Daemon) serve(ctx context.Context, cancel context.CancelFunc, ln, cln net.Listener, hup <-chan os.Signal) error {
 	srv := jsonrpc.NewServer(d.log.With("part", "socket"))
-	srv.ConnContext = withPeer
+	srv.ConnContext = rpc.WithPeer
 	srv.AnswerOnStop = true // a hold.stop in flight at the stop gets its answer
-	d.register(srv)
+	rpc.Register(srv, methods{d})
 	// The control socket's own server: its connections, slots and
 	// goroutines are its own, so no number of clients on the main socket
 	// keeps a press or a release out. No streams there.
 	ctl := jsonrpc.NewServer(d.log.With("part", "control"))
-	ctl.ConnContext = withPeer
+	ctl.ConnContext = rpc.WithPeer
 	ctl.MaxStreams = 0
 	ctl.AnswerOnStop = true
-	d.registerControl(ctl)
+	rpc.RegisterControl(ctl, methods{d})
 
 	// The servers outlive ctx until the holds have ended (waitWork), so
 	// that a hold.stop in flight when the stop came gets its answer.
@@ -842,26 +849,6 @@ func (d *Daemon) injector() Injector {
 	return d.inj
 }
 
-// peer is the client of one socket connection.
-type peer struct{ pid, uid int }
-
-type peerKey struct{}
-
-// withPeer is the servers' ConnContext: the peer's pid and uid
-// (SO_PEERCRED) go with each request.
-func withPeer(ctx context.Context, conn net.Conn) context.Context {
-	if c, ok := conn.(*safesocket.Conn); ok {
-		pid, uid, _ := c.PeerCred()
-		return context.WithValue(ctx, peerKey{}, peer{pid: pid, uid: uid})
-	}
-	return ctx
-}
-
-func peerOf(ctx context.Context) peer {
-	p, _ := ctx.Value(peerKey{}).(peer)
-	return p
-}
-
 // The stop's budget. A daemon told to stop drops a hold that still
 // records, but lets a hold past its recording (released, in its tail,
 // being decoded) finish: its decoding has holdStopWait from the stop
@@ -928,4 +915,4 @@ func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi
 var writeMarker func(name string, data []byte, perm os.FileMode) error
 
 // errShuttingDown is returned to calls that arrive while the daemon stops.
-var errShuttingDown = errors.New("shutting down")
+var errShuttingDown = rpc.ErrShuttingDown

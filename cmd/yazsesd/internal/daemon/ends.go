@@ -9,6 +9,7 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/mic"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/frame"
@@ -30,8 +31,8 @@ const (
 
 // micAudio is a hold's listener on the microphone (hold.Audio).
 type micAudio struct {
-	m *child.Mic
-	l *child.Listener
+	m *mic.Mic
+	l *mic.Listener
 }
 
 func (a micAudio) Blocks() <-chan []int16  { return a.l.Audio() }

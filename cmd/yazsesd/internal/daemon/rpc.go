@@ -1,140 +1,56 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/gate"
-	"github.com/yazses/yazses/lib/jsonrpc"
+	"github.com/yazses/yazses/lib/untrusted"
 )
 
-// register installs every method of the main socket (yazsesd.sock): the
-// control methods (registerControl) and the rest. Parameters are decoded
-// strictly (jsonrpc.DecodeParams: member names exactly as documented,
-// letter case included, each once; valid UTF-8). A connection's calls are
-// applied in the order sent (five pipelined hold.toggle: holding, idle,
-// holding, idle, holding), except ask_human and transcribe, which wait for
-// a person or the decoder and run beside them (HandleConcurrent), and the
-// streams: watch, and transcribe.stream (transcribe with progress).
-func (d *Daemon) register(s *jsonrpc.Server) {
-	d.registerControl(s)
-	s.HandleStream(daemonapi.MethodWatch, d.live.Serve)
-	s.Handle(daemonapi.MethodBudgetStatus, noParams(func(ctx context.Context) (any, error) { return d.budgetStatus(ctx), nil }))
-	s.Handle(daemonapi.MethodLast, noParams(func(ctx context.Context) (any, error) {
-		d.state.mu.Lock()
-		defer d.state.mu.Unlock()
-		return d.state.last, nil
-	}))
-	s.HandleConcurrent(daemonapi.MethodAskHuman, func(ctx context.Context, params json.RawMessage) (any, error) {
-		var p daemonapi.AskParams
-		if err := jsonrpc.DecodeParams(params, &p); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "ask_human takes {\"question\": string, \"timeout_s\": integer}")
-		}
-		q, err := daemonapi.CheckQuestion(p.Question)
-		if err != nil {
-			return nil, questionError(err)
-		}
-		return d.askHuman(ctx, q, p.TimeoutS) // q: checked here, once
-	})
-	s.Handle(daemonapi.MethodAudit, func(ctx context.Context, params json.RawMessage) (any, error) {
-		var p daemonapi.AuditParams
-		if !emptyParams(params) {
-			if err := jsonrpc.DecodeParams(params, &p); err != nil || p.Max < 0 {
-				return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "audit takes {\"max\": integer >= 0}")
-			}
-		}
-		if p.Max == 0 {
-			p.Max = 100
-		}
-		evs, err := audit.Read(d.opt.AuditPath, p.Max)
-		if err != nil {
-			return nil, err
-		}
-		if evs == nil {
-			evs = []audit.Event{}
-		}
-		return daemonapi.AuditResult{Events: evs}, nil
-	})
-	s.HandleConcurrent(daemonapi.MethodTranscribe, func(ctx context.Context, params json.RawMessage) (any, error) {
-		var p daemonapi.TranscribeParams
-		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
-			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe takes {\"path\": absolute path}")
-		}
-		return d.files.Transcribe(ctx, p.Path, nil)
-	})
-	s.HandleStream(daemonapi.MethodTranscribeStream, func(ctx context.Context, params json.RawMessage, send func(any) error) error {
-		var p daemonapi.TranscribeParams
-		if err := jsonrpc.DecodeParams(params, &p); err != nil || !filepath.IsAbs(p.Path) {
-			return jsonrpc.Errorf(jsonrpc.InvalidParams, "transcribe.stream takes {\"path\": absolute path}")
-		}
-		// A progress event that cannot be written (the caller does not
-		// read) is dropped: the call goes on, and ends when the caller
-		// goes away.
-		r, err := d.files.Transcribe(ctx, p.Path, func(done, total int64) {
-			_ = send(daemonapi.TranscribeEvent{DoneMs: done, TotalMs: total})
-		})
-		if err != nil {
-			return err
-		}
-		return send(daemonapi.TranscribeEvent{DoneMs: r.AudioMs, Result: &r})
-	})
+// methods is the daemon as the socket API's methods see it (rpc.Daemon).
+type methods struct{ d *Daemon }
+
+func (m methods) Status(ctx context.Context) daemonapi.Status { return m.d.status(ctx) }
+func (m methods) BudgetStatus(ctx context.Context) daemonapi.BudgetStatus {
+	return m.d.budgetStatus(ctx)
 }
 
-// registerControl installs the control methods (daemonapi.ControlMethods:
-// hold.* and status), on the control socket (control.sock, served by a
-// server of its own, so that no number of clients on the main socket keeps
-// a press or a release out) and on the main one. They are ordered calls.
-func (d *Daemon) registerControl(s *jsonrpc.Server) {
-	hold := func(f func(context.Context) (daemonapi.HoldResult, error)) jsonrpc.Handler {
-		return noParams(func(ctx context.Context) (any, error) {
-			r, err := f(ctx)
-			if errors.Is(err, errShuttingDown) {
-				return nil, &jsonrpc.Error{Code: daemonapi.CodeUnavailable, Message: "yazsesd is shutting down"}
-			}
-			return r, err
-		})
-	}
-	s.Handle(daemonapi.MethodStatus, noParams(func(ctx context.Context) (any, error) { return d.status(ctx), nil }))
-	s.Handle(daemonapi.MethodHoldStart, hold(d.holdStart))
-	s.Handle(daemonapi.MethodHoldStop, hold(d.holdStop))
-	s.Handle(daemonapi.MethodHoldToggle, hold(d.holdToggle))
-	s.Handle(daemonapi.MethodHoldCancel, hold(d.holdCancel))
+func (m methods) Last() daemonapi.Last {
+	m.d.state.mu.Lock()
+	defer m.d.state.mu.Unlock()
+	return m.d.state.last
 }
 
-// noParams is the handler of a method that takes no parameters (none, {}
-// or []).
-func noParams(f func(ctx context.Context) (any, error)) jsonrpc.Handler {
-	return func(ctx context.Context, params json.RawMessage) (any, error) {
-		if !emptyParams(params) {
-			return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "this method takes no parameters")
-		}
-		return f(ctx)
-	}
+func (m methods) AskHuman(ctx context.Context, q untrusted.Question, timeoutS int) (daemonapi.AskResult, error) {
+	return m.d.askHuman(ctx, q, timeoutS)
 }
 
-func emptyParams(p json.RawMessage) bool {
-	p = bytes.TrimSpace(p)
-	return len(p) == 0 || string(p) == "null" || string(p) == "{}" || string(p) == "[]"
+func (m methods) Audit(max int) ([]audit.Event, error) { return audit.Read(m.d.opt.AuditPath, max) }
+
+func (m methods) Transcribe(ctx context.Context, path string, progress func(done, total int64)) (daemonapi.TranscribeResult, error) {
+	return m.d.files.Transcribe(ctx, path, progress)
 }
 
-// questionError is the InvalidParams error for a question CheckQuestion
-// refused: a fixed sentence, never the question.
-func questionError(err error) *jsonrpc.Error {
-	switch {
-	case errors.Is(err, daemonapi.ErrQuestionInvalid):
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is not valid UTF-8 text")
-	case errors.Is(err, daemonapi.ErrQuestionTooLong):
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is longer than %d characters", daemonapi.MaxQuestionRunes)
-	default:
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "question is empty")
-	}
+func (m methods) Watch(ctx context.Context, params json.RawMessage, send func(any) error) error {
+	return m.d.live.Serve(ctx, params, send)
+}
+
+func (m methods) HoldStart(ctx context.Context) (daemonapi.HoldResult, error) {
+	return m.d.holdStart(ctx)
+}
+func (m methods) HoldStop(ctx context.Context) (daemonapi.HoldResult, error) {
+	return m.d.holdStop(ctx)
+}
+func (m methods) HoldToggle(ctx context.Context) (daemonapi.HoldResult, error) {
+	return m.d.holdToggle(ctx)
+}
+func (m methods) HoldCancel(ctx context.Context) (daemonapi.HoldResult, error) {
+	return m.d.holdCancel(ctx)
 }
 
 // status is the status method.

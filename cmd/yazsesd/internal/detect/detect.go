@@ -42,7 +42,7 @@ func UseChild(v config.VAD) bool {
 	return err == nil
 }
 
-// Child is the Silero detector child (child.VAD).
+// Child is the Silero detector child (mic.VAD).
 type Child interface {
 	// Link is the current start's Link; nil while the child is down or
 	// its Link failed.

@@ -1,4 +1,12 @@
-package decode
+// Package spans turns the speech spans of a file, as the voice detector
+// finds them, into the audio whisper decodes: the spans are packed, in
+// order, into groups of at most maxGroup; inside a group a pause between
+// two spans becomes a stitch of silence (a shorter pause stays as it is),
+// so whisper's encoder sees speech only and its audio context is trimmed
+// to the group's length. Each segment whisper returns is mapped back to
+// the file's timeline (Group.MapSegments). A Grouper does this as the
+// file is read, in bounded memory.
+package spans
 
 import (
 	"math"
@@ -12,12 +20,7 @@ import (
 	"github.com/yazses/yazses/lib/vadspan"
 )
 
-// How a file's speech spans become the audio whisper decodes (files.go):
-// the spans are packed, in order, into groups of at most maxGroup; inside a
-// group a pause between two spans becomes a stitch of silence (a shorter
-// pause stays as it is), so whisper's encoder sees speech only and its
-// audio context is trimmed to the group's length. Each segment whisper
-// returns is mapped back to the file's timeline (group.mapSegments).
+// How the spans are packed.
 const (
 	// maxGroup is the most audio one group holds: one of whisper's 30 s
 	// windows, with a margin for the end of its last segment.
@@ -40,20 +43,26 @@ type piece struct {
 
 func (p piece) end() int64 { return p.at + p.to - p.from }
 
-// group is the audio of one decoding: pieces of the file, in order, with
+// Group is the audio of one decoding: pieces of the file, in order, with
 // stitches of silence between them.
-type group struct {
+type Group struct {
 	audio  []float32
 	pieces []piece
 }
 
-// extent is the part of the file the group covers, in samples.
-func (g *group) extent() (from, to int64) { return g.pieces[0].from, g.pieces[len(g.pieces)-1].to }
+// Audio is the group's audio, which whisper decodes.
+func (g *Group) Audio() []float32 { return g.audio }
+
+// Spans is how many runs of the file's audio the group holds.
+func (g *Group) Spans() int { return len(g.pieces) }
+
+// Extent is the part of the file the group covers, in samples.
+func (g *Group) Extent() (from, to int64) { return g.pieces[0].from, g.pieces[len(g.pieces)-1].to }
 
 // toFile maps a sample offset of the group to the file's timeline: inside
 // a piece one to one, inside a stitch proportionally onto the pause it
 // stands for.
-func (g *group) toFile(t int64) int64 {
+func (g *Group) toFile(t int64) int64 {
 	ps := g.pieces
 	if t <= ps[0].at {
 		return ps[0].from
@@ -72,7 +81,7 @@ func (g *group) toFile(t int64) int64 {
 
 // islands are the stretches of speech of the group: runs of pieces less
 // than islandGap apart in the file, as ranges of the group's offsets.
-func (g *group) islands() [][2]int64 {
+func (g *Group) islands() [][2]int64 {
 	var out [][2]int64
 	for i, p := range g.pieces {
 		if i > 0 && p.from-g.pieces[i-1].to < islandGap {
@@ -84,7 +93,7 @@ func (g *group) islands() [][2]int64 {
 	return out
 }
 
-// mapSegments maps whisper's segments of the group's audio onto the file's
+// MapSegments maps whisper's segments of the group's audio onto the file's
 // timeline. A segment that lies in one stretch of speech has both ends
 // mapped (toFile). One that crosses a pause of islandGap or more is split
 // there by its token times (asr.Options.TokenTimes): each token goes to
@@ -95,7 +104,7 @@ func (g *group) islands() [][2]int64 {
 // keeps its own time. A segment with no token times has both ends mapped
 // as they are, as whisper-cli --vad maps them: its cue may then cover the
 // pause, but no later word is put at an earlier time.
-func (g *group) mapSegments(segs []transcript.Segment) []transcript.Segment {
+func (g *Group) MapSegments(segs []transcript.Segment) []transcript.Segment {
 	isl := g.islands()
 	out := make([]transcript.Segment, 0, len(segs))
 	for _, s := range segs {
@@ -192,40 +201,40 @@ func startsWord(before, next string) bool {
 var spaceless = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao,
 	unicode.Khmer, unicode.Myanmar, unicode.Tibetan}
 
-// spanStream is what files need of a detector stream (silero.Stream): span
+// Stream is what a Grouper needs of a detector stream (silero.Stream): span
 // events as samples go in, and how far back a later start can reach.
-type spanStream interface {
+type Stream interface {
 	Write(samples []float32) ([]vadspan.Event, error)
 	Flush() ([]vadspan.Event, error)
 	Earliest() int64
 }
 
-// grouper turns a file's samples, given in blocks, into groups: it runs
+// Grouper turns a file's samples, given in blocks, into groups: it runs
 // them through the detector, keeps the audio a span can still need, and
 // hands each group to emit once no later span fits into it. Memory is
-// bounded by the longest span (fileMaxSpan), the detector's look-back and
+// bounded by the longest span (voice.FileMaxSpan), the detector's look-back and
 // one group, whatever the file's length.
-type grouper struct {
-	s    spanStream
-	emit func(*group) error
+type Grouper struct {
+	s    Stream
+	emit func(*Group) error
 
 	buf       []float32 // the file's samples from bufStart on
 	bufStart  int64
 	pos       int64 // samples written
 	open      bool  // a span has started and not ended
 	spanStart int64
-	cur       *group // the group being filled, or nil
+	cur       *Group // the group being filled, or nil
 	lastEnd   int64  // the end of cur's last span
 	spans     int    // spans seen
 	speech    int64  // samples in them
 }
 
-func newGrouper(s spanStream, emit func(*group) error) *grouper {
-	return &grouper{s: s, emit: emit}
+func NewGrouper(s Stream, emit func(*Group) error) *Grouper {
+	return &Grouper{s: s, emit: emit}
 }
 
-// write adds the next samples of the file.
-func (g *grouper) write(samples []float32) error {
+// Write adds the next samples of the file.
+func (g *Grouper) Write(samples []float32) error {
 	g.buf = append(g.buf, samples...)
 	g.pos += int64(len(samples))
 	evs, err := g.s.Write(samples)
@@ -239,8 +248,8 @@ func (g *grouper) write(samples []float32) error {
 	return nil
 }
 
-// flush ends the file: the open span ends, and the last group goes out.
-func (g *grouper) flush() error {
+// Flush ends the file: the open span ends, and the last group goes out.
+func (g *Grouper) Flush() error {
 	evs, err := g.s.Flush()
 	if err != nil {
 		return err
@@ -256,7 +265,7 @@ func (g *grouper) flush() error {
 	return nil
 }
 
-func (g *grouper) handle(evs []vadspan.Event) error {
+func (g *Grouper) handle(evs []vadspan.Event) error {
 	for _, e := range evs {
 		// A padded end may reach into the zero padding of the last window.
 		at := min(max(e.At, g.bufStart), g.pos)
@@ -274,13 +283,13 @@ func (g *grouper) handle(evs []vadspan.Event) error {
 }
 
 // slice is the file's audio [from, to), which the buffer holds.
-func (g *grouper) slice(from, to int64) []float32 {
+func (g *Grouper) slice(from, to int64) []float32 {
 	return g.buf[from-g.bufStart : to-g.bufStart]
 }
 
 // add puts the span [from, to) into the current group, or, when it does
 // not fit, sends that group out and starts the next with it.
-func (g *grouper) add(from, to int64) error {
+func (g *Grouper) add(from, to int64) error {
 	if to <= from {
 		return nil
 	}
@@ -308,14 +317,14 @@ func (g *grouper) add(from, to int64) error {
 		}
 	}
 	audio := make([]float32, 0, min(maxGroup, 2*(to-from)))
-	g.cur = &group{audio: append(audio, g.slice(from, to)...), pieces: []piece{{at: 0, from: from, to: to}}}
+	g.cur = &Group{audio: append(audio, g.slice(from, to)...), pieces: []piece{{at: 0, from: from, to: to}}}
 	g.lastEnd = to
 	return nil
 }
 
 // trim drops the audio no span, and no short pause before one, can reach
 // any more.
-func (g *grouper) trim() {
+func (g *Grouper) trim() {
 	keep := g.s.Earliest()
 	if g.open {
 		keep = min(keep, g.spanStart)
@@ -331,5 +340,12 @@ func (g *grouper) trim() {
 	}
 }
 
-// speechDuration is the length of the spans seen so far.
-func (g *grouper) speechDuration() time.Duration { return pcm.Duration(int(g.speech)) }
+// Pos is how many samples have been written: once flushed, the file's
+// length.
+func (g *Grouper) Pos() int64 { return g.pos }
+
+// Spans is how many spans have been seen.
+func (g *Grouper) Spans() int { return g.spans }
+
+// Speech is the length of the spans seen so far.
+func (g *Grouper) Speech() time.Duration { return pcm.Duration(int(g.speech)) }

@@ -1,4 +1,4 @@
-package decode
+package stream
 
 import (
 	"bytes"
@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
+	"github.com/yazses/yazses/internal/testvad"
 	"github.com/yazses/yazses/lib/pcm"
 )
 
@@ -38,7 +41,7 @@ func (nullRecognizer) Transcribe(context.Context, []float32, asr.Options) (asr.R
 // speech and a quiet room's noise floor (−70 dBFS) in turns of 11 s, and
 // of the quiet room alone.
 func BenchmarkStreamDetector(b *testing.B) {
-	one := jfkSamples(b)
+	one := decodetest.JFK(b)
 	rng := rand.New(rand.NewPCG(9, 9))
 	floor := func(n int) []int16 {
 		out := make([]int16, n)
@@ -63,7 +66,7 @@ func BenchmarkStreamDetector(b *testing.B) {
 		{"half-quiet", half[:minute]},
 		{"quiet-room", floor(minute)},
 	}
-	m, err := silero.Load(sileroModel(b), silero.Options{Skip: silero.QuietSkip{Level: streamGateDB}})
+	m, err := silero.Load(testvad.Path(b), silero.Options{Skip: silero.QuietSkip{Level: voice.StreamGateDB}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,16 +75,16 @@ func BenchmarkStreamDetector(b *testing.B) {
 		raw := pcm.Encode(nil, in.audio)
 		for _, det := range []struct {
 			name string
-			d    *detector
-		}{{"energy", nil}, {"silero", &detector{model: m}}} {
+			d    *voice.Detector
+		}{{"energy", nil}, {"silero", voice.New(m)}} {
 			b.Run(in.name+"/"+det.name, func(b *testing.B) {
-				c := newCLI()
-				c.VADThreshold = 0.5
-				c.det = det.d
+				c := newConfig()
+				c.VAD.Threshold = 0.5
+				c.Detector = det.d
 				b.ResetTimer()
 				start := cpuTime()
 				for range b.N {
-					if err := c.stream(context.Background(), discard, nullRecognizer{}, bytes.NewReader(raw), io.Discard); err != nil {
+					if err := c.Run(context.Background(), discard, nullRecognizer{}, bytes.NewReader(raw), io.Discard); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,10 +1,12 @@
-package decode
+package files
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -13,9 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/decodetest"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
 	"github.com/yazses/yazses/lib/pcm"
 )
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newConfig is files mode's settings at the flags' defaults that matter
+// here.
+func newConfig() *Config {
+	c := &Config{VADGate: true, Output: "txt"}
+	c.VAD.MinSpeech, c.VAD.MinSilence = 120*time.Millisecond, 600*time.Millisecond
+	return c
+}
 
 // barLine matches one drawing of the progress bar.
 var barLine = regexp.MustCompile(`^\rf\.wav \[([= ]*)\] +(-?\d+)% \d+s$`)
@@ -89,22 +102,22 @@ func TestProgressSequence(t *testing.T) {
 // without it every sample is decoded exactly once.
 func TestFilePieces(t *testing.T) {
 	dir := t.TempDir()
-	audio := append(append(speech(50*time.Second), silence(45*time.Second)...), speech(20*time.Second)...)
-	path := writeWAV(t, filepath.Join(dir, "long.wav"), audio)
+	audio := append(append(decodetest.Speech(50*time.Second), decodetest.Silence(45*time.Second)...), decodetest.Speech(20*time.Second)...)
+	path := decodetest.WriteWAV(t, filepath.Join(dir, "long.wav"), audio)
 	for _, gate := range []bool{true, false} {
 		t.Run(fmt.Sprint("gate=", gate), func(t *testing.T) {
-			c := newCLI()
+			c := newConfig()
 			c.VADGate = gate
 			c.Files = []string{path}
 			c.Output = "json"
 			c.MaxDuration = time.Hour
-			f := &fakeRecognizer{}
+			f := &decodetest.Recognizer{}
 			var out bytes.Buffer
-			if err := c.files(context.Background(), discard, f, &out, &bytes.Buffer{}); err != nil {
+			if err := c.Run(context.Background(), discard, f, &out, &bytes.Buffer{}); err != nil {
 				t.Fatal(err)
 			}
 			sum := 0
-			for _, n := range f.calls {
+			for _, n := range f.Calls {
 				if n > pcm.Samples(30*time.Second) {
 					t.Errorf("one call decoded %.1f s: more than a 30 s piece", float64(n)/pcm.SampleRate)
 				}
@@ -120,8 +133,8 @@ func TestFilePieces(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 				t.Fatalf("JSON: %v\n%s", err, out.String())
 			}
-			if doc.AudioMs != pcm.Millis(len(audio)) || len(doc.Segments) != len(f.calls) {
-				t.Fatalf("audio_ms %d, %d segments; want %d ms and one segment per call (%d)", doc.AudioMs, len(doc.Segments), pcm.Millis(len(audio)), len(f.calls))
+			if doc.AudioMs != pcm.Millis(len(audio)) || len(doc.Segments) != len(f.Calls) {
+				t.Fatalf("audio_ms %d, %d segments; want %d ms and one segment per call (%d)", doc.AudioMs, len(doc.Segments), pcm.Millis(len(audio)), len(f.Calls))
 			}
 			var end int64
 			for i, s := range doc.Segments {
@@ -137,5 +150,52 @@ func TestFilePieces(t *testing.T) {
 				t.Errorf("the last segment ends at %d ms, want the file's end %d", end, doc.AudioMs)
 			}
 		})
+	}
+}
+
+// TestFileHeaders: several files printed as text on stdout get a header
+// line each, as head(1) prints them, with a blank line between files; one
+// file gets none, nor does a file with no speech (silence prints nothing);
+// JSON lines carry the file name instead.
+func TestFileHeaders(t *testing.T) {
+	dir := t.TempDir()
+	a := decodetest.WriteWAV(t, filepath.Join(dir, "a.wav"), decodetest.Speech(2*time.Second))
+	b := decodetest.WriteWAV(t, filepath.Join(dir, "b.wav"), decodetest.Speech(3*time.Second))
+	quiet := decodetest.WriteWAV(t, filepath.Join(dir, "quiet.wav"), decodetest.Silence(2*time.Second))
+	missing := filepath.Join(dir, "missing.wav")
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		output string
+		want   string
+	}{
+		{"one file", []string{a}, "txt", "2s\n"},
+		{"two files", []string{a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+		{"a silent file prints nothing", []string{a, quiet, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+		{"silence alone prints nothing", []string{quiet, quiet}, "txt", ""},
+		{"a failed file has none", []string{missing, a, b}, "txt", "==> " + a + " <==\n2s\n\n==> " + b + " <==\n3s\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConfig()
+			c.Files = tc.files
+			c.Output = tc.output
+			c.MaxDuration = time.Hour
+			var out, errb bytes.Buffer
+			c.Run(context.Background(), discard, &decodetest.Recognizer{}, &out, &errb)
+			if got := out.String(); got != tc.want {
+				t.Errorf("stdout = %q\nwant     %q", out.String(), tc.want)
+			}
+		})
+	}
+	c := newConfig()
+	c.Files = []string{a, b}
+	c.Output = "json"
+	c.MaxDuration = time.Hour
+	var out bytes.Buffer
+	if err := c.Run(context.Background(), discard, &decodetest.Recognizer{}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "==>") || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("JSON of two files = %q, want two JSON lines without headers", out.String())
 	}
 }

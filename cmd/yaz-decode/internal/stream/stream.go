@@ -1,4 +1,8 @@
-package decode
+// Package stream is yaz-decode's stream mode: raw PCM or a WAV stream on
+// stdin is cut into utterances by the voice detector (package voice), and
+// each utterance is printed as soon as it is decoded, as text or one JSON
+// object a line.
+package stream
 
 import (
 	"bufio"
@@ -9,13 +13,31 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vad"
 	"github.com/yazses/yazses/lib/wav"
 )
+
+// Recognizer is what stream mode needs of a model; a fake stands in for
+// it in unit tests.
+type Recognizer interface {
+	Transcribe(ctx context.Context, samples []float32, opt asr.Options) (asr.Result, error)
+}
+
+// Config is what stream mode works with: the flags of the command, and
+// the detector the run loaded.
+type Config struct {
+	Options  asr.Options     // how each utterance is decoded
+	JSON     bool            // --format json: one JSON object per utterance
+	Detector *voice.Detector // nil: the energy detector, unannounced
+	VAD      voice.Config
+}
 
 // StreamLine is one utterance printed by stream mode with --json.
 type StreamLine struct {
@@ -28,9 +50,9 @@ type StreamLine struct {
 // chunkSamples is how much audio stream mode reads at a time (100 ms).
 const chunkSamples = pcm.SampleRate / 10
 
-// stream cuts stdin into utterances and prints each as soon as it is decoded.
+// Run cuts stdin into utterances and prints each as soon as it is decoded.
 // EOF, SIGINT and SIGTERM flush the open utterance.
-func (c *settings) stream(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+func (c *Config) Run(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
 	chunks := make(chan []int16, 64)
 	readErr := make(chan error, 1)
 	// Reading, the header sniff included, happens here: a signal must end
@@ -72,14 +94,14 @@ func (c *settings) stream(ctx context.Context, log *slog.Logger, m Recognizer, s
 	decoded := make(chan error, 1)
 	go func() { decoded <- c.decodeUtterances(ctx, log, m, utts, stdout) }()
 
-	seg, err := c.newCutter()
+	seg, err := c.Detector.NewCutter(c.VAD)
 	if err != nil {
 		close(utts)
 		<-decoded
 		return fmt.Errorf("voice detector: %w", err)
 	}
 	defer seg.Close()
-	c.det.announce()
+	c.Detector.Announce()
 	cut := 0
 	send := func(us []vad.Utterance) {
 		for _, u := range us {
@@ -119,7 +141,7 @@ loop:
 	return derr
 }
 
-func (c *settings) decodeUtterances(ctx context.Context, log *slog.Logger, m Recognizer, utts <-chan vad.Utterance, stdout io.Writer) error {
+func (c *Config) decodeUtterances(ctx context.Context, log *slog.Logger, m Recognizer, utts <-chan vad.Utterance, stdout io.Writer) error {
 	// After SIGINT, the utterances already cut are still decoded, within a
 	// bounded time: a person who pressed Ctrl-C wants what they said.
 	dctx := context.WithoutCancel(ctx)
@@ -133,7 +155,7 @@ func (c *settings) decodeUtterances(ctx context.Context, log *slog.Logger, m Rec
 		}
 		uctx, cancel := context.WithTimeout(dctx, 2*time.Minute)
 		start := time.Now()
-		res, err := m.Transcribe(uctx, pcm.ToFloat32(nil, u.Samples), c.options())
+		res, err := m.Transcribe(uctx, pcm.ToFloat32(nil, u.Samples), c.Options)
 		cancel()
 		log.Debug("utterance decoded", "utt", n, "start_ms", pcm.Millis(int(u.Start)), "end_ms", pcm.Millis(int(u.End)),
 			"decode_ms", time.Since(start).Milliseconds(), "audio_ctx", res.AudioCtx, "segments", len(res.Segments))
@@ -156,7 +178,7 @@ func (c *settings) decodeUtterances(ctx context.Context, log *slog.Logger, m Rec
 			_, err = fmt.Fprintln(stdout, text)
 		}
 		if err != nil {
-			if isBrokenPipe(err) {
+			if errors.Is(err, syscall.EPIPE) {
 				return nil
 			}
 			firstErr = fmt.Errorf("write: %w", err)

@@ -1,4 +1,10 @@
-package decode
+// Package serve is yaz-decode's serve mode, the daemon's resident
+// decoder: framed audio on stdin (package frame: audio, the end of an
+// utterance, a prompt, the text said before, an abandon), one JSON result
+// per utterance on stdout, the model loaded once and warmed up before the
+// readiness line. Reading goes on while an utterance decodes, so an
+// Abandon frame stops the decode in progress.
+package serve
 
 import (
 	"context"
@@ -13,12 +19,38 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/devices"
 	"github.com/yazses/yazses/lib/frame"
 	"github.com/yazses/yazses/lib/pcm"
 )
+
+// Recognizer is what serve needs of a model; a fake stands in for it in
+// unit tests.
+type Recognizer interface {
+	Transcribe(ctx context.Context, samples []float32, opt asr.Options) (asr.Result, error)
+}
+
+// Config is what serve works with: the flags of the command, and what
+// loading the model found out.
+type Config struct {
+	// Options are every utterance's; a Prompt frame replaces Prompt for
+	// its utterance.
+	Options  asr.Options
+	VADGate  bool            // --vad-gate: decode only an utterance that holds speech
+	Detector *voice.Detector // nil: the energy detector, unannounced
+	VAD      voice.Config
+	// Ready is the readiness line: the device the model loaded on, why a
+	// GPU backend installed is not available, and a device that is not
+	// what --device meant (yazsesd status shows them).
+	Ready devices.Ready
+	// PromptUnused, when set, is called for a prompt the engine has no
+	// use for (a Prompt frame with a Parakeet model).
+	PromptUnused func()
+}
 
 // maxUtterance caps the audio one utterance may buffer in serve mode.
 const maxUtterance = 5 * time.Minute
@@ -42,10 +74,10 @@ var errAbandoned = errors.New("utterance abandoned")
 // abandoned reports whether an Abandon frame cancelled j.
 func (j job) abandoned() bool { return errors.Is(context.Cause(j.ctx), errAbandoned) }
 
-// serve runs the framed supervised mode: frames on stdin, one JSON result per
+// Run runs the framed supervised mode: frames on stdin, one JSON result per
 // ended utterance on stdout. Reading goes on while an utterance decodes, so a
 // writer is never blocked for long.
-func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
+func (c *Config) Run(ctx context.Context, log *slog.Logger, m Recognizer, stdin io.Reader, stdout io.Writer) error {
 	// A supervisor that waits for the readiness line (yazsesd's resident
 	// decoder) gets a warmed-up model; a one-shot serve (yaz-mcp's own
 	// decoder of one file) would pay for the warm-up and gain nothing.
@@ -58,10 +90,10 @@ func (c *settings) serve(ctx context.Context, log *slog.Logger, m Recognizer, st
 	// The readiness line names the device, why a GPU backend installed is
 	// not available, and a device that is not what --device meant
 	// (yazsesd status shows them).
-	if err := cli.ReadyWith(devices.Ready{Device: info(c.dev), Notes: c.devNotes, Warning: c.devWarning}); err != nil {
+	if err := cli.ReadyWith(c.Ready); err != nil {
 		return err
 	}
-	c.det.announce()
+	c.Detector.Announce()
 	log.Info("serving", "mode", "frames")
 	jobs := make(chan job, 8)
 	readDone := make(chan error, 1)
@@ -100,14 +132,14 @@ const warmUpLimit = 20 * time.Second
 // backend's pipelines). A warm-up that fails, or is stopped at
 // warmUpLimit, is said on a WARN line and serving goes on: the first
 // utterance pays for the rest.
-func (c *settings) warmUp(ctx context.Context, log *slog.Logger, m Recognizer) {
+func (c *Config) warmUp(ctx context.Context, log *slog.Logger, m Recognizer) {
 	w, ok := m.(warmer)
 	if !ok {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, warmUpLimit)
 	defer cancel()
-	d, err := w.WarmUp(wctx, c.Threads)
+	d, err := w.WarmUp(wctx, c.Options.Threads)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
@@ -177,7 +209,7 @@ func readFrames(ctx context.Context, stdin io.Reader, jobs chan<- job) error {
 	return nil
 }
 
-func (c *settings) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
+func (c *Config) serveDecode(ctx context.Context, log *slog.Logger, m Recognizer, jobs <-chan job, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	for {
 		var j job
@@ -202,14 +234,14 @@ func (c *settings) serveDecode(ctx context.Context, log *slog.Logger, m Recogniz
 		case len(j.samples) == 0 || (c.VADGate && !c.speechIn(log, j)):
 			// No speech: nothing to decode, and nothing to hallucinate.
 		default:
-			opt := c.options()
+			opt := c.Options
 			if j.prompt != nil {
 				opt.Prompt = *j.prompt
-				if c.promptUnused != nil && opt.Prompt != "" {
-					c.promptUnused()
+				if c.PromptUnused != nil && opt.Prompt != "" {
+					c.PromptUnused()
 				}
 			}
-			if j.context != "" && c.promptUnused == nil { // an engine without prompts ignores it: no setting of the person's
+			if j.context != "" && c.PromptUnused == nil { // an engine without prompts ignores it: no setting of the person's
 				opt.Prompt = strings.TrimSpace(opt.Prompt + " " + j.context)
 				contextChars = utf8.RuneCountInString(j.context)
 			}
@@ -238,7 +270,7 @@ func (c *settings) serveDecode(ctx context.Context, log *slog.Logger, m Recogniz
 		log.Info("utterance", "utt", j.utt, "audio_ms", res.AudioMs, "decode_ms", res.DecodeMs, "segments", len(res.Segments), "error", res.Error,
 			"prompt_chars", promptChars, "context_chars", contextChars) // counts: the text itself is private
 		if err := enc.Encode(res); err != nil {
-			if isBrokenPipe(err) {
+			if errors.Is(err, syscall.EPIPE) {
 				return nil
 			}
 			return fmt.Errorf("write result: %w", err)
@@ -246,11 +278,11 @@ func (c *settings) serveDecode(ctx context.Context, log *slog.Logger, m Recogniz
 	}
 }
 
-// speechIn reports whether j holds speech by the run's detector (vad.go).
+// speechIn reports whether j holds speech by the run's detector.
 // A detector failure counts as speech: the utterance is decoded rather
 // than dropped.
-func (c *settings) speechIn(log *slog.Logger, j job) bool {
-	ok, err := c.hasSpeech(j.ctx, j.samples)
+func (c *Config) speechIn(log *slog.Logger, j job) bool {
+	ok, err := c.Detector.HasSpeech(j.ctx, c.VAD, j.samples)
 	if err != nil {
 		if j.ctx.Err() == nil {
 			log.Warn("voice detector failed: decoding the utterance", "utt", j.utt, "err", err)
@@ -259,5 +291,3 @@ func (c *settings) speechIn(log *slog.Logger, j job) bool {
 	}
 	return ok
 }
-
-func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

@@ -1,4 +1,4 @@
-package child
+package mic
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/proc"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/vadlink"
 )
@@ -18,13 +19,13 @@ import (
 // caller then decides with the energy detector (vadlink.NewEnergy), never
 // waiting for a restart.
 type VAD struct {
-	process
+	proc.Process
 
 	mu   sync.Mutex
 	w    *os.File      // the child's stdin of the next start, our end
 	r    *os.File      // its stdout, our end
 	link *vadlink.Link // the current start's, nil until it is ready
-	up   level         // link is ready and has not failed (as of the last look)
+	up   proc.Level    // link is ready and has not failed (as of the last look)
 }
 
 // NewVAD returns the end of the detector child run as spec (its Stdin,
@@ -32,7 +33,7 @@ type VAD struct {
 func NewVAD(spec supervise.Spec, log *slog.Logger) *VAD {
 	v := &VAD{}
 	spec.Stdin, spec.Stdout, spec.Ready = v.openStdin, v.openStdout, true
-	v.init(spec, log)
+	v.Init(spec, log)
 	v.OnStart(v.started)
 	return v
 }
@@ -42,14 +43,14 @@ func NewVAD(spec supervise.Spec, log *slog.Logger) *VAD {
 // or, at the latest, when Run returns.
 func (v *VAD) Run(ctx context.Context) error {
 	defer v.closeLink()
-	return v.process.Run(ctx)
+	return v.Process.Run(ctx)
 }
 
 func (v *VAD) closeLink() {
 	v.mu.Lock()
 	l := v.link
 	v.link = nil
-	v.up.set(false)
+	v.up.Set(false)
 	v.mu.Unlock()
 	if l != nil {
 		l.Close()
@@ -99,7 +100,7 @@ func (v *VAD) started(pid, restart int) {
 	v.w, v.r = nil, nil
 	old := v.link
 	v.link = l
-	v.up.set(true)
+	v.up.Set(true)
 	v.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -121,7 +122,7 @@ func (v *VAD) Link() *vadlink.Link {
 // failed, and keeps up to date with it.
 func (v *VAD) liveLocked() bool {
 	live := v.link != nil && v.link.Err() == nil
-	v.up.set(live)
+	v.up.Set(live)
 	return live
 }
 

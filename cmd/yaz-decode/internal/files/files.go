@@ -1,4 +1,9 @@
-package decode
+// Package files is yaz-decode's files mode: each WAV file given is read
+// as a stream and transcribed, its speech spans with Silero VAD (package
+// spans groups them), else in pieces of at most 30 s; the transcript goes
+// to stdout, or to a file of its own in --output-dir, in the format
+// asked for (package transcript).
+package files
 
 import (
 	"bytes"
@@ -13,7 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/asr"
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/pcm"
 	pieces "github.com/yazses/yazses/lib/piece"
@@ -21,12 +28,38 @@ import (
 	"github.com/yazses/yazses/lib/wav"
 )
 
-// files transcribes each file; a failed file is reported and the others
+// name is the program's, on its warning and error lines.
+const name = "yaz-decode"
+
+// Recognizer is what files need of a model; a fake stands in for it in
+// unit tests.
+type Recognizer interface {
+	Transcribe(ctx context.Context, samples []float32, opt asr.Options) (asr.Result, error)
+}
+
+// Config is what files mode works with: the flags of the command, and
+// what loading the model found out.
+type Config struct {
+	Files       []string
+	Output      string        // --format: txt, json, srt or vtt
+	OutputDir   string        // --output-dir ("": stdout)
+	Progress    string        // --progress: auto, always or never
+	MaxDuration time.Duration // --max-duration
+	Options     asr.Options   // how each piece or group is decoded
+	// Lang is the language the model decodes for --language ("auto":
+	// detected), the JSON's language when nothing was decoded.
+	Lang     string
+	VADGate  bool            // --vad-gate: decode only what holds speech
+	Detector *voice.Detector // nil: the energy detector, unannounced
+	VAD      voice.Config
+}
+
+// Run transcribes each file; a failed file is reported and the others
 // still run. The error at the end says how many failed. Several files
 // printed as text on stdout each get a header line, as head(1) prints them
 // ("==> PATH <==", a blank line between files); a file with no speech
 // prints nothing at all.
-func (c *settings) files(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
+func (c *Config) Run(ctx context.Context, log *slog.Logger, m Recognizer, stdout, stderr io.Writer) error {
 	if len(c.Files) == 1 {
 		err := c.file(ctx, log, m, c.Files[0], stdout, stderr, nil)
 		if err != nil && ctx.Err() != nil {
@@ -71,7 +104,7 @@ func (c *settings) files(ctx context.Context, log *slog.Logger, m Recognizer, st
 // pieces of at most 30 s, each one in which the energy detector finds
 // speech (or every one, with --no-vad-gate; filePieces). Either way the
 // file is read as a stream: memory does not grow with its length.
-func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
+func (c *Config) file(ctx context.Context, log *slog.Logger, m Recognizer, path string, stdout, stderr io.Writer, header func() error) error {
 	var (
 		segs  []transcript.Segment
 		lang  string
@@ -79,7 +112,7 @@ func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, pat
 		short int64
 		err   error
 	)
-	if c.det.silero() {
+	if c.Detector.Silero() {
 		segs, lang, audio, short, err = c.fileSpans(ctx, log, m, path, stderr)
 	} else {
 		segs, lang, audio, short, err = c.filePieces(ctx, log, m, path, stderr)
@@ -87,8 +120,8 @@ func (c *settings) file(ctx context.Context, log *slog.Logger, m Recognizer, pat
 	if err != nil {
 		return err
 	}
-	if lang == "" && c.lang != "auto" {
-		lang = c.lang // nothing decoded
+	if lang == "" && c.Lang != "auto" {
+		lang = c.Lang // nothing decoded
 	}
 	if short > 0 {
 		// Not an error: the audio it holds is transcribed (exit 0), as
@@ -137,7 +170,7 @@ func seconds(d time.Duration) string {
 // file's timeline. It returns the segments, the language decoded ("" when
 // nothing was), the file's length and how many bytes it lacked (0: none;
 // see fileAudio).
-func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, int64, error) {
+func (c *Config) filePieces(ctx context.Context, log *slog.Logger, m Recognizer, path string, stderr io.Writer) ([]transcript.Segment, string, time.Duration, int64, error) {
 	maxSamples := int(c.MaxDuration / time.Second * pcm.SampleRate)
 	src, err := openFileAudio(path, maxSamples)
 	if err != nil {
@@ -169,15 +202,15 @@ func (c *settings) filePieces(ctx context.Context, log *slog.Logger, m Recognize
 		n++
 		// Said once the file has given a piece: a file that fails on
 		// its input says nothing else (one line).
-		c.det.announce()
+		c.Detector.Announce()
 		if c.VADGate {
 			s16 = pcm.FromFloat32(s16[:0], p)
-			if !vad.HasSpeech(s16, c.vadConfig()) {
+			if !vad.HasSpeech(s16, c.VAD.Energy()) {
 				log.Debug("no speech in piece: not decoded", "from_ms", pcm.Millis(int(at)), "audio_ms", pcm.Millis(len(p)))
 				continue
 			}
 		}
-		opt := c.options()
+		opt := c.Options
 		if total > 0 {
 			size := int64(len(p))
 			opt.Progress = func(pct int) { bar.set(int((at + size*int64(pct)/100) * 100 / total)) }

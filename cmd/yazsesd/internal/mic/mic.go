@@ -1,4 +1,15 @@
-package child
+// Package mic holds yazsesd's ends of the children that hear: Mic, the
+// end of yaz-capture (the microphone: on demand or always open with a
+// pre-roll ring, its audio handed to every listener, quieted while a cue
+// plays), and VAD, the end of yaz-decode vad-stream (Silero VAD's
+// probabilities of that audio, when [vad] selects Silero; its Link is a
+// vadlink.Link made afresh on every start). Each end is a proc.Process:
+// it owns its supervise.Child, makes the child's pipes afresh on every
+// start, and shows the child's state as channels (Changed, Down, and Up
+// for the detector). The Mic's Run owns its child's life: always, or from
+// a first listener to the last. No end keeps a context, logs the audio or
+// knows of holds.
+package mic
 
 import (
 	"context"
@@ -10,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/proc"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/bcast"
 	"github.com/yazses/yazses/lib/pcm"
@@ -23,7 +35,7 @@ import (
 // life: it starts a supervision when one is wanted (always mode, or a
 // first listener) and ends it when the last listener leaves.
 type Mic struct {
-	process
+	proc.Process
 	log    *slog.Logger
 	always bool
 	ring   *ring // the last pre-roll of audio (always mode); nil otherwise
@@ -108,7 +120,7 @@ func NewMic(spec supervise.Spec, always bool, preRollSamples int, log *slog.Logg
 	// not restarted by the supervisor, and the next Listen starts it
 	// again, as after any end of a supervision.
 	spec.Stdout, spec.Ready, spec.ExitZeroStops = m.stdout, true, true
-	m.init(spec, log)
+	m.Init(spec, log)
 	m.OnState(m.stateChanged)
 	return m
 }
@@ -126,7 +138,7 @@ func (m *Mic) stdout() (*os.File, error) {
 	m.starts++
 	start := m.starts
 	m.mu.Unlock()
-	m.goroutines.Go(func() { m.read(r, start) })
+	m.Goroutines.Go(func() { m.read(r, start) })
 	return w, nil
 }
 
@@ -286,7 +298,7 @@ func (m *Mic) Run(ctx context.Context) error {
 		sctx, stop := context.WithCancel(ctx)
 		m.stop = stop
 		m.mu.Unlock()
-		err := m.process.Run(sctx)
+		err := m.Process.Run(sctx)
 		byItself := sctx.Err() == nil
 		stop()
 		m.mu.Lock()

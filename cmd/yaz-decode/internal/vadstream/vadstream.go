@@ -1,4 +1,8 @@
-package decode
+// Package vadstream is yaz-decode's vad-stream mode, the daemon's Silero
+// child (package vadwire): framed audio on stdin, Silero VAD's speech
+// probability of every 512-sample window on stdout, one use after
+// another. It loads no whisper model.
+package vadstream
 
 import (
 	"bufio"
@@ -11,32 +15,14 @@ import (
 	"syscall"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/silero"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/cli"
 	"github.com/yazses/yazses/lib/frame"
-	"github.com/yazses/yazses/lib/modelfile"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadwire"
 )
 
-// loadVADStream loads the Silero model for vad-stream: --vad auto or
-// silero, the file at --vad-model. Without a file, auto cannot fall back
-// to the energy detector here: both are vad_model_missing, and a file that
-// is no Silero VAD model is vad_model_invalid (startup errors, exit 125
-// under a supervisor). No whisper model is loaded. The gate is off and one
-// thread runs, so the probabilities are whisper.cpp's to the bit.
-func (c *settings) loadVADStream() (*silero.Model, error) {
-	m, err := silero.Load(c.VADModel, silero.Options{Threads: 1, Verbose: c.Debug()})
-	if err != nil {
-		cause := causeVADModelInvalid
-		if errors.Is(err, modelfile.ErrMissing) {
-			cause = causeVADModelMissing
-		}
-		return nil, &startupError{cause: cause, msg: err.Error(), err: err}
-	}
-	return m, nil
-}
-
-// vadFrame is one frame for vadStream: the samples of an Audio frame, or an
+// vadFrame is one frame for Run: the samples of an Audio frame, or an
 // End (end true). err ends the stream: nil at EOF, else the read error.
 type vadFrame struct {
 	samples []float32
@@ -45,18 +31,25 @@ type vadFrame struct {
 	last    bool
 }
 
-// vadStream is the vad-stream command (package vadwire): frames on stdin, the speech
+// Run is the vad-stream command (package vadwire): frames on stdin, the speech
 // probability of every 512-sample window on stdout, one use after another,
 // the detector's state reset at each End. EOF ends the open use, as an End
 // does, and returns nil; a frame other than Audio or End, or a malformed
 // one, is an error (exit 1). A signal returns at once.
-func (c *settings) vadStream(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
-	m, err := c.loadVADStream()
+//
+// The Silero model is --vad auto's or silero's, the file at --vad-model.
+// Without a file, auto cannot fall back to the energy detector here: both
+// are vad_model_missing, and a file that is no Silero VAD model is
+// vad_model_invalid (startup errors, exit 125 under a supervisor). The
+// gate is off and one thread runs, so the probabilities are whisper.cpp's
+// to the bit.
+func Run(ctx context.Context, log *slog.Logger, c voice.Config, stdin io.Reader, stdout io.Writer) error {
+	m, err := voice.Load(c, silero.QuietSkip{})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	s, err := m.NewStream(c.vadParams())
+	s, err := m.NewStream(c.Params())
 	if err != nil {
 		return fmt.Errorf("VAD stream: %w", err)
 	}
@@ -68,7 +61,7 @@ func (c *settings) vadStream(ctx context.Context, log *slog.Logger, stdin io.Rea
 	if err := cli.Ready(); err != nil {
 		return err
 	}
-	log.Info("serving", "mode", "vad-stream", "vad", "silero", "vad_model", c.VADModel, "kind", m.Describe())
+	log.Info("serving", "mode", "vad-stream", "vad", "silero", "vad_model", c.Model, "kind", m.Describe())
 
 	// The reader may sit in Read for as long as the daemon is quiet; a
 	// signal ends the mode without waiting for it (the process exits).
@@ -135,7 +128,7 @@ func endUse(s *silero.Stream, w *vadwire.Writer) error {
 // writeErr is nil when the reader of stdout has gone (the daemon closed
 // its end: nothing is left to report to), else err.
 func writeErr(err error) error {
-	if isBrokenPipe(err) {
+	if errors.Is(err, syscall.EPIPE) {
 		return nil
 	}
 	return err

@@ -1,4 +1,4 @@
-package decode
+package spans
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/yazses/yazses/cmd/yaz-decode/internal/transcript"
+	"github.com/yazses/yazses/cmd/yaz-decode/internal/voice"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/vadspan"
 )
@@ -96,21 +97,21 @@ func (l layout) speechRanges() [][2]int64 {
 
 // groupsOf runs audio through a grouper in blocks of the given size and
 // returns the groups and the largest buffer it held.
-func groupsOf(t *testing.T, audio []float32, block int) ([]*group, int) {
+func groupsOf(t *testing.T, audio []float32, block int) ([]*Group, int) {
 	t.Helper()
-	var gs []*group
-	g := newGrouper(newLevelStream(vadspan.Params{SpeechPad: filePad, MaxSpeech: fileMaxSpan}), func(gr *group) error {
+	var gs []*Group
+	g := NewGrouper(newLevelStream(vadspan.Params{SpeechPad: voice.FilePad, MaxSpeech: voice.FileMaxSpan}), func(gr *Group) error {
 		gs = append(gs, gr)
 		return nil
 	})
 	most := 0
 	for i := 0; i < len(audio); i += block {
-		if err := g.write(audio[i:min(i+block, len(audio))]); err != nil {
+		if err := g.Write(audio[i:min(i+block, len(audio))]); err != nil {
 			t.Fatal(err)
 		}
 		most = max(most, len(g.buf))
 	}
-	if err := g.flush(); err != nil {
+	if err := g.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return gs, most
@@ -129,13 +130,13 @@ func TestGrouper(t *testing.T) {
 		{false, 40}, {true, 1}, {false, 3},
 	}
 	audio := l.render()
-	var first []*group
+	var first []*Group
 	for _, block := range []int{333, 16000, 77777, len(audio)} {
 		t.Run(fmt.Sprint(block), func(t *testing.T) {
 			gs, _ := groupsOf(t, audio, block)
 			if first == nil {
 				first = gs
-			} else if diff := cmp.Diff(first, gs, cmp.AllowUnexported(group{}, piece{})); diff != "" {
+			} else if diff := cmp.Diff(first, gs, cmp.AllowUnexported(Group{}, piece{})); diff != "" {
 				t.Fatalf("block size %d changed the groups (-first +now):\n%s", block, diff)
 			}
 			covered := map[int]int{}
@@ -195,7 +196,7 @@ func TestGrouperBoundedMemory(t *testing.T) {
 		l = append(l, layout{{true, 25}, {false, 5}, {true, 0.5}, {false, 9.5}}...)
 	}
 	gs, most := groupsOf(t, l.render(), 32000)
-	if limit := int(fileMaxSpan/time.Second+4) * pcm.SampleRate; most > limit {
+	if limit := int(voice.FileMaxSpan/time.Second+4) * pcm.SampleRate; most > limit {
 		t.Errorf("the grouper held %d samples (%.1f s), want at most %d", most, float64(most)/pcm.SampleRate, limit)
 	}
 	if len(gs) < 90 {
@@ -227,10 +228,10 @@ func TestMapSegments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := g.mapSegments([]transcript.Segment{{Start: ms(tt.in[0]), End: ms(tt.in[1]), Text: "x"}})
+			got := g.MapSegments([]transcript.Segment{{Start: ms(tt.in[0]), End: ms(tt.in[1]), Text: "x"}})
 			want := []transcript.Segment{{Start: ms(tt.want[0]), End: ms(tt.want[1]), Text: "x"}}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("mapSegments(%v ms) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("MapSegments(%v ms) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
@@ -239,9 +240,9 @@ func TestMapSegments(t *testing.T) {
 // mapGroup has three pieces: file 1–3 s at 0; file 3.5–5 s at 2.2 (a
 // 0.5 s pause, one stretch of speech); file 30–34 s at 3.9 (a long pause:
 // a stitch at 3.7–3.9 s).
-func mapGroup() *group {
+func mapGroup() *Group {
 	s := func(sec float64) int64 { return int64(sec * pcm.SampleRate) }
-	return &group{pieces: []piece{
+	return &Group{pieces: []piece{
 		{at: 0, from: s(1), to: s(3)},
 		{at: s(2.2), from: s(3.5), to: s(5)},
 		{at: s(3.9), from: s(30), to: s(34)},
@@ -299,9 +300,9 @@ func TestMapSegmentsSplitsAtStitch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := g.mapSegments([]transcript.Segment{tt.in})
+			got := g.MapSegments([]transcript.Segment{tt.in})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("mapSegments (-want +got):\n%s", diff)
+				t.Errorf("MapSegments (-want +got):\n%s", diff)
 			}
 		})
 	}
