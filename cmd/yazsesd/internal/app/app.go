@@ -20,6 +20,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/desk"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hotkey"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/notify"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/sdnotify"
@@ -164,11 +165,11 @@ func (d desktop) Notify(ctx context.Context, kind string) {
 	}
 }
 
-func (d desktop) OpenInjector(name string, pasteOverChars int) (daemon.Injector, error) {
+func (d desktop) OpenInjector(name string, pasteOverChars int) (desk.Injector, error) {
 	return d.typing.open(d.ctx, name, pasteOverChars, d.stdout)
 }
 
-func (d desktop) OpenHotkey() (daemon.Hotkey, error) {
+func (d desktop) OpenHotkey() (desk.Hotkey, error) {
 	if d.hotkey.Source == config.HotkeySourcePortal {
 		return portalKeys{shortcut.Options{Environ: os.Environ(), Key: d.hotkey.Key, Mode: d.hotkey.Mode,
 			Log: d.log.With("part", "shortcut")}}, nil

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/daemon"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/desk"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
@@ -73,7 +73,7 @@ func (ty *typing) stop() {
 
 // open configures the child for a route and waits for it: the daemon's
 // Injector, or why nothing can type. "stdout" is the daemon's own.
-func (ty *typing) open(ctx context.Context, name string, pasteOverChars int, stdout io.Writer) (daemon.Injector, error) {
+func (ty *typing) open(ctx context.Context, name string, pasteOverChars int, stdout io.Writer) (desk.Injector, error) {
 	if name == "stdout" {
 		return stdoutInjector{stdout}, nil
 	}

@@ -24,17 +24,19 @@
 //     hold.go here: the hold.* methods, the person's side of the state,
 //     and waiting for the holds' goroutines at shutdown (waitWork).
 //   - question: one ask_human call, its slot in the budget settled once;
-//     ask.go here: the method, its audit lines, the way in past
-//     ask_human = false and an unwritten crash marker.
+//     asking: the method on the children and the daemon's state (its
+//     entry, audit lines, turn, the wait for a hold), budget.status and a
+//     reload's new cap. ask.go here: the daemon as a question sees it,
+//     the question being asked under the lock a hold's start takes.
 //   - transcribe: the transcribe method's files, in pieces at file
 //     priority, one decoding and four waiting.
 //   - detect: the voice detector's uses (the Silero child's, else the
 //     energy detector's); health: READY, the health line, a child left
 //     down for a cause; marker: the single-instance lock and the crash
 //     marker; versions: the children's --version; livestate: the watch
-//     stream.
-//   - ends.go: the child ends as the interfaces of hold, question and
-//     transcribe.
+//     stream; desk: the person's desktop (the injector, the hotkey's
+//     listener, and their status).
+//   - ends.go: the child ends as the interfaces of hold and transcribe.
 //
 // Budget. A gate restarted after a crash is started with --spent: it
 // refuses every question for the rest of the hour (fail closed), which
@@ -68,7 +70,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/asking"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
+	"github.com/yazses/yazses/cmd/yazsesd/internal/desk"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/detect"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/health"
@@ -78,13 +82,11 @@ import (
 	"github.com/yazses/yazses/cmd/yazsesd/internal/rpc"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/transcribe"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/versions"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 	"github.com/yazses/yazses/lib/daemonapi"
 	"github.com/yazses/yazses/lib/filedecode"
-	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/jsonrpc"
 	"github.com/yazses/yazses/lib/pcm"
 	"github.com/yazses/yazses/lib/safesocket"
@@ -110,7 +112,8 @@ type Options struct {
 	Service Service
 	// Desktop is the person's desktop: notifications, typing, the evdev
 	// hotkey; nil: none of them (every transcript is kept for `last`).
-	Desktop Desktop // Typing is the typing child (yaz-type --serve) when the caller runs
+	Desktop desk.Desktop
+	// Typing is the typing child (yaz-type --serve) when the caller runs
 	// one: listed in status and the health line with the others; nil:
 	// none.
 	Typing TypingChild
@@ -141,52 +144,6 @@ type Service interface {
 	Reloaded(config.Config)
 }
 
-// Desktop is the person's desktop as the daemon reaches it.
-type Desktop interface {
-	// Notify shows a desktop notification of a kind ("listening",
-	// "no_target", "question_waiting", "lost", "typing_failed",
-	// "model_missing", "model_invalid", "language_unsupported",
-	// "child_down", "refused_…"); ctx bounds the showing.
-	Notify(ctx context.Context, kind string)
-	// OpenInjector opens the injection backend named by
-	// dictation.inject, pasting texts over dictation.paste_over_chars, at
-	// start and when a reload changes either; an error with no Injector
-	// keeps every transcript for `last`, one with an Injector says that
-	// nothing can type now and the Injector tries again at each text.
-	OpenInjector(name string, pasteOverChars int) (Injector, error)
-	// OpenHotkey opens the key source of hotkey.source (the evdev
-	// listener, or the desktop's GlobalShortcuts portal), when
-	// hotkey.enabled is set.
-	OpenHotkey() (Hotkey, error)
-}
-
-// Hotkey is the push-to-talk key source.
-type Hotkey interface {
-	// Listen reads the key until ctx ends and calls press with true for
-	// a press (a hold's start) and false for a release (its stop).
-	Listen(ctx context.Context, press func(down bool)) error
-}
-
-// WaitingHotkey is a Hotkey that may wait before it can listen (the
-// desktop's shortcut portal not on the bus yet): ListenWaiting is Listen
-// that calls waiting with what it waits for, and with "" once it
-// listens; status shows it.
-type WaitingHotkey interface {
-	Hotkey
-	ListenWaiting(ctx context.Context, press func(down bool), waiting func(what string)) error
-}
-
-// Injector types text into the focused window.
-type Injector interface {
-	// Type types text and returns the backend used (a closed-vocabulary
-	// word). An error that is inject.ErrNoTarget (errors.Is) means no
-	// window had focus: nothing was typed.
-	Type(ctx context.Context, text string) (backend string, err error)
-	// Backends lists the backends Type tries, in order (what "auto"
-	// resolves to).
-	Backends() []string
-}
-
 // Daemon is one running yazsesd.
 type Daemon struct {
 	opt   Options
@@ -195,10 +152,6 @@ type Daemon struct {
 
 	cfgMu sync.Mutex
 	cfg   config.Config
-	// cut ends at a reload that lowers the cap or turns questions off
-	// (cutWaiting): the questions not yet asked give their slots back.
-	cut    context.Context
-	endCut context.CancelFunc
 	// refused says why the last reload was refused ("config: reload
 	// refused at line N: …"), for status and the systemd status line,
 	// until a reload succeeds; "" after a good one.
@@ -223,18 +176,14 @@ type Daemon struct {
 	// and free, else on the energy detector.
 	detect *detect.Source
 
-	injMu  sync.Mutex
-	inj    Injector
-	injFor string // the dictation.inject the injector was opened for
-	injErr string // why there is none
+	// desk is the person's desktop: the injector, the hotkey.
+	desk *desk.Desk
 
 	health   *health.Health
 	versions *versions.Set
-	hotkeyMu sync.Mutex
-	hotkey   daemonapi.HotkeyStatus
 
 	state stateT            // hold and ask state, see hold.go
-	asks  turn.Queue        // questions, one at a time, in order (ask.go)
+	asker *asking.Asker     // ask_human calls
 	files *transcribe.Files // transcribe calls
 	live  *livestate.State  // what `watch` streams (status bars); the count of questions waiting for a hold
 
@@ -268,7 +217,6 @@ func New(opt Options) (*Daemon, error) {
 	d := &Daemon{opt: opt, log: opt.Log, cfg: opt.Config, start: time.Now(),
 		live: livestate.New(livestate.Options{Preview: opt.Config.Dictation.Preview})}
 	d.life, d.endLife = context.WithCancel(context.Background())
-	d.cut, d.endCut = context.WithCancel(context.Background())
 	d.typeCtx, d.stopTyping = context.WithCancel(context.Background())
 	cfg := opt.Config
 
@@ -362,11 +310,13 @@ func New(opt Options) (*Daemon, error) {
 		vadChild = d.vad
 	}
 	d.detect = detect.New(vadChild, d.log)
+	d.asker = asking.New(asking.Deps{Daemon: askSide{d}, Gate: d.gate, Speaker: d.speak, Mic: d.mic,
+		Detect: d.detect, Decoder: d.decode, Live: d.live, Life: d.life, Log: d.log})
 	if t := opt.Typing; t != nil {
 		order = append(order, "type")
 		binaries["type"] = t.Program()
 	}
-	d.health = health.New(healthReport{d}, d.log, order, boot...)
+	d.health = health.New(report{d}, d.log, order, boot...)
 	d.health.Watch("gate", d.gate)
 	d.health.Watch("speak", d.speak)
 	d.health.Watch("decode", d.decode)
@@ -379,7 +329,7 @@ func New(opt Options) (*Daemon, error) {
 		t.OnStart(d.childStarted("type"))
 	}
 	d.versions = versions.New(binaries)
-	d.hotkey = daemonapi.HotkeyStatus{Enabled: cfg.Hotkey.Enabled, Source: cfg.Hotkey.Source, Key: cfg.Hotkey.Key, Mode: cfg.Hotkey.Mode}
+	d.desk = desk.New(opt.Desktop, cfg.Hotkey, report{d}, d.log)
 	return d, nil
 }
 
@@ -561,11 +511,11 @@ func (d *Daemon) startAll(ctx, cctx context.Context, wg *sync.WaitGroup) {
 	}
 	supervised(d.mic, "capture") // in always mode now, else from a first listener on
 	wg.Go(func() { d.versions.Query(ctx) })
-	wg.Go(func() { d.live.RunBudget(ctx, d.budgetStatus) })
+	wg.Go(func() { d.live.RunBudget(ctx, d.asker.Budget) })
 	cfg := d.config()
-	d.openInjector(cfg.Dictation)
+	d.desk.OpenInjector(cfg.Dictation)
 	if cfg.Hotkey.Enabled && d.opt.Desktop != nil {
-		wg.Go(func() { d.runHotkey(ctx) })
+		wg.Go(func() { d.desk.RunHotkey(ctx, d.hotkeyPress(ctx)) })
 	}
 }
 
@@ -641,7 +591,7 @@ func (d *Daemon) reload(ctx context.Context) {
 		}
 		d.log.Error("reload refused: the old settings stay", "err", err)
 		d.auditf(audit.Event{Kind: "config.rejected"})
-		d.setRefused(reloadRefused(err))
+		d.setRefused(health.ReloadRefused(err))
 		return
 	}
 	d.setRefused("")
@@ -659,29 +609,9 @@ func (d *Daemon) reload(ctx context.Context) {
 	if keys := config.NeedsRestart(old, nc); len(keys) > 0 {
 		d.log.Warn("reload: these settings need a restart of yazsesd", "keys", keys)
 	}
-	if nc.Budget.AskHumanPerHour != old.Budget.AskHumanPerHour {
-		n := nc.Budget.AskHumanPerHour
-		d.gate.SetPerHour(n) // for the next start of the gate
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := d.gate.Do(cctx, 5*time.Second, false, func(c *gate.Client) error { return c.SetLimit(cctx, n) })
-		cancel()
-		if err != nil {
-			if st := d.gate.Status().State; st.Down() {
-				// Nothing would restart: say what is true.
-				d.log.Error("reload: the gate is down and was not restarted; no question is asked until yazsesd restarts", "gate", st)
-			} else {
-				d.log.Error("reload: the gate did not take the new cap; restarting it fully spent", "err", err)
-				d.gate.Restart()
-			}
-		}
-	}
-	if nc.Budget.AskHumanPerHour < old.Budget.AskHumanPerHour || (old.MCP.AskHuman && !nc.MCP.AskHuman) {
-		// After the gate has the new cap: the questions not yet asked
-		// reserve again under it, or are refused when questions are off.
-		d.cutWaiting()
-	}
+	d.asker.Reloaded(ctx, old, nc) // the gate's new cap; the questions not yet asked
 	if applied.Dictation.Inject != old.Dictation.Inject || applied.Dictation.PasteOverChars != old.Dictation.PasteOverChars {
-		d.openInjector(applied.Dictation)
+		d.desk.OpenInjector(applied.Dictation)
 	}
 	if d.opt.Service != nil {
 		d.opt.Service.Reloaded(applied)
@@ -690,73 +620,22 @@ func (d *Daemon) reload(ctx context.Context) {
 	d.auditf(audit.Event{Kind: "config.reloaded"})
 }
 
-// runHotkey opens the evdev hotkey listener and runs it until ctx ends;
-// status shows whether it listens and why not.
-func (d *Daemon) runHotkey(ctx context.Context) {
-	set := func(listening bool, err error) {
-		d.hotkeyMu.Lock()
-		d.hotkey.Listening = listening
-		if !listening {
-			d.hotkey.Waiting = ""
-		}
-		if err != nil {
-			d.hotkey.Error = err.Error()
-		}
-		d.hotkeyMu.Unlock()
-	}
-	keys, err := d.opt.Desktop.OpenHotkey()
-	if err == nil {
-		set(true, nil)
-		press := func(start bool) {
-			if start {
-				if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
-					d.log.Warn("hotkey: hold.start failed", "err", err)
-				}
-				return
+// hotkeyPress is what the push-to-talk key does: a press opens a hold,
+// a release releases it.
+func (d *Daemon) hotkeyPress(ctx context.Context) func(down bool) {
+	return func(start bool) {
+		if start {
+			if _, err := d.holdOpen(ctx, d.opt.Config.Hotkey.Mode == config.HotkeyToggle); err != nil {
+				d.log.Warn("hotkey: hold.start failed", "err", err)
 			}
-			// The release is taken before the next key event is read
-			// (a press right after it opens a new hold); the hold's own
-			// goroutine decodes and types after the key is up, and Run
-			// waits for it before it closes the audit.
-			d.holdRelease()
+			return
 		}
-		if w, ok := keys.(WaitingHotkey); ok {
-			err = w.ListenWaiting(ctx, press, func(what string) {
-				d.hotkeyMu.Lock()
-				d.hotkey.Waiting = what
-				d.hotkeyMu.Unlock()
-			})
-		} else {
-			err = keys.Listen(ctx, press)
-		}
+		// The release is taken before the next key event is read
+		// (a press right after it opens a new hold); the hold's own
+		// goroutine decodes and types after the key is up, and Run
+		// waits for it before it closes the audit.
+		d.holdRelease()
 	}
-	set(false, err)
-	if err != nil && ctx.Err() == nil {
-		d.log.Error("hotkey listener stopped: use a compositor binding that runs `yazsesd ctl hold start|stop`", "err", err)
-		d.auditf(audit.Event{Kind: "hotkey.failed"})
-	}
-}
-
-// reloadRefused is the status line of a reload refused for err: its
-// first problem, with its line.
-func reloadRefused(err error) string {
-	var ce *config.Error
-	if !errors.As(err, &ce) {
-		return "config: reload refused: " + err.Error()
-	}
-	s := "config: reload refused"
-	if ce.Line > 0 {
-		s += " at line " + strconv.Itoa(ce.Line)
-	}
-	s += ": "
-	if ce.Key != "" {
-		s += ce.Key + ": "
-	}
-	s += ce.Msg
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
-		s += fmt.Sprintf(" (and %d more: yazsesd config check lists them)", len(j.Unwrap())-1)
-	}
-	return s
 }
 
 // setRefused sets why the last reload was refused ("" after a good one)
@@ -771,13 +650,13 @@ func (d *Daemon) setRefused(why string) {
 	}
 }
 
-// healthReport is what package health tells the daemon
-// (health.Reporter).
-type healthReport struct{ d *Daemon }
+// report is what packages health and desk tell the daemon
+// (health.Reporter, desk.Reporter).
+type report struct{ d *Daemon }
 
-func (r healthReport) Audit(e audit.Event) { r.d.auditf(e) }
-func (r healthReport) Notify(kind string)  { r.d.notify(kind) }
-func (r healthReport) Line(line string) {
+func (r report) Audit(e audit.Event) { r.d.auditf(e) }
+func (r report) Notify(kind string)  { r.d.notify(kind) }
+func (r report) Line(line string) {
 	if r.d.opt.Service != nil {
 		r.d.opt.Service.Health(r.d.healthLine(line))
 	}
@@ -798,56 +677,8 @@ func (d *Daemon) healthLine(children string) string {
 	return children + "; " + refused
 }
 
-// openInjector opens the injection backend for dictation.inject (and
-// paste_over_chars); on failure dictation keeps its transcripts for
-// `last`.
-func (d *Daemon) openInjector(dc config.Dictation) {
-	if d.opt.Desktop == nil {
-		return
-	}
-	name := dc.Inject
-	if name == "stdout" && os.Getenv("JOURNAL_STREAM") != "" {
-		// systemd connected stdout to the journal (it sets JOURNAL_STREAM).
-		d.log.Warn(`dictation.inject = "stdout" under systemd: what you dictate goes to the journal; choose another backend, or run yazsesd in a terminal`)
-	}
-	inj, err := d.opt.Desktop.OpenInjector(name, dc.PasteOverChars)
-	why := ""
-	if err != nil {
-		// An injector returned with the error tries again at each text
-		// (the typing child: a route that comes up after the start).
-		d.log.Warn("no way to type here now: dictated text is kept for `yazsesd ctl last`", "inject", name, "err", err, "tries_again", inj != nil)
-		why = err.Error()
-		d.notify("no_route")
-	}
-	d.injMu.Lock()
-	d.inj, d.injFor, d.injErr = inj, name, why
-	d.injMu.Unlock()
-}
-
-// typing reports the injection backends for status.
-func (d *Daemon) typing() daemonapi.TypingStatus {
-	d.injMu.Lock()
-	defer d.injMu.Unlock()
-	t := daemonapi.TypingStatus{Inject: d.injFor, Backends: []string{}, Error: d.injErr}
-	if t.Inject == "" {
-		t.Inject = d.config().Dictation.Inject
-	}
-	if d.inj != nil {
-		t.Backends = append(t.Backends, d.inj.Backends()...)
-		if e, ok := d.inj.(interface{ Explain(*daemonapi.TypingStatus) }); ok {
-			e.Explain(&t) // the route, why, and the portal's consent
-		}
-	} else if t.Error == "" {
-		t.Error = "no typing backend: dictated text is kept for `yazsesd ctl last`"
-	}
-	return t
-}
-
-func (d *Daemon) injector() Injector {
-	d.injMu.Lock()
-	defer d.injMu.Unlock()
-	return d.inj
-}
+// injector is the injector a hold types with; nil when there is none.
+func (d *Daemon) injector() desk.Injector { return d.desk.Injector() }
 
 // The stop's budget. A daemon told to stop drops a hold that still
 // records, but lets a hold past its recording (released, in its tail,
@@ -896,18 +727,7 @@ func (d *Daemon) waitWork() {
 // childStatus reports a supervised child for status.
 func (d *Daemon) childStatus(c interface{ Status() supervise.Status }) daemonapi.ChildStatus {
 	s := c.Status()
-	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
-		LastExit: s.LastExit, Version: d.versions.Get(s.Name), Cause: s.Cause}
-	switch {
-	case s.State.Failed(), s.State == supervise.StateBackoff:
-		cs.Reason = health.Reason(s)
-		if cs.Cause == "" && s.State == supervise.StateCrashLoop {
-			cs.Cause = "crash_loop"
-		}
-	case s.Cause != "":
-		cs.Reason = s.Reason
-	}
-	return cs
+	return health.Child(s, d.versions.Get(s.Name))
 }
 
 // writeMarker writes the crash marker's temporary file; nil is

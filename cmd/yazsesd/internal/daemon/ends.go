@@ -6,28 +6,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/yazses/yazses/cmd/yazsesd/internal/child"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/dictation"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/hold"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/mic"
-	"github.com/yazses/yazses/cmd/yazsesd/internal/question"
 	"github.com/yazses/yazses/cmd/yazsesd/internal/turn"
 	"github.com/yazses/yazses/lib/frame"
-	"github.com/yazses/yazses/lib/gate"
-	"github.com/yazses/yazses/lib/tts"
-	"github.com/yazses/yazses/lib/vadspan"
 )
 
-// The child ends (package child) as the interfaces of a hold (package
-// hold), a question (package question) and a file (package transcribe).
-// The voice detector's uses (package detect) are both a hold's and a
-// question's detector as they are.
-
-// Waits of the adapters.
-const (
-	gateWait    = 5 * time.Second // longest wait for a (re)starting gate
-	speakerWait = 5 * time.Second // and for a (re)starting speaker
-)
+// The child ends (packages child and mic) as the interfaces of a hold
+// (package hold) and a file (package transcribe); a question's are
+// package asking's. The voice detector's uses (package detect) are a
+// hold's detector as they are.
 
 // micAudio is a hold's listener on the microphone (hold.Audio).
 type micAudio struct {
@@ -154,98 +143,3 @@ func (d *Daemon) decodeCtx(parent context.Context) (context.Context, context.Can
 	}()
 	return dctx, cancel
 }
-
-// askGate is the gate child (question.Gate).
-type askGate struct{ d *Daemon }
-
-func (g askGate) Reserve(ctx context.Context) (string, error) {
-	var tok string
-	err := g.d.gate.Do(ctx, gateWait, true, func(c *gate.Client) error {
-		var err error
-		tok, err = c.Reserve(ctx)
-		return err
-	})
-	if err == nil {
-		g.d.live.RefreshBudget()
-	}
-	return tok, err
-}
-
-func (g askGate) Commit(ctx context.Context, tok string) error {
-	return g.d.gate.Do(ctx, gateWait, false, func(c *gate.Client) error { return c.Commit(ctx, tok) })
-}
-
-func (g askGate) Release(ctx context.Context, tok string) error {
-	return g.d.gate.Do(ctx, gateWait, false, func(c *gate.Client) error { return c.Release(ctx, tok) })
-}
-
-// askSpeaker is the speaker child (question.Speaker).
-type askSpeaker struct{ d *Daemon }
-
-// Ready waits (up to speakerWait) for a speaker that is starting or
-// restarting; one left down (crash loop, exited, stopped) is not waited
-// for.
-func (s askSpeaker) Ready(ctx context.Context) bool {
-	up, down := s.d.speak.Up(), s.d.speak.Down()
-	select {
-	case <-up:
-		return true
-	default:
-	}
-	t := time.NewTimer(speakerWait)
-	defer t.Stop()
-	select {
-	case <-up:
-		return true
-	case <-down:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-func (s askSpeaker) Speak(text string) (<-chan tts.Event, error) {
-	_, events, err := s.d.speak.Speak(text)
-	return events, err
-}
-
-func (s askSpeaker) Skip() { s.d.speak.Skip() }
-
-// askMic is the capture child (question.Mic).
-type askMic struct{ d *Daemon }
-
-func (m askMic) Listen() (<-chan []int16, func()) {
-	l := m.d.mic.Listen(false) // only what is said from now on
-	return l.Audio(), func() { m.d.mic.Unlisten(l) }
-}
-
-// askDetector begins the answer's detector uses (question.Detector),
-// ending with the daemon.
-type askDetector struct{ d *Daemon }
-
-func (a askDetector) Begin(p vadspan.Params) question.Detection {
-	if u := a.d.detect.Begin(a.d.life, p); u != nil {
-		return u
-	}
-	return nil
-}
-
-func (a askDetector) BeginEnergy(p vadspan.Params) question.Detection {
-	if u := a.d.detect.BeginEnergy(a.d.life, p); u != nil {
-		return u
-	}
-	return nil
-}
-
-// askDecoder is the resident decoder (question.Decoder).
-type askDecoder struct{ d *Daemon }
-
-func (a askDecoder) Decode(ctx context.Context, samples []int16) (string, error) {
-	r, err := a.d.decode.Decode(ctx, turn.Answer, samples, nil)
-	if errors.Is(err, child.ErrLost) {
-		return "", fmt.Errorf("%w: %w", question.ErrLost, err)
-	}
-	return r.Text, err
-}
-
-func (a askDecoder) WaitUp(ctx context.Context) error { return a.d.decode.WaitUp(ctx) }

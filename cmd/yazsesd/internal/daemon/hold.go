@@ -30,7 +30,7 @@ type stateT struct {
 	mu      sync.Mutex
 	hold    *holdRec     // nil when idle
 	changed bcast.Signal // broadcast under mu whenever hold or closing changes
-	asking  *askRun      // the question being spoken or answered
+	asking  interrupter  // the question being spoken or answered (ask.go)
 	closing bool
 	stopAt  time.Time // when closing began
 	last    daemonapi.Last
@@ -51,7 +51,7 @@ func (s *stateT) shutdown() {
 	defer s.mu.Unlock()
 	s.closing, s.stopAt = true, time.Now()
 	if s.asking != nil {
-		s.asking.interrupt(daemonapi.ReasonInterrupted)
+		s.asking.Interrupt(daemonapi.ReasonInterrupted)
 	}
 	s.broadcastLocked()
 }
@@ -154,7 +154,7 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 	d.state.broadcastLocked()
 	d.live.SetHold(daemonapi.StateListening)
 	if d.state.asking != nil {
-		d.state.asking.interrupt(daemonapi.ReasonInterrupted)
+		d.state.asking.Interrupt(daemonapi.ReasonInterrupted)
 	}
 	d.auditf(audit.Event{Kind: "hold.started"})
 	d.notify("listening")

@@ -70,11 +70,11 @@ func TestHotkeyStatusWaiting(t *testing.T) {
 		testwait.Recv(t, k.done, "the key source to have said it")
 	}
 	say("the desktop portal")
-	if st := d.hotkeyStatus(); !st.Listening || st.Waiting != "the desktop portal" {
+	if st := d.desk.Hotkey(); !st.Listening || st.Waiting != "the desktop portal" {
 		t.Errorf("status %+v while waiting, want listening and waiting for the desktop portal", st)
 	}
 	say("")
-	if st := d.hotkeyStatus(); !st.Listening || st.Waiting != "" {
+	if st := d.desk.Hotkey(); !st.Listening || st.Waiting != "" {
 		t.Errorf("status %+v once bound, want listening, waiting for nothing", st)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/desk"
 	"github.com/yazses/yazses/lib/config"
 )
 
@@ -51,7 +52,7 @@ func TestReloadRefusedShowsInStatusUntilAGoodOne(t *testing.T) {
 		Log:        slog.New(slog.DiscardHandler),
 		RuntimeDir: filepath.Join(dir, "run"),
 		AuditPath:  filepath.Join(dir, "audit.jsonl"),
-		Desktop: testDesktop{open: func(name string, pasteOverChars int) (Injector, error) {
+		Desktop: testDesktop{open: func(name string, pasteOverChars int) (desk.Injector, error) {
 			opened = append(opened, pasteOverChars)
 			return nil, errors.New("no typing here")
 		}},

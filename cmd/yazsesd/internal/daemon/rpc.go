@@ -8,7 +8,6 @@ import (
 
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/daemonapi"
-	"github.com/yazses/yazses/lib/gate"
 	"github.com/yazses/yazses/lib/untrusted"
 )
 
@@ -17,7 +16,7 @@ type methods struct{ d *Daemon }
 
 func (m methods) Status(ctx context.Context) daemonapi.Status { return m.d.status(ctx) }
 func (m methods) BudgetStatus(ctx context.Context) daemonapi.BudgetStatus {
-	return m.d.budgetStatus(ctx)
+	return m.d.asker.Budget(ctx)
 }
 
 func (m methods) Last() daemonapi.Last {
@@ -27,7 +26,7 @@ func (m methods) Last() daemonapi.Last {
 }
 
 func (m methods) AskHuman(ctx context.Context, q untrusted.Question, timeoutS int) (daemonapi.AskResult, error) {
-	return m.d.askHuman(ctx, q, timeoutS)
+	return m.d.asker.Ask(ctx, q, timeoutS)
 }
 
 func (m methods) Audit(max int) ([]audit.Event, error) { return audit.Read(m.d.opt.AuditPath, max) }
@@ -84,9 +83,9 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 		CaptureMode: cfg.Capture.Mode,
 		Hold:        hold,
 		Asking:      asking,
-		Waiting:     d.waiting(),
+		Waiting:     d.asker.Waiting(),
 		Children:    children,
-		Budget:      d.budgetStatus(ctx),
+		Budget:      d.asker.Budget(ctx),
 
 		Health:       d.healthLine(d.health.Summary()),
 		AuditFailing: d.auditFailing(),
@@ -97,18 +96,9 @@ func (d *Daemon) status(ctx context.Context) daemonapi.Status {
 			Warning: d.decode.DeviceWarning()},
 		CaptureBackend: d.opt.Config.Capture.Backend,
 		CaptureDevice:  d.opt.Config.Capture.Device,
-		Typing:         d.typing(),
-		Hotkey:         d.hotkeyStatus(),
+		Typing:         d.desk.Typing(cfg.Dictation.Inject),
+		Hotkey:         d.desk.Hotkey(),
 	}
-}
-
-// waiting is status's count of the questions waiting: for the hold to end
-// (counted by d.live, which watch streams) and for their turn behind
-// another question (d.asks, the queue they wait in). Each is counted once,
-// where it waits.
-func (d *Daemon) waiting() int {
-	_, queued := d.asks.State()
-	return d.live.Current().Waiting + queued
 }
 
 // stateFailing says why the crash marker is not written ("" when it is).
@@ -117,32 +107,4 @@ func (d *Daemon) stateFailing() string {
 		return ""
 	}
 	return d.marker.Failing()
-}
-
-func (d *Daemon) hotkeyStatus() daemonapi.HotkeyStatus {
-	d.hotkeyMu.Lock()
-	defer d.hotkeyMu.Unlock()
-	return d.hotkey
-}
-
-// budgetStatus asks the gate; a gate that is down reports unavailable.
-func (d *Daemon) budgetStatus(ctx context.Context) daemonapi.BudgetStatus {
-	failClosed, why := d.gate.FailClosed()
-	b := daemonapi.BudgetStatus{PerHour: d.config().Budget.AskHumanPerHour, FailClosed: failClosed, FailClosedReason: why}
-	gctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	err := d.gate.Do(gctx, 0, false, func(c *gate.Client) error {
-		st, err := c.Status(gctx)
-		if err == nil {
-			b.PerHour, b.Used, b.NextFreeS, b.Available = st.PerHour, st.Used, st.NextFreeS, true
-		}
-		return err
-	})
-	if err != nil {
-		b.Available = false
-	}
-	if b.FailClosed && b.Available && b.NextFreeS == 0 && b.Used < b.PerHour {
-		b.FailClosed, b.FailClosedReason = false, "" // the spent hour has passed
-	}
-	return b
 }

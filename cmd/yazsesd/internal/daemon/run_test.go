@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/yazses/yazses/cmd/yazsesd/internal/desk"
 	"github.com/yazses/yazses/lib/audit"
 	"github.com/yazses/yazses/lib/config"
 )
@@ -20,18 +21,18 @@ var fakeChild = []string{"/bin/sh", "-c", `echo >&"$YAZ_READY_FD"; exec cat >/de
 // testDesktop is a Desktop of the test's: its hotkey and injector, no
 // notifications.
 type testDesktop struct {
-	hotkey Hotkey
-	open   func(name string, pasteOverChars int) (Injector, error)
+	hotkey desk.Hotkey
+	open   func(name string, pasteOverChars int) (desk.Injector, error)
 }
 
 func (d testDesktop) Notify(context.Context, string) {}
-func (d testDesktop) OpenInjector(name string, pasteOverChars int) (Injector, error) {
+func (d testDesktop) OpenInjector(name string, pasteOverChars int) (desk.Injector, error) {
 	if d.open == nil {
 		return nil, errors.New("no typing in this test")
 	}
 	return d.open(name, pasteOverChars)
 }
-func (d testDesktop) OpenHotkey() (Hotkey, error) {
+func (d testDesktop) OpenHotkey() (desk.Hotkey, error) {
 	if d.hotkey == nil {
 		return nil, errors.New("no hotkey in this test")
 	}

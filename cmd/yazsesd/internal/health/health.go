@@ -14,16 +14,23 @@
 //     yaz-fetch-model base.en"), an audit event child.exited with the
 //     cause, and one notification; a crash loop gets the notification
 //     too (its ERROR line is the daemon's Run's).
+//   - Each child's entry in status (Child), and the line of a refused
+//     reload that the daemon shows after the children's (ReloadRefused).
 package health
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/yazses/yazses/cmd/yazsesd/internal/supervise"
 	"github.com/yazses/yazses/lib/audit"
+	"github.com/yazses/yazses/lib/config"
+	"github.com/yazses/yazses/lib/daemonapi"
 )
 
 // Reporter is told what the children's states come to. Its methods are
@@ -161,6 +168,46 @@ func Reason(st supervise.Status) string {
 		return "restarting after " + st.LastExit
 	}
 	return string(st.State)
+}
+
+// Child is a child's entry in status: its state, and for one that is not
+// running its reason and cause; version is its --version.
+func Child(s supervise.Status, version string) daemonapi.ChildStatus {
+	cs := daemonapi.ChildStatus{Name: s.Name, State: string(s.State), PID: s.PID, Restarts: s.Restarts,
+		LastExit: s.LastExit, Version: version, Cause: s.Cause}
+	switch {
+	case s.State.Failed(), s.State == supervise.StateBackoff:
+		cs.Reason = Reason(s)
+		if cs.Cause == "" && s.State == supervise.StateCrashLoop {
+			cs.Cause = "crash_loop"
+		}
+	case s.Cause != "":
+		cs.Reason = s.Reason
+	}
+	return cs
+}
+
+// ReloadRefused is the line of a reload refused for err, which the
+// daemon shows after the children's line until a reload succeeds: its
+// first problem, with its line.
+func ReloadRefused(err error) string {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		return "config: reload refused: " + err.Error()
+	}
+	s := "config: reload refused"
+	if ce.Line > 0 {
+		s += " at line " + strconv.Itoa(ce.Line)
+	}
+	s += ": "
+	if ce.Key != "" {
+		s += ce.Key + ": "
+	}
+	s += ce.Msg
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
+		s += fmt.Sprintf(" (and %d more: yazsesd config check lists them)", len(j.Unwrap())-1)
+	}
+	return s
 }
 
 // lineLocked is the one-line summary.

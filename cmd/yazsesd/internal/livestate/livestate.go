@@ -15,7 +15,7 @@
 //
 //	live := livestate.New(livestate.Options{Preview: cfg.Dictation.Preview})
 //	srv.HandleStream(daemonapi.MethodWatch, live.Serve)
-//	go live.RunBudget(ctx, d.budgetStatus) // owned: wait for it at the end
+//	go live.RunBudget(ctx, d.asker.Budget) // owned: wait for it at the end
 //	defer live.Close()                     // ends every watch stream
 //	// on reload: live.SetPreviewEnabled(cfg.Dictation.Preview); live.RefreshBudget()
 //	// on gate (re)start, reserve, commit, release: live.RefreshBudget()

@@ -41,9 +41,9 @@
 //  7. Decode the answer, once more on a restarted decoder if the decoder
 //     died, within the caller's deadline or a short grace after it.
 //
-// The children are behind the small interfaces below; the daemon package
-// adapts its children to them and keeps the wiring (the RPC method, audit
-// lines, notifications, the status stream).
+// The children are behind the small interfaces below; package asking
+// adapts the daemon's children to them and keeps the wiring (the RPC
+// method, audit lines, notifications, the status stream).
 package question
 
 import (
