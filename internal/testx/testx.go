@@ -188,7 +188,10 @@ func start(t testing.TB, env []string, terminal string, args []string, file stri
 		testwait.Closed(t, done, "the killed process's end")
 	})
 	ctx := testwait.Context(t)
-	out := RunTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title)
+	// Viewable (mapped), not only named: the focus can be given only to
+	// a viewable window (SetInputFocus on one not mapped yet is BadMatch,
+	// seen under load).
+	out := RunTool(ctx, t, env, "xdotool", "search", "--sync", "--onlyvisible", "--name", title)
 	win := strings.Fields(out)[0]
 	exists := func() bool { _, err := os.Stat(file); return err == nil }
 	if err := testwait.Until(ctx, exists, watch); err != nil {

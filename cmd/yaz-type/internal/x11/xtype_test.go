@@ -128,7 +128,7 @@ func startXev(t *testing.T, env []string) *xevRecorder {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	x.win = strings.Fields(runTool(ctx, t, env, "xdotool", "search", "--sync", "--name", title))[0]
+	x.win = strings.Fields(runTool(ctx, t, env, "xdotool", "search", "--sync", "--onlyvisible", "--name", title))[0]
 	return x
 }
 
