@@ -196,6 +196,8 @@ type Injector interface {
 // text). Preedit shows text, replacing what it showed; "" takes it away.
 // The backend's next Type replaces it with the text it types.
 type Preediter interface {
+	// Preedits reports whether it shows one in this session.
+	Preedits() bool
 	Preedit(ctx context.Context, text untrusted.TypedText) error
 }
 

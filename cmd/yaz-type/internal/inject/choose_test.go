@@ -257,3 +257,25 @@ func TestRefusedFallsBack(t *testing.T) {
 type portalChanges struct{ ty *Typer }
 
 func (p portalChanges) Changed() <-chan struct{} { return p.ty.rs.pt.Changes() }
+
+// TestIBusPreeditOnGNOMEOnly: the IBus route shows a preedit (live
+// text's guesses) on GNOME only; elsewhere each preedit's session would
+// be two more changes of the global engine, which KWin's IBus Wayland
+// input method does not survive in quick succession.
+func TestIBusPreeditOnGNOMEOnly(t *testing.T) {
+	for _, tc := range []struct {
+		desktop string
+		want    bool
+	}{{"GNOME", true}, {"ubuntu:GNOME", true}, {"KDE", false}, {"", false}} {
+		opts := Options{Environ: []string{"XDG_CURRENT_DESKTOP=" + tc.desktop}}.WithDefaults()
+		ty := &Typer{list: []Injector{newIBus(opts)}, log: opts.Log}
+		if got := ty.Preedits(); got != tc.want {
+			t.Errorf("%q: Preedits() = %v, want %v", tc.desktop, got, tc.want)
+		}
+		if !tc.want {
+			if _, err := ty.Preedit(context.Background(), "guess"); !errors.Is(err, ErrNoPreedit) {
+				t.Errorf("%q: Preedit = %v, want ErrNoPreedit", tc.desktop, err)
+			}
+		}
+	}
+}

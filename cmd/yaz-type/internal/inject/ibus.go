@@ -29,6 +29,11 @@ import (
 // time; mu keeps Close (at the process's end) out of them.
 type ibusBackend struct {
 	r *ibus.Route
+	// preedit: GNOME, whose shell is IBus's input method. Elsewhere (KWin's
+	// "IBus Wayland") each preedit's session is two more changes of the
+	// global engine, which IBus's own Wayland input method aborts at when
+	// they come closer than it answers (see ibus.EngineSettle).
+	preedit bool
 
 	mu   sync.Mutex
 	sess *ibus.Session // the preedit's session; nil: none shown
@@ -47,7 +52,7 @@ func newIBus(opts Options) *ibusBackend {
 	if gnome(opts.Environ) {
 		settle = 0 // the shell is IBus's input method there (see ibus.Options.Settle)
 	}
-	return &ibusBackend{r: ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log, Settle: settle})}
+	return &ibusBackend{r: ibus.New(ibus.Options{Environ: opts.Environ, Log: opts.Log, Settle: settle}), preedit: gnome(opts.Environ)}
 }
 
 func (b *ibusBackend) Name() string { return IBus }
@@ -70,6 +75,9 @@ func (b *ibusBackend) Type(ctx context.Context, typed untrusted.TypedText) error
 	}
 	return nil
 }
+
+// Preedits reports whether the route shows a preedit here (GNOME).
+func (b *ibusBackend) Preedits() bool { return b.preedit }
 
 // Preedit shows typed as the focused field's preedit, replacing the one
 // shown; "" takes it away and gives the previous engine back. A field

@@ -610,8 +610,8 @@ func (t *Typer) Preedits() bool {
 	if len(t.list) == 0 {
 		return false
 	}
-	_, ok := t.list[0].(backend.Preediter)
-	return ok
+	p, ok := t.list[0].(backend.Preediter)
+	return ok && p.Preedits()
 }
 
 // Preedit shows text, cleaned as a text to type is, as the focused
@@ -625,7 +625,7 @@ func (t *Typer) Preedit(ctx context.Context, text string) (used string, err erro
 	}
 	used = t.list[0].Name()
 	p, ok := t.list[0].(backend.Preediter)
-	if !ok {
+	if !ok || !p.Preedits() {
 		return used, ErrNoPreedit
 	}
 	return used, p.Preedit(ctx, untrusted.Typed(text))
