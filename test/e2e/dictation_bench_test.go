@@ -30,10 +30,11 @@ const dictationTailMs = 200
 // text in the recording window (the xterm's file holds every byte of it),
 // with the real yazsesd, the real yaz-decode --serve on the tiny.en-sized
 // generated model (2 threads), the Silero detector child with the real
-// model, and the daemon's in-process typing on two desktops: x11 (XTEST
-// into an xterm under Xvfb) and wayland (its virtual keyboard into foot
-// under headless sway; the release after the last word only: the tail is
-// not the desktop's). ns/op is that release-to-text time.
+// model, and the daemon's typing child (yaz-type --serve) on two
+// desktops: x11 (XTEST into an xterm under Xvfb) and wayland (its virtual
+// keyboard into foot under headless sway; the release after the last word
+// only: the tail is not the desktop's). ns/op is that release-to-text
+// time.
 //
 // Two releases: "after" lets the key up releaseLag after the last word
 // (the person has finished; the detector has heard the silence), and
@@ -48,11 +49,11 @@ const dictationTailMs = 200
 // It breaks the time down into the tail (the daemon's "hold tail"
 // record), the decoder's own time after the release began (decode_ms of
 // its results, from its log records "utterance"), the injection (from the
-// start of the backend's work, its "typed" record's time less its took,
-// to the last byte in the window: focus check, keymap, keys, the way
-// through xterm) and what is left before the injection: the daemon's
-// overhead (socket, voice check, frames to the decoder, its result back,
-// replacements, bookkeeping). It reports, next to it, a cold whisper-cli
+// start of the backend's work, the typing child's "typed" record's time
+// less its took, to the last byte in the window: focus check, keymap,
+// keys, the way through xterm) and what is left before the injection: the
+// daemon's overhead (socket, voice check, frames to the decoder, its
+// result back, replacements, the text to the typing child, bookkeeping). It reports, next to it, a cold whisper-cli
 // (model load and full audio context, as a person without a resident
 // decoder would run it) on the utterance as recorded up to the release,
 // and the release-to-first-character time.
@@ -113,7 +114,7 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 			d.holdUntil(c, at)
 			before := fileSize(desk.file)
 			w := watchSize(desk.src, desk.file, before)
-			nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
+			nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("type", "typed"))
 			b.StartTimer()
 			t0 := time.Now()
 			r := d.stopHold(c)
@@ -138,7 +139,7 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 				b.Fatalf("window received %q, last is %q", s, l.Text)
 			}
 			dec := d.Records("decode", "utterance")
-			typ := d.Records("", "typed")
+			typ := d.Records("type", "typed")
 			if len(dec) > nDecode+1 && mode == "whole" || len(typ) != nTyped+1 {
 				b.Fatalf("log has %d new decoder results and %d new typed records, want at most 1 and 1", len(dec)-nDecode, len(typ)-nTyped)
 			}
