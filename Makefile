@@ -172,13 +172,15 @@ LOAD_RUNS ?= 3
 test-load: ## make test LOAD_RUNS (3) times in a row with every core kept busy (scripts/load.sh)
 	@LOAD_RUNS=$(LOAD_RUNS) scripts/load.sh $(MAKE) test
 
-bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp; release to last character by typing route (x11, wayland, wtype, portal, and ibus on the real GNOME desk where it can run)
+bench: build ## yaz-decode next to whisper-cli and parakeet-cli (Parakeet 0.6B next to whisper base.en/small.en); the daemon, the gate and yaz-mcp; dictation latency, live text next to whole and eager holds; release to last character by typing route (x11, wayland, wtype, portal, and ibus on the real GNOME desk where it can run)
 	$(GO) run ./scripts/bench -bin bin -whisper-cli $(WHISPER_CLI) -parakeet-cli $(PARAKEET_CLI) -jfk $(JFK) -work $(GEN)/bench
 	$(GO) test -count=1 -run '^$$' -bench 'BinaryReserveRoundTrip' ./cmd/yaz-gate
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonRoundTrip' -benchtime 2000x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'DaemonIdleCPU' -benchtime 20x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'MCPTranscribeOverhead' -benchtime 5x ./test/e2e
-	$(GO) test -count=1 -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
+	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'DictationLatency' -benchtime 3x ./test/e2e
+	@# Live text (dictation.live) next to whole and eager holds on the base.en-sized model, 1 to 33 s: about 15 minutes.
+	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'DictationLive' -benchtime 3x ./test/e2e
 	$(GO) test -count=1 -run '^$$' -bench 'ReleaseToLastChar' -benchtime 5x ./test/e2e
 
 demo: setup ## set up, fetch tiny.en (offline: a generated model), transcribe jfk.wav and a spoken sentence

@@ -30,10 +30,11 @@ const dictationTailMs = 200
 // text in the recording window (the xterm's file holds every byte of it),
 // with the real yazsesd, the real yaz-decode --serve on the tiny.en-sized
 // generated model (2 threads), the Silero detector child with the real
-// model, and the daemon's in-process typing on two desktops: x11 (XTEST
-// into an xterm under Xvfb) and wayland (its virtual keyboard into foot
-// under headless sway; the release after the last word only: the tail is
-// not the desktop's). ns/op is that release-to-text time.
+// model, and the daemon's typing child (yaz-type --serve) on two
+// desktops: x11 (XTEST into an xterm under Xvfb) and wayland (its virtual
+// keyboard into foot under headless sway; the release after the last word
+// only: the tail is not the desktop's). ns/op is that release-to-text
+// time.
 //
 // Two releases: "after" lets the key up releaseLag after the last word
 // (the person has finished; the detector has heard the silence), and
@@ -48,11 +49,11 @@ const dictationTailMs = 200
 // It breaks the time down into the tail (the daemon's "hold tail"
 // record), the decoder's own time after the release began (decode_ms of
 // its results, from its log records "utterance"), the injection (from the
-// start of the backend's work, its "typed" record's time less its took,
-// to the last byte in the window: focus check, keymap, keys, the way
-// through xterm) and what is left before the injection: the daemon's
-// overhead (socket, voice check, frames to the decoder, its result back,
-// replacements, bookkeeping). It reports, next to it, a cold whisper-cli
+// start of the backend's work, the typing child's "typed" record's time
+// less its took, to the last byte in the window: focus check, keymap,
+// keys, the way through xterm) and what is left before the injection: the
+// daemon's overhead (socket, voice check, frames to the decoder, its
+// result back, replacements, the text to the typing child, bookkeeping). It reports, next to it, a cold whisper-cli
 // (model load and full audio context, as a person without a resident
 // decoder would run it) on the utterance as recorded up to the release,
 // and the release-to-first-character time.
@@ -90,7 +91,7 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 	dur := u.length()
 	b.Run(fmt.Sprintf("release=%s/mode=%s/utterance=%ds", release, mode, u.label), func(b *testing.B) {
 		if _, ok := cold[recorded]; !ok {
-			cold[recorded] = coldWhisperCLI(b, recorded, 3)
+			cold[recorded] = coldWhisperCLI(b, world.tinyEn, recorded, 3)
 		}
 		d := newDaemon(b, baseConfig().
 			With("children.capture", arr(bin("yaz-capture"), "--file", capture)).
@@ -113,7 +114,7 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 			d.holdUntil(c, at)
 			before := fileSize(desk.file)
 			w := watchSize(desk.src, desk.file, before)
-			nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("", "typed"))
+			nDecode, nTyped := len(d.Records("decode", "utterance")), len(d.Records("type", "typed"))
 			b.StartTimer()
 			t0 := time.Now()
 			r := d.stopHold(c)
@@ -138,7 +139,7 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 				b.Fatalf("window received %q, last is %q", s, l.Text)
 			}
 			dec := d.Records("decode", "utterance")
-			typ := d.Records("", "typed")
+			typ := d.Records("type", "typed")
 			if len(dec) > nDecode+1 && mode == "whole" || len(typ) != nTyped+1 {
 				b.Fatalf("log has %d new decoder results and %d new typed records, want at most 1 and 1", len(dec)-nDecode, len(typ)-nTyped)
 			}
@@ -209,14 +210,14 @@ func dictationLatency(b *testing.B, desktop string, desk benchDesk, release, mod
 }
 
 // coldWhisperCLI is the median wall time of runs cold runs of whisper-cli
-// on the tiny.en-sized model (what scripts/bench runs: 2 threads, greedy).
-func coldWhisperCLI(b *testing.B, speech string, runs int) time.Duration {
+// on model (what scripts/bench runs: 2 threads, greedy).
+func coldWhisperCLI(b *testing.B, model, speech string, runs int) time.Duration {
 	b.Helper()
 	var ts []time.Duration
 	for range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t0 := time.Now()
-		out, err := exec.CommandContext(ctx, world.whisperCLI, "-m", world.tinyEn, "-f", speech, "-t", "2", "-bs", "1", "-sns", "-np").CombinedOutput()
+		out, err := exec.CommandContext(ctx, world.whisperCLI, "-m", model, "-f", speech, "-t", "2", "-bs", "1", "-sns", "-np").CombinedOutput()
 		el := time.Since(t0)
 		cancel()
 		if err != nil {
@@ -241,6 +242,17 @@ func median(v []time.Duration) time.Duration {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// p95 is the 95th percentile of v by nearest rank (of fewer than 20
+// values, the largest).
+func p95(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[(len(s)*95+99)/100-1]
 }
 
 func fileSize(path string) int64 {
@@ -320,21 +332,37 @@ func (w *sizeWatch) wait(size int64, limit time.Duration) (first, reached time.T
 	return first, reached
 }
 
+// at is when the file first had size or more bytes, among the sizes
+// noted so far (zero: never).
+func (w *sizeWatch) at(size int64) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.sizes {
+		if s.size >= size {
+			return s.at
+		}
+	}
+	return time.Time{}
+}
+
 // A dictationUtterance is a stretch of jfk.wav that ends where the speaker
 // pauses: from, and end, the end of the Silero detector's speech span
 // (ggml-silero-v6.2.0, whisper.cpp's span defaults) on the whole file.
 type dictationUtterance struct {
 	label     int // seconds, as the table names it
 	from, end time.Duration
+	// times the stretch is said in a row, repeatGap of the room
+	// between (0 or 1: once).
+	times int
 }
 
 // dictationUtterances: "ask not" (1.1 s of speech), "what your country
 // can do for you" (2.3 s) and the whole speech with its three pauses
 // (10.3 s).
 var dictationUtterances = []dictationUtterance{
-	{1, 3000 * time.Millisecond, 4414 * time.Millisecond},
-	{3, 4900 * time.Millisecond, 7678 * time.Millisecond},
-	{10, 0, 10622 * time.Millisecond},
+	{1, 3000 * time.Millisecond, 4414 * time.Millisecond, 1},
+	{3, 4900 * time.Millisecond, 7678 * time.Millisecond, 1},
+	{10, 0, 10622 * time.Millisecond, 1},
 }
 
 // releaseLag is how long after the last word the key comes up in the
@@ -350,7 +378,14 @@ const (
 // (2.35–3.2 s), looped.
 const roomTone = 3 * time.Second
 
-func (u dictationUtterance) length() time.Duration { return u.end - u.from }
+// repeatGap is the room between two sayings of an utterance said several
+// times: a pause that ends a piece, as between two sentences.
+const repeatGap = 700 * time.Millisecond
+
+func (u dictationUtterance) length() time.Duration {
+	n := time.Duration(max(1, u.times))
+	return n*(u.end-u.from) + (n-1)*repeatGap
+}
 
 // files writes (once per utterance) the file the capture child replays
 // (the utterance, then roomTone of the room) and the file a person would
@@ -364,7 +399,6 @@ func (u dictationUtterance) files(b *testing.B, release string) (capture, record
 		b.Fatalf("read jfk.wav: %v", err)
 	}
 	cut := func(from, to time.Duration) []float32 { return src[pcm.Samples(from):min(len(src), pcm.Samples(to))] }
-	speech := cut(u.from, u.end)
 	room := func(d time.Duration) []float32 {
 		tone := cut(2350*time.Millisecond, 3200*time.Millisecond)
 		var out []float32
@@ -373,12 +407,20 @@ func (u dictationUtterance) files(b *testing.B, release string) (capture, record
 		}
 		return out
 	}
+	speech := slices.Clone(cut(u.from, u.end))
+	for range u.times - 1 {
+		speech = append(append(speech, room(repeatGap)...), cut(u.from, u.end)...)
+	}
 	dir := filepath.Join(os.TempDir(), "yazses-bench-utterances")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	capture = filepath.Join(dir, fmt.Sprintf("jfk-%d-%d-room.wav", u.from.Milliseconds(), u.end.Milliseconds()))
-	recorded = filepath.Join(dir, fmt.Sprintf("jfk-%d-%d-lag.wav", u.from.Milliseconds(), u.end.Milliseconds()))
+	name := fmt.Sprintf("jfk-%d-%d", u.from.Milliseconds(), u.end.Milliseconds())
+	if u.times > 1 {
+		name += fmt.Sprintf("-x%d", u.times)
+	}
+	capture = filepath.Join(dir, name+"-room.wav")
+	recorded = filepath.Join(dir, name+"-lag.wav")
 	for path, audio := range map[string][]float32{
 		capture:  append(slices.Clone(speech), room(roomTone)...),
 		recorded: append(slices.Clone(speech), room(releaseLag)...),
