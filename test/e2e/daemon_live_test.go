@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -249,4 +250,63 @@ func TestLiveTextOnWayland(t *testing.T) {
 	if r.Outcome != "typed" || r.Backend != "wayland" || r.Chars != utf8.RuneCountInString(last.Text) {
 		t.Errorf("hold.stop = %+v, want typed with wayland, %d characters", r, utf8.RuneCountInString(last.Text))
 	}
+}
+
+// TestLiveTextThroughTheSoundServer: live text with a microphone that is
+// a real sound server's: jfk.wav played into a PulseAudio null sink in
+// real time (paplay), the daemon's capture child recording the sink's
+// monitor, as a person speaking into a microphone: the first piece is in
+// the recording xterm while the speech still plays and the key is held,
+// and what arrives in the end is exactly `ctl last` and the separator,
+// with no control byte, typed.
+func TestLiveTextThroughTheSoundServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	x := startX(t)
+	rec := startRecorder(t, x)
+	rec.Focus(t)
+	sink := privateSink(t)
+	d := startDaemon(t, sileroConfig(t).
+		With("dictation.live", "true").
+		With("dictation.separator", q(" ")).
+		With("capture.mode", q("always")).
+		With("capture.backend", q("pulseaudio")).
+		With("capture.device", q(sink+".monitor")).
+		With("children.capture", arr(bin("yaz-capture"))).
+		With("children.decode", arr(bin("fakedecode"))),
+		append(x.DaemonEnv(), "YAZ_FAKE_TEXT=piece of {audio_ms}")...)
+	d.WaitRunning("vad")
+	d.WaitRunning("capture")
+	c := d.Client()
+	defer c.Close()
+	holdOpen(t, c)
+	play := exec.CommandContext(ctx, "paplay", "--device="+sink, world.jfk)
+	out := &testwait.Buffer{}
+	play.Stdout, play.Stderr = out, out
+	if err := play.Start(); err != nil {
+		t.Fatalf("paplay: %v", err)
+	}
+	played := make(chan error, 1)
+	go func() { played <- play.Wait() }()
+	first := waitPiece(t, rec)
+	select {
+	case err := <-played:
+		t.Errorf("the speech had been played out (%v) before the first piece arrived: not typed while speaking", err)
+	default:
+	}
+	if err := testwait.Recv(t, played, "the speech played into the sink"); err != nil {
+		t.Fatalf("paplay: %v: %s", err, out.String())
+	}
+	r := d.stopHold(c)
+	last := d.lastByCtl()
+	got := rec.settled(t)
+	if last.Text == "" || got != last.Text+" " || !strings.HasPrefix(got, first) {
+		t.Errorf("the window received %q (%q while held); want ctl last %q and the separator", got, first, last.Text)
+	}
+	noControl(t, got)
+	if r.Outcome != "typed" || r.Chars != utf8.RuneCountInString(last.Text) {
+		t.Errorf("hold.stop = %+v, want typed, %d characters", r, utf8.RuneCountInString(last.Text))
+	}
+	t.Logf("while held: %q; in the end: %q", first, got)
 }
