@@ -78,7 +78,10 @@ func TestHoldCaptureChildFails(t *testing.T) {
 			// The next hold hears the whole file, and nothing failed.
 			d.holdWhileSpeaking(c, wavDuration(t, speech))
 			if r := d.stopHold(c); r.Outcome == "failed" || r.Outcome == "" || r.Cause != "" {
-				t.Errorf("the next hold.stop = %+v, want it decoded with no cause\n%s", r, d.LogTail(20))
+				// The whole tail of both holds: when the capture child
+				// was started, restarted and delivered, for a cause
+				// seen once under load and not yet explained.
+				t.Errorf("the next hold.stop = %+v, want it decoded with no cause\n%s", r, d.LogTail(150))
 			}
 		})
 	}
