@@ -83,7 +83,7 @@ var liveUtterances = append(slices.Clone(dictationUtterances), dictationUtteranc
 // hold.start to the release (while held) and from the release to the last
 // byte (after).
 //
-// The goals (issue 33: pause → text median ≤ 300 ms and p95 ≤ 600 ms;
+// The goals (pause → text median ≤ 300 ms and p95 ≤ 600 ms;
 // release → rest median ≤ 50 ms) are reported, not asserted. Run with
 // -benchtime 3x -timeout 60m; each sub-benchmark prints the table so far
 // on stdout.
