@@ -146,9 +146,17 @@ func (t *Typer) started(pid, restart int) {
 	}
 	t.mu.Lock()
 	t.ready, t.readyGen = r, t.startGen
+	// Settings that changed while this start was being made (after its
+	// arguments, before its stdin, when Configure could not see it
+	// running) are not its own: it starts again with them, or Open
+	// would wait for them for ever.
+	stale := t.startGen != t.cfgGen
 	t.up.set(t.w != nil)
 	t.mu.Unlock()
 	t.changed.Broadcast()
+	if stale {
+		t.Restart() // kept for the supervisor's next turn (a buffered request)
+	}
 }
 
 // openStdout is the supervisor's Stdout hook: a fresh pipe per start,
