@@ -216,11 +216,13 @@ func (l *Live) run() {
 		}
 		it := l.queue[0]
 		l.queue = l.queue[1:]
-		stopped := l.rep.Stop != nil
+		stopped, noPreedit := l.rep.Stop != nil, l.noPreedit
 		l.mu.Unlock()
 		switch {
 		case it.preedit:
-			if !stopped && (it.text != "" || l.shown) {
+			// A guess queued before the route said it shows none is
+			// not asked either.
+			if !stopped && !noPreedit && (it.text != "" || l.shown) {
 				l.preedit(it.text)
 			}
 		case stopped:
