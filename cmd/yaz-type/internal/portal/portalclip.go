@@ -75,7 +75,17 @@ func (s *session) onTransfer(sig *dbus.Signal) {
 // onOwner is the SelectionOwnerChanged handler, on the connection's
 // dispatcher: it keeps whether another window owns the clipboard with
 // text (what a paste reads first, to put it back after). mutter tells a
-// session the owner when its clipboard is enabled and at each change.
+// session the owner when its clipboard is enabled (where there is one)
+// and at each change.
+//
+// An offer stands until the portal has said the session owns the
+// clipboard and then that another owner took it: a signal saying
+// another window owns it that comes before the one for the offer was
+// sent before the offer took effect. mutter's first signal, for the
+// owner when the clipboard was enabled, comes through the portal after
+// the session's start, and can come after the first paste's offer (seen
+// on the desk under load: the offer was dropped, the window's two
+// fetches got nothing, and the paste failed after 5 s).
 func (s *session) onOwner(sig *dbus.Signal) {
 	if len(sig.Body) != 2 {
 		return
@@ -95,10 +105,22 @@ func (s *session) onOwner(sig *dbus.Signal) {
 	if handle != s.handle {
 		return
 	}
-	s.o.Log.Debug("portal: the clipboard's owner changed", "text", text, "session_is_owner", own, "types", len(types))
-	s.otherText = !own && text
-	if !own {
-		s.serving, s.owning = nil, false
+	stale := !own && s.owning && !s.confirmed
+	s.o.Log.Debug("portal: the clipboard's owner changed", "text", text, "session_is_owner", own, "types", len(types), "before_the_offer", stale)
+	select {
+	case <-s.ownerHeard:
+	default:
+		close(s.ownerHeard)
+	}
+	switch {
+	case own:
+		s.confirmed = true
+	case stale:
+		// What the clipboard held before the offer: the offer stands.
+		s.otherText = text
+	default:
+		s.otherText = text
+		s.serving, s.owning, s.confirmed = nil, false, false
 	}
 }
 
@@ -137,8 +159,9 @@ func (s *session) serveTransfers() {
 // went.
 func (s *session) serveTransfer(tr transfer) {
 	s.mu.Lock()
-	conn, handle, data, owning := s.conn, s.handle, s.serving, s.owning
+	conn, handle := s.conn, s.handle
 	s.mu.Unlock()
+	data, owning := s.offered()
 	if conn == nil || handle == "" || handle != tr.handle {
 		return
 	}
@@ -183,6 +206,7 @@ func (s *session) serveTransfer(tr transfer) {
 // with no owner (seen on the desk: NoReply, then a new backend without
 // the session), which would end every session of the desktop.
 func (s *session) clipboardText(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath) (text []byte, had bool) {
+	s.heardOwner(ctx)
 	s.mu.Lock()
 	data, owning, other := s.serving, s.owning, s.otherText
 	s.mu.Unlock()
@@ -211,20 +235,62 @@ func (s *session) clipboardText(ctx context.Context, conn *xdp.Conn, handle dbus
 	return b, true
 }
 
+// ownerGrace bounds how long after the clipboard was given a paste waits
+// for mutter's first SelectionOwnerChanged (the owner when it was
+// enabled), to know what to put back. None comes where nothing owns the
+// clipboard; where one does it came within milliseconds on the desk.
+const ownerGrace = 300 * time.Millisecond
+
+// heardOwner waits until the portal has said who owned the clipboard
+// when the session got it, or until ownerGrace after that, or ctx.
+func (s *session) heardOwner(ctx context.Context) {
+	s.mu.Lock()
+	heard, since := s.ownerHeard, time.Since(s.clipReady)
+	s.mu.Unlock()
+	if since >= ownerGrace {
+		return
+	}
+	t := time.NewTimer(ownerGrace - since)
+	defer t.Stop()
+	select {
+	case <-heard:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // offer makes the session the clipboard's owner with data (SetSelection
 // with the text types), or gives the clipboard up (nil: SetSelection
 // without types, which mutter takes as no owner).
 func (s *session) offer(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectPath, data []byte, own bool) error {
-	s.mu.Lock()
-	s.serving, s.owning = data, own
-	s.mu.Unlock()
+	s.offering(data, own)
 	opts := map[string]dbus.Variant{}
 	if own {
 		opts["mime_types"] = dbus.MakeVariant(textTypes)
 	}
 	cctx, cancel := context.WithTimeout(ctx, exchange)
 	defer cancel()
-	return conn.Call(cctx, clipIface+".SetSelection", handle, opts)
+	if err := conn.Call(cctx, clipIface+".SetSelection", handle, opts); err != nil {
+		s.offering(nil, false)
+		return err
+	}
+	return nil
+}
+
+// offering is what the session serves from now on: data while own, until
+// the portal says another window took the clipboard after the offer.
+func (s *session) offering(data []byte, own bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serving, s.owning, s.confirmed = data, own, false
+}
+
+// offered is what the session serves a window that fetches now: the
+// offer, and whether there is one.
+func (s *session) offered() ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serving, s.owning
 }
 
 // pastePortal pastes text through the session's own clipboard: the text

@@ -1,8 +1,11 @@
 package portal
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -46,6 +49,101 @@ func TestOwnerSignal(t *testing.T) {
 	if got := mimeTypes([]any{[]string{"a", "b"}}); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("mimeTypes((as)) = %q", got)
 	}
+}
+
+// TestOfferStandsAgainstAnEarlierOwner: a signal that another window
+// owns the clipboard which comes after the session's offer but before
+// the portal said the session owns it (mutter's first signal, for the
+// owner when the clipboard was enabled, late through the portal) leaves
+// the offer served: a window that fetches gets the text. Once the
+// session was said to own it, another owner ends the offer. (Seen on
+// GNOME under load: the late signal dropped the offer, the GTK 3 field's
+// fetches got nothing, and the paste failed after 5 s.)
+func TestOfferStandsAgainstAnEarlierOwner(t *testing.T) {
+	const handle = dbus.ObjectPath("/org/freedesktop/portal/desktop/session/1_2/s")
+	sig := func(own bool) *dbus.Signal {
+		return &dbus.Signal{Name: ownerSignal, Body: []any{handle, map[string]dbus.Variant{
+			"mime_types":       dbus.MakeVariant([]any{[]string{"text/plain;charset=utf-8"}}),
+			"session_is_owner": dbus.MakeVariant(own),
+		}}}
+	}
+	s := newSession(backend.Options{}.WithDefaults())
+	s.handle = handle
+	s.offering([]byte("Grüße"), true)
+	s.onOwner(sig(false)) // the owner before the offer, told late
+	if data, ok := s.offered(); !ok || string(data) != "Grüße" {
+		t.Fatalf("after a late signal of the earlier owner: serving %q (%v), want the offer", data, ok)
+	}
+	select {
+	case <-s.ownerHeard:
+	default:
+		t.Error("the first owner signal did not mark the owner heard")
+	}
+	s.onOwner(sig(true)) // the offer took effect
+	if _, ok := s.offered(); !ok {
+		t.Fatal("the offer ended when the portal said the session owns the clipboard")
+	}
+	s.onOwner(sig(false)) // a copy in another window after it
+	if data, ok := s.offered(); ok || data != nil {
+		t.Fatalf("another owner after the offer took effect: still serving %q", data)
+	}
+	if !s.otherText {
+		t.Error("another window's text on the clipboard not kept for the restore")
+	}
+}
+
+// TestPasteHearsTheOwnerFirst: the first paste of a session waits for
+// the portal's word on who owned the clipboard when the session got it
+// (mutter's first SelectionOwnerChanged, which can come after the
+// session's start), so that a copy made before yaz-type started is put
+// back; at most ownerGrace after the clipboard was given (no word comes
+// where nothing owns it), and not at all later in the session.
+func TestPasteHearsTheOwnerFirst(t *testing.T) {
+	const handle = dbus.ObjectPath("/org/freedesktop/portal/desktop/session/1_2/s")
+	other := &dbus.Signal{Name: ownerSignal, Body: []any{handle, map[string]dbus.Variant{
+		"mime_types":       dbus.MakeVariant([]any{[]string{"text/plain;charset=utf-8"}}),
+		"session_is_owner": dbus.MakeVariant(false),
+	}}}
+	waited := func(s *session, during func()) time.Duration {
+		start := time.Now()
+		done := make(chan time.Duration, 1)
+		go func() {
+			s.heardOwner(context.Background())
+			done <- time.Since(start)
+		}()
+		synctest.Wait()
+		if during != nil {
+			time.Sleep(50 * time.Millisecond)
+			during()
+		}
+		return <-done
+	}
+	fresh := func() *session {
+		s := newSession(backend.Options{}.WithDefaults())
+		s.handle, s.clipReady = handle, time.Now()
+		return s
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := fresh()
+		if d := waited(s, func() { s.onOwner(other) }); d != 50*time.Millisecond {
+			t.Errorf("the word came after 50ms: the paste went on after %v", d)
+		}
+		if !s.otherText {
+			t.Error("another window's text, said late, not known to the paste")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		if d := waited(fresh(), nil); d != ownerGrace {
+			t.Errorf("no word: the paste waited %v, want %v", d, ownerGrace)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := fresh()
+		time.Sleep(time.Minute)
+		if d := waited(s, nil); d != 0 {
+			t.Errorf("a minute into the session the paste waited %v", d)
+		}
+	})
 }
 
 // TestSettle: Settle waits while the consent dialog is open and returns

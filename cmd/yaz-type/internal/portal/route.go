@@ -104,15 +104,22 @@ type session struct {
 	otherText bool // another window owns the clipboard, with text
 	serving   []byte
 	owning    bool
-	fetches   uint64
-	fetched   bcast.Signal
-	transfers chan transfer
+	// confirmed: the portal said the session owns the clipboard since
+	// the last offer (a SelectionOwnerChanged with session_is_owner).
+	confirmed bool
+	// ownerHeard is closed at the first SelectionOwnerChanged of the
+	// session; clipReady is when the clipboard was given.
+	ownerHeard chan struct{}
+	clipReady  time.Time
+	fetches    uint64
+	fetched    bcast.Signal
+	transfers  chan transfer
 }
 
 func newSession(o backend.Options) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{o: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
-		transfers: make(chan transfer, 16)}
+		transfers: make(chan transfer, 16), ownerHeard: make(chan struct{})}
 }
 
 // begin starts the session's goroutine once.
@@ -299,7 +306,8 @@ func (s *session) establish() error {
 	ctx := s.ctx
 	s.set(StateStarting, "", "")
 	s.mu.Lock()
-	s.clip, s.clipAsked, s.serving, s.owning, s.otherText = false, false, nil, false, false
+	s.clip, s.clipAsked, s.serving, s.owning, s.otherText, s.confirmed = false, false, nil, false, false, false
+	s.ownerHeard = make(chan struct{})
 	s.mu.Unlock()
 	conn, err := s.dial()
 	if err != nil {
@@ -385,7 +393,7 @@ func (s *session) establish() error {
 	}
 	enabled, _ := res["clipboard_enabled"].Value().(bool)
 	s.mu.Lock()
-	s.clip, s.clipAsked = clip && enabled, clip
+	s.clip, s.clipAsked, s.clipReady = clip && enabled, clip, time.Now()
 	s.mu.Unlock()
 	s.o.Log.Debug("portal: clipboard", "requested", clip, "enabled", enabled)
 	consent := consentEachStart
