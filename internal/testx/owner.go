@@ -1,6 +1,7 @@
 package testx
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,44 @@ import (
 
 	"github.com/yazses/yazses/internal/testwait"
 )
+
+// xgb keeps every extension's event and error constructors in maps of
+// the process (xgb.NewEventFuncs) that each connection's reader reads
+// without a lock, and xfixes.Init writes them at every call: a watch
+// begun while another test's watch received an event was a data race
+// (-race, in parallel e2e tests). So XFixes is registered once in the
+// process, by the first watch before it selects any event, and later
+// connections only learn its opcode.
+var xfixesOnce struct {
+	sync.Once
+	first uint8
+	err   error
+}
+
+// initXFixes readies c for XFixes requests and events.
+func initXFixes(c *xgb.Conn) error {
+	reply, err := xproto.QueryExtension(c, 6, "XFIXES").Reply()
+	if err != nil {
+		return err
+	}
+	if !reply.Present {
+		return fmt.Errorf("the X server has no XFIXES extension")
+	}
+	xfixesOnce.Do(func() {
+		xfixesOnce.first = reply.FirstEvent
+		xfixesOnce.err = xfixes.Init(c)
+	})
+	if xfixesOnce.err != nil {
+		return xfixesOnce.err
+	}
+	if reply.FirstEvent != xfixesOnce.first {
+		return fmt.Errorf("XFIXES events start at %d on this server and at %d on the first: xgb decodes one numbering per process", reply.FirstEvent, xfixesOnce.first)
+	}
+	c.ExtLock.Lock()
+	c.Extensions["XFIXES"] = reply.MajorOpcode
+	c.ExtLock.Unlock()
+	return nil
+}
 
 // OwnerWatch sees a selection get a new owner (the XFixes
 // SetSelectionOwner event): what a test waits for after starting xclip -i,
@@ -40,7 +79,7 @@ func WatchSelection(t testing.TB, env []string, selection string) *OwnerWatch {
 	w := &OwnerWatch{c: c, owners: make(chan xproto.Window, 16), done: make(chan struct{})}
 	go w.read()
 	t.Cleanup(w.Close)
-	if err := xfixes.Init(c); err != nil {
+	if err := initXFixes(c); err != nil {
 		t.Fatalf("XFixes: %v", err)
 	}
 	if _, err := xfixes.QueryVersion(c, 5, 0).Reply(); err != nil {

@@ -2,6 +2,7 @@ package testx
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -27,5 +28,24 @@ func TestSettled(t *testing.T) {
 	rec.WaitFor(t, "abc\ndef")
 	if got := rec.Contents(t); got != "abc\ndef" {
 		t.Fatalf("Contents = %q, want the markers left out", got)
+	}
+}
+
+// Watches begun while others receive owner events, from tests running
+// in parallel: under -race, the connections' readers and each watch's
+// XFixes set-up must not touch xgb's event tables unsynchronized
+// (xfixes.Init at each watch did, and failed four e2e tests in a -race
+// run).
+func TestWatchesBesideEachOther(t *testing.T) {
+	for _, name := range []string{"a", "b", "c"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			x := Start(t) // a display each, as each e2e test has
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for i := range 4 {
+				SetClip(ctx, t, x.Env, fmt.Sprintf("%s%d", name, i))
+			}
+		})
 	}
 }
