@@ -192,6 +192,7 @@ func (s *session) serveTransfer(tr transfer) {
 	if ok {
 		s.mu.Lock()
 		s.fetches++
+		s.served = time.Now()
 		s.mu.Unlock()
 		s.fetched.Broadcast()
 	}
@@ -275,6 +276,28 @@ func (s *session) offer(ctx context.Context, conn *xdp.Conn, handle dbus.ObjectP
 		return err
 	}
 	return nil
+}
+
+// clipLinger is how long a session that owns the clipboard stays after a
+// window (or mutter's clipboard manager) fetched its offer, before it
+// closes. mutter's clipboard manager keeps a copy of each new owner's
+// text to own the clipboard when that owner goes, but only once its
+// fetch has finished in mutter's main loop: a session closed before that
+// leaves the clipboard empty (seen on the desk under load: yaz-type put
+// the person's copy back, ended, and Ctrl+V then pasted nothing). There
+// is no word from mutter when it has the copy.
+const clipLinger = 300 * time.Millisecond
+
+// linger is how long the session should still live so that what it
+// offers outlives it: clipLinger after its last served fetch, while it
+// owns the clipboard.
+func (s *session) linger() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.owning || s.served.IsZero() {
+		return 0
+	}
+	return max(0, clipLinger-time.Since(s.served))
 }
 
 // offering is what the session serves from now on: data while own, until

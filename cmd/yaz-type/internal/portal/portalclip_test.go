@@ -146,6 +146,42 @@ func TestPasteHearsTheOwnerFirst(t *testing.T) {
 	})
 }
 
+// TestLingerKeepsTheCopy: a session that owns the clipboard lives on
+// clipLinger after the last fetch of its offer, so that mutter's clipboard
+// manager has finished its copy before the session (the owner) goes; one
+// that does not own it, or whose offer nobody fetched lately, closes at
+// once.
+func TestLingerKeepsTheCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSession(backend.Options{}.WithDefaults())
+		if d := s.linger(); d != 0 {
+			t.Errorf("nothing offered: linger %v, want 0", d)
+		}
+		s.offering([]byte("zurück"), true)
+		if d := s.linger(); d != 0 {
+			t.Errorf("offered, never fetched: linger %v, want 0", d)
+		}
+		s.mu.Lock()
+		s.served = time.Now()
+		s.mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		if d := s.linger(); d != clipLinger-100*time.Millisecond {
+			t.Errorf("fetched 100ms ago: linger %v, want %v", d, clipLinger-100*time.Millisecond)
+		}
+		time.Sleep(clipLinger)
+		if d := s.linger(); d != 0 {
+			t.Errorf("fetched long ago: linger %v, want 0", d)
+		}
+		s.mu.Lock()
+		s.served = time.Now()
+		s.mu.Unlock()
+		s.offering(nil, false)
+		if d := s.linger(); d != 0 {
+			t.Errorf("the clipboard given up: linger %v, want 0", d)
+		}
+	})
+}
+
 // TestSettle: Settle waits while the consent dialog is open and returns
 // the state the answer brings (ready), so that yaz-type in a pipeline
 // types after the person allowed it instead of failing at once.

@@ -112,6 +112,7 @@ type session struct {
 	ownerHeard chan struct{}
 	clipReady  time.Time
 	fetches    uint64
+	served     time.Time // when a fetch of the offer was last served
 	fetched    bcast.Signal
 	transfers  chan transfer
 }
@@ -599,6 +600,10 @@ func (s *session) shutdown() {
 		return
 	}
 	if handle != "" {
+		if d := s.linger(); d > 0 {
+			t := time.NewTimer(d)
+			<-t.C
+		}
 		s.closeSession(conn, handle)
 	}
 	conn.Close()
