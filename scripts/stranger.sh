@@ -101,5 +101,9 @@ if grep -q '"at_ms"' <<<"$last"; then
   log "the user's daemon took a dictation during the runs"
   rc=1
 fi
-[ $rc -ne 0 ] || log "passed; the user's daemon is still ready and took no dictation"
+if [ $rc -eq 0 ]; then
+  log "passed; the user's daemon is still ready and took no dictation"
+else
+  log "FAILED (the user's daemon: $(grep -m1 '^health' "$dir/user/status.txt" || echo gone))"
+fi
 exit $rc

@@ -131,6 +131,7 @@ func (d *Daemon) holdOpen(ctx context.Context, toggled bool) (daemonapi.HoldResu
 		h.live = dictation.StartLive(d.typeCtx, d.dictationEnv())
 	}
 	l := d.mic.Listen(d.mic.Always())
+	d.log.Debug("hold started", "pre_roll_ms", l.PreRoll().Milliseconds())
 	if d.config().Dictation.Cues && d.state.asking == nil {
 		d.cue(tts.CueStart, l)
 	}

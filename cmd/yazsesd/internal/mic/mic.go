@@ -58,6 +58,7 @@ type Mic struct {
 // Listener receives audio from the microphone.
 type Listener struct {
 	ch      chan []int16
+	pre     int           // samples of the pre-roll it was given first
 	failed  chan struct{} // capacity 1: the child failed (Failed)
 	dropped int
 	told    bool // a nil chunk (the stream's end) was sent to it
@@ -356,6 +357,7 @@ func (m *Mic) Listen(preRoll bool) *Listener {
 	if preRoll && m.ring != nil {
 		if pre := m.ring.snapshot(); len(pre) > 0 {
 			l.ch <- pre
+			l.pre = len(pre)
 		}
 	}
 	m.subs[l] = struct{}{}
@@ -367,6 +369,10 @@ func (m *Mic) Listen(preRoll bool) *Listener {
 	m.listened.Broadcast()
 	return l
 }
+
+// PreRoll is how much audio from before Listen l was given first (the
+// ring's, in capture.mode "always"; none otherwise).
+func (l *Listener) PreRoll() time.Duration { return pcm.Duration(l.pre) }
 
 // Unlisten removes l; the last one closes the microphone in on-demand
 // mode. A second call does nothing.

@@ -91,6 +91,9 @@ func TestMicListenEndsIdleNap(t *testing.T) {
 		if diff := cmp.Diff(append(slices.Clone(before), during...), got); diff != "" {
 			t.Errorf("audio a listener added during the idle nap has at once (-want +got):\n%s", diff)
 		}
+		if got, want := l.PreRoll(), pcm.Duration(len(before)); got != want {
+			t.Errorf("PreRoll() = %v, want the ring's %v", got, want)
+		}
 		if waited := time.Since(t0); waited != 0 {
 			t.Errorf("the listener waited %v for the reader", waited)
 		}
