@@ -2,8 +2,9 @@
 # stranger.sh (make test-stranger): the whole suite as a stranger runs it,
 # on a stranger's machine, LOAD_RUNS times in a row (default 3):
 #
-#   - from a fresh clone of REV (default HEAD) in a new folder, with a
-#     read-only copy of ../shared beside it where this checkout has one;
+#   - from a fresh clone of REV (default HEAD) in a new folder with nothing
+#     beside it (the tests' Silero model is put in the cache first, from
+#     this checkout: make test-models);
 #   - from a desktop terminal: DISPLAY names an Xvfb standing for the
 #     user's own session and WAYLAND_DISPLAY a socket name of the user's,
 #     both set in the shell that runs make test (no test may type into them
@@ -38,12 +39,9 @@ trap 'exit 130' INT TERM
 
 log() { echo "stranger: $*" >&2; }
 
+make -s -C "$here" test-models
 git clone -q "$here" "$dir/yazses"
 git -C "$dir/yazses" checkout -q "$(git -C "$here" rev-parse "$rev")"
-if [ -d "$here/../shared" ]; then
-  cp -a "$here/../shared" "$dir/shared"
-  chmod -R a-w "$dir/shared"
-fi
 log "clone of $(git -C "$dir/yazses" rev-parse --short HEAD) in $dir"
 
 # The user's programs and model, built as a user would have them.
