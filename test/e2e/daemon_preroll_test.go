@@ -43,19 +43,7 @@ func TestPreRollKeepsAudioFromBeforeTheKey(t *testing.T) {
 		if err != nil || h.Outcome != "empty" {
 			t.Fatalf("hold.stop = %+v, %v; want outcome empty (silence)", h, err)
 		}
-		// Written before hold.start answered, read from the daemon's
-		// stderr as it comes.
-		d.WaitLog(10*time.Second, "the hold started record", func(m map[string]any) bool { return m["msg"] == "hold started" })
-		var started []map[string]any
-		for _, r := range d.LogRecords() {
-			if r["msg"] == "hold started" {
-				started = append(started, r)
-			}
-		}
-		if len(started) != 1 {
-			t.Fatalf("%d \"hold started\" records, want 1\n%s", len(started), d.LogTail(30))
-		}
-		preRoll = time.Duration(field(started[0], "pre_roll_ms")) * time.Millisecond
+		preRoll = time.Duration(field(d.oneRecord("hold started"), "pre_roll_ms")) * time.Millisecond
 		for _, e := range d.Events() {
 			if e.Kind == "dictation.empty" {
 				return e.Duration, preRoll

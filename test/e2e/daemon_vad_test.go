@@ -192,19 +192,22 @@ func TestAskAnswerWithAPauseComesBackWhole(t *testing.T) {
 }
 
 // holdTail is the daemon's "hold tail" debug record of its one hold.
-func (d *daemon) holdTail() map[string]any {
+func (d *daemon) holdTail() map[string]any { return d.oneRecord("hold tail") }
+
+// oneRecord is the daemon's one debug record with msg, which the daemon
+// wrote before the last call that has answered.
+func (d *daemon) oneRecord(msg string) map[string]any {
 	d.T.Helper()
-	// Written before hold.stop answered, read from the daemon's stderr
-	// as it comes.
-	d.WaitLog(10*time.Second, "the hold tail record", func(m map[string]any) bool { return m["msg"] == "hold tail" })
+	// Read from the daemon's stderr as it comes.
+	d.WaitLog(10*time.Second, "the "+msg+" record", func(m map[string]any) bool { return m["msg"] == msg })
 	var recs []map[string]any
 	for _, r := range d.LogRecords() {
-		if r["msg"] == "hold tail" {
+		if r["msg"] == msg {
 			recs = append(recs, r)
 		}
 	}
 	if len(recs) != 1 {
-		d.T.Fatalf("%d \"hold tail\" records, want 1\n%s", len(recs), d.LogTail(30))
+		d.T.Fatalf("%d %q records, want 1\n%s", len(recs), msg, d.LogTail(30))
 	}
 	return recs[0]
 }
