@@ -172,7 +172,7 @@ LOAD_RUNS ?= 3
 test-load: ## make test LOAD_RUNS (3) times in a row with every core kept busy (scripts/load.sh)
 	@LOAD_RUNS=$(LOAD_RUNS) scripts/load.sh $(MAKE) test
 
-# The issue's proof that the suite is a stranger's: a fresh clone, run from
+# The proof that the suite is a stranger's: a fresh clone, run from
 # a desktop terminal (DISPLAY and WAYLAND_DISPLAY set to the user's own
 # session), beside the user's own daemon, every core busy, LOAD_RUNS (3)
 # times in a row; then the user's daemon must still be ready and have
