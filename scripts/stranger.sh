@@ -101,7 +101,9 @@ if grep -q '"at_ms"' <<<"$last"; then
 fi
 if [ $rc -eq 0 ]; then
   log "passed; the user's daemon is still ready and took no dictation"
+  cleanup
+  rm -rf "$dir"
 else
-  log "FAILED (the user's daemon: $(grep -m1 '^health' "$dir/user/status.txt" || echo gone))"
+  log "FAILED (the user's daemon: $(grep -m1 '^health' "$dir/user/status.txt" || echo gone)); the clone and the user's logs stay in $dir"
 fi
 exit $rc
