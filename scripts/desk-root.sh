@@ -105,7 +105,7 @@ fi
 
 if ! command -v mmdebstrap >/dev/null; then
   log "mmdebstrap is missing: installing it with apt-get (Debian package mmdebstrap)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mmdebstrap >&2 ||
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends mmdebstrap >&2 ||
     { log "apt-get install mmdebstrap failed (try apt-get update first)"; exit 1; }
 fi
 

@@ -39,5 +39,19 @@ echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# Another apt may be running: a fresh machine's apt-daily or
+# unattended-upgrades, or make desk beside make setup. install waits for
+# the dpkg lock itself (DPkg::Lock::Timeout); update waits for no lock, so
+# it is tried again while another apt holds the package lists, saying once
+# who holds them. Up to 10 minutes each.
+lock_wait=600
+updated=
+for ((i = 0; i < lock_wait; i++)); do
+  if out=$($sudo apt-get update -qq 2>&1); then updated=1; break; fi
+  grep -q 'Could not get lock' <<<"$out" || { echo "$out" >&2; exit 1; }
+  [ "$i" -gt 0 ] || echo "install-deps: waiting for another apt to finish: $(grep -m1 'Could not get lock' <<<"$out")" >&2
+  sleep 1
+done
+[ -n "$updated" ] || { echo "install-deps: another apt held the package lists for ${lock_wait}s: $out" >&2; exit 1; }
+[ -z "$out" ] || echo "$out" >&2
+$sudo apt-get -o DPkg::Lock::Timeout=$lock_wait install -y -qq --no-install-recommends "${missing[@]}" >&2

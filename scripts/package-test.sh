@@ -33,7 +33,7 @@ mirror=${PKG_MIRROR:-http://deb.debian.org/debian}
 pkg=$(readlink -f "$pkg")
 [ -f "$pkg" ] || { echo "package-test: no package $pkg" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "package-test: needs root (mmdebstrap's root mode, chroot)" >&2; exit 1; }
-command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mmdebstrap >&2
+command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends mmdebstrap >&2
 version=$(dpkg-deb -f "$pkg" Version)
 upstream=${YAZ_VERSION:-}
 
