@@ -70,14 +70,27 @@ log "the user's session: DISPLAY=:$display"
 
 user_env=(env -i HOME="$dir/user/home" PATH="$dir/user/bin:/usr/local/bin:/usr/bin:/bin"
   XDG_RUNTIME_DIR="$dir/user/xdg" DISPLAY=":$display")
-"${user_env[@]}" "$dir/user/bin/yazsesd" run -c "$dir/user/config.toml" >"$dir/user/daemon.log" 2>&1 &
+# systemd's side of the unit's Type=notify: a NOTIFY_SOCKET of its own,
+# and the daemon counts as started at its READY=1 (sent once its children
+# are up or have failed; status then says which).
+go build -o "$dir/sdlisten" ./scripts/sdlisten
+coproc notify { "$dir/sdlisten" -timeout 90s "$dir/user/notify"; }
+pids+=("$notify_PID")
+exec {notify_out}<&"${notify[0]}" # bash closes the coproc's own once it exits
+read -r -t 30 line <&"$notify_out" && [ "$line" = listening ] ||
+  { log "sdlisten did not listen: ${line:-nothing}"; exit 1; }
+"${user_env[@]}" NOTIFY_SOCKET="$dir/user/notify" "$dir/user/bin/yazsesd" run -c "$dir/user/config.toml" >"$dir/user/daemon.log" 2>&1 &
 pids+=($!)
 ready=
-for _ in $(seq 60); do
-  if "${user_env[@]}" "$dir/user/bin/yazsesd" status 2>/dev/null | grep -q '^health *ready'; then ready=1; break; fi
-  sleep 1
+while read -r line <&"$notify_out"; do
+  [ "$line" != READY=1 ] || { ready=1; break; }
 done
-[ -n "$ready" ] || { log "the user's daemon is not ready: $(tail -20 "$dir/user/daemon.log")"; exit 1; }
+[ -n "$ready" ] || { log "the user's daemon sent no READY=1: $(tail -20 "$dir/user/daemon.log")"; exit 1; }
+if ! "${user_env[@]}" "$dir/user/bin/yazsesd" status >"$dir/user/status.txt" 2>&1 ||
+  ! grep -q '^health *ready' "$dir/user/status.txt"; then
+  log "the user's daemon started but is not ready: $(cat "$dir/user/status.txt")"
+  exit 1
+fi
 log "the user's daemon is ready (log $dir/user/daemon.log)"
 
 # The desktop terminal the suite runs from. As root the real desks can be
