@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -30,20 +31,22 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := listen(flag.Arg(0), *timeout); err != nil {
+	if err := listen(flag.Arg(0), *timeout, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sdlisten:", err)
 		os.Exit(1)
 	}
 }
 
-func listen(path string, timeout time.Duration) error {
+// listen binds path, says "listening" on w and writes there each line the
+// daemon sends, until READY=1 (nil) or timeout (an error).
+func listen(path string, timeout time.Duration, w io.Writer) error {
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	defer os.Remove(path)
-	out := bufio.NewWriter(os.Stdout)
+	out := bufio.NewWriter(w)
 	fmt.Fprintln(out, "listening")
 	if err := out.Flush(); err != nil {
 		return err
